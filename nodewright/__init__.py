@@ -1,0 +1,1 @@
+"""Nodewright: a serverless node autoscaler for Amazon EKS."""

@@ -1,0 +1,1 @@
+"""AWS adapters: the only modules that import boto3 and botocore."""

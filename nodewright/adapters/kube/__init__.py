@@ -1,0 +1,1 @@
+"""Kubernetes adapters: the only modules that import the kubernetes client."""

@@ -1,0 +1,20 @@
+"""The `nodewright` command line: one Typer app, one module per command group."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="nodewright",
+    help="Nodewright: a serverless node autoscaler for Amazon EKS.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    from nodewright.cli import commands  # noqa: F401  (registers every command on `app`)
+
+    app()

@@ -1,0 +1,1 @@
+"""Disruption: which nodes to remove or replace, as commands. Pure."""

@@ -1,0 +1,1 @@
+"""Interruption: parse EC2/Health events and decide actions. Pure."""

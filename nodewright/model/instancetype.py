@@ -1,0 +1,61 @@
+"""Instance types and their offerings (where and how they can be bought, at what price). Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from nodewright.model import labels as wk
+from nodewright.model.requirements import Requirements
+from nodewright.model.resources import EMPTY, Resources
+
+
+@dataclass(frozen=True, slots=True)
+class Offering:
+    """One way to buy an instance type: a zone and a capacity type, at a price per hour."""
+
+    zone: str
+    capacity_type: str
+    price: float
+    available: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceType:
+    """An EC2 instance type as the scheduler sees it.
+
+    `requirements` holds the labels a node of this type gets (arch, family, cpu, ... and the
+    zones and capacity types it is offered in); `overhead` is kube-reserved + system-reserved +
+    the eviction threshold, so `allocatable = capacity - overhead`.
+    """
+
+    name: str
+    requirements: Requirements
+    capacity: Resources
+    overhead: Resources = EMPTY
+    offerings: tuple[Offering, ...] = ()
+    price_estimated: bool = False
+    allocatable: Resources = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "allocatable", (self.capacity - self.overhead).clamped())
+
+    def label(self, key: str) -> str | None:
+        """The single value of a label this type fixes (e.g. its family), or None."""
+        req = self.requirements.get(key)
+        if req is None or req.complement or len(req.values) != 1:
+            return None
+        return next(iter(req.values))
+
+    @property
+    def arch(self) -> str:
+        """The CPU architecture label (amd64 or arm64)."""
+        return self.label(wk.ARCH) or "amd64"
+
+    def available_offerings(self) -> tuple[Offering, ...]:
+        """The offerings that can be bought now."""
+        return tuple(o for o in self.offerings if o.available)
+
+    def cheapest_offering(self) -> Offering | None:
+        """The cheapest available offering, ties broken by capacity type then zone."""
+        offers = self.available_offerings()
+        return min(offers, key=lambda o: (o.price, o.capacity_type, o.zone)) if offers else None

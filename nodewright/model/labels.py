@@ -1,0 +1,84 @@
+"""Well-known label and annotation keys, shared with Karpenter so manifests mean the same here."""
+
+from __future__ import annotations
+
+# Kubernetes
+ZONE = "topology.kubernetes.io/zone"
+REGION = "topology.kubernetes.io/region"
+HOSTNAME = "kubernetes.io/hostname"
+ARCH = "kubernetes.io/arch"
+OS = "kubernetes.io/os"
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+WINDOWS_BUILD = "node.kubernetes.io/windows-build"
+
+# Karpenter (karpenter.sh)
+CAPACITY_TYPE = "karpenter.sh/capacity-type"
+NODEPOOL = "karpenter.sh/nodepool"
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+
+# Karpenter AWS (karpenter.k8s.aws)
+INSTANCE_CATEGORY = "karpenter.k8s.aws/instance-category"
+INSTANCE_FAMILY = "karpenter.k8s.aws/instance-family"
+INSTANCE_GENERATION = "karpenter.k8s.aws/instance-generation"
+INSTANCE_SIZE = "karpenter.k8s.aws/instance-size"
+INSTANCE_CPU = "karpenter.k8s.aws/instance-cpu"
+INSTANCE_CPU_MANUFACTURER = "karpenter.k8s.aws/instance-cpu-manufacturer"
+INSTANCE_MEMORY = "karpenter.k8s.aws/instance-memory"
+INSTANCE_NETWORK_BANDWIDTH = "karpenter.k8s.aws/instance-network-bandwidth"
+INSTANCE_EBS_BANDWIDTH = "karpenter.k8s.aws/instance-ebs-bandwidth"
+INSTANCE_GPU_NAME = "karpenter.k8s.aws/instance-gpu-name"
+INSTANCE_GPU_MANUFACTURER = "karpenter.k8s.aws/instance-gpu-manufacturer"
+INSTANCE_GPU_COUNT = "karpenter.k8s.aws/instance-gpu-count"
+INSTANCE_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
+INSTANCE_ACCELERATOR_NAME = "karpenter.k8s.aws/instance-accelerator-name"
+INSTANCE_ACCELERATOR_MANUFACTURER = "karpenter.k8s.aws/instance-accelerator-manufacturer"
+INSTANCE_ACCELERATOR_COUNT = "karpenter.k8s.aws/instance-accelerator-count"
+INSTANCE_HYPERVISOR = "karpenter.k8s.aws/instance-hypervisor"
+INSTANCE_LOCAL_NVME = "karpenter.k8s.aws/instance-local-nvme"
+INSTANCE_ENCRYPTION_IN_TRANSIT = "karpenter.k8s.aws/instance-encryption-in-transit-supported"
+
+# Nodewright's own
+NW_NODEPOOL = "nodewright.io/nodepool"
+NW_NODECLAIM = "nodewright.io/nodeclaim"
+NW_DO_NOT_DISRUPT = "nodewright.io/do-not-disrupt"
+NW_REBALANCE_POLICY = "nodewright.io/rebalance-policy"
+DISRUPTED_TAINT_KEY = "nodewright.io/disrupted"
+KARPENTER_DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"
+
+CAPACITY_TYPES = ("reserved", "spot", "on-demand")
+
+# Keys that a node gets from its instance type or NodeClaim rather than from the NodePool
+# template: a pod may require them even when the NodePool does not mention them.
+WELL_KNOWN = frozenset(
+    {
+        ZONE,
+        REGION,
+        HOSTNAME,
+        ARCH,
+        OS,
+        INSTANCE_TYPE,
+        WINDOWS_BUILD,
+        CAPACITY_TYPE,
+        NODEPOOL,
+        NW_NODEPOOL,
+        INSTANCE_CATEGORY,
+        INSTANCE_FAMILY,
+        INSTANCE_GENERATION,
+        INSTANCE_SIZE,
+        INSTANCE_CPU,
+        INSTANCE_CPU_MANUFACTURER,
+        INSTANCE_MEMORY,
+        INSTANCE_NETWORK_BANDWIDTH,
+        INSTANCE_EBS_BANDWIDTH,
+        INSTANCE_GPU_NAME,
+        INSTANCE_GPU_MANUFACTURER,
+        INSTANCE_GPU_COUNT,
+        INSTANCE_GPU_MEMORY,
+        INSTANCE_ACCELERATOR_NAME,
+        INSTANCE_ACCELERATOR_MANUFACTURER,
+        INSTANCE_ACCELERATOR_COUNT,
+        INSTANCE_HYPERVISOR,
+        INSTANCE_LOCAL_NVME,
+        INSTANCE_ENCRYPTION_IN_TRANSIT,
+    }
+)

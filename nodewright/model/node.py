@@ -1,0 +1,70 @@
+"""Kubernetes nodes as Nodewright sees them, parsed from API JSON. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodewright.model import labels as wk
+from nodewright.model.resources import EMPTY, Resources
+from nodewright.model.taints import Taint
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A node: its labels, taints, allocatable resources and lifecycle state."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    capacity: Resources = EMPTY
+    allocatable: Resources = EMPTY
+    provider_id: str = ""
+    unschedulable: bool = False
+    ready: bool = False
+    created_at: float = 0.0
+    deleting: bool = False
+
+    @property
+    def instance_id(self) -> str:
+        """The EC2 instance id from `aws:///us-east-1a/i-0abc...`, or ''."""
+        tail = self.provider_id.rsplit("/", 1)[-1]
+        return tail if tail.startswith("i-") else ""
+
+    @property
+    def nodepool(self) -> str:
+        """The NodePool that launched this node ('' when not ours)."""
+        return self.labels.get(wk.NW_NODEPOOL) or self.labels.get(wk.NODEPOOL) or ""
+
+    @property
+    def nodeclaim(self) -> str:
+        """The node claim this node registered for ('' when unknown)."""
+        return self.labels.get(wk.NW_NODECLAIM, "")
+
+    @property
+    def do_not_disrupt(self) -> bool:
+        """True when the node is annotated do-not-disrupt."""
+        return self.annotations.get(wk.DO_NOT_DISRUPT) == "true" or self.annotations.get(wk.NW_DO_NOT_DISRUPT) == "true"
+
+    @classmethod
+    def parse(cls, manifest: Mapping[str, Any], *, created_at: float = 0.0) -> Node:
+        """Build from a node manifest or API JSON."""
+        meta = manifest.get("metadata") or {}
+        spec = manifest.get("spec") or {}
+        status = manifest.get("status") or {}
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
+        return cls(
+            name=str(meta.get("name") or ""),
+            labels=dict(meta.get("labels") or {}),
+            annotations=dict(meta.get("annotations") or {}),
+            taints=tuple(Taint.parse(t) for t in spec.get("taints") or ()),
+            capacity=Resources.parse(status.get("capacity"), where="status.capacity"),
+            allocatable=Resources.parse(status.get("allocatable"), where="status.allocatable"),
+            provider_id=str(spec.get("providerID") or ""),
+            unschedulable=bool(spec.get("unschedulable")),
+            ready=ready,
+            created_at=created_at,
+            deleting=bool(meta.get("deletionTimestamp")),
+        )

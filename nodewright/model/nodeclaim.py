@@ -1,0 +1,49 @@
+"""Node claims: a request for one node, recorded before it is launched and tracked until it is gone.
+
+Pure data. The provisioner writes a claim before CreateFleet (intent before effect), completes it
+with the instance it got, and marks it registered and initialized as the node comes up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from nodewright.model.requirements import Requirements
+from nodewright.model.resources import EMPTY, Resources
+from nodewright.model.taints import Taint
+
+STATES = ("pending", "launched", "registered", "initialized", "deleting")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeClaim:
+    """One node Nodewright decided to launch, and what became of it."""
+
+    name: str
+    nodepool: str
+    node_class: str = "default"
+    requirements: Requirements = field(default_factory=Requirements)
+    instance_type_options: tuple[str, ...] = ()
+    requests: Resources = EMPTY
+    pods: tuple[str, ...] = ()
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    startup_taints: tuple[Taint, ...] = ()
+    state: str = "pending"
+    instance_type: str = ""
+    capacity_type: str = ""
+    zone: str = ""
+    price: float = 0.0
+    instance_id: str = ""
+    provider_id: str = ""
+    node_name: str = ""
+    created_at: float = 0.0
+    launched_at: float = 0.0
+    registered_at: float = 0.0
+    initialized_at: float = 0.0
+    reason: str = ""
+
+    def with_changes(self, **changes: Any) -> NodeClaim:
+        """A copy with some fields changed."""
+        return replace(self, **changes)

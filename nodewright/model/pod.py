@@ -1,0 +1,251 @@
+"""The scheduling view of a pod, parsed from its Kubernetes manifest (a plain dict). Pure.
+
+Role: everything the scheduler, the disruption engine and the drain need to know about a pod,
+and nothing else. `Pod.parse` accepts the JSON the API server returns (or a YAML manifest), so
+adapters can hand over raw responses without building client model objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodewright.model import labels as wk
+from nodewright.model.requirements import Requirements
+from nodewright.model.resources import EMPTY, PODS, Resources
+from nodewright.model.selectors import LabelSelector
+from nodewright.model.taints import Toleration
+
+_ONE_POD = Resources({PODS: 1000})
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """A pod (anti-)affinity term: pods matching `selector` in `namespaces`, per `topology_key`.
+
+    `namespaces` empty means the pod's own namespace (resolved by `parse`); `all_namespaces`
+    stands for an empty namespaceSelector.
+    """
+
+    selector: LabelSelector
+    topology_key: str
+    namespaces: frozenset[str]
+    all_namespaces: bool = False
+    weight: int = 0
+
+    def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        """True when a pod in `namespace` with `labels` is one this term counts."""
+        return (self.all_namespaces or namespace in self.namespaces) and self.selector.matches(labels)
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    """A topology spread constraint (maxSkew over `topology_key` among pods matching `selector`)."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    selector: LabelSelector
+    min_domains: int | None = None
+    node_taints_policy: str = "Ignore"
+    node_affinity_policy: str = "Honor"
+
+    @property
+    def required(self) -> bool:
+        """DoNotSchedule constraints are hard; ScheduleAnyway ones are preferences."""
+        return self.when_unsatisfiable == "DoNotSchedule"
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredTerm:
+    """A preferred node affinity term with its weight."""
+
+    weight: int
+    requirements: Requirements
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    """A pod as Nodewright schedules, drains and counts it."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    requests: Resources = _ONE_POD
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    # ORed node selector terms from requiredDuringScheduling node affinity; () means no affinity.
+    required_terms: tuple[Requirements, ...] = ()
+    preferred_terms: tuple[PreferredTerm, ...] = ()
+    affinity: tuple[AffinityTerm, ...] = ()
+    preferred_affinity: tuple[AffinityTerm, ...] = ()
+    anti_affinity: tuple[AffinityTerm, ...] = ()
+    preferred_anti_affinity: tuple[AffinityTerm, ...] = ()
+    spread: tuple[SpreadConstraint, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    priority: int = 0
+    priority_class: str = ""
+    owner_kind: str = ""
+    owner_name: str = ""
+    node_name: str = ""
+    nominated_node_name: str = ""
+    phase: str = "Pending"
+    unschedulable: bool = False
+    deleting: bool = False
+    created_at: float = 0.0
+    mirror: bool = False
+    termination_grace_seconds: int = 30
+
+    @property
+    def key(self) -> str:
+        """`namespace/name`, the identity used in plans and logs."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def daemon(self) -> bool:
+        """True for pods a DaemonSet owns."""
+        return self.owner_kind == "DaemonSet"
+
+    @property
+    def do_not_disrupt(self) -> bool:
+        """True when annotated `karpenter.sh/do-not-disrupt: "true"` (or Nodewright's key)."""
+        return self.annotations.get(wk.DO_NOT_DISRUPT) == "true" or self.annotations.get(wk.NW_DO_NOT_DISRUPT) == "true"
+
+    @property
+    def critical(self) -> bool:
+        """System-critical pods, drained last (Karpenter's tiering)."""
+        return self.priority_class in ("system-cluster-critical", "system-node-critical")
+
+    @property
+    def terminal(self) -> bool:
+        """Succeeded or Failed pods hold no resources."""
+        return self.phase in ("Succeeded", "Failed")
+
+    def node_requirements(self) -> tuple[Requirements, ...]:
+        """The ORed node requirement sets this pod accepts: nodeSelector ANDed with each term."""
+        selector = Requirements.from_labels(self.node_selector)
+        if not self.required_terms:
+            return (selector,)
+        return tuple(selector.intersection(term) for term in self.required_terms)
+
+    @classmethod
+    def parse(cls, manifest: Mapping[str, Any]) -> Pod:
+        """Build from a pod manifest or API JSON. Raises KeyError/ValueError on malformed input."""
+        meta = manifest.get("metadata") or {}
+        spec = manifest.get("spec") or {}
+        status = manifest.get("status") or {}
+        namespace = str(meta.get("namespace") or "default")
+        owners = meta.get("ownerReferences") or ()
+        owner = next((o for o in owners if o.get("controller")), owners[0] if owners else {})
+        annotations = meta.get("annotations") or {}
+        affinity = spec.get("affinity") or {}
+        node_affinity = affinity.get("nodeAffinity") or {}
+        required = (node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
+            "nodeSelectorTerms"
+        ) or ()
+        preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+        pod_affinity = affinity.get("podAffinity") or {}
+        pod_anti = affinity.get("podAntiAffinity") or {}
+        unschedulable = any(
+            c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+            for c in status.get("conditions") or ()
+        )
+        return cls(
+            namespace=namespace,
+            name=str(meta.get("name") or ""),
+            uid=str(meta.get("uid") or ""),
+            labels=dict(meta.get("labels") or {}),
+            annotations=dict(annotations),
+            requests=effective_requests(spec),
+            node_selector=dict(spec.get("nodeSelector") or {}),
+            required_terms=tuple(Requirements.parse(t.get("matchExpressions")) for t in required),
+            preferred_terms=tuple(
+                PreferredTerm(
+                    int(p.get("weight", 1)), Requirements.parse((p.get("preference") or {}).get("matchExpressions"))
+                )
+                for p in preferred
+            ),
+            affinity=_terms(pod_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"), namespace),
+            preferred_affinity=_weighted_terms(
+                pod_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"), namespace
+            ),
+            anti_affinity=_terms(pod_anti.get("requiredDuringSchedulingIgnoredDuringExecution"), namespace),
+            preferred_anti_affinity=_weighted_terms(
+                pod_anti.get("preferredDuringSchedulingIgnoredDuringExecution"), namespace
+            ),
+            spread=tuple(
+                SpreadConstraint(
+                    max_skew=int(s.get("maxSkew", 1)),
+                    topology_key=str(s["topologyKey"]),
+                    when_unsatisfiable=str(s.get("whenUnsatisfiable") or "DoNotSchedule"),
+                    selector=LabelSelector.parse(s.get("labelSelector")),
+                    min_domains=s.get("minDomains"),
+                    node_taints_policy=str(s.get("nodeTaintsPolicy") or "Ignore"),
+                    node_affinity_policy=str(s.get("nodeAffinityPolicy") or "Honor"),
+                )
+                for s in spec.get("topologySpreadConstraints") or ()
+            ),
+            tolerations=tuple(Toleration.parse(t) for t in spec.get("tolerations") or ()),
+            priority=int(spec.get("priority") or 0),
+            priority_class=str(spec.get("priorityClassName") or ""),
+            owner_kind=str(owner.get("kind") or ""),
+            owner_name=str(owner.get("name") or ""),
+            node_name=str(spec.get("nodeName") or ""),
+            nominated_node_name=str(status.get("nominatedNodeName") or ""),
+            phase=str(status.get("phase") or "Pending"),
+            unschedulable=unschedulable,
+            deleting=bool(meta.get("deletionTimestamp")),
+            mirror="kubernetes.io/config.mirror" in annotations,
+            termination_grace_seconds=int(spec.get("terminationGracePeriodSeconds", 30)),
+        )
+
+
+def effective_requests(spec: Mapping[str, Any]) -> Resources:
+    """Kubernetes' effective pod requests: max(sum of containers + sidecars, largest init
+    container seen so far + the sidecars started before it), plus pod overhead, plus one pod.
+    """
+    containers = EMPTY
+    for container in spec.get("containers") or ():
+        containers = containers + _requests(container)
+    sidecars = EMPTY
+    init_peak = EMPTY
+    for container in spec.get("initContainers") or ():
+        requests = _requests(container)
+        if container.get("restartPolicy") == "Always":
+            sidecars = sidecars + requests
+            init_peak = init_peak.maximum(sidecars)
+        else:
+            init_peak = init_peak.maximum(sidecars + requests)
+    total = (containers + sidecars).maximum(init_peak)
+    overhead = Resources.parse(spec.get("overhead"), where="spec.overhead")
+    return total + overhead + _ONE_POD
+
+
+def _requests(container: Mapping[str, Any]) -> Resources:
+    resources = container.get("resources") or {}
+    # A limit without a request defaults the request to the limit, as the API server does.
+    limits = Resources.parse(resources.get("limits"), where="resources.limits")
+    requests = Resources.parse(resources.get("requests"), where="resources.requests")
+    return Resources({**dict(limits.items()), **dict(requests.items())})
+
+
+def _term(manifest: Mapping[str, Any], namespace: str, weight: int = 0) -> AffinityTerm:
+    namespaces = frozenset(manifest.get("namespaces") or ())
+    ns_selector = manifest.get("namespaceSelector")
+    return AffinityTerm(
+        selector=LabelSelector.parse(manifest.get("labelSelector")),
+        topology_key=str(manifest["topologyKey"]),
+        namespaces=namespaces or frozenset((namespace,)),
+        all_namespaces=ns_selector is not None and not ns_selector,
+        weight=weight,
+    )
+
+
+def _terms(items: Any, namespace: str) -> tuple[AffinityTerm, ...]:
+    return tuple(_term(t, namespace) for t in items or ())
+
+
+def _weighted_terms(items: Any, namespace: str) -> tuple[AffinityTerm, ...]:
+    return tuple(_term(t["podAffinityTerm"], namespace, int(t.get("weight", 1))) for t in items or ())

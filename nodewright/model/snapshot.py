@@ -1,0 +1,60 @@
+"""A consistent read of the cluster: nodes, the pods on them, pending pods, daemonsets, PDBs. Pure.
+
+`provisionable` implements Karpenter's rule for which pending pods deserve new capacity.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from nodewright.model.node import Node
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.pod import Pod
+from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
+
+
+def provisionable(pod: Pod) -> bool:
+    """True for a pod that needs capacity: not bound, marked Unschedulable by kube-scheduler, not
+    preempting, not a DaemonSet or mirror pod, not terminal or being deleted.
+    """
+    return (
+        not pod.node_name
+        and pod.unschedulable
+        and not pod.nominated_node_name
+        and not pod.daemon
+        and not pod.mirror
+        and not pod.terminal
+        and not pod.deleting
+    )
+
+
+def reschedulable(pod: Pod) -> bool:
+    """True for a pod on a node being deleted that will need a new home (not daemons or mirror
+    pods, not terminal, not already being deleted).
+    """
+    return not pod.daemon and not pod.mirror and not pod.terminal and not pod.deleting
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """Everything one decision pass reads, taken nodes first (the conservative order)."""
+
+    nodes: tuple[Node, ...] = ()
+    pods: tuple[Pod, ...] = ()
+    daemonsets: tuple[DaemonSet, ...] = ()
+    pdbs: tuple[PodDisruptionBudget, ...] = ()
+    nodeclaims: tuple[NodeClaim, ...] = ()
+
+    def pods_by_node(self) -> dict[str, list[Pod]]:
+        """Bound, non-terminal pods grouped by node name."""
+        out: dict[str, list[Pod]] = defaultdict(list)
+        for pod in self.pods:
+            if pod.node_name and not pod.terminal:
+                out[pod.node_name].append(pod)
+        return out
+
+    def pending(self) -> list[Pod]:
+        """Pods that need capacity: provisionable ones plus reschedulable pods of deleting nodes."""
+        deleting = {n.name for n in self.nodes if n.deleting}
+        return [p for p in self.pods if provisionable(p) or (p.node_name in deleting and reschedulable(p))]

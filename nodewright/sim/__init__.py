@@ -1,0 +1,1 @@
+"""In-memory cluster and virtual clock, shared by tests and `nodewright simulate`."""
