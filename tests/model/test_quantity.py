@@ -29,7 +29,7 @@ from nodewright.model.quantity import format_bytes, format_cpu, parse_quantity, 
         ("-1", Fraction(-1)),
         ("250n", Fraction(250, 10**9)),
     ],
-    ids=lambda v: str(v),
+    ids=str,
 )
 def test_quantities_parse_exactly(text: str, exact: Fraction) -> None:
     assert parse_quantity(text) == exact
