@@ -251,16 +251,33 @@ class Requirements(Mapping[str, Requirement]):
         """True when `conflicts` finds nothing (stops at the first conflict)."""
         return all(self._conflict(theirs, allow_undefined) is None for theirs in incoming._by_key.values())
 
+    def intersects(self, other: Requirements) -> bool:
+        """True when every key both sides name leaves some value (or both allow absence).
+
+        Unlike `compatible`, keys only one side names are ignored: this is how an instance
+        type's labels are checked against a NodePool's or a claim's requirements.
+        """
+        small, large = (self, other) if len(self) <= len(other) else (other, self)
+        for key, req in small._by_key.items():
+            theirs = large._by_key.get(key)
+            if theirs is not None and self._conflict_pair(req, theirs):
+                return False
+        return True
+
+    @staticmethod
+    def _conflict_pair(mine: Requirement, theirs: Requirement) -> bool:
+        if not mine.intersection(theirs).is_empty():
+            return False
+        absent_ok = ("NotIn", "DoesNotExist")
+        return not (theirs.operator in absent_ok and mine.operator in absent_ok)
+
     def _conflict(self, theirs: Requirement, allow_undefined: frozenset[str]) -> str | None:
         mine = self._by_key.get(theirs.key)
         if mine is None:
             if theirs.key in allow_undefined or theirs.allows_absent():
                 return None
             return f"label {theirs.key!r} is not set by the NodePool"
-        if not mine.intersection(theirs).is_empty():
-            return None
-        absent_ok = ("NotIn", "DoesNotExist")
-        if theirs.operator in absent_ok and mine.operator in absent_ok:
+        if not self._conflict_pair(mine, theirs):
             return None
         return f"{theirs} does not match {mine}"
 

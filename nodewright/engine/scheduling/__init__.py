@@ -1,1 +1,15 @@
-"""Scheduling: where pending pods go, and which node claims to open for them. Pure."""
+"""Scheduling: where pending pods go, and which node claims to open for them. Pure.
+
+`solve(SchedulingInput) -> SchedulingResult` is the one entry point; see `solver.py` for how it
+works and `types.py` for its inputs and outputs.
+"""
+
+from nodewright.engine.scheduling.solver import solve
+from nodewright.engine.scheduling.types import (
+    PlannedClaim,
+    PoolCapacity,
+    SchedulingInput,
+    SchedulingResult,
+)
+
+__all__ = ["PlannedClaim", "PoolCapacity", "SchedulingInput", "SchedulingResult", "solve"]

@@ -1,0 +1,726 @@
+"""`solve()`: place pending pods on existing capacity and decide which nodes to launch. Pure.
+
+Theory of operation
+-------------------
+1. *Prepare.* For each NodePool (highest weight first) keep the instance types its requirements
+   allow that still have an offering (not blocked by the capacity-error cache), with their
+   allocatable resources minus the overhead of the daemonsets that would run there, as integer
+   vectors. Limits become a remaining-capacity vector per pool.
+2. *Group.* Pods with identical scheduling specs form one class (`classes.py`), handled as a
+   batch: "how many of these fit here?" is asked once per class and node, not once per pod.
+   Classes go largest first (cpu, then memory), like Karpenter's pod order.
+3. *Split by topology.* Zone- and capacity-type-keyed spread and (anti-)affinity decide how
+   many of a class's pods go to which domain (`topology.py`); each part is placed with the domain
+   added to its node requirements.
+4. *Fill.* Each part goes to existing nodes and in-flight claims first, then to the claims this
+   pass opened (first fit, scanning a bounded number), then to new claims. A new claim gets a
+   *target* instance type: the one that would serve the pool's remaining demand most cheaply if
+   used alone (price x bottleneck resource), or, for the tail, the cheapest type that holds all of
+   what is left. A claim accepts pods while they fit its target, so claims come out right-sized
+   instead of growing to the largest type in the catalog.
+5. *Relax.* Pods that still do not fit are retried with one preference fewer, in Karpenter's order,
+   and are reported with a reason once nothing is left to relax.
+6. *Finalize.* Each claim's options become the (at most 60) cheapest types that satisfy its
+   requirements and hold its pods plus daemonset overhead, within the pool's remaining limits
+   (pessimistically, the largest option counts against them); GPU, accelerator and metal types are
+   dropped when any other type fits. The claim is priced at its cheapest allowed offering.
+
+Determinism: classes are sorted by requests then by their first pod's name, pods inside a class by
+name, types by price then name, offerings by price, capacity type and zone; no set or dict
+iteration order leaks into the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from nodewright.engine.scheduling.classes import PodClass, group
+from nodewright.engine.scheduling.topology import Group, Topology, spread_group, term_group
+from nodewright.engine.scheduling.types import (
+    MAX_INSTANCE_TYPE_OPTIONS,
+    PlannedClaim,
+    PoolCapacity,
+    SchedulingInput,
+    SchedulingResult,
+)
+from nodewright.model import labels as wk
+from nodewright.model.instancetype import InstanceType, Offering
+from nodewright.model.nodepool import NodePool
+from nodewright.model.pod import AffinityTerm, Pod, SpreadConstraint
+from nodewright.model.requirements import Requirement, Requirements, label_matches
+from nodewright.model.resources import ACCELERATORS, CPU, MEMORY, PODS, Resources
+from nodewright.model.taints import BLOCKING, Taint, Toleration
+
+# How many of this pass's open claims a class scans before it opens a new one. Bounds the work per
+# class on huge plans; the claims scanned first are the oldest (first fit decreasing).
+SCAN_LIMIT = 256
+_CAPACITY_PRIORITY = {"reserved": 0, "spot": 1, "on-demand": 2}
+_IGNORED_NODE_TAINTS = frozenset(
+    {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+        "node.cloudprovider.kubernetes.io/uninitialized",
+    }
+)
+
+
+def solve(inp: SchedulingInput) -> SchedulingResult:
+    """Decide where `inp.pods` go: existing nodes, in-flight claims, or new node claims."""
+    return _Solver(inp).run()
+
+
+@dataclass(slots=True)
+class _Type:
+    """An instance type as one pool sees it: capacity left for pods, price, allowed offerings."""
+
+    it: InstanceType
+    cap: tuple[int, ...]
+    capacity: tuple[int, ...]
+    price: float
+    offerings: tuple[Offering, ...]
+    offer_reqs: Requirements
+    exotic: bool
+
+
+@dataclass(slots=True)
+class _Pool:
+    name: str
+    weight: int
+    requirements: Requirements
+    taints: tuple[Taint, ...]
+    types: list[_Type]
+    by_name: dict[str, _Type]
+    remaining: list[int] | None
+    limit_version: int = 0
+    demand: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True, eq=False)
+class _Bin:
+    """Somewhere pods can go: an existing node, an in-flight claim, or a claim of this pass."""
+
+    name: str
+    kind: str  # "node", "inflight" or "claim"
+    requirements: Requirements
+    taints: tuple[Taint, ...]
+    free: list[int]
+    labels: Mapping[str, str] | None = None  # existing nodes only
+    pool: _Pool | None = None
+    target: _Type | None = None
+    reserved: list[int] | None = None
+    pods: list[Pod] = field(default_factory=list)
+
+    def domain(self, key: str) -> str | None:
+        """This bin's value for a topology key, when known."""
+        if key == wk.HOSTNAME:
+            return self.name
+        if self.labels is not None:
+            return self.labels.get(key)
+        req = self.requirements.get(key)
+        if req is not None and not req.complement and len(req.values) == 1:
+            return next(iter(req.values))
+        return None
+
+
+class _Solver:
+    def __init__(self, inp: SchedulingInput) -> None:
+        self.inp = inp
+        self.classes = group(inp.pods)
+        self.names = _resource_names(inp, self.classes)
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self.pools = [self._pool(pc.nodepool, pc.instance_types) for pc in _by_weight(inp)]
+        self.topology = Topology()
+        self.existing: list[_Bin] = []
+        self.claims: list[_Bin] = []
+        self.open: list[_Bin] = []
+        self.unschedulable: dict[str, str] = {}
+        self._compat: dict[tuple[object, object], bool] = {}
+        self._tolerates: dict[tuple[int, object], bool] = {}
+        self._targets: dict[tuple[object, ...], tuple[_Type | None, str, list[int]]] = {}
+        self._claim_seq = 0
+        self._homes: dict[int, _Pool | None] = {}
+        self.topology_keys: list[str] = []
+        self._min_cpu = min((c.requests[CPU] for c in self.classes), default=0)
+
+    # -- preparation ---------------------------------------------------------------------------
+
+    def vec(self, resources: Mapping[str, int]) -> tuple[int, ...]:
+        return tuple(resources.get(n, 0) for n in self.names)
+
+    def _pool(self, nodepool: NodePool, instance_types: Sequence[InstanceType]) -> _Pool:
+        reqs = nodepool.requirements.intersection(Requirements.from_labels(nodepool.labels)).intersection(
+            Requirements([Requirement.new(wk.NODEPOOL, "In", [nodepool.name])])
+        )
+        zone_req = reqs.get(wk.ZONE)
+        ct_req = reqs.get(wk.CAPACITY_TYPE)
+        daemons = [
+            ds
+            for ds in self.inp.daemonsets
+            if _tolerated(ds.template.tolerations, nodepool.taints, prefer=False)
+            and any(reqs.compatible(alt) for alt in ds.template.node_requirements())
+        ]
+        types: list[_Type] = []
+        for it in instance_types:
+            if not it.requirements.intersects(reqs):
+                continue
+            offerings = tuple(
+                sorted(
+                    (
+                        o
+                        for o in it.offerings
+                        if o.available
+                        and (o.capacity_type, it.name, o.zone) not in self.inp.blocked
+                        and (zone_req is None or zone_req.has(o.zone))
+                        and (ct_req is None or ct_req.has(o.capacity_type))
+                    ),
+                    key=_offering_order,
+                )
+            )
+            if not offerings:
+                continue
+            overhead = Resources()
+            for ds in daemons:
+                if any(it.requirements.intersects(alt) for alt in ds.template.node_requirements()):
+                    overhead = overhead + ds.template.requests
+            cap = self.vec(it.allocatable - overhead)
+            if min(cap) < 0:
+                continue
+            offer_reqs = it.requirements.intersection(
+                Requirements(
+                    [
+                        Requirement.new(wk.ZONE, "In", sorted({o.zone for o in offerings})),
+                        Requirement.new(wk.CAPACITY_TYPE, "In", sorted({o.capacity_type for o in offerings})),
+                    ]
+                )
+            )
+            exotic = (
+                any(it.capacity[a] for a in ACCELERATORS)
+                or it.name.endswith(".metal")
+                or "metal" in (it.label(wk.INSTANCE_SIZE) or "")
+            )
+            types.append(_Type(it, cap, self.vec(it.capacity), offerings[0].price, offerings, offer_reqs, exotic))
+        types.sort(key=lambda t: (t.price, t.it.name))
+        remaining = None
+        if nodepool.limits is not None:
+            used = self.inp.used.get(nodepool.name, Resources())
+            limits = nodepool.limits
+            remaining = [limits[n] - used[n] if n in limits else 1 << 62 for n in self.names]
+        return _Pool(
+            nodepool.name,
+            nodepool.weight,
+            reqs,
+            nodepool.taints,
+            types,
+            {t.it.name: t for t in types},
+            remaining,
+            demand=[0] * len(self.names),
+        )
+
+    def _existing_bins(self) -> None:
+        used: dict[str, list[int]] = {}
+        bound_by_node: dict[str, list[Pod]] = {}
+        for pod in self.inp.bound_pods:
+            if pod.terminal or not pod.node_name:
+                continue
+            bound_by_node.setdefault(pod.node_name, []).append(pod)
+            acc = used.setdefault(pod.node_name, [0] * len(self.names))
+            for i, v in enumerate(self.vec(pod.requests)):
+                acc[i] += v
+        keys = {g.key for g in self._groups()}
+        for node in sorted(self.inp.nodes, key=lambda n: n.name):
+            cap = self.vec(node.allocatable)
+            load = used.get(node.name, [0] * len(cap))
+            domains = {k: (node.name if k == wk.HOSTNAME else node.labels.get(k)) for k in keys}
+            for pod in bound_by_node.get(node.name, ()):
+                self.topology.record(pod, domains)
+            if node.unschedulable or node.deleting:
+                continue
+            taints = tuple(t for t in node.taints if t.key not in _IGNORED_NODE_TAINTS)
+            self.existing.append(
+                _Bin(
+                    node.name,
+                    "node",
+                    Requirements.from_labels(node.labels),
+                    taints,
+                    [c - u for c, u in zip(cap, load, strict=True)],
+                    labels=node.labels,
+                )
+            )
+        pools = {p.name: p for p in self.pools}
+        for claim in sorted(self.inp.inflight, key=lambda c: c.name):
+            pool = pools.get(claim.nodepool)
+            t = pool.by_name.get(claim.instance_type) if pool else None
+            if pool is None or t is None:
+                continue
+            self.existing.append(
+                _Bin(
+                    claim.node_name or claim.name,
+                    "inflight",
+                    claim.requirements.intersection(Requirements.from_labels(claim.labels)),
+                    claim.taints,
+                    list(t.cap),
+                    pool=pool,
+                    target=t,
+                )
+            )
+
+    def _groups(self) -> list[Group]:
+        groups: list[Group] = []
+        for cls in self.classes:
+            pod = cls.sample
+            groups += [spread_group(s, pod.namespace) for s in pod.spread]
+            groups += [
+                term_group(t)
+                for t in (*pod.affinity, *pod.preferred_affinity, *pod.anti_affinity, *pod.preferred_anti_affinity)
+            ]
+        for pod in self.inp.bound_pods:
+            groups += [term_group(t) for t in pod.anti_affinity]
+        return groups
+
+    # -- the pass ------------------------------------------------------------------------------
+
+    def run(self) -> SchedulingResult:
+        groups = self._groups()
+        self.topology.track(groups)
+        self.topology_keys = sorted({wk.HOSTNAME, wk.ZONE, wk.CAPACITY_TYPE} | {g.key for g in groups})
+        self._existing_bins()
+        for cls in self.classes:
+            pool = self._home_pool(cls)
+            if pool is not None:
+                _add(pool.demand, self.vec(cls.requests), len(cls.pods))
+        for cls in self.classes:
+            self._schedule(cls)
+        return self._finalize()
+
+    def _schedule(self, cls: PodClass) -> None:
+        current: PodClass | None = cls
+        while current is not None:
+            leftover, reason = self._place(current, frozenset())
+            if not leftover:
+                return
+            relaxed = current.relaxed()
+            if relaxed is None:
+                for pod in leftover:
+                    self.unschedulable[pod.key] = reason
+                return
+            current = relaxed.with_pods(tuple(leftover))
+
+    def _place(self, cls: PodClass, resolved: frozenset[int]) -> tuple[list[Pod], str]:
+        for i, (constraint, anti) in enumerate(_domain_constraints(cls)):
+            if i in resolved:
+                continue
+            key = constraint.topology_key
+            split = self.topology.split(cls.sample, len(cls.pods), constraint, anti, self._reachable(cls, key))
+            if not split.parts:
+                return list(cls.pods), split.reason
+            leftover: list[Pod] = []
+            reason = ""
+            start = 0
+            for allowed, count in split.parts:
+                part = cls.with_pods(cls.pods[start : start + count]).restricted(
+                    Requirements([Requirement.new(key, "In", allowed)])
+                )
+                start += count
+                rest, why = self._place(part, resolved | {i})
+                leftover += rest
+                reason = reason or why
+            if start < len(cls.pods):
+                leftover += cls.pods[start:]
+                reason = reason or f"topology spread on {key}: maxSkew {getattr(constraint, 'max_skew', 1)}"
+            return leftover, reason
+        return self._fill(cls)
+
+    def _reachable(self, cls: PodClass, key: str) -> list[str]:
+        """Domains of `key` this class could land in: from compatible pools and existing nodes."""
+        out: set[str] = set()
+        for pool in self.pools:
+            if not self._pool_tolerates(cls, pool):
+                continue
+            for alt in cls.alternatives:
+                if not pool.requirements.compatible(alt):
+                    continue
+                narrowed = alt.get(key)
+                for t in pool.types:
+                    req = t.offer_reqs.get(key)
+                    if req is None or req.complement:
+                        continue
+                    out |= {v for v in req.values if narrowed is None or narrowed.has(v)}
+        for b in self.existing:
+            value = b.domain(key)
+            if value is not None and any(self._bin_compatible(b, alt) for alt in cls.alternatives):
+                out.add(value)
+        forbidden = self.topology.forbidden(cls.sample, key)
+        return sorted(out - forbidden)
+
+    def _fill(self, cls: PodClass) -> tuple[list[Pod], str]:
+        pods = cls.pods
+        want = len(pods)
+        done = 0
+        req = self.vec(cls.requests)
+        for b in self.existing:
+            n = self._fits(cls, req, b, want - done)
+            if n:
+                self._assign(cls, b, pods[done : done + n], req)
+                done += n
+                if done == want:
+                    return [], ""
+        for b in self.open[:SCAN_LIMIT]:
+            n = self._fits(cls, req, b, want - done)
+            if n:
+                self._assign(cls, b, pods[done : done + n], req)
+                done += n
+                if done == want:
+                    return [], ""
+        while done < want:
+            claim, reason = self._open_claim(cls, req)
+            if claim is None:
+                return list(pods[done:]), reason
+            n = self._fits(cls, req, claim, want - done)
+            if n == 0:  # pragma: no cover - _open_claim only opens claims that take a pod
+                self._drop_claim(claim)
+                return list(pods[done:]), "internal: a new claim took no pod"
+            self._assign(cls, claim, pods[done : done + n], req)
+            done += n
+        return [], ""
+
+    # -- fit checks ----------------------------------------------------------------------------
+
+    def _fits(self, cls: PodClass, req: tuple[int, ...], b: _Bin, want: int) -> int:
+        n = want
+        free = b.free
+        for f, r in zip(free, req, strict=True):
+            if r:
+                q = f // r
+                if q < n:
+                    if q <= 0:
+                        return 0
+                    n = q
+        if not self._bin_tolerates(cls, b):
+            return 0
+        if not any(self._bin_compatible(b, alt) for alt in cls.alternatives):
+            return 0
+        limit = self.topology.bin_limit(cls.sample, cls.spread, cls.affinity, cls.anti_affinity, b.name)
+        return min(n, limit)
+
+    def _bin_compatible(self, b: _Bin, alt: Requirements) -> bool:
+        key = (b.requirements if b.labels is None else b.name, alt)
+        hit = self._compat.get(key)
+        if hit is None:
+            if b.labels is not None:
+                hit = label_matches(alt, b.labels)
+            else:
+                assert b.target is not None
+                hit = b.requirements.compatible(alt) and b.target.offer_reqs.intersects(alt)
+            self._compat[key] = hit
+        return hit
+
+    def _bin_tolerates(self, cls: PodClass, b: _Bin) -> bool:
+        key = (id(cls), b.taints)
+        hit = self._tolerates.get(key)
+        if hit is None:
+            hit = _tolerated(cls.sample.tolerations, b.taints, prefer=not cls.tolerate_prefer_no_schedule)
+            self._tolerates[key] = hit
+        return hit
+
+    def _pool_tolerates(self, cls: PodClass, pool: _Pool) -> bool:
+        return _tolerated(cls.sample.tolerations, pool.taints, prefer=not cls.tolerate_prefer_no_schedule)
+
+    # -- placing and opening -------------------------------------------------------------------
+
+    def _assign(self, cls: PodClass, b: _Bin, pods: Sequence[Pod], req: tuple[int, ...]) -> None:
+        count = len(pods)
+        free = b.free
+        for i, r in enumerate(req):
+            if r:
+                free[i] -= r * count
+        if b.kind == "claim":
+            alt = next(a for a in cls.alternatives if self._bin_compatible(b, a))
+            narrowed = b.requirements.intersection(alt)
+            if narrowed != b.requirements:
+                b.requirements = narrowed
+            if free[self.index[CPU]] < self._min_cpu or free[self.index[PODS]] < 1000:
+                self.open.remove(b)
+        b.pods.extend(pods)
+        domains = {g: b.domain(g) for g in self._topology_keys(cls)}
+        self.topology.record(cls.sample, domains, count)
+        home = self._home_pool(cls)
+        if home is not None:
+            _add(home.demand, req, -count)
+
+    def _topology_keys(self, cls: PodClass) -> list[str]:
+        return self.topology_keys
+
+    def _home_pool(self, cls: PodClass) -> _Pool | None:
+        key = id(cls.sample)
+        if key not in self._homes:
+            self._homes[key] = next(
+                (
+                    pool
+                    for pool in self.pools
+                    if self._pool_tolerates(cls, pool)
+                    and any(pool.requirements.compatible(a) for a in cls.alternatives)
+                ),
+                None,
+            )
+        return self._homes[key]
+
+    def _open_claim(self, cls: PodClass, req: tuple[int, ...]) -> tuple[_Bin | None, str]:
+        reasons: list[str] = []
+        for pool in self.pools:
+            if not self._pool_tolerates(cls, pool):
+                taint = next(
+                    t
+                    for t in pool.taints
+                    if not _tolerated(cls.sample.tolerations, (t,), prefer=not cls.tolerate_prefer_no_schedule)
+                )
+                reasons.append(f"nodepool {pool.name}: taint {taint} is not tolerated")
+                continue
+            conflicts = [pool.requirements.conflicts(alt) for alt in cls.alternatives]
+            alts = [alt for alt, c in zip(cls.alternatives, conflicts, strict=True) if not c]
+            if not alts:
+                reasons.append(f"nodepool {pool.name}: {conflicts[0][0]}")
+                continue
+            target: _Type | None = None
+            why = ""
+            for alt in alts:
+                target, why = self._target(pool, alt, req)
+                if target is not None:
+                    break
+            if target is None:
+                reasons.append(f"nodepool {pool.name}: {why}")
+                continue
+            self._claim_seq += 1
+            b = _Bin(
+                f"nodeclaim-{self._claim_seq}",
+                "claim",
+                pool.requirements.intersection(alt),
+                pool.taints,
+                list(target.cap),
+                pool=pool,
+                target=target,
+            )
+            if self.topology.bin_limit(cls.sample, cls.spread, cls.affinity, cls.anti_affinity, b.name) == 0:
+                reasons.append(f"nodepool {pool.name}: pod affinity to pods on another node")
+                continue
+            if pool.remaining is not None:
+                b.reserved = list(target.capacity)
+                _add(pool.remaining, target.capacity, -1)
+                pool.limit_version += 1
+            self.claims.append(b)
+            self.open.append(b)
+            return b, ""
+        if not self.pools:
+            reasons.append("no NodePool is configured")
+        return None, "; ".join(reasons)
+
+    def _drop_claim(self, b: _Bin) -> None:
+        self.claims.remove(b)
+        if b in self.open:
+            self.open.remove(b)
+        if b.pool is not None and b.pool.remaining is not None and b.reserved is not None:
+            _add(b.pool.remaining, b.reserved, 1)
+
+    def _target(self, pool: _Pool, alt: Requirements, req: tuple[int, ...]) -> tuple[_Type | None, str]:
+        """The instance type a new claim in `pool` aims to fill, or None and why none fits."""
+        key = (pool.name, alt, req, pool.limit_version)
+        cached = self._targets.get(key)
+        if cached is not None:
+            target, why, demand_then = cached
+            if target is None or not _shrunk(pool.demand, demand_then):
+                return target, why
+        target, why = self._choose_target(pool, alt, req)
+        self._targets[key] = (target, why, list(pool.demand))
+        return target, why
+
+    def _choose_target(self, pool: _Pool, alt: Requirements, req: tuple[int, ...]) -> tuple[_Type | None, str]:
+        compatible = [t for t in pool.types if t.offer_reqs.intersects(alt)]
+        if not compatible:
+            return None, f"no instance type satisfies {alt!r}" if alt else "no instance type is offered"
+        fitting = [t for t in compatible if all(c >= r for c, r in zip(t.cap, req, strict=True))]
+        if not fitting:
+            return None, self._too_big(req, compatible)
+        if pool.remaining is not None:
+            remaining = pool.remaining
+            fitting = [t for t in fitting if all(c <= r for c, r in zip(t.capacity, remaining, strict=True))]
+            if not fitting:
+                return None, "limits reached"
+        plain = [t for t in fitting if not t.exotic]
+        candidates = plain or fitting
+        demand = [max(d, r) for d, r in zip(pool.demand, req, strict=True)]
+        tail = [t for t in candidates if all(c >= d for c, d in zip(t.cap, demand, strict=True))]
+        if tail:
+            return min(tail, key=lambda t: (t.price, t.it.name)), ""
+        dims = [i for i, d in enumerate(demand) if d > 0]
+
+        def fluid_cost(t: _Type) -> tuple[float, float, str]:
+            bottleneck = max(demand[i] / t.cap[i] for i in dims) if dims else 0.0
+            return (t.price * bottleneck, t.price, t.it.name)
+
+        return min(candidates, key=fluid_cost), ""
+
+    def _too_big(self, req: tuple[int, ...], types: Sequence[_Type]) -> str:
+        for i, name in enumerate(self.names):
+            largest = max(t.cap[i] for t in types)
+            if req[i] > largest:
+                have = Resources({name: largest}).format()[name]
+                need = Resources({name: req[i]}).format()[name]
+                return f"no instance type has {need} {name} allocatable (the largest has {have} after daemonsets)"
+        return "no single instance type has room for all of the pod's requests"
+
+    # -- finalize ------------------------------------------------------------------------------
+
+    def _finalize(self) -> SchedulingResult:
+        claims: list[PlannedClaim] = []
+        price_cache: dict[tuple[object, ...], dict[str, tuple[Offering, ...]]] = {}
+        for b in self.claims:
+            pool = b.pool
+            assert pool is not None
+            assert b.target is not None
+            used = [c - f for c, f in zip(b.target.cap, b.free, strict=True)]
+            reqs = b.requirements
+            zone_req, ct_req = reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE)
+            allowed = price_cache.setdefault((pool.name, zone_req, ct_req), {})
+            options: list[tuple[float, str, _Type, tuple[Offering, ...]]] = []
+            budget = None
+            if pool.remaining is not None and b.reserved is not None:
+                budget = [r + v for r, v in zip(pool.remaining, b.reserved, strict=True)]
+            for t in pool.types:
+                if not all(c >= u for c, u in zip(t.cap, used, strict=True)):
+                    continue
+                if budget is not None and not all(c <= r for c, r in zip(t.capacity, budget, strict=True)):
+                    continue
+                if not self._type_allows(t, reqs):
+                    continue
+                offers = allowed.get(t.it.name)
+                if offers is None:
+                    offers = tuple(
+                        o
+                        for o in t.offerings
+                        if (zone_req is None or zone_req.has(o.zone))
+                        and (ct_req is None or ct_req.has(o.capacity_type))
+                    )
+                    allowed[t.it.name] = offers
+                if offers:
+                    options.append((offers[0].price, t.it.name, t, offers))
+            if any(not o[2].exotic for o in options):
+                options = [o for o in options if not o[2].exotic]
+            options.sort(key=lambda o: (o[0], o[1]))
+            options, why = _keep_min_values(options, reqs)
+            if not options:
+                for pod in b.pods:
+                    self.unschedulable[pod.key] = f"nodepool {pool.name}: {why}"
+                continue
+            if pool.remaining is not None and b.reserved is not None:
+                _add(pool.remaining, b.reserved, 1)
+                peak = [max(o[2].capacity[i] for o in options) for i in range(len(self.names))]
+                _add(pool.remaining, peak, -1)
+            offering = _cheapest_offering(options[0][3])
+            requests = Resources({n: v for n, v in zip(self.names, used, strict=True) if v}) + self._daemon_overhead(
+                options[0][2]
+            )
+            claims.append(
+                PlannedClaim(
+                    nodepool=pool.name,
+                    requirements=reqs,
+                    options=tuple(o[2].it for o in options),
+                    offering=offering,
+                    requests=requests,
+                    pods=tuple(b.pods),
+                )
+            )
+        existing = {b.name: tuple(p.key for p in b.pods) for b in self.existing if b.pods}
+        return SchedulingResult(tuple(claims), existing, dict(sorted(self.unschedulable.items())))
+
+    def _type_allows(self, t: _Type, reqs: Requirements) -> bool:
+        key = (t.it.name, reqs)
+        hit = self._compat.get(key)
+        if hit is None:
+            hit = t.offer_reqs.intersects(reqs)
+            self._compat[key] = hit
+        return hit
+
+    def _daemon_overhead(self, t: _Type) -> Resources:
+        vec = [a - c for a, c in zip(self.vec(t.it.allocatable), t.cap, strict=True)]
+        return Resources({n: v for n, v in zip(self.names, vec, strict=True) if v})
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _by_weight(inp: SchedulingInput) -> list[PoolCapacity]:
+    return sorted(inp.pools, key=lambda p: (-p.nodepool.weight, p.nodepool.name))
+
+
+def _resource_names(inp: SchedulingInput, classes: Iterable[PodClass]) -> tuple[str, ...]:
+    names = {CPU, MEMORY, PODS}
+    for cls in classes:
+        names |= set(cls.requests)
+    for ds in inp.daemonsets:
+        names |= set(ds.template.requests)
+    for pc in inp.pools:
+        if pc.nodepool.limits is not None:
+            names |= set(pc.nodepool.limits)
+    return tuple(sorted(names))
+
+
+def _add(target: list[int], delta: Sequence[int], times: int) -> None:
+    for i, v in enumerate(delta):
+        if v:
+            target[i] += v * times
+
+
+def _shrunk(now: Sequence[int], then: Sequence[int]) -> bool:
+    """True when the remaining demand fell below half of what it was when a target was chosen."""
+    return any(n * 2 < t for n, t in zip(now, then, strict=True))
+
+
+def _tolerated(tolerations: tuple[Toleration, ...], taints: Iterable[Taint], *, prefer: bool) -> bool:
+    for taint in taints:
+        if taint.effect not in BLOCKING and not (prefer and taint.effect == "PreferNoSchedule"):
+            continue
+        if not any(t.tolerates(taint) for t in tolerations):
+            return False
+    return True
+
+
+def _domain_constraints(cls: PodClass) -> list[tuple[SpreadConstraint | AffinityTerm, bool]]:
+    """The class's constraints keyed on something other than hostname, in a fixed order."""
+    out: list[tuple[SpreadConstraint | AffinityTerm, bool]] = []
+    out += [(s, False) for s in cls.spread if s.topology_key != wk.HOSTNAME]
+    out += [(t, False) for t in cls.affinity if t.topology_key != wk.HOSTNAME]
+    out += [(t, True) for t in cls.anti_affinity if t.topology_key != wk.HOSTNAME]
+    return out
+
+
+def _offering_order(o: Offering) -> tuple[float, int, str]:
+    return (o.price, _CAPACITY_PRIORITY.get(o.capacity_type, 3), o.zone)
+
+
+def _cheapest_offering(offers: Sequence[Offering]) -> Offering:
+    return min(offers, key=_offering_order)
+
+
+_Option = tuple[float, str, _Type, tuple[Offering, ...]]
+
+
+def _keep_min_values(options: list[_Option], reqs: Requirements) -> tuple[list[_Option], str]:
+    """The cheapest 60 options, or more when fewer would break a requirement's minValues; no
+    options (and why) when even all of them do.
+    """
+    flexible = [r for r in reqs.values() if r.min_values]
+    if not flexible:
+        return options[:MAX_INSTANCE_TYPE_OPTIONS], ""
+
+    def distinct(head: Sequence[_Option], key: str) -> int:
+        return len({t.it.label(key) for _, _, t, _ in head} - {None})
+
+    for r in flexible:
+        have = distinct(options, r.key)
+        if have < (r.min_values or 0):
+            return [], f"{r.key} has minValues {r.min_values} but only {have} values fit the pods"
+    for size in range(MAX_INSTANCE_TYPE_OPTIONS, len(options) + 1):
+        head = options[:size]
+        if all(distinct(head, r.key) >= (r.min_values or 0) for r in flexible):
+            return head, ""
+    return options, ""
