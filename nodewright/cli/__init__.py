@@ -13,6 +13,11 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _group() -> None:
+    """Nodewright: a serverless node autoscaler for Amazon EKS."""
+
+
 def main() -> None:
     """Console-script entry point."""
     from nodewright.cli import commands  # noqa: F401  (registers every command on `app`)

@@ -1,1 +1,12 @@
-"""Configuration documents: Karpenter v1 NodePool and EC2NodeClass YAML parsed and validated into the model. Pure."""
+"""Configuration documents: Karpenter v1 NodePool and EC2NodeClass YAML parsed and validated into the model. Pure.
+
+Entry points: `parse_yaml` / `parse_manifest` (text or objects from any source), `combine`
+(several sources as one configuration), `files.read_paths` (the one I/O function). Each returns
+a `Loaded` with every valid `Document` and every `Problem`; `Loaded.require()` raises
+`ConfigError` unless there are none.
+"""
+
+from nodewright.config.documents import Document, Loaded, combine, dump_yaml, parse_manifest, parse_yaml
+from nodewright.config.problems import ConfigError, Problem
+
+__all__ = ["ConfigError", "Document", "Loaded", "Problem", "combine", "dump_yaml", "parse_manifest", "parse_yaml"]

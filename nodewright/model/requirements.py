@@ -162,6 +162,21 @@ class Requirement:
             out["minValues"] = self.min_values
         return out
 
+    def to_manifests(self) -> list[dict[str, Any]]:
+        """The NodeSelectorRequirements that say this set exactly: one, or after an intersection
+        up to three (Gt, Lt and the NotIn exclusions), which `Requirements.parse` intersects back.
+        """
+        bounds = [(op, bound) for op, bound in (("Gt", self.greater_than), ("Lt", self.less_than)) if bound is not None]
+        if not bounds or (len(bounds) == 1 and not self.values):
+            return [self.to_manifest()]
+        out: list[dict[str, Any]] = [{"key": self.key, "operator": op, "values": [str(b)]} for op, b in bounds]
+        # Bounded sets are always complements (intersection drops bounds otherwise).
+        if self.values:
+            out.append({"key": self.key, "operator": "NotIn", "values": sorted(self.values)})
+        if self.min_values is not None:
+            out[0]["minValues"] = self.min_values
+        return out
+
     def __str__(self) -> str:
         manifest = self.to_manifest()
         values = manifest.get("values")
@@ -228,7 +243,9 @@ class Requirements(Mapping[str, Requirement]):
 
     def get_or_exists(self, key: str) -> Requirement:
         """The requirement for `key`, or Exists when none is set."""
-        return self._by_key.get(key) or Requirement(key, True, frozenset())
+        # Not `get(key) or ...`: an empty requirement (DoesNotExist) has len 0 and is falsy.
+        found = self._by_key.get(key)
+        return Requirement(key, True, frozenset()) if found is None else found
 
     def intersection(self, other: Requirements) -> Requirements:
         """All requirements of both, intersected key by key."""
@@ -291,7 +308,7 @@ class Requirements(Mapping[str, Requirement]):
 
     def to_manifest(self) -> list[dict[str, Any]]:
         """The Kubernetes list form, sorted by key."""
-        return [self._by_key[k].to_manifest() for k in sorted(self._by_key)]
+        return [m for k in sorted(self._by_key) for m in self._by_key[k].to_manifests()]
 
 
 def label_matches(requirements: Requirements, labels: Mapping[str, str]) -> bool:

@@ -30,7 +30,9 @@ class Resources(Mapping[str, int]):
 
     def __init__(self, values: Mapping[str, int] | Iterable[tuple[str, int]] = ()) -> None:
         items = values.items() if isinstance(values, Mapping) else values
-        self._values: dict[str, int] = {k: v for k, v in items if v != 0}
+        # Explicit zeros are kept (a NodePool limit of `cpu: 0` means "launch nothing"), but
+        # equality and hashing ignore them: {cpu: 0} and {} hold the same resources.
+        self._values: dict[str, int] = dict(items)
         self._hash: int | None = None
 
     @classmethod
@@ -65,12 +67,12 @@ class Resources(Mapping[str, int]):
 
     def __hash__(self) -> int:
         if self._hash is None:
-            self._hash = hash(frozenset(self._values.items()))
+            self._hash = hash(frozenset((k, v) for k, v in self._values.items() if v))
         return self._hash
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Resources):
-            return self._values == other._values
+            return _nonzero(self._values) == _nonzero(other._values)
         return NotImplemented
 
     def __repr__(self) -> str:
@@ -119,6 +121,10 @@ class Resources(Mapping[str, int]):
             value = self._values[key]
             out[key] = value // 1000 if key == PODS and value % 1000 == 0 else format_quantity(key, value)
         return out
+
+
+def _nonzero(values: dict[str, int]) -> dict[str, int]:
+    return {k: v for k, v in values.items() if v}
 
 
 def _name(keyword: str) -> str:

@@ -73,8 +73,9 @@ class PodDisruptionBudget:
         disruption controller computes it; percentages round up for minAvailable and maxUnavailable).
         """
         if self.max_unavailable is not None:
-            unavailable = _scaled(self.max_unavailable, expected)
-            return max(0, unavailable - (expected - healthy))
+            # The disruption controller wants max(0, expected - maxUnavailable) healthy pods.
+            desired = max(0, expected - _scaled(self.max_unavailable, expected))
+            return max(0, healthy - desired)
         if self.min_available is not None:
             return max(0, healthy - _scaled(self.min_available, expected))
         return max(0, healthy - expected)

@@ -55,6 +55,8 @@ from nodewright.model.taints import BLOCKING, Taint, Toleration
 # How many of this pass's open claims a class scans before it opens a new one. Bounds the work per
 # class on huge plans; the claims scanned first are the oldest (first fit decreasing).
 SCAN_LIMIT = 256
+# How much dearer (as a fraction) a smaller target type may be than the most cost-efficient one.
+TARGET_SLACK = 0.02
 _CAPACITY_PRIORITY = {"reserved": 0, "spot": 1, "on-demand": 2}
 _IGNORED_NODE_TAINTS = frozenset(
     {
@@ -78,6 +80,7 @@ class _Type:
     cap: tuple[int, ...]
     capacity: tuple[int, ...]
     price: float
+    prices: dict[str, float]  # capacity type -> cheapest allowed offering
     offerings: tuple[Offering, ...]
     offer_reqs: Requirements
     exotic: bool
@@ -93,7 +96,8 @@ class _Pool:
     by_name: dict[str, _Type]
     remaining: list[int] | None
     limit_version: int = 0
-    demand: list[int] = field(default_factory=list)
+    # Remaining unplaced requests of the pods whose first choice is this pool, by capacity types.
+    demand: dict[frozenset[str], list[int]] = field(default_factory=dict)
 
 
 @dataclass(slots=True, eq=False)
@@ -110,6 +114,7 @@ class _Bin:
     target: _Type | None = None
     reserved: list[int] | None = None
     pods: list[Pod] = field(default_factory=list)
+    capacity_types: frozenset[str] = frozenset()
 
     def domain(self, key: str) -> str | None:
         """This bin's value for a topology key, when known."""
@@ -135,11 +140,15 @@ class _Solver:
         self.claims: list[_Bin] = []
         self.open: list[_Bin] = []
         self.unschedulable: dict[str, str] = {}
-        self._compat: dict[tuple[object, object], bool] = {}
-        self._tolerates: dict[tuple[int, object], bool] = {}
+        # Caches keyed by values, never by object ids (ids of short-lived classes are reused).
+        self._node_fits: dict[tuple[str, Requirements], bool] = {}
+        self._claim_fits: dict[tuple[Requirements, Requirements, str], bool] = {}
+        self._type_fits: dict[tuple[str, Requirements], bool] = {}
+        self._tolerates: dict[tuple[object, ...], bool] = {}
         self._targets: dict[tuple[object, ...], tuple[_Type | None, str, list[int]]] = {}
         self._claim_seq = 0
-        self._homes: dict[int, _Pool | None] = {}
+        self._homes: dict[tuple[object, ...], _Pool | None] = {}
+        self._cts: dict[tuple[tuple[Requirements, ...], str], frozenset[str]] = {}
         self.topology_keys: list[str] = []
         self._min_cpu = min((c.requests[CPU] for c in self.classes), default=0)
 
@@ -199,7 +208,12 @@ class _Solver:
                 or it.name.endswith(".metal")
                 or "metal" in (it.label(wk.INSTANCE_SIZE) or "")
             )
-            types.append(_Type(it, cap, self.vec(it.capacity), offerings[0].price, offerings, offer_reqs, exotic))
+            prices: dict[str, float] = {}
+            for o in offerings:
+                prices.setdefault(o.capacity_type, o.price)
+            types.append(
+                _Type(it, cap, self.vec(it.capacity), offerings[0].price, prices, offerings, offer_reqs, exotic)
+            )
         types.sort(key=lambda t: (t.price, t.it.name))
         remaining = None
         if nodepool.limits is not None:
@@ -214,7 +228,6 @@ class _Solver:
             types,
             {t.it.name: t for t in types},
             remaining,
-            demand=[0] * len(self.names),
         )
 
     def _existing_bins(self) -> None:
@@ -288,7 +301,8 @@ class _Solver:
         for cls in self.classes:
             pool = self._home_pool(cls)
             if pool is not None:
-                _add(pool.demand, self.vec(cls.requests), len(cls.pods))
+                demand = pool.demand.setdefault(self._capacity_types(cls, pool), [0] * len(self.names))
+                _add(demand, self.vec(cls.requests), len(cls.pods))
         for cls in self.classes:
             self._schedule(cls)
         return self._finalize()
@@ -329,6 +343,11 @@ class _Solver:
                 leftover += cls.pods[start:]
                 reason = reason or f"topology spread on {key}: maxSkew {getattr(constraint, 'max_skew', 1)}"
             return leftover, reason
+        for key in self.topology.anti_keys():
+            forbidden = self.topology.forbidden(cls.sample, key) if key != wk.HOSTNAME else set()
+            if forbidden:
+                # Other pods' required anti-affinity keeps this class out of those domains.
+                cls = cls.restricted(Requirements([Requirement.new(key, "NotIn", sorted(forbidden))]))
         return self._fill(cls)
 
     def _reachable(self, cls: PodClass, key: str) -> list[str]:
@@ -400,27 +419,49 @@ class _Solver:
             return 0
         if not any(self._bin_compatible(b, alt) for alt in cls.alternatives):
             return 0
+        if b.kind == "claim" and self._capacity_types(cls, b.pool) != b.capacity_types:
+            # A pod that may run on spot must not be packed onto an on-demand-only claim (nor
+            # the reverse): either would pay on-demand prices for capacity spot could serve.
+            return 0
         limit = self.topology.bin_limit(cls.sample, cls.spread, cls.affinity, cls.anti_affinity, b.name)
         return min(n, limit)
 
     def _bin_compatible(self, b: _Bin, alt: Requirements) -> bool:
-        key = (b.requirements if b.labels is None else b.name, alt)
-        hit = self._compat.get(key)
+        if b.labels is not None:
+            node_key = (b.name, alt)
+            hit = self._node_fits.get(node_key)
+            if hit is None:
+                hit = self._node_fits[node_key] = label_matches(alt, b.labels)
+            return hit
+        assert b.target is not None
+        claim_key = (b.requirements, alt, b.target.it.name)
+        hit = self._claim_fits.get(claim_key)
         if hit is None:
-            if b.labels is not None:
-                hit = label_matches(alt, b.labels)
-            else:
-                assert b.target is not None
-                hit = b.requirements.compatible(alt) and b.target.offer_reqs.intersects(alt)
-            self._compat[key] = hit
+            hit = b.requirements.compatible(alt) and b.target.offer_reqs.intersects(alt)
+            self._claim_fits[claim_key] = hit
         return hit
 
     def _bin_tolerates(self, cls: PodClass, b: _Bin) -> bool:
-        key = (id(cls), b.taints)
+        key = (cls.sample.tolerations, cls.tolerate_prefer_no_schedule, b.taints)
         hit = self._tolerates.get(key)
         if hit is None:
             hit = _tolerated(cls.sample.tolerations, b.taints, prefer=not cls.tolerate_prefer_no_schedule)
             self._tolerates[key] = hit
+        return hit
+
+    def _capacity_types(self, cls: PodClass, pool: _Pool | None) -> frozenset[str]:
+        """The capacity types the class may use in `pool` (its first compatible alternative)."""
+        assert pool is not None
+        key = (cls.alternatives, pool.name)
+        hit = self._cts.get(key)
+        if hit is None:
+            hit = frozenset()
+            for alt in cls.alternatives:
+                if pool.requirements.compatible(alt):
+                    req = pool.requirements.intersection(alt).get(wk.CAPACITY_TYPE)
+                    hit = frozenset(ct for ct in wk.CAPACITY_TYPES if req is None or req.has(ct))
+                    break
+            self._cts[key] = hit
         return hit
 
     def _pool_tolerates(self, cls: PodClass, pool: _Pool) -> bool:
@@ -446,13 +487,13 @@ class _Solver:
         self.topology.record(cls.sample, domains, count)
         home = self._home_pool(cls)
         if home is not None:
-            _add(home.demand, req, -count)
+            _add(home.demand.setdefault(self._capacity_types(cls, home), [0] * len(self.names)), req, -count)
 
     def _topology_keys(self, cls: PodClass) -> list[str]:
         return self.topology_keys
 
     def _home_pool(self, cls: PodClass) -> _Pool | None:
-        key = id(cls.sample)
+        key = (cls.alternatives, cls.sample.tolerations, cls.tolerate_prefer_no_schedule)
         if key not in self._homes:
             self._homes[key] = next(
                 (
@@ -483,8 +524,9 @@ class _Solver:
                 continue
             target: _Type | None = None
             why = ""
+            cts = self._capacity_types(cls, pool)
             for alt in alts:
-                target, why = self._target(pool, alt, req)
+                target, why = self._target(pool, alt, req, cts)
                 if target is not None:
                     break
             if target is None:
@@ -499,6 +541,7 @@ class _Solver:
                 list(target.cap),
                 pool=pool,
                 target=target,
+                capacity_types=cts,
             )
             if self.topology.bin_limit(cls.sample, cls.spread, cls.affinity, cls.anti_affinity, b.name) == 0:
                 reasons.append(f"nodepool {pool.name}: pod affinity to pods on another node")
@@ -521,19 +564,24 @@ class _Solver:
         if b.pool is not None and b.pool.remaining is not None and b.reserved is not None:
             _add(b.pool.remaining, b.reserved, 1)
 
-    def _target(self, pool: _Pool, alt: Requirements, req: tuple[int, ...]) -> tuple[_Type | None, str]:
+    def _target(
+        self, pool: _Pool, alt: Requirements, req: tuple[int, ...], cts: frozenset[str]
+    ) -> tuple[_Type | None, str]:
         """The instance type a new claim in `pool` aims to fill, or None and why none fits."""
-        key = (pool.name, alt, req, pool.limit_version)
+        key = (pool.name, alt, req, pool.limit_version, cts)
+        demand = pool.demand.setdefault(cts, [0] * len(self.names))
         cached = self._targets.get(key)
         if cached is not None:
             target, why, demand_then = cached
-            if target is None or not _shrunk(pool.demand, demand_then):
+            if target is None or not _shrunk(demand, demand_then):
                 return target, why
-        target, why = self._choose_target(pool, alt, req)
-        self._targets[key] = (target, why, list(pool.demand))
+        target, why = self._choose_target(pool, alt, req, cts, demand)
+        self._targets[key] = (target, why, list(demand))
         return target, why
 
-    def _choose_target(self, pool: _Pool, alt: Requirements, req: tuple[int, ...]) -> tuple[_Type | None, str]:
+    def _choose_target(
+        self, pool: _Pool, alt: Requirements, req: tuple[int, ...], cts: frozenset[str], pool_demand: list[int]
+    ) -> tuple[_Type | None, str]:
         compatible = [t for t in pool.types if t.offer_reqs.intersects(alt)]
         if not compatible:
             return None, f"no instance type satisfies {alt!r}" if alt else "no instance type is offered"
@@ -546,22 +594,36 @@ class _Solver:
             if not fitting:
                 return None, "limits reached"
         plain = [t for t in fitting if not t.exotic]
-        candidates = plain or fitting
-        demand = [max(d, r) for d, r in zip(pool.demand, req, strict=True)]
+        candidates = [t for t in (plain or fitting) if any(ct in t.prices for ct in cts)]
+        if not candidates:
+            return None, f"no instance type that fits is offered as {' or '.join(sorted(cts))}"
+
+        def price(t: _Type) -> float:
+            return min(p for ct, p in t.prices.items() if ct in cts)
+
+        demand = [max(d, r) for d, r in zip(pool_demand, req, strict=True)]
         tail = [t for t in candidates if all(c >= d for c, d in zip(t.cap, demand, strict=True))]
         if tail:
-            return min(tail, key=lambda t: (t.price, t.it.name)), ""
+            return min(tail, key=lambda t: (price(t), t.it.name)), ""
         dims = [i for i, d in enumerate(demand) if d > 0]
 
-        def fluid_cost(t: _Type) -> tuple[float, float, str]:
-            bottleneck = max(demand[i] / t.cap[i] for i in dims) if dims else 0.0
-            return (t.price * bottleneck, t.price, t.it.name)
+        def fluid_cost(t: _Type) -> float:
+            # Demand for a resource the type lacks (GPUs of other pods) is not this type's to serve.
+            shares = [demand[i] / t.cap[i] for i in dims if t.cap[i]]
+            return price(t) * max(shares, default=0.0)
 
-        return min(candidates, key=fluid_cost), ""
+        costs = [(fluid_cost(t), t) for t in candidates]
+        best = min(c for c, _ in costs)
+        # Within TARGET_SLACK of the cheapest way to serve the demand, prefer the smallest type:
+        # the bill barely moves and an interruption or a failed launch hits fewer pods.
+        near = [t for c, t in costs if c <= best * (1 + TARGET_SLACK)]
+        return min(near, key=lambda t: (price(t), t.it.name)), ""
 
     def _too_big(self, req: tuple[int, ...], types: Sequence[_Type]) -> str:
         for i, name in enumerate(self.names):
             largest = max(t.cap[i] for t in types)
+            if req[i] > largest and largest == 0:
+                return f"no instance type offers {name}"
             if req[i] > largest:
                 have = Resources({name: largest}).format()[name]
                 need = Resources({name: req[i]}).format()[name]
@@ -634,10 +696,9 @@ class _Solver:
 
     def _type_allows(self, t: _Type, reqs: Requirements) -> bool:
         key = (t.it.name, reqs)
-        hit = self._compat.get(key)
+        hit = self._type_fits.get(key)
         if hit is None:
-            hit = t.offer_reqs.intersects(reqs)
-            self._compat[key] = hit
+            hit = self._type_fits[key] = t.offer_reqs.intersects(reqs)
         return hit
 
     def _daemon_overhead(self, t: _Type) -> Resources:

@@ -102,6 +102,10 @@ class Topology:
         """Pods of `group` in `domain`."""
         return self._counts[group].get(domain, 0)
 
+    def anti_keys(self) -> list[str]:
+        """The topology keys some placed pod's required anti-affinity uses."""
+        return sorted({group.key for group in self._anti})
+
     def forbidden(self, pod: Pod, key: str) -> set[str]:
         """Domains of `key` where placed pods' required anti-affinity forbids `pod`."""
         out: set[str] = set()

@@ -1,0 +1,178 @@
+"""`nodewright nodepool ...`: validate NodePool/EC2NodeClass files and manage the DynamoDB config table.
+
+    nodewright nodepool validate -f FILE_OR_DIR [-f ...]
+    nodewright nodepool apply    -f FILE_OR_DIR --table NAME
+    nodewright nodepool get      [KIND/]NAME --table NAME [-o yaml|json]
+    nodewright nodepool list     --table NAME
+    nodewright nodepool delete   [KIND/]NAME --table NAME
+
+Problems and errors go to stderr, one per line (`file:line: Kind/name: field.path: rule`), and
+make the command exit 1. `apply` stores nothing unless every document of every file is valid.
+AWS settings come from the usual places (AWS_REGION/AWS_DEFAULT_REGION, AWS_ENDPOINT_URL,
+credentials chain), or --region/--endpoint-url.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from nodewright.adapters.aws.config_store import (
+    ConfigStore,
+    ConfigStoreError,
+    StoredDocument,
+    split_key,
+)
+from nodewright.adapters.aws.session import client as aws_client
+from nodewright.cli import app
+from nodewright.config.documents import KINDS, Loaded, dump_yaml
+from nodewright.config.files import read_paths
+from nodewright.config.problems import ConfigError
+
+nodepool_app = typer.Typer(
+    help="Validate NodePool and EC2NodeClass documents and manage the config table.",
+    no_args_is_help=True,
+)
+app.add_typer(nodepool_app, name="nodepool")
+
+# soft_wrap: a problem stays on one line whatever the terminal width, so it can be grepped.
+out = Console(soft_wrap=True, highlight=False)
+err = Console(stderr=True, soft_wrap=True, highlight=False)
+
+Files = Annotated[
+    list[Path],
+    typer.Option("-f", "--filename", help="A YAML file or a directory (searched recursively for *.yaml, *.yml)."),
+]
+TableName = Annotated[str, typer.Option("--table", envvar="NODEWRIGHT_CONFIG_TABLE", help="The DynamoDB config table.")]
+Region = Annotated[
+    str | None, typer.Option("--region", envvar=["AWS_REGION", "AWS_DEFAULT_REGION"], help="AWS region.")
+]
+EndpointUrl = Annotated[
+    str | None,
+    typer.Option("--endpoint-url", envvar="AWS_ENDPOINT_URL", help="AWS endpoint, e.g. a local moto server."),
+]
+
+
+def _store(table: str, region: str | None, endpoint_url: str | None) -> ConfigStore:
+    return ConfigStore(table, client=aws_client("dynamodb", region=region, endpoint_url=endpoint_url))
+
+
+def _report(loaded: Loaded) -> None:
+    for problem in loaded.problems:
+        err.print(str(problem), markup=False)
+    count = len(loaded.problems)
+    if count:
+        err.print(f"{count} problem{'s' if count != 1 else ''} found", style="bold red", markup=False)
+
+
+def _fail(message: str) -> typer.Exit:
+    err.print(f"error: {message}", style="red", markup=False)
+    return typer.Exit(1)
+
+
+def _find(store: ConfigStore, ref: str) -> StoredDocument:
+    """`Kind/name` or a bare name (unique across kinds)."""
+    if "/" in ref:
+        kind, name = split_key(ref)
+        stored = store.get(kind, name)
+        if stored is None:
+            raise _fail(f"{ref} is not in table {store.table_name}")
+        return stored
+    found = [s for s in (store.get(kind, ref) for kind in KINDS) if s is not None]
+    if not found:
+        raise _fail(f"no NodePool or EC2NodeClass named {ref!r} in table {store.table_name}")
+    if len(found) > 1:
+        raise _fail(f"{ref!r} names both {' and '.join(s.key for s in found)}; say which one as Kind/name")
+    return found[0]
+
+
+@nodepool_app.command()
+def validate(filename: Files) -> None:
+    """Check every document of the given files; list every problem with its field path."""
+    loaded = read_paths(filename)
+    for document in loaded.documents:
+        out.print(f"ok  {document.source}: {document.key}", markup=False)
+    _report(loaded)
+    if not loaded.ok:
+        raise typer.Exit(1)
+    if not loaded.documents:
+        raise _fail("no documents found")
+
+
+@nodepool_app.command()
+def apply(filename: Files, table: TableName, region: Region = None, endpoint_url: EndpointUrl = None) -> None:
+    """Store the documents in the config table: all of them, or none if any is invalid or changed."""
+    loaded = read_paths(filename)
+    if not loaded.ok:
+        _report(loaded)
+        raise _fail("nothing was stored")
+    if not loaded.documents:
+        raise _fail("no documents found")
+    try:
+        applied = _store(table, region, endpoint_url).apply(loaded.documents)
+    except ConfigStoreError as error:
+        raise _fail(str(error)) from None
+    for item in applied:
+        out.print(f"{item.key} {item.action} (version {item.version})", markup=False)
+
+
+@nodepool_app.command()
+def get(
+    ref: Annotated[str, typer.Argument(metavar="[KIND/]NAME", help="e.g. NodePool/default, or default.")],
+    table: TableName,
+    output: Annotated[str, typer.Option("-o", "--output", help="yaml or json.")] = "yaml",
+    region: Region = None,
+    endpoint_url: EndpointUrl = None,
+) -> None:
+    """Print a stored document (as YAML or JSON) that parses back to the same document."""
+    if output not in ("yaml", "json"):
+        raise _fail(f"--output must be yaml or json, got {output!r}")
+    try:
+        stored = _find(_store(table, region, endpoint_url), ref)
+    except (ConfigStoreError, ConfigError) as error:
+        raise _fail(str(error)) from None
+    manifest = stored.document.to_manifest()
+    text = json.dumps(manifest, indent=2) + "\n" if output == "json" else dump_yaml([manifest])
+    typer.echo(text, nl=False)
+
+
+@nodepool_app.command("list")
+def list_documents(table: TableName, region: Region = None, endpoint_url: EndpointUrl = None) -> None:
+    """List the stored documents with their versions."""
+    try:
+        stored = _store(table, region, endpoint_url).list()
+    except (ConfigStoreError, ConfigError) as error:
+        raise _fail(str(error)) from None
+    view = Table("KIND", "NAME", "VERSION", "DETAIL", box=None, pad_edge=False)
+    for item in stored:
+        view.add_row(item.document.kind, item.document.name, str(item.version), _detail(item))
+    out.print(view)
+
+
+def _detail(item: StoredDocument) -> str:
+    model: Any = item.document.model
+    if item.document.kind == "NodePool":
+        return f"nodeClass={model.node_class_ref.name} weight={model.weight}"
+    return f"ami={model.alias or model.effective_ami_family}"
+
+
+@nodepool_app.command()
+def delete(
+    ref: Annotated[str, typer.Argument(metavar="[KIND/]NAME", help="e.g. NodePool/default, or default.")],
+    table: TableName,
+    region: Region = None,
+    endpoint_url: EndpointUrl = None,
+) -> None:
+    """Delete a stored document (conditional on the version just read)."""
+    store = _store(table, region, endpoint_url)
+    try:
+        stored = _find(store, ref)
+        store.delete(stored.document.kind, stored.document.name, expected_version=stored.version)
+    except (ConfigStoreError, ConfigError) as error:
+        raise _fail(str(error)) from None
+    out.print(f"{stored.key} deleted", markup=False)

@@ -1,0 +1,182 @@
+"""`nodewright plan`: an offline what-if planner over manifests.
+
+Reads workloads, Nodes, DaemonSets, NodePools and EC2NodeClasses from YAML files or directories,
+runs the same `solve()` the provisioner Lambda runs, and prints the node claims it would launch,
+where existing nodes would take pods, and why any pod could not be placed. Nothing is contacted:
+instance types come from the bundled us-east-1 catalog and prices from `--prices` or the
+documented per-family estimate.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from nodewright.adapters.offline_catalog import DEFAULT_ZONES, PricesFileError, load_catalog, read_prices_csv
+from nodewright.cli import app
+from nodewright.config.documents import EC2NODECLASS, NODEPOOL
+from nodewright.config.files import expand
+from nodewright.config.workloads import PlanInput, read_workloads
+from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult, solve
+from nodewright.model import labels as wk
+from nodewright.model.instancetype import InstanceType
+from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodepool import NodePool
+from nodewright.model.requirements import Requirements
+from nodewright.model.resources import CPU, MEMORY, PODS, Resources
+
+# The NodePool used when the input has none: any Linux type, spot or on-demand, like a fresh
+# Karpenter install's example NodePool.
+DEFAULT_NODEPOOL = NodePool(
+    name="default",
+    requirements=Requirements.parse(
+        [
+            {"key": wk.OS, "operator": "In", "values": ["linux"]},
+            {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot", "on-demand"]},
+        ]
+    ),
+)
+
+
+@app.command()
+def plan(
+    files: Annotated[list[Path], typer.Option("-f", "--file", help="YAML file or directory (repeatable).")],
+    prices: Annotated[
+        Path | None, typer.Option("--prices", help="CSV instance_type,usd_per_hour; types absent are not offered.")
+    ] = None,
+    zones: Annotated[str, typer.Option("--zones", help="Comma-separated zones.")] = ",".join(DEFAULT_ZONES),
+    output: Annotated[str, typer.Option("--output", "-o", help="table or json.")] = "table",
+) -> None:
+    """Plan the nodes Nodewright would launch for the pending pods in FILES, offline."""
+    if output not in ("table", "json"):
+        _fail(f"--output: {output!r} is not one of table, json")
+    paths, missing = expand(files)
+    texts = []
+    for path in paths:
+        try:
+            texts.append((str(path), path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError) as error:
+            _fail(f"{path}: cannot read: {error}")
+    planned = read_workloads(texts)
+    problems = [*missing, *planned.problems]
+    if problems:
+        _fail(
+            "\n".join([f"{len(problems)} problem(s) in the input; nothing was planned:", *(f"  {p}" for p in problems)])
+        )
+    try:
+        price_list = read_prices_csv(prices) if prices is not None else None
+        zone_list = tuple(z.strip() for z in zones.split(",") if z.strip())
+        scheduling = build_input(planned, price_list, zone_list)
+    except (PricesFileError, ValueError) as error:
+        _fail(str(error))
+    started = time.perf_counter()
+    result = solve(scheduling)
+    seconds = time.perf_counter() - started
+    report = to_report(result, seconds, estimated=price_list is None)
+    if output == "json":
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        _print_table(report)
+
+
+def build_input(planned: PlanInput, prices: dict[str, float] | None, zones: tuple[str, ...]) -> SchedulingInput:
+    """The scheduling pass `plan` runs: each NodePool with the catalog its EC2NodeClass's kubelet gives."""
+    nodepools = [d.model for d in planned.config.of_kind(NODEPOOL) if isinstance(d.model, NodePool)]
+    nodeclasses = {d.name: d.model for d in planned.config.of_kind(EC2NODECLASS) if isinstance(d.model, EC2NodeClass)}
+    for pool in nodepools:
+        if nodeclasses and pool.node_class_ref.name not in nodeclasses:
+            raise ValueError(
+                f"NodePool/{pool.name}: spec.template.spec.nodeClassRef.name: "
+                f"EC2NodeClass {pool.node_class_ref.name!r} is not in the input"
+            )
+    catalogs: dict[str, list[InstanceType]] = {}
+    pools = []
+    for pool in nodepools or [DEFAULT_NODEPOOL]:
+        nodeclass = nodeclasses.get(pool.node_class_ref.name)
+        kubelet = nodeclass.kubelet if nodeclass is not None else None
+        key = repr(kubelet)  # kubelet settings hold dicts: key the cache by their repr
+        if key not in catalogs:
+            catalogs[key] = load_catalog(zones, prices, kubelet)
+        pools.append(PoolCapacity(pool, tuple(catalogs[key])))
+    used: dict[str, Resources] = {}
+    for node in planned.nodes:
+        if node.nodepool:
+            used[node.nodepool] = used.get(node.nodepool, Resources()) + node.capacity
+    return SchedulingInput(
+        pods=planned.pending,
+        pools=tuple(pools),
+        nodes=planned.nodes,
+        bound_pods=planned.bound,
+        daemonsets=planned.daemonsets,
+        used=used,
+    )
+
+
+def to_report(result: SchedulingResult, seconds: float, *, estimated: bool) -> dict[str, Any]:
+    """The JSON shape `plan --output json` prints (documented in the README)."""
+    claims = []
+    for claim in result.claims:
+        allocatable = claim.instance_type.allocatable.format()
+        requests = claim.requests.format()
+        claims.append(
+            {
+                "nodepool": claim.nodepool,
+                "instance_type": claim.instance_type.name,
+                "capacity_type": claim.offering.capacity_type,
+                "zone": claim.offering.zone,
+                "price_per_hour": round(claim.price, 6),
+                "instance_type_options": [t.name for t in claim.options],
+                "allocatable": {k: allocatable.get(k, 0) for k in (CPU, MEMORY, PODS)},
+                "requests": {k: requests.get(k, 0) for k in (CPU, MEMORY, PODS)},
+                "pods": sorted(p.key for p in claim.pods),
+            }
+        )
+    return {
+        "nodeclaims": claims,
+        "existing": {node: sorted(pods) for node, pods in sorted(result.existing.items())},
+        "unschedulable": [{"pod": pod, "reason": reason} for pod, reason in sorted(result.unschedulable.items())],
+        "total_price_per_hour": round(result.price_per_hour, 6),
+        "prices_estimated": estimated,
+        "solve_seconds": round(seconds, 4),
+    }
+
+
+def _print_table(report: dict[str, Any]) -> None:
+    console = Console()
+    table = Table(title="Node claims", title_justify="left")
+    for column in ("nodepool", "instance type", "capacity", "zone", "$/h", "pods", "requests cpu/memory", "options"):
+        table.add_column(column)
+    for claim in report["nodeclaims"]:
+        table.add_row(
+            claim["nodepool"],
+            claim["instance_type"],
+            claim["capacity_type"],
+            claim["zone"],
+            f"{claim['price_per_hour']:.4f}",
+            str(len(claim["pods"])),
+            f"{claim['requests']['cpu']} / {claim['requests']['memory']}",
+            str(len(claim["instance_type_options"])),
+        )
+    console.print(table)
+    for node, pods in report["existing"].items():
+        console.print(f"existing node [bold]{node}[/bold] takes {len(pods)} pod(s)")
+    for item in report["unschedulable"]:
+        console.print(f"[red]cannot place[/red] {item['pod']}: {item['reason']}")
+    note = " (estimated prices: pass --prices FILE for real ones)" if report["prices_estimated"] else ""
+    console.print(
+        f"{len(report['nodeclaims'])} node(s), ${report['total_price_per_hour']:.4f}/h{note}; "
+        f"solved in {report['solve_seconds'] * 1000:.0f} ms"
+    )
+
+
+def _fail(message: str) -> None:
+    # Plain text, never wrapped: a file path in an error must stay whole for people and scripts.
+    typer.secho(message, err=True, fg=typer.colors.RED)
+    raise typer.Exit(1)

@@ -1,0 +1,48 @@
+"""Read configuration files and directories. The config package's one I/O function.
+
+`read_paths` expands directories (recursively, `*.yaml` and `*.yml`, in sorted order so output
+is stable), reads every file and validates every document; unreadable files are problems like
+any other, so one run reports everything that is wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from nodewright.config.documents import Loaded, combine, parse_yaml
+from nodewright.config.problems import Problem
+
+SUFFIXES = (".yaml", ".yml")
+
+
+def expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[Problem]]:
+    """The files named by `paths` (directories expanded) and a problem for each missing path."""
+    files: list[Path] = []
+    problems: list[Problem] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+            if not found:
+                problems.append(Problem(str(path), "", "", "no *.yaml or *.yml files in this directory"))
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            problems.append(Problem(str(path), "", "", "no such file or directory"))
+    return files, problems
+
+
+def read_paths(paths: Iterable[str | Path]) -> Loaded:
+    """Every document in the given files and directories, validated as one configuration."""
+    files, problems = expand(paths)
+    parts = [Loaded(problems=tuple(problems))]
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            parts.append(Loaded(problems=(Problem(str(path), "", "", f"cannot read: {error}"),)))
+            continue
+        parts.append(parse_yaml(text, str(path)))
+    return combine(parts)

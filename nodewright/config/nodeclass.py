@@ -1,0 +1,580 @@
+"""EC2NodeClass documents (`karpenter.k8s.aws/v1`, `nodewright.io/v1`): validate into the model and back. Pure.
+
+`parse_nodeclass` checks every field of Karpenter's v1 EC2NodeClass schema, including the CEL
+rules its CRD carries (exactly one of role/instanceProfile, an alias is the only AMI term, id
+terms stand alone, restricted tags, one root volume, iops/throughput only where EBS allows them,
+kubelet image GC thresholds ordered, soft evictions paired with grace periods), and reports
+every problem through the cursor. `render_nodeclass` prints a model back as a manifest.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from nodewright.config import fields as f
+from nodewright.config.problems import At, show
+from nodewright.model.duration import format_duration
+from nodewright.model.errors import InvalidValue
+from nodewright.model.nodeclass import (
+    AMI_FAMILIES,
+    EBS,
+    INSTANCE_STORE_POLICIES,
+    VOLUME_TYPES,
+    AMIAlias,
+    AMISelectorTerm,
+    BlockDeviceMapping,
+    EC2NodeClass,
+    KubeletConfiguration,
+    MetadataOptions,
+    SelectorTerm,
+)
+from nodewright.model.resources import Resources
+
+MAX_TERMS = 30
+MAX_BLOCK_DEVICES = 50
+MAX_VOLUME_BYTES = 64 * 10**12  # EBS's largest volume: 64 TB
+RESTRICTED_TAG_PREFIXES = ("kubernetes.io/cluster/",)
+RESTRICTED_TAGS = frozenset(
+    {
+        "karpenter.sh/nodepool",
+        "karpenter.sh/nodeclaim",
+        "karpenter.k8s.aws/ec2nodeclass",
+        "eks:eks-cluster-name",
+        "nodewright.io/nodepool",
+        "nodewright.io/nodeclaim",
+    }
+)
+RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
+EVICTION_SIGNALS = (
+    "memory.available",
+    "nodefs.available",
+    "nodefs.inodesFree",
+    "imagefs.available",
+    "imagefs.inodesFree",
+    "pid.available",
+)
+ENABLED_DISABLED = ("enabled", "disabled")
+HTTP_TOKENS = ("required", "optional")
+_EVICTION_VALUE = re.compile(r"^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%|[+-]?\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|[kMGTPE])?)$")
+_GRACE = re.compile(r"^([0-9]+(\.[0-9]+)?(s|m|h))+$")
+
+SPEC_FIELDS = (
+    "subnetSelectorTerms",
+    "securityGroupSelectorTerms",
+    "capacityReservationSelectorTerms",
+    "amiSelectorTerms",
+    "amiFamily",
+    "role",
+    "instanceProfile",
+    "userData",
+    "blockDeviceMappings",
+    "instanceStorePolicy",
+    "metadataOptions",
+    "tags",
+    "associatePublicIPAddress",
+    "detailedMonitoring",
+    "kubelet",
+    "context",
+)
+_SPEC_HINTS = {"amiSelector": "use amiSelectorTerms", "subnetSelector": "use subnetSelectorTerms"}
+_SUBNET_TERM = ("tags", "id")
+_SG_TERM = ("tags", "id", "name")
+_CR_TERM = ("tags", "id", "ownerID")
+_AMI_TERM = ("alias", "id", "name", "owner", "tags", "ssmParameter")
+_BDM = ("deviceName", "ebs", "rootVolume")
+_EBS = (
+    "volumeSize",
+    "volumeType",
+    "iops",
+    "throughput",
+    "encrypted",
+    "kmsKeyID",
+    "deleteOnTermination",
+    "snapshotID",
+    "volumeInitializationRate",
+)
+_METADATA = ("httpEndpoint", "httpProtocolIPv6", "httpPutResponseHopLimit", "httpTokens")
+_KUBELET = (
+    "maxPods",
+    "podsPerCore",
+    "kubeReserved",
+    "systemReserved",
+    "evictionHard",
+    "evictionSoft",
+    "evictionSoftGracePeriod",
+    "evictionMaxPodGracePeriod",
+    "clusterDNS",
+    "cpuCFSQuota",
+    "imageGCHighThresholdPercent",
+    "imageGCLowThresholdPercent",
+)
+
+
+def _tag_key_rule(at: At, key: str) -> None:
+    if not key:
+        at.error("empty tag keys are not supported")
+    elif key in RESTRICTED_TAGS or key.startswith(RESTRICTED_TAG_PREFIXES):
+        at.error(f"tag {show(key)} is restricted: Nodewright sets it on the instances it launches")
+
+
+def _selector_tags(at: At, value: Any) -> dict[str, str]:
+    tags = f.string_map(at, value) or {}
+    for key, text in tags.items():
+        if not key:
+            (at / key).error("empty tag keys are not supported")
+        if not text:
+            (at / key).error("empty tag values are not supported (use * to match any value)")
+    if value is not None and not tags and isinstance(value, Mapping):
+        at.error("must have at least one tag")
+    return tags
+
+
+def _selector_term(allowed: tuple[str, ...], exclusive: tuple[str, ...]) -> Callable[[At, Any], SelectorTerm | None]:
+    def read(at: At, value: Any) -> SelectorTerm | None:
+        start = at.mark()
+        term = f.obj(at, value, allowed)
+        if term is None:
+            if value is None:
+                at.error("must be an object, got null")
+            return None
+        present = [name for name in allowed if term.get(name) is not None]
+        if not present:
+            at.error(f"must set at least one of {', '.join(allowed)}")
+        for alone in exclusive:
+            if alone in present and len(present) > 1:
+                at.error(f"{alone!r} cannot be combined with other fields in a term")
+        tags = _selector_tags(at / "tags", term.get("tags"))
+        ident = f.string(at / "id", term.get("id"), non_empty=True)
+        name = f.string(at / "name", term.get("name"), non_empty=True) if "name" in allowed else None
+        owner = f.string(at / "ownerID", term.get("ownerID"), non_empty=True) if "ownerID" in allowed else None
+        if at.failed_since(start):
+            return None
+        return SelectorTerm(tags=tags, id=ident, name=name, owner_id=owner)
+
+    return read
+
+
+def _ami_term(at: At, value: Any) -> AMISelectorTerm | None:
+    start = at.mark()
+    term = f.obj(at, value, _AMI_TERM)
+    if term is None:
+        if value is None:
+            at.error("must be an object, got null")
+        return None
+    present = [name for name in _AMI_TERM if term.get(name) is not None]
+    if not present:
+        at.error(f"must set at least one of {', '.join(_AMI_TERM)}")
+    for alone in ("alias", "id", "ssmParameter"):
+        if alone in present and len(present) > 1:
+            at.error(f"{alone!r} cannot be combined with other fields in a term")
+    alias: AMIAlias | None = None
+    alias_text = f.string(at / "alias", term.get("alias"), non_empty=True, max_length=30)
+    if alias_text is not None:
+        try:
+            alias = AMIAlias.parse(alias_text)
+        except InvalidValue as error:
+            (at / "alias").error(str(error))
+    ident = f.string(
+        at / "id", term.get("id"), pattern=re.compile(r"^ami-[0-9a-z]+$"), rule="is not an AMI id (ami-...)"
+    )
+    name = f.string(at / "name", term.get("name"), non_empty=True)
+    owner = f.string(at / "owner", term.get("owner"), non_empty=True)
+    ssm = f.string(at / "ssmParameter", term.get("ssmParameter"), non_empty=True)
+    tags = _selector_tags(at / "tags", term.get("tags"))
+    if at.failed_since(start):
+        return None
+    return AMISelectorTerm(alias=alias, id=ident, name=name, owner=owner, tags=tags, ssm_parameter=ssm)
+
+
+def _volume_size(at: At, value: Any) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        f.wrong_type(at, str, value)
+        return None
+    milli = f.quantity(at, value)
+    if milli is None:
+        return None
+    size = milli // 1000
+    if size < 2**30 or size > MAX_VOLUME_BYTES:
+        at.error(f"{show(value)} is outside the EBS volume size range 1Gi-64T")
+        return None
+    return size
+
+
+def _ebs(at: At, value: Any) -> EBS | None:
+    start = at.mark()
+    ebs = f.obj(at, value, _EBS)
+    if ebs is None:
+        return None
+    volume_type = f.string(at / "volumeType", ebs.get("volumeType"), enum=VOLUME_TYPES)
+    iops = f.integer(at / "iops", ebs.get("iops"), minimum=100, maximum=256000)
+    throughput = f.integer(at / "throughput", ebs.get("throughput"), minimum=125, maximum=2000)
+    rate = f.integer(at / "volumeInitializationRate", ebs.get("volumeInitializationRate"), minimum=100, maximum=300)
+    if iops is not None and volume_type not in ("io1", "io2", "gp3"):
+        (at / "iops").error("iops can only be set for volumeType io1, io2 or gp3")
+    if throughput is not None and volume_type != "gp3":
+        (at / "throughput").error("throughput can only be set for volumeType gp3")
+    parsed = EBS(
+        volume_size=_volume_size(at / "volumeSize", ebs.get("volumeSize")),
+        volume_type=volume_type,
+        iops=iops,
+        throughput=throughput,
+        encrypted=f.boolean(at / "encrypted", ebs.get("encrypted")),
+        kms_key_id=f.string(at / "kmsKeyID", ebs.get("kmsKeyID"), non_empty=True),
+        delete_on_termination=f.boolean(at / "deleteOnTermination", ebs.get("deleteOnTermination")),
+        snapshot_id=f.string(at / "snapshotID", ebs.get("snapshotID"), non_empty=True),
+        volume_initialization_rate=rate,
+    )
+    if parsed.volume_initialization_rate is not None and parsed.snapshot_id is None:
+        (at / "volumeInitializationRate").error("can only be set together with snapshotID")
+    return None if at.failed_since(start) else parsed
+
+
+def _block_device(at: At, value: Any) -> BlockDeviceMapping | None:
+    start = at.mark()
+    bdm = f.obj(at, value, _BDM)
+    if bdm is None:
+        if value is None:
+            at.error("must be an object, got null")
+        return None
+    device = f.string(
+        at / "deviceName",
+        f.required(at, bdm, "deviceName"),
+        pattern=re.compile(r"^/dev/[a-z0-9/]+$|^xvd[a-z0-9]+$|^[a-z]+[0-9]*$"),
+        rule="is not a device name such as /dev/xvda",
+    )
+    ebs = _ebs(at / "ebs", bdm.get("ebs"))
+    root = f.boolean(at / "rootVolume", bdm.get("rootVolume"))
+    if at.failed_since(start):
+        return None
+    return BlockDeviceMapping(device_name=device, ebs=ebs, root_volume=bool(root))
+
+
+def _metadata_options(at: At, value: Any) -> MetadataOptions | None:
+    options = f.obj(at, value, _METADATA)
+    if options is None:
+        return MetadataOptions() if value is None else None
+    default = MetadataOptions()
+    endpoint = f.string(at / "httpEndpoint", options.get("httpEndpoint"), enum=ENABLED_DISABLED)
+    ipv6 = f.string(at / "httpProtocolIPv6", options.get("httpProtocolIPv6"), enum=ENABLED_DISABLED)
+    hops = f.integer(at / "httpPutResponseHopLimit", options.get("httpPutResponseHopLimit"), minimum=1, maximum=64)
+    tokens = f.string(at / "httpTokens", options.get("httpTokens"), enum=HTTP_TOKENS)
+    return MetadataOptions(
+        http_endpoint=endpoint or default.http_endpoint,
+        http_protocol_ipv6=ipv6 or default.http_protocol_ipv6,
+        http_put_response_hop_limit=hops if hops is not None else default.http_put_response_hop_limit,
+        http_tokens=tokens or default.http_tokens,
+    )
+
+
+def _reserved(at: At, value: Any) -> Resources | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        f.wrong_type(at, dict, value)
+        return None
+    out: dict[str, int] = {}
+    for key, raw in value.items():
+        at_key = at / str(key)
+        if key not in RESERVED_RESOURCES:
+            at_key.error(f"{show(key)} is not one of {', '.join(RESERVED_RESOURCES)}")
+            continue
+        if not isinstance(raw, str):
+            f.wrong_type(at_key, str, raw)
+            continue
+        milli = f.quantity(at_key, raw)
+        if milli is not None:
+            out[str(key)] = milli
+    return Resources(out)
+
+
+def _signal_rule(at: At, key: str) -> None:
+    if key not in EVICTION_SIGNALS:
+        at.error(f"{show(key)} is not one of {', '.join(EVICTION_SIGNALS)}")
+
+
+def _eviction(at: At, value: Any) -> dict[str, str]:
+    found = f.string_map(at, value, key_rule=_signal_rule) or {}
+    for key, text in found.items():
+        if not _EVICTION_VALUE.match(text):
+            (at / key).error(f"{show(text)} is not a quantity (e.g. 100Mi) or a percentage (e.g. 10%)")
+    return found
+
+
+def _kubelet(at: At, value: Any) -> KubeletConfiguration | None:
+    start = at.mark()
+    kubelet = f.obj(at, value, _KUBELET)
+    if kubelet is None:
+        return None
+    grace_raw = f.string_map(
+        at / "evictionSoftGracePeriod", kubelet.get("evictionSoftGracePeriod"), key_rule=_signal_rule
+    )
+    grace: dict[str, float] = {}
+    for key, text in (grace_raw or {}).items():
+        parsed = f.duration(at / "evictionSoftGracePeriod" / key, text, pattern=_GRACE, examples="30s, 1m30s")
+        if parsed is not None and parsed[0] is not None:
+            grace[key] = parsed[0]
+    soft = _eviction(at / "evictionSoft", kubelet.get("evictionSoft"))
+    for key in soft:
+        if key not in (grace_raw or {}):
+            (at / "evictionSoft" / key).error("needs a matching evictionSoftGracePeriod entry")
+    for key in grace_raw or {}:
+        if key not in soft:
+            (at / "evictionSoftGracePeriod" / key).error("needs a matching evictionSoft entry")
+    high = f.integer(
+        at / "imageGCHighThresholdPercent", kubelet.get("imageGCHighThresholdPercent"), minimum=0, maximum=100
+    )
+    low = f.integer(
+        at / "imageGCLowThresholdPercent", kubelet.get("imageGCLowThresholdPercent"), minimum=0, maximum=100
+    )
+    if high is not None and low is not None and high <= low:
+        (at / "imageGCHighThresholdPercent").error(
+            f"must be greater than imageGCLowThresholdPercent ({low}), got {high}"
+        )
+    cluster_dns = f.string_list(at / "clusterDNS", kubelet.get("clusterDNS")) or ()
+    for index, address in enumerate(cluster_dns):
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            (at / "clusterDNS" / index).error(f"{show(address)} is not an IP address")
+    parsed_kubelet = KubeletConfiguration(
+        max_pods=f.integer(at / "maxPods", kubelet.get("maxPods"), minimum=0),
+        pods_per_core=f.integer(at / "podsPerCore", kubelet.get("podsPerCore"), minimum=0),
+        kube_reserved=_reserved(at / "kubeReserved", kubelet.get("kubeReserved")),
+        system_reserved=_reserved(at / "systemReserved", kubelet.get("systemReserved")),
+        eviction_hard=_eviction(at / "evictionHard", kubelet.get("evictionHard")),
+        eviction_soft=soft,
+        eviction_soft_grace_period=grace,
+        eviction_max_pod_grace_period=f.integer(
+            at / "evictionMaxPodGracePeriod", kubelet.get("evictionMaxPodGracePeriod")
+        ),
+        cluster_dns=tuple(cluster_dns),
+        cpu_cfs_quota=f.boolean(at / "cpuCFSQuota", kubelet.get("cpuCFSQuota")),
+        image_gc_high_threshold_percent=high,
+        image_gc_low_threshold_percent=low,
+    )
+    return None if at.failed_since(start) else parsed_kubelet
+
+
+def parse_nodeclass(
+    at: At, name: str, metadata: Mapping[str, Any], spec_value: Any, api_version: str
+) -> EC2NodeClass | None:
+    """Validate an EC2NodeClass's spec; None when anything is wrong.
+
+    `at` points at the document root; every problem is reported through it.
+    """
+    at_spec = at / "spec"
+    spec = f.obj(at_spec, spec_value, SPEC_FIELDS, hints=_SPEC_HINTS)
+    if spec is None:
+        if spec_value is None:
+            at_spec.error("is required")
+        return None
+    subnets = f.items(
+        at_spec / "subnetSelectorTerms",
+        f.required(at_spec, spec, "subnetSelectorTerms"),
+        _selector_term(_SUBNET_TERM, ("id",)),
+        min_items=1,
+        max_items=MAX_TERMS,
+    )
+    groups = f.items(
+        at_spec / "securityGroupSelectorTerms",
+        f.required(at_spec, spec, "securityGroupSelectorTerms"),
+        _selector_term(_SG_TERM, ("id", "name")),
+        min_items=1,
+        max_items=MAX_TERMS,
+    )
+    reservations = f.items(
+        at_spec / "capacityReservationSelectorTerms",
+        spec.get("capacityReservationSelectorTerms"),
+        _selector_term(_CR_TERM, ("id",)),
+        max_items=MAX_TERMS,
+    )
+    amis = f.items(
+        at_spec / "amiSelectorTerms",
+        f.required(at_spec, spec, "amiSelectorTerms"),
+        _ami_term,
+        min_items=1,
+        max_items=MAX_TERMS,
+    )
+    ami_family = f.string(at_spec / "amiFamily", spec.get("amiFamily"), enum=AMI_FAMILIES)
+    raw_value = spec.get("amiSelectorTerms")
+    raw_terms: list[Any] = raw_value if isinstance(raw_value, list) else []
+    has_alias = any(isinstance(t, Mapping) and t.get("alias") is not None for t in raw_terms)
+    if has_alias and len(raw_terms) > 1:
+        (at_spec / "amiSelectorTerms").error("a term with an alias must be the only amiSelectorTerms entry")
+    alias = next((t.alias for t in amis or () if t.alias is not None), None)
+    if not has_alias and spec.get("amiSelectorTerms") is not None and spec.get("amiFamily") is None:
+        (at_spec / "amiFamily").error("is required when amiSelectorTerms has no alias")
+    if alias is not None and ami_family is not None and ami_family != alias.ami_family:
+        (at_spec / "amiFamily").error(f"{show(ami_family)} does not match the alias family {show(alias.ami_family)}")
+    role = f.string(at_spec / "role", spec.get("role"), non_empty=True, max_length=64)
+    profile = f.string(at_spec / "instanceProfile", spec.get("instanceProfile"), non_empty=True, max_length=128)
+    if (spec.get("role") is None) == (spec.get("instanceProfile") is None):
+        at_spec.error("must set exactly one of role, instanceProfile")
+    devices = f.items(
+        at_spec / "blockDeviceMappings", spec.get("blockDeviceMappings"), _block_device, max_items=MAX_BLOCK_DEVICES
+    )
+    if devices is not None and sum(d.root_volume for d in devices) > 1:
+        (at_spec / "blockDeviceMappings").error("at most one mapping may set rootVolume")
+    nodeclass = EC2NodeClass(
+        name=name,
+        subnet_selector_terms=subnets or (),
+        security_group_selector_terms=groups or (),
+        ami_selector_terms=amis or (),
+        ami_family=ami_family,
+        role=role,
+        instance_profile=profile,
+        user_data=f.string(at_spec / "userData", spec.get("userData")),
+        block_device_mappings=devices or (),
+        metadata_options=_metadata_options(at_spec / "metadataOptions", spec.get("metadataOptions"))
+        or MetadataOptions(),
+        tags=f.string_map(at_spec / "tags", spec.get("tags"), key_rule=_tag_key_rule) or {},
+        associate_public_ip_address=f.boolean(
+            at_spec / "associatePublicIPAddress", spec.get("associatePublicIPAddress")
+        ),
+        detailed_monitoring=bool(f.boolean(at_spec / "detailedMonitoring", spec.get("detailedMonitoring"))),
+        kubelet=_kubelet(at_spec / "kubelet", spec.get("kubelet")),
+        instance_store_policy=f.string(
+            at_spec / "instanceStorePolicy", spec.get("instanceStorePolicy"), enum=INSTANCE_STORE_POLICIES
+        ),
+        capacity_reservation_selector_terms=reservations or (),
+        context=f.string(at_spec / "context", spec.get("context"), non_empty=True),
+        api_version=api_version,
+        resource_version=str(metadata.get("resourceVersion") or ""),
+    )
+    return None if at.failed_since() else nodeclass
+
+
+def _render_term(term: SelectorTerm, owner_field: str = "ownerID") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if term.tags:
+        out["tags"] = dict(term.tags)
+    if term.id is not None:
+        out["id"] = term.id
+    if term.name is not None:
+        out["name"] = term.name
+    if term.owner_id is not None:
+        out[owner_field] = term.owner_id
+    return out
+
+
+def _render_ami_term(term: AMISelectorTerm) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if term.alias is not None:
+        out["alias"] = str(term.alias)
+    for key, value in (
+        ("id", term.id),
+        ("name", term.name),
+        ("owner", term.owner),
+        ("ssmParameter", term.ssm_parameter),
+    ):
+        if value is not None:
+            out[key] = value
+    if term.tags:
+        out["tags"] = dict(term.tags)
+    return out
+
+
+def _render_size(size: int) -> str:
+    # Exact forms only, so the printed size parses back to the same number of bytes.
+    for suffix, unit in (("Ti", 2**40), ("T", 10**12), ("Gi", 2**30), ("G", 10**9)):
+        if size % unit == 0:
+            return f"{size // unit}{suffix}"
+    return str(size)
+
+
+def _render_ebs(ebs: EBS) -> dict[str, Any]:
+    pairs: tuple[tuple[str, Any], ...] = (
+        ("volumeSize", _render_size(ebs.volume_size) if ebs.volume_size is not None else None),
+        ("volumeType", ebs.volume_type),
+        ("iops", ebs.iops),
+        ("throughput", ebs.throughput),
+        ("encrypted", ebs.encrypted),
+        ("kmsKeyID", ebs.kms_key_id),
+        ("deleteOnTermination", ebs.delete_on_termination),
+        ("snapshotID", ebs.snapshot_id),
+        ("volumeInitializationRate", ebs.volume_initialization_rate),
+    )
+    return {key: value for key, value in pairs if value is not None}
+
+
+def _render_kubelet(kubelet: KubeletConfiguration) -> dict[str, Any]:
+    pairs: tuple[tuple[str, Any], ...] = (
+        ("maxPods", kubelet.max_pods),
+        ("podsPerCore", kubelet.pods_per_core),
+        (
+            "kubeReserved",
+            {k: str(v) for k, v in kubelet.kube_reserved.format().items()} if kubelet.kube_reserved else None,
+        ),
+        (
+            "systemReserved",
+            {k: str(v) for k, v in kubelet.system_reserved.format().items()} if kubelet.system_reserved else None,
+        ),
+        ("evictionHard", dict(kubelet.eviction_hard) or None),
+        ("evictionSoft", dict(kubelet.eviction_soft) or None),
+        (
+            "evictionSoftGracePeriod",
+            {k: format_duration(v) for k, v in kubelet.eviction_soft_grace_period.items()} or None,
+        ),
+        ("evictionMaxPodGracePeriod", kubelet.eviction_max_pod_grace_period),
+        ("clusterDNS", list(kubelet.cluster_dns) or None),
+        ("cpuCFSQuota", kubelet.cpu_cfs_quota),
+        ("imageGCHighThresholdPercent", kubelet.image_gc_high_threshold_percent),
+        ("imageGCLowThresholdPercent", kubelet.image_gc_low_threshold_percent),
+    )
+    return {key: value for key, value in pairs if value is not None}
+
+
+def render_nodeclass(nodeclass: EC2NodeClass) -> dict[str, Any]:
+    """The manifest of an EC2NodeClass model; parsing it gives an equal model."""
+    spec: dict[str, Any] = {
+        "subnetSelectorTerms": [_render_term(t) for t in nodeclass.subnet_selector_terms],
+        "securityGroupSelectorTerms": [_render_term(t) for t in nodeclass.security_group_selector_terms],
+        "amiSelectorTerms": [_render_ami_term(t) for t in nodeclass.ami_selector_terms],
+    }
+    if nodeclass.capacity_reservation_selector_terms:
+        spec["capacityReservationSelectorTerms"] = [
+            _render_term(t) for t in nodeclass.capacity_reservation_selector_terms
+        ]
+    optional: tuple[tuple[str, Any], ...] = (
+        ("amiFamily", nodeclass.ami_family),
+        ("role", nodeclass.role),
+        ("instanceProfile", nodeclass.instance_profile),
+        ("userData", nodeclass.user_data),
+        ("instanceStorePolicy", nodeclass.instance_store_policy),
+        ("associatePublicIPAddress", nodeclass.associate_public_ip_address),
+        ("context", nodeclass.context),
+    )
+    spec.update({key: value for key, value in optional if value is not None})
+    if nodeclass.block_device_mappings:
+        spec["blockDeviceMappings"] = [
+            {
+                **({"deviceName": d.device_name} if d.device_name is not None else {}),
+                **({"ebs": _render_ebs(d.ebs)} if d.ebs is not None else {}),
+                **({"rootVolume": True} if d.root_volume else {}),
+            }
+            for d in nodeclass.block_device_mappings
+        ]
+    options = nodeclass.metadata_options
+    spec["metadataOptions"] = {
+        "httpEndpoint": options.http_endpoint,
+        "httpProtocolIPv6": options.http_protocol_ipv6,
+        "httpPutResponseHopLimit": options.http_put_response_hop_limit,
+        "httpTokens": options.http_tokens,
+    }
+    if nodeclass.tags:
+        spec["tags"] = dict(nodeclass.tags)
+    if nodeclass.detailed_monitoring:
+        spec["detailedMonitoring"] = True
+    if nodeclass.kubelet is not None:
+        spec["kubelet"] = _render_kubelet(nodeclass.kubelet)
+    return {
+        "apiVersion": nodeclass.api_version,
+        "kind": "EC2NodeClass",
+        "metadata": {"name": nodeclass.name},
+        "spec": spec,
+    }

@@ -1,0 +1,181 @@
+"""Workload manifests for `nodewright plan`: what a cluster would ask of the autoscaler. Pure.
+
+Role: turn a YAML stream of Pods, Deployments, StatefulSets, ReplicaSets, Jobs, DaemonSets, Nodes,
+NodePools and EC2NodeClasses into the inputs of a scheduling pass, reporting every problem (file,
+document, field) instead of stopping at the first. Workloads expand into their pending pods,
+named `<workload>-<index>` in the workload's namespace (`default` when absent); a Pod with
+`spec.nodeName` is bound to that Node. NodePools and EC2NodeClasses are validated by
+`nodewright.config.documents`, exactly as `nodewright nodepool validate` does.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from nodewright.config.documents import KINDS, Document, Loaded, combine, document_label, parse_manifest
+from nodewright.config.problems import Problem
+from nodewright.model.errors import InvalidValue
+from nodewright.model.node import Node
+from nodewright.model.pod import Pod
+from nodewright.model.workloads import DaemonSet
+
+# kind -> the spec field holding how many pods it runs
+_REPLICATED = {"Deployment": "replicas", "StatefulSet": "replicas", "ReplicaSet": "replicas", "Job": "parallelism"}
+WORKLOAD_KINDS = ("Pod", *_REPLICATED, "DaemonSet", "Node")
+ALL_KINDS = (*WORKLOAD_KINDS, *KINDS)
+# Kinds that say nothing about capacity; accepted and ignored so a whole app directory can be planned.
+_IGNORED = frozenset(
+    {"Service", "ConfigMap", "Secret", "ServiceAccount", "Namespace", "Ingress", "PodDisruptionBudget",
+     "HorizontalPodAutoscaler", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "NetworkPolicy"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class PlanInput:
+    """Everything read for a plan: pending pods, existing nodes and their pods, daemonsets, and
+    the validated NodePool/EC2NodeClass documents; `problems` lists everything wrong.
+    """
+
+    pending: tuple[Pod, ...] = ()
+    nodes: tuple[Node, ...] = ()
+    bound: tuple[Pod, ...] = ()
+    daemonsets: tuple[DaemonSet, ...] = ()
+    config: Loaded = field(default_factory=Loaded)
+    problems: tuple[Problem, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is wrong with the input."""
+        return not self.problems
+
+
+def read_workloads(texts: Iterable[tuple[str, str]]) -> PlanInput:
+    """Read `(source, yaml text)` pairs into one PlanInput (every problem of every file)."""
+    pending: list[Pod] = []
+    nodes: list[Node] = []
+    bound: list[Pod] = []
+    daemonsets: list[DaemonSet] = []
+    configs: list[Loaded] = []
+    problems: list[Problem] = []
+    for source, text in texts:
+        try:
+            bodies = [b for b in yaml.safe_load_all(text) if b is not None]
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            reason = getattr(error, "problem", None) or str(error)
+            problems.append(
+                Problem(source, "", "", f"invalid YAML: {reason}", mark.line + 1 if mark is not None else None)
+            )
+            continue
+        for index, body in enumerate(bodies):
+            label = document_label(body, index)
+            kind = body.get("kind") if isinstance(body, Mapping) else None
+            try:
+                if kind in KINDS:
+                    configs.append(parse_manifest(body, source=source, index=index))
+                elif kind == "Pod":
+                    pod = _pod(body, body.get("metadata") or {})
+                    (bound if pod.node_name else pending).append(pod)
+                elif kind in _REPLICATED:
+                    pending += _expand(body, str(kind))
+                elif kind == "DaemonSet":
+                    daemonsets.append(DaemonSet.parse(body))
+                elif kind == "Node":
+                    nodes.append(_node(body))
+                elif kind not in _IGNORED:
+                    problems.append(Problem(source, label, "kind", f"{kind!r} is not one of {', '.join(ALL_KINDS)}"))
+            except _FieldError as error:
+                problems.append(Problem(source, label, error.path, error.message))
+            except (InvalidValue, KeyError, TypeError, ValueError) as error:
+                problems.append(Problem(source, label, "", _describe(error)))
+    config = combine(configs)
+    known_nodes = {n.name for n in nodes}
+    for pod in bound:
+        if pod.node_name not in known_nodes:
+            problems.append(
+                Problem("", f"Pod/{pod.name}", "spec.nodeName", f"node {pod.node_name!r} is not in the input")
+            )
+    return PlanInput(
+        tuple(pending), tuple(nodes), tuple(bound), tuple(daemonsets), config, (*problems, *config.problems)
+    )
+
+
+class _FieldError(ValueError):
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+def _describe(error: Exception) -> str:
+    if isinstance(error, KeyError):
+        return f"missing field {error.args[0]!r}"
+    return str(error)
+
+
+def _pod(body: Mapping[str, Any], metadata: Mapping[str, Any], *, owner: str = "") -> Pod:
+    spec = body.get("spec")
+    if not isinstance(spec, Mapping) or not spec.get("containers"):
+        raise _FieldError("spec.containers", "a pod needs at least one container")
+    try:
+        pod = Pod.parse({**body, "metadata": metadata})
+    except InvalidValue as error:
+        raise _FieldError("spec", str(error)) from None
+    if pod.node_name:
+        return dataclasses.replace(pod, phase="Running")
+    # Offline, every pod without a node is one kube-scheduler could not place.
+    return dataclasses.replace(pod, unschedulable=True, owner_kind=owner or pod.owner_kind)
+
+
+def _expand(body: Mapping[str, Any], kind: str) -> list[Pod]:
+    metadata = body.get("metadata") or {}
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        raise _FieldError("metadata.name", "a workload needs a name")
+    namespace = str(metadata.get("namespace") or "default")
+    spec = body.get("spec") or {}
+    count_field = _REPLICATED[kind]
+    count = spec.get(count_field, 1)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise _FieldError(f"spec.{count_field}", f"{count!r} is not a non-negative whole number")
+    template = spec.get("template")
+    if not isinstance(template, Mapping):
+        raise _FieldError("spec.template", "a workload needs a pod template")
+    template_meta = template.get("metadata") or {}
+    owner_kind = "ReplicaSet" if kind == "Deployment" else kind
+    pods = []
+    for index in range(count):
+        meta = copy.deepcopy(dict(template_meta))
+        meta.update(
+            name=f"{name}-{index}",
+            namespace=namespace,
+            ownerReferences=[{"kind": owner_kind, "name": name, "controller": True}],
+        )
+        try:
+            pods.append(_pod(template, meta, owner=owner_kind))
+        except _FieldError as error:
+            raise _FieldError(f"spec.template.{error.path}", error.message) from None
+    return pods
+
+
+def _node(body: Mapping[str, Any]) -> Node:
+    status = body.get("status") or {}
+    if not (status.get("allocatable") or status.get("capacity")):
+        raise _FieldError("status.allocatable", "a Node needs status.allocatable (or capacity) to hold pods")
+    node = Node.parse(body)
+    if not node.name:
+        raise _FieldError("metadata.name", "a Node needs a name")
+    allocatable = node.allocatable or node.capacity
+    # A node in the input is taken as Ready: the question is what fits on it.
+    return dataclasses.replace(node, allocatable=allocatable, capacity=node.capacity or allocatable, ready=True)
+
+
+def documents_of(plan: PlanInput, kind: str) -> tuple[Document, ...]:
+    """The validated configuration documents of one kind."""
+    return plan.config.of_kind(kind)
