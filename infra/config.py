@@ -1,0 +1,269 @@
+"""Deployment settings for the Nodewright CDK app: one typed, frozen value per environment.
+
+Role: the single place where deploy-time choices live. `app.py` reads CDK context (from cdk.json and
+`cdk deploy -c key=value`), hands it to `load_config`, and passes the result down to the stack as
+props; constructs never read context or environment variables themselves.
+
+Contract: `load_config(context)` starts from the preset named by the `environment` key ("dev" by
+default), applies every recognised key on top, validates the result and returns a `DeployConfig`.
+Any problem raises `ConfigError` whose message names every offending key, so a typo in a `-c` flag
+fails the synth with a readable sentence instead of a CloudFormation error ten minutes later.
+
+This module is plain Python (no CDK import) so it can be unit-tested without starting jsii.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """Raised when the deploy context does not describe a valid deployment; lists every problem."""
+
+
+class RebalancePolicy(StrEnum):
+    """What the interruption function does on an EC2 rebalance recommendation."""
+
+    IGNORE = "Ignore"
+    CORDON = "Cordon"
+    CORDON_AND_DRAIN = "CordonAndDrain"
+    REPLACE_THEN_DRAIN = "ReplaceThenDrain"
+
+
+class ConfigSource(StrEnum):
+    """Where the functions read NodePools and EC2NodeClasses from."""
+
+    DYNAMODB = "dynamodb"
+    CRD = "crd"
+
+
+# CloudWatch Logs accepts only these retention periods (days).
+LOG_RETENTION_DAYS: frozenset[int] = frozenset(
+    {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
+)
+LOG_LEVELS: frozenset[str] = frozenset({"DEBUG", "INFO", "WARNING", "ERROR"})
+
+# The interruption queue keeps a message 300 s (Karpenter's value: a spot warning is useless after
+# its 2 minutes). Every receive may hold a message for timeout + VISIBILITY_MARGIN_SECONDS, and a
+# poison message must reach the DLQ (after QUEUE_MAX_RECEIVE_COUNT receives) before it expires.
+QUEUE_RETENTION_SECONDS = 300
+QUEUE_MAX_RECEIVE_COUNT = 3
+VISIBILITY_MARGIN_SECONDS = 30
+MAX_INTERRUPTION_TIMEOUT_SECONDS = QUEUE_RETENTION_SECONDS // QUEUE_MAX_RECEIVE_COUNT - VISIBILITY_MARGIN_SECONDS
+
+_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
+_ACCOUNT = re.compile(r"^\d{12}$")
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
+_SNS_TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$")
+_TAG_KEY = re.compile(r"^[\w .:/=+\-@]{1,128}$")
+_TAG_VALUE = re.compile(r"^[\w .:/=+\-@]{0,256}$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FunctionConfig:
+    """Memory and timeout of one Lambda function."""
+
+    memory_mb: int
+    timeout_seconds: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeployConfig:
+    """Everything that differs between two Nodewright installations.
+
+    `account` and `region` may be None: the stack is then environment-agnostic and the CLI's
+    credentials decide where it goes. `discovery_tag_value` defaults to the cluster name, as
+    Karpenter's `karpenter.sh/discovery: <cluster>` convention does.
+    """
+
+    environment: str
+    cluster_name: str
+    account: str | None = None
+    region: str | None = None
+    provisioner_rate_minutes: int = 1
+    consolidator_rate_minutes: int = 1
+    provisioner: FunctionConfig = FunctionConfig(memory_mb=1024, timeout_seconds=90)
+    interruption: FunctionConfig = FunctionConfig(memory_mb=512, timeout_seconds=60)
+    consolidator: FunctionConfig = FunctionConfig(memory_mb=1024, timeout_seconds=120)
+    discovery_tag_key: str = "nodewright.io/discovery"
+    discovery_tag_value: str = ""
+    config_source: ConfigSource = ConfigSource.DYNAMODB
+    log_retention_days: int = 30
+    log_level: str = "INFO"
+    rebalance_policy: RebalancePolicy = RebalancePolicy.REPLACE_THEN_DRAIN
+    alarm_topic_arn: str | None = None
+    bundle_dependencies: bool = True
+
+    @property
+    def stack_name(self) -> str:
+        """CloudFormation stack name: one Nodewright stack per cluster and account/region."""
+        return f"Nodewright-{self.cluster_name}"
+
+    @property
+    def effective_discovery_tag_value(self) -> str:
+        """The discovery tag value subnets and security groups must carry."""
+        return self.discovery_tag_value or self.cluster_name
+
+
+# Presets: `-c environment=prod` picks one, then individual keys override it.
+ENVIRONMENTS: Mapping[str, DeployConfig] = {
+    "dev": DeployConfig(environment="dev", cluster_name="demo", log_retention_days=14, log_level="DEBUG"),
+    "prod": DeployConfig(environment="prod", cluster_name="demo", log_retention_days=90, log_level="INFO"),
+}
+
+
+def _as_int(value: object) -> int:
+    if isinstance(value, bool):
+        raise ValueError("expected an integer, got a boolean")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+        return int(value)
+    raise ValueError(f"expected an integer, got {value!r}")
+
+
+def _as_bool(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"true", "false", "1", "0", "yes", "no"}:
+        return value.strip().lower() in {"true", "1", "yes"}
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def _as_str(value: object) -> str:
+    if isinstance(value, str):
+        return value.strip()
+    raise ValueError(f"expected a string, got {value!r}")
+
+
+def _as_optional_str(value: object) -> str | None:
+    text = _as_str(value) if value is not None else ""
+    return text or None
+
+
+def _as_enum(kind: type[StrEnum]) -> Callable[[object], StrEnum]:
+    def parse(value: object) -> StrEnum:
+        text = _as_str(value)
+        for member in kind:
+            if member.value.lower() == text.lower():
+                return member
+        raise ValueError(f"expected one of {', '.join(m.value for m in kind)}, got {text!r}")
+
+    return parse
+
+
+# context key -> (field path, parser). Field paths with a dot address a FunctionConfig field.
+_KEYS: Mapping[str, tuple[str, Callable[[object], Any]]] = {
+    "clusterName": ("cluster_name", _as_str),
+    "account": ("account", _as_optional_str),
+    "region": ("region", _as_optional_str),
+    "provisionerRateMinutes": ("provisioner_rate_minutes", _as_int),
+    "consolidatorRateMinutes": ("consolidator_rate_minutes", _as_int),
+    "provisionerMemoryMb": ("provisioner.memory_mb", _as_int),
+    "provisionerTimeoutSeconds": ("provisioner.timeout_seconds", _as_int),
+    "interruptionMemoryMb": ("interruption.memory_mb", _as_int),
+    "interruptionTimeoutSeconds": ("interruption.timeout_seconds", _as_int),
+    "consolidatorMemoryMb": ("consolidator.memory_mb", _as_int),
+    "consolidatorTimeoutSeconds": ("consolidator.timeout_seconds", _as_int),
+    "discoveryTagKey": ("discovery_tag_key", _as_str),
+    "discoveryTagValue": ("discovery_tag_value", _as_str),
+    "configSource": ("config_source", _as_enum(ConfigSource)),
+    "logRetentionDays": ("log_retention_days", _as_int),
+    "logLevel": ("log_level", lambda value: _as_str(value).upper()),
+    "rebalancePolicy": ("rebalance_policy", _as_enum(RebalancePolicy)),
+    "alarmTopicArn": ("alarm_topic_arn", _as_optional_str),
+    "bundle": ("bundle_dependencies", _as_bool),
+}
+
+CONTEXT_KEYS: frozenset[str] = frozenset({"environment", *_KEYS})
+
+
+def load_config(context: Mapping[str, object]) -> DeployConfig:
+    """Build and validate the deployment settings from CDK context values.
+
+    `context` holds only the keys the caller found (absent keys keep the preset's value); values
+    may be strings (from `-c key=value`) or JSON values (from cdk.json). Raises `ConfigError`
+    listing every invalid key.
+    """
+    errors: list[str] = []
+    environment = str(context.get("environment") or "dev").strip()
+    if environment not in ENVIRONMENTS:
+        raise ConfigError(f"context key 'environment': expected one of {', '.join(ENVIRONMENTS)}, got {environment!r}")
+    config = ENVIRONMENTS[environment]
+
+    top: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {}
+    for key, value in context.items():
+        if key not in _KEYS or value is None:
+            continue
+        field, parse = _KEYS[key]
+        try:
+            parsed = parse(value)
+        except ValueError as error:
+            errors.append(f"context key '{key}': {error}")
+            continue
+        if "." in field:
+            function, attribute = field.split(".", 1)
+            nested.setdefault(function, {})[attribute] = parsed
+        else:
+            top[field] = parsed
+    for function, changes in nested.items():
+        top[function] = dataclasses.replace(getattr(config, function), **changes)
+    config = dataclasses.replace(config, **top)
+    # Report unparseable and invalid values together: one failed synth shows every problem.
+    problems = errors + validate(config)
+    if problems:
+        raise ConfigError("invalid deploy configuration:\n  " + "\n  ".join(problems))
+    return config
+
+
+def validate(config: DeployConfig) -> list[str]:
+    """Return one sentence per invalid setting (empty when the configuration is deployable)."""
+    problems: list[str] = []
+    if not _CLUSTER_NAME.match(config.cluster_name):
+        problems.append(
+            f"context key 'clusterName': {config.cluster_name!r} is not an EKS cluster name "
+            "(1-100 letters, digits, '-' or '_', starting with a letter or digit)"
+        )
+    if config.account is not None and not _ACCOUNT.match(config.account):
+        problems.append(f"context key 'account': {config.account!r} is not a 12-digit AWS account id")
+    if config.region is not None and not _REGION.match(config.region):
+        problems.append(f"context key 'region': {config.region!r} is not an AWS region name such as eu-west-1")
+    for key, rate in (
+        ("provisionerRateMinutes", config.provisioner_rate_minutes),
+        ("consolidatorRateMinutes", config.consolidator_rate_minutes),
+    ):
+        if not 1 <= rate <= 60:
+            problems.append(f"context key '{key}': {rate} is outside 1-60 (EventBridge rates are whole minutes)")
+    for name in ("provisioner", "interruption", "consolidator"):
+        function: FunctionConfig = getattr(config, name)
+        if not 128 <= function.memory_mb <= 10240:
+            problems.append(f"context key '{name}MemoryMb': {function.memory_mb} is outside Lambda's 128-10240 MB")
+        if not 3 <= function.timeout_seconds <= 900:
+            problems.append(f"context key '{name}TimeoutSeconds': {function.timeout_seconds} is outside 3-900 s")
+    if config.interruption.timeout_seconds > MAX_INTERRUPTION_TIMEOUT_SECONDS:
+        problems.append(
+            f"context key 'interruptionTimeoutSeconds': {config.interruption.timeout_seconds} is above "
+            f"{MAX_INTERRUPTION_TIMEOUT_SECONDS} s: the queue keeps messages {QUEUE_RETENTION_SECONDS} s and a "
+            f"failing message must survive {QUEUE_MAX_RECEIVE_COUNT} receives to reach the dead-letter queue"
+        )
+    if not _TAG_KEY.match(config.discovery_tag_key) or config.discovery_tag_key.lower().startswith("aws:"):
+        problems.append(
+            f"context key 'discoveryTagKey': {config.discovery_tag_key!r} is not a valid EC2 tag key "
+            "(1-128 characters, not starting with 'aws:')"
+        )
+    if not _TAG_VALUE.match(config.discovery_tag_value):
+        problems.append(f"context key 'discoveryTagValue': {config.discovery_tag_value!r} is not a valid EC2 tag value")
+    if config.log_retention_days not in LOG_RETENTION_DAYS:
+        allowed = ", ".join(str(days) for days in sorted(LOG_RETENTION_DAYS))
+        problems.append(f"context key 'logRetentionDays': {config.log_retention_days} is not one of {allowed}")
+    if config.log_level not in LOG_LEVELS:
+        problems.append(f"context key 'logLevel': {config.log_level!r} is not one of {', '.join(sorted(LOG_LEVELS))}")
+    if config.alarm_topic_arn is not None and not _SNS_TOPIC_ARN.match(config.alarm_topic_arn):
+        problems.append(f"context key 'alarmTopicArn': {config.alarm_topic_arn!r} is not an SNS topic ARN")
+    return problems

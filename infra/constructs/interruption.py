@@ -1,0 +1,173 @@
+"""Interruption handling: EC2 and AWS Health events -> SQS queue (+DLQ) -> interruption function.
+
+Five EventBridge rules (Karpenter's set) feed one queue: spot interruption warnings, rebalance
+recommendations, instance state changes (only the states that take a node away), capacity
+reservation interruption warnings and scheduled EC2 maintenance from AWS Health. The queue keeps a
+message 300 s (a spot warning is useless after its 2 minutes), uses SQS-managed encryption (the
+AWS-managed KMS key's policy cannot be edited to let EventBridge encrypt with it), sends a message
+that keeps failing to a DLQ, accepts sqs:SendMessage only from these five rules and refuses non-TLS
+requests.
+
+The function reads batches of 10 and reports partial batch failures. Besides cordoning and
+draining, it may send itself a delayed message to continue a long drain, invoke the provisioner
+asynchronously for replacement capacity, and terminate or tag only instances owned by this cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_events as events
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_sqs as sqs
+from aws_cdk.interfaces.aws_events import IRuleRef
+from constructs import Construct
+
+from infra.config import (
+    QUEUE_MAX_RECEIVE_COUNT,
+    QUEUE_RETENTION_SECONDS,
+    VISIBILITY_MARGIN_SECONDS,
+    FunctionConfig,
+)
+from infra.constructs import permissions
+from infra.constructs.function import NodewrightFunction
+from infra.constructs.state import State
+
+BATCH_SIZE = 10
+
+# Rule construct id -> event pattern. Field names are EventBridge's (detail-type, not detailType).
+INTERRUPTION_EVENT_PATTERNS: Mapping[str, events.EventPattern] = {
+    "SpotInterruptionRule": events.EventPattern(
+        source=["aws.ec2"], detail_type=["EC2 Spot Instance Interruption Warning"]
+    ),
+    "RebalanceRule": events.EventPattern(source=["aws.ec2"], detail_type=["EC2 Instance Rebalance Recommendation"]),
+    "InstanceStateChangeRule": events.EventPattern(
+        source=["aws.ec2"],
+        detail_type=["EC2 Instance State-change Notification"],
+        # pending/running follow every launch; only these states take a node away.
+        detail={"state": ["stopping", "stopped", "shutting-down", "terminated"]},
+    ),
+    "CapacityReservationInterruptionRule": events.EventPattern(
+        source=["aws.ec2"], detail_type=["EC2 Capacity Reservation Instance Interruption Warning"]
+    ),
+    "ScheduledChangeRule": events.EventPattern(
+        source=["aws.health"],
+        detail_type=["AWS Health Event"],
+        detail={"service": ["EC2"], "eventTypeCategory": ["scheduledChange"]},
+    ),
+}
+
+
+@jsii.implements(events.IRuleTarget)
+class _QueueTarget:
+    """Targets the queue without a per-rule grant: the queue policy lists all rules in one statement.
+
+    (`aws_events_targets.SqsQueue` would also grant GetQueueAttributes and GetQueueUrl, which
+    EventBridge does not need.)
+    """
+
+    def __init__(self, queue: sqs.IQueue) -> None:
+        self._queue = queue
+
+    # Parameter names must match the jsii interface, which mypy checks structurally.
+    def bind(self, rule: IRuleRef, id: str | None = None) -> events.RuleTargetConfig:
+        """Point the rule at the queue (the policy is added once, by `Interruption`)."""
+        return events.RuleTargetConfig(arn=self._queue.queue_arn)
+
+
+class Interruption(Construct):
+    """Queue, DLQ, the five rules and the interruption function; all exposed as attributes."""
+
+    queue: sqs.Queue
+    dead_letter_queue: sqs.Queue
+    rules: Mapping[str, events.Rule]
+    function: lambda_.Function
+    role: iam.Role
+    handler: NodewrightFunction
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster_name: str,
+        code: lambda_.Code,
+        settings: FunctionConfig,
+        environment: Mapping[str, str],
+        log_retention_days: int,
+        log_level: str,
+        provisioner: lambda_.IFunction,
+        state: State,
+    ) -> None:
+        """Create the queue pipeline and the function; `provisioner` is invoked for replacements."""
+        super().__init__(scope, construct_id)
+        self.dead_letter_queue = sqs.Queue(
+            self,
+            "DeadLetterQueue",
+            # Long enough for someone to look at what failed.
+            retention_period=cdk.Duration.days(14),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+        )
+        self.queue = sqs.Queue(
+            self,
+            "Queue",
+            retention_period=cdk.Duration.seconds(QUEUE_RETENTION_SECONDS),
+            visibility_timeout=cdk.Duration.seconds(settings.timeout_seconds + VISIBILITY_MARGIN_SECONDS),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=self.dead_letter_queue, max_receive_count=QUEUE_MAX_RECEIVE_COUNT
+            ),
+        )
+        target = _QueueTarget(self.queue)
+        self.rules = {
+            rule_id: events.Rule(
+                self,
+                rule_id,
+                description=f"Nodewright ({cluster_name}): interruption signal to the queue",
+                event_pattern=pattern,
+                targets=[target],
+            )
+            for rule_id, pattern in INTERRUPTION_EVENT_PATTERNS.items()
+        }
+        self.queue.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AllowInterruptionRules",
+                principals=[iam.ServicePrincipal("events.amazonaws.com")],
+                actions=["sqs:SendMessage"],
+                resources=[self.queue.queue_arn],
+                conditions={"ArnEquals": {"aws:SourceArn": [rule.rule_arn for rule in self.rules.values()]}},
+            )
+        )
+
+        policy = permissions.PolicyBuilder()
+        permissions.allow_describe(policy, actions=["ec2:DescribeInstances"])
+        permissions.allow_manage_owned_instances(policy, cluster_name=cluster_name)
+        permissions.allow_describe_cluster(policy, cluster_name=cluster_name)
+        # Only the function ARN (grant_invoke would add "<arn>:*" for every version and alias).
+        policy.allow(["lambda:InvokeFunction"], [provisioner.function_arn])
+        self.handler = NodewrightFunction(
+            self,
+            "Interruption",
+            name="interruption",
+            description=f"Nodewright interruption handler for EKS cluster {cluster_name}: cordons and drains",
+            code=code,
+            settings=settings,
+            environment={**environment, "PROVISIONER_FUNCTION_NAME": provisioner.function_name},
+            log_retention_days=log_retention_days,
+            log_level=log_level,
+            policy=policy,
+        )
+        self.function = self.handler.function
+        self.role = self.handler.role
+        self.function.add_event_source(
+            sources.SqsEventSource(self.queue, batch_size=BATCH_SIZE, report_batch_item_failures=True)
+        )
+        # Delayed continuation of a drain that outlives one invocation.
+        self.queue.grant_send_messages(self.role)
+        state.grant_function_access(self.role)

@@ -1,0 +1,265 @@
+"""What an operator watches: a dashboard, alarms and saved Logs Insights queries.
+
+Metrics come from the functions as Powertools EMF in namespace `Nodewright`, with the `service`
+dimension Powertools adds (the function's POWERTOOLS_SERVICE_NAME). `SERVICE_METRICS` is the
+contract with the handlers: which service emits which metric. Alarms (DLQ not empty, function
+errors, pods pending for 5 minutes) notify the optional SNS topic. The saved queries assume the
+handlers log one record per decision with a `decision` field (Powertools structured logging).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.constructs.function import METRICS_NAMESPACE
+
+PROVISIONER, INTERRUPTION, CONSOLIDATOR = "provisioner", "interruption", "consolidator"
+SERVICE_METRICS: Mapping[str, tuple[str, ...]] = {
+    PROVISIONER: (
+        "PendingPods",
+        "NodesLaunched",
+        "LaunchFailures",
+        "SchedulingSeconds",
+        "PendingToLaunchSeconds",
+        "ClusterHourlyCost",
+    ),
+    INTERRUPTION: (
+        "InterruptionsReceived",
+        "NodesCordoned",
+        "PodsEvicted",
+        "EvictionsBlockedByPDB",
+        "MessageAgeSeconds",
+    ),
+    CONSOLIDATOR: (
+        "ConsolidationSavingsPerHour",
+        "NodesDisrupted",
+        "CommandsFailed",
+        "EligibleNodes",
+        "NodesCordoned",
+        "PodsEvicted",
+        "EvictionsBlockedByPDB",
+    ),
+}
+PENDING_ALARM_MINUTES = 5
+_MINUTE = cdk.Duration.minutes(1)
+_FIVE_MINUTES = cdk.Duration.minutes(5)
+
+
+def nodewright_metric(
+    service: str, name: str, *, statistic: str = "Sum", label: str | None = None
+) -> cloudwatch.Metric:
+    """A Nodewright EMF metric as Powertools publishes it (namespace + `service` dimension), per minute."""
+    if name not in SERVICE_METRICS[service]:
+        raise ValueError(f"{service} does not emit {name} (see SERVICE_METRICS)")
+    return cloudwatch.Metric(
+        namespace=METRICS_NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": service},
+        statistic=statistic,
+        period=_MINUTE,
+        # A label turns an alarm's metric into the "Metrics" (math) form; only graphs get one.
+        label=label,
+    )
+
+
+class Monitoring(Construct):
+    """Dashboard, alarms and query definitions; exposes `dashboard`, `alarms` and `queries`."""
+
+    dashboard: cloudwatch.Dashboard
+    alarms: list[cloudwatch.Alarm]
+    queries: list[logs.QueryDefinition]
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster_name: str,
+        functions: Mapping[str, lambda_.IFunction],
+        log_groups: Sequence[logs.ILogGroup],
+        queue: sqs.IQueue,
+        dead_letter_queue: sqs.IQueue,
+        alarm_topic_arn: str | None,
+    ) -> None:
+        """Observe `functions` (keyed by service name), their `log_groups` and the queues."""
+        super().__init__(scope, construct_id)
+        self.alarms = []
+        self._alarm_action = (
+            actions.SnsAction(sns.Topic.from_topic_arn(self, "AlarmTopic", alarm_topic_arn))
+            if alarm_topic_arn
+            else None
+        )
+        dlq_alarm = self._alarm(
+            "DeadLetterQueueNotEmpty",
+            description=f"Nodewright ({cluster_name}): interruption messages failed 3 times and sit in the DLQ",
+            metric=dead_letter_queue.metric_approximate_number_of_messages_visible(
+                period=_FIVE_MINUTES, statistic="Maximum"
+            ),
+            evaluation_periods=1,
+        )
+        error_alarms = [
+            self._alarm(
+                f"{service.capitalize()}Errors",
+                description=f"Nodewright ({cluster_name}): the {service} function failed",
+                metric=function.metric_errors(period=_FIVE_MINUTES, statistic="Sum"),
+                evaluation_periods=1,
+            )
+            for service, function in functions.items()
+        ]
+        pending_alarm = self._alarm(
+            "PodsPending",
+            description=(
+                f"Nodewright ({cluster_name}): pods have been pending for {PENDING_ALARM_MINUTES} minutes "
+                "(every minute in the window saw at least one)"
+            ),
+            # Minimum >= 1 in every minute of the window = never back to zero pending pods.
+            metric=nodewright_metric(PROVISIONER, "PendingPods", statistic="Minimum"),
+            evaluation_periods=PENDING_ALARM_MINUTES,
+        )
+        self.queries = self._queries(cluster_name, log_groups)
+        self.dashboard = cloudwatch.Dashboard(
+            self,
+            "Dashboard",
+            # Dashboards are global to the account: the region keeps two installs of one cluster name apart.
+            dashboard_name=f"Nodewright-{cluster_name}-{cdk.Aws.REGION}",
+            default_interval=cdk.Duration.hours(3),
+        )
+        self._add_widgets(functions, queue, dead_letter_queue, [dlq_alarm, pending_alarm, *error_alarms])
+
+    def _alarm(
+        self, construct_id: str, *, description: str, metric: cloudwatch.IMetric, evaluation_periods: int
+    ) -> cloudwatch.Alarm:
+        alarm = cloudwatch.Alarm(
+            self,
+            construct_id,
+            alarm_description=description,
+            metric=metric,
+            threshold=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=evaluation_periods,
+            # No data means no pending pods / no failures: a quiet cluster is healthy.
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        if self._alarm_action is not None:
+            alarm.add_alarm_action(self._alarm_action)
+            alarm.add_ok_action(self._alarm_action)
+        self.alarms.append(alarm)
+        return alarm
+
+    def _queries(self, cluster_name: str, log_groups: Sequence[logs.ILogGroup]) -> list[logs.QueryDefinition]:
+        fields = ["@timestamp", "service", "level", "decision", "message"]
+        decision = "ispresent(decision)"
+        searches = {
+            "Decisions": [decision],
+            "Launches": [decision, f'service = "{PROVISIONER}"'],
+            "Interruptions": [decision, f'service = "{INTERRUPTION}"'],
+            "Consolidation": [decision, f'service = "{CONSOLIDATOR}"'],
+            "Errors": ['level = "ERROR" or @message like /Task timed out/'],
+        }
+        return [
+            logs.QueryDefinition(
+                self,
+                f"{name}Query",
+                query_definition_name=f"Nodewright/{cluster_name}/{name}",
+                query_string=logs.QueryString(
+                    fields=fields, filter_statements=filters, sort="@timestamp desc", limit=500
+                ),
+                log_groups=list(log_groups),
+            )
+            for name, filters in searches.items()
+        ]
+
+    def _add_widgets(
+        self,
+        functions: Mapping[str, lambda_.IFunction],
+        queue: sqs.IQueue,
+        dead_letter_queue: sqs.IQueue,
+        alarms: Sequence[cloudwatch.Alarm],
+    ) -> None:
+        def shown(service: str, name: str, *, statistic: str = "Sum", label: str | None = None) -> cloudwatch.Metric:
+            return nodewright_metric(service, name, statistic=statistic, label=label or f"{name} ({service})")
+
+        def graph(title: str, metrics: Sequence[cloudwatch.IMetric], *, width: int = 8) -> cloudwatch.GraphWidget:
+            return cloudwatch.GraphWidget(title=title, left=list(metrics), width=width, height=6)
+
+        evictions = [
+            shown(service, name)
+            for service in (INTERRUPTION, CONSOLIDATOR)
+            for name in ("PodsEvicted", "EvictionsBlockedByPDB")
+        ]
+        self.dashboard.add_widgets(
+            cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(alarms), width=24, height=3)
+        )
+        self.dashboard.add_widgets(
+            graph("Pending pods", [shown(PROVISIONER, "PendingPods", statistic="Maximum")]),
+            graph(
+                "Launches and failures",
+                [shown(PROVISIONER, "NodesLaunched"), shown(PROVISIONER, "LaunchFailures")],
+            ),
+            graph(
+                "Scheduling and pending-to-launch (p90, s)",
+                [
+                    shown(PROVISIONER, "SchedulingSeconds", statistic="p90"),
+                    shown(PROVISIONER, "PendingToLaunchSeconds", statistic="p90"),
+                ],
+            ),
+        )
+        self.dashboard.add_widgets(
+            graph(
+                "Cost and savings ($/h)",
+                [
+                    shown(PROVISIONER, "ClusterHourlyCost", statistic="Average", label="Cluster $/h"),
+                    shown(CONSOLIDATOR, "ConsolidationSavingsPerHour", label="Savings $/h (consolidation)"),
+                ],
+            ),
+            graph(
+                "Consolidation",
+                [
+                    shown(CONSOLIDATOR, "EligibleNodes", statistic="Average"),
+                    shown(CONSOLIDATOR, "NodesDisrupted"),
+                    shown(CONSOLIDATOR, "CommandsFailed"),
+                ],
+            ),
+            graph(
+                "Interruptions",
+                [
+                    shown(INTERRUPTION, "InterruptionsReceived"),
+                    shown(INTERRUPTION, "NodesCordoned"),
+                    shown(INTERRUPTION, "MessageAgeSeconds", statistic="Maximum"),
+                ],
+            ),
+        )
+        self.dashboard.add_widgets(
+            graph("Evictions", evictions),
+            graph(
+                "Function errors",
+                [function.metric_errors(period=_MINUTE, label=service) for service, function in functions.items()],
+            ),
+            graph(
+                "Function duration (max, ms)",
+                [
+                    function.metric_duration(period=_MINUTE, statistic="Maximum", label=service)
+                    for service, function in functions.items()
+                ],
+            ),
+        )
+        self.dashboard.add_widgets(
+            graph(
+                "Interruption queue",
+                [
+                    queue.metric_approximate_number_of_messages_visible(label="queue"),
+                    queue.metric_approximate_age_of_oldest_message(label="oldest (s)"),
+                    dead_letter_queue.metric_approximate_number_of_messages_visible(label="DLQ"),
+                ],
+                width=24,
+            )
+        )

@@ -1,0 +1,222 @@
+"""IAM statements the Nodewright functions need, built so that every wildcard carries its reason.
+
+Role: each function construct asks a `PolicyBuilder` for exactly the permissions it uses (the
+building blocks below are shared so the provisioner and consolidator launch nodes under the same
+rules). The builder records, next to each statement, the cdk-nag AwsSolutions-IAM5 findings the
+statement will raise and the one-line reason for accepting it; `acknowledge(construct)` then
+records those acknowledgements on the construct holding the policy. A wildcard without a reason is
+a programming error, raised at synth time.
+
+Ownership is proved by tags, as Karpenter does it: everything Nodewright creates carries
+`nodewright.io/cluster: <cluster>` (enforced with `aws:RequestTag` on create), and destructive or
+mutating calls on existing instances require that tag (`aws:ResourceTag`).
+
+ARNs are written with the pseudo-parameter tokens (`cdk.Aws.REGION`, ...) rather than the stack's
+concrete region so the nag finding ids below are the same for env-agnostic and pinned stacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from constructs import IConstruct
+
+CLUSTER_TAG_KEY = "nodewright.io/cluster"
+
+# Describe calls and the Price List API support no resource-level permissions (AWS Service
+# Authorization Reference), so they can only be granted on "*".
+EC2_DESCRIBE_ACTIONS: tuple[str, ...] = (
+    "ec2:DescribeAvailabilityZones",
+    "ec2:DescribeCapacityReservations",
+    "ec2:DescribeImages",
+    "ec2:DescribeInstanceTypeOfferings",
+    "ec2:DescribeInstanceTypes",
+    "ec2:DescribeInstances",
+    "ec2:DescribeLaunchTemplates",
+    "ec2:DescribeSecurityGroups",
+    "ec2:DescribeSpotPriceHistory",
+    "ec2:DescribeSubnets",
+)
+LAUNCH_ACTIONS: tuple[str, ...] = ("ec2:CreateFleet", "ec2:RunInstances")
+# Resource types a launch creates (and so can be tagged at creation).
+CREATED_BY_LAUNCH: tuple[str, ...] = (
+    "fleet",
+    "instance",
+    "volume",
+    "network-interface",
+    "launch-template",
+    "spot-instances-request",
+)
+NO_RESOURCE_LEVEL = "EC2 Describe* and pricing:GetProducts support no resource-level permissions."
+
+
+@dataclass(frozen=True)
+class Arn:
+    """An ARN as CloudFormation receives it (`value`) and as cdk-nag prints it (`nag`)."""
+
+    value: str
+    nag: str
+
+
+def arn(service: str, resource: str, *, regional: bool = True, in_account: bool = True) -> Arn:
+    """Build `arn:<partition>:<service>:<region>:<account>:<resource>` with pseudo-parameters."""
+    region, nag_region = (cdk.Aws.REGION, "<AWS::Region>") if regional else ("", "")
+    account, nag_account = (cdk.Aws.ACCOUNT_ID, "<AWS::AccountId>") if in_account else ("", "")
+    return Arn(
+        value=f"arn:{cdk.Aws.PARTITION}:{service}:{region}:{account}:{resource}",
+        nag=f"arn:<AWS::Partition>:{service}:{nag_region}:{nag_account}:{resource}",
+    )
+
+
+def ec2_arn(resource_type: str, *, in_account: bool = True) -> Arn:
+    """ARN of every EC2 resource of `resource_type` in this region (and account)."""
+    return arn("ec2", f"{resource_type}/*", in_account=in_account)
+
+
+ANY = Arn(value="*", nag="*")
+
+
+class PolicyBuilder:
+    """Collects policy statements and the nag findings (with reasons) their wildcards raise."""
+
+    def __init__(self) -> None:
+        """Start empty."""
+        self.statements: list[iam.PolicyStatement] = []
+        self.acknowledgements: dict[str, str] = {}
+
+    def allow(
+        self,
+        actions: Sequence[str],
+        resources: Iterable[Arn | str],
+        *,
+        conditions: Mapping[str, Mapping[str, object]] | None = None,
+        wildcard_reason: str | None = None,
+    ) -> PolicyBuilder:
+        """Add an Allow statement; `wildcard_reason` is required when a resource contains '*'."""
+        values: list[str] = []
+        for resource in resources:
+            if isinstance(resource, str):  # a token such as a table ARN: never a wildcard
+                values.append(resource)
+                continue
+            values.append(resource.value)
+            if "*" in resource.nag:
+                if not wildcard_reason:
+                    raise ValueError(f"wildcard resource {resource.nag} granted without a reason")
+                finding = f"AwsSolutions-IAM5[Resource::{resource.nag}]"
+                previous = self.acknowledgements.get(finding)
+                if previous is None:
+                    self.acknowledgements[finding] = wildcard_reason
+                elif wildcard_reason not in previous:
+                    self.acknowledgements[finding] = f"{previous} {wildcard_reason}"
+        if any("*" in action for action in actions):
+            raise ValueError(f"wildcard actions are not allowed: {actions}")
+        self.statements.append(
+            iam.PolicyStatement(
+                actions=sorted(actions),
+                resources=values,
+                conditions=dict(conditions) if conditions else None,
+            )
+        )
+        return self
+
+    def acknowledge(self, scope: IConstruct) -> None:
+        """Record every collected finding as an acknowledged cdk-nag rule on `scope`."""
+        for finding, reason in sorted(self.acknowledgements.items()):
+            cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=finding, reason=reason))
+
+
+def _owned(cluster_name: str) -> dict[str, dict[str, object]]:
+    return {"StringEquals": {f"aws:ResourceTag/{CLUSTER_TAG_KEY}": cluster_name}}
+
+
+def _requested(cluster_name: str) -> dict[str, object]:
+    return {f"aws:RequestTag/{CLUSTER_TAG_KEY}": cluster_name}
+
+
+def allow_describe(policy: PolicyBuilder, *, actions: Sequence[str] = EC2_DESCRIBE_ACTIONS) -> None:
+    """Read-only EC2 discovery: instance types, offerings, subnets, security groups, images, prices."""
+    policy.allow(actions, [ANY], wildcard_reason=NO_RESOURCE_LEVEL)
+
+
+def allow_manage_owned_instances(policy: PolicyBuilder, *, cluster_name: str) -> None:
+    """Terminate and tag instances, but only those carrying this cluster's ownership tag."""
+    policy.allow(
+        ["ec2:TerminateInstances", "ec2:CreateTags"],
+        [ec2_arn("instance")],
+        conditions=_owned(cluster_name),
+        wildcard_reason=f"Scoped by aws:ResourceTag {CLUSTER_TAG_KEY}={cluster_name}.",
+    )
+
+
+def allow_launch(policy: PolicyBuilder, *, cluster_name: str, node_role_arn: str) -> None:
+    """Create launch templates and fleets/instances that carry this cluster's ownership tag.
+
+    Split the way Karpenter's controller policy is: resources the call creates must be requested
+    with our tag; existing resources it only references (images, snapshots, subnets, security
+    groups, capacity reservations) cannot carry a request tag, so they are granted by type; our
+    own launch templates are referenced only when tagged as ours.
+    """
+    owned_tag = f"Scoped by aws:RequestTag {CLUSTER_TAG_KEY}={cluster_name}."
+    policy.allow(
+        [*LAUNCH_ACTIONS, "ec2:CreateLaunchTemplate"],
+        [ec2_arn(kind) for kind in CREATED_BY_LAUNCH],
+        conditions={"StringEquals": _requested(cluster_name)},
+        wildcard_reason=owned_tag,
+    )
+    policy.allow(
+        ["ec2:CreateTags"],
+        [ec2_arn(kind) for kind in CREATED_BY_LAUNCH],
+        conditions={
+            "StringEquals": {
+                "ec2:CreateAction": ["CreateFleet", "RunInstances", "CreateLaunchTemplate"],
+                **_requested(cluster_name),
+            }
+        },
+        wildcard_reason="Tag-on-create only (ec2:CreateAction).",
+    )
+    policy.allow(
+        LAUNCH_ACTIONS,
+        [
+            ec2_arn("image", in_account=False),
+            ec2_arn("snapshot", in_account=False),
+            ec2_arn("subnet"),
+            ec2_arn("security-group"),
+            ec2_arn("capacity-reservation"),
+        ],
+        wildcard_reason=(
+            "Referenced, not created, by a launch: selected at run time from NodeClass selectors, "
+            "so granted by type in this region."
+        ),
+    )
+    policy.allow(
+        [*LAUNCH_ACTIONS, "ec2:DeleteLaunchTemplate"],
+        [ec2_arn("launch-template")],
+        conditions=_owned(cluster_name),
+        wildcard_reason=f"Scoped by aws:ResourceTag {CLUSTER_TAG_KEY}={cluster_name}.",
+    )
+    policy.allow(
+        ["iam:PassRole"],
+        [node_role_arn],
+        conditions={"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+    )
+
+
+def allow_node_catalog(policy: PolicyBuilder) -> None:
+    """On-demand prices and the public EKS-optimized / Bottlerocket AMI parameters."""
+    policy.allow(["pricing:GetProducts"], [ANY], wildcard_reason=NO_RESOURCE_LEVEL)
+    policy.allow(
+        ["ssm:GetParameter"],
+        [
+            arn("ssm", "parameter/aws/service/eks/optimized-ami/*", in_account=False),
+            arn("ssm", "parameter/aws/service/bottlerocket/*", in_account=False),
+        ],
+        wildcard_reason="Public AWS-owned AMI parameters, read-only; the path depends on version and architecture.",
+    )
+
+
+def allow_describe_cluster(policy: PolicyBuilder, *, cluster_name: str) -> None:
+    """Read the cluster's endpoint and certificate authority to talk to its API server."""
+    policy.allow(["eks:DescribeCluster"], [arn("eks", f"cluster/{cluster_name}")])

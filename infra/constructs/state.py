@@ -1,0 +1,79 @@
+"""The DynamoDB tables Nodewright keeps its configuration and working state in.
+
+- config: NodePools and EC2NodeClasses written by `nodewright nodepool apply`; deletion-protected
+  and retained on `cdk destroy`, because it is the one thing an operator wrote by hand.
+- state: node claims, the capacity-error cache, leases, disruption commands, price cache; items
+  expire through the `expires_at` TTL attribute.
+- idempotency: Powertools idempotency records (`id` key, `expiration` TTL), so a re-delivered
+  EventBridge or SQS event does not run a pass twice.
+
+All three are on-demand (the load is a few requests a minute) with point-in-time recovery.
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+STATE_TTL_ATTRIBUTE = "expires_at"
+IDEMPOTENCY_TTL_ATTRIBUTE = "expiration"
+
+
+class State(Construct):
+    """Creates the config, state and idempotency tables; exposes them as attributes."""
+
+    config_table: dynamodb.Table
+    state_table: dynamodb.Table
+    idempotency_table: dynamodb.Table
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        """Create the three tables (no props: their shape is part of the runtime contract)."""
+        super().__init__(scope, construct_id)
+        string = dynamodb.AttributeType.STRING
+        self.config_table = dynamodb.Table(
+            self,
+            "ConfigTable",
+            # One item per document, keyed `Kind#name` (nodewright.adapters.aws.config_store).
+            partition_key=dynamodb.Attribute(name="pk", type=string),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            deletion_protection=True,
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )
+        self.state_table = dynamodb.Table(
+            self,
+            "StateTable",
+            partition_key=dynamodb.Attribute(name="pk", type=string),
+            sort_key=dynamodb.Attribute(name="sk", type=string),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            time_to_live_attribute=STATE_TTL_ATTRIBUTE,
+            # Working state is rebuilt from the cluster and EC2 on the next pass.
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        )
+        self.idempotency_table = dynamodb.Table(
+            self,
+            "IdempotencyTable",
+            partition_key=dynamodb.Attribute(name="id", type=string),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            time_to_live_attribute=IDEMPOTENCY_TTL_ATTRIBUTE,
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        )
+
+    def grant_function_access(self, grantee: iam.IGrantable) -> None:
+        """What every function needs: read the config, read/write state and idempotency records.
+
+        Writing the config is the operator's job (`nodewright nodepool apply`), never a function's.
+        """
+        self.config_table.grant_read_data(grantee)
+        self.state_table.grant_read_write_data(grantee)
+        self.idempotency_table.grant_read_write_data(grantee)

@@ -1,0 +1,144 @@
+"""The Nodewright stack: composes the constructs and wires them together, nothing else.
+
+Order matters only through references: the tables and the node identity exist first, the
+provisioner before the interruption function (which invokes it), and each function role gets its
+EKS access entry last. All settings arrive as a `DeployConfig` chosen in app.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aws_cdk as cdk
+from constructs import Construct
+
+from infra.bundling import function_code
+from infra.config import DeployConfig
+from infra.constructs.access import ClusterAccess
+from infra.constructs.consolidator import Consolidator
+from infra.constructs.interruption import Interruption
+from infra.constructs.monitoring import CONSOLIDATOR, INTERRUPTION, PROVISIONER, Monitoring
+from infra.constructs.provisioner import Provisioner
+from infra.constructs.state import State
+
+
+class NodewrightStack(cdk.Stack):
+    """Everything one cluster's Nodewright installation needs, in one CloudFormation stack."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeployConfig,
+        source_root: Path,
+        env: cdk.Environment | None = None,
+    ) -> None:
+        """Compose the installation described by `config`; code is bundled from `source_root`."""
+        super().__init__(
+            scope,
+            construct_id,
+            env=env,
+            description=f"Nodewright serverless node autoscaler for EKS cluster {config.cluster_name}",
+        )
+        cluster = config.cluster_name
+        code = function_code(source_root=source_root, install_dependencies=config.bundle_dependencies)
+        self.state = State(self, "State")
+        self.access = ClusterAccess(self, "Access", cluster_name=cluster)
+        # The same settings for every function, so the runtime's Settings.from_env is uniform.
+        environment = {
+            "CLUSTER_NAME": cluster,
+            "CONFIG_SOURCE": config.config_source.value,
+            "CONFIG_TABLE_NAME": self.state.config_table.table_name,
+            "STATE_TABLE_NAME": self.state.state_table.table_name,
+            "IDEMPOTENCY_TABLE_NAME": self.state.idempotency_table.table_name,
+            "NODE_ROLE_ARN": self.access.node_role.role_arn,
+            "NODE_INSTANCE_PROFILE": self.access.instance_profile.instance_profile_name,
+            "DISCOVERY_TAG_KEY": config.discovery_tag_key,
+            "DISCOVERY_TAG_VALUE": config.effective_discovery_tag_value,
+            "REBALANCE_POLICY": config.rebalance_policy.value,
+        }
+        self.provisioner = Provisioner(
+            self,
+            "Provisioner",
+            cluster_name=cluster,
+            code=code,
+            settings=config.provisioner,
+            rate_minutes=config.provisioner_rate_minutes,
+            environment=environment,
+            node_role=self.access.node_role,
+            log_retention_days=config.log_retention_days,
+            log_level=config.log_level,
+            state=self.state,
+        )
+        self.interruption = Interruption(
+            self,
+            "Interruption",
+            cluster_name=cluster,
+            code=code,
+            settings=config.interruption,
+            environment=environment,
+            provisioner=self.provisioner.function,
+            log_retention_days=config.log_retention_days,
+            log_level=config.log_level,
+            state=self.state,
+        )
+        # Every function learns where the queue is (the interruption function sends itself
+        # delayed continuations; the others may report to it), after the queue exists.
+        queue_url = self.interruption.queue.queue_url
+        self.consolidator = Consolidator(
+            self,
+            "Consolidator",
+            cluster_name=cluster,
+            code=code,
+            settings=config.consolidator,
+            rate_minutes=config.consolidator_rate_minutes,
+            environment=environment,
+            node_role=self.access.node_role,
+            log_retention_days=config.log_retention_days,
+            log_level=config.log_level,
+            state=self.state,
+        )
+        for handler in (self.provisioner.handler, self.interruption.handler, self.consolidator.handler):
+            handler.function.add_environment("INTERRUPTION_QUEUE_URL", queue_url)
+        for construct_id_, role in (
+            ("ProvisionerAccessEntry", self.provisioner.role),
+            ("InterruptionAccessEntry", self.interruption.role),
+            ("ConsolidatorAccessEntry", self.consolidator.role),
+        ):
+            self.access.grant_cluster_access(construct_id_, role)
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            cluster_name=cluster,
+            functions={
+                PROVISIONER: self.provisioner.function,
+                INTERRUPTION: self.interruption.function,
+                CONSOLIDATOR: self.consolidator.function,
+            },
+            log_groups=[
+                self.provisioner.handler.log_group,
+                self.interruption.handler.log_group,
+                self.consolidator.handler.log_group,
+            ],
+            queue=self.interruption.queue,
+            dead_letter_queue=self.interruption.dead_letter_queue,
+            alarm_topic_arn=config.alarm_topic_arn,
+        )
+        self._outputs()
+
+    def _outputs(self) -> None:
+        outputs = {
+            "ConfigTableName": (self.state.config_table.table_name, "--table for `nodewright nodepool apply`"),
+            "StateTableName": (self.state.state_table.table_name, "Working state (node claims, caches)"),
+            "InterruptionQueueUrl": (self.interruption.queue.queue_url, "Interruption events"),
+            "DeadLetterQueueUrl": (self.interruption.dead_letter_queue.queue_url, "Interruption messages that failed"),
+            "NodeRoleArn": (self.access.node_role.role_arn, "IAM role of launched nodes"),
+            "NodeInstanceProfileName": (self.access.instance_profile.instance_profile_name, "Their instance profile"),
+            "DashboardName": (self.monitoring.dashboard.dashboard_name, "CloudWatch dashboard"),
+            "ProvisionerRoleArn": (self.provisioner.role.role_arn, "Kubernetes group nodewright (access entry)"),
+            "InterruptionRoleArn": (self.interruption.role.role_arn, "Kubernetes group nodewright (access entry)"),
+            "ConsolidatorRoleArn": (self.consolidator.role.role_arn, "Kubernetes group nodewright (access entry)"),
+        }
+        for name, (value, description) in outputs.items():
+            cdk.CfnOutput(self, name, value=value, description=description)

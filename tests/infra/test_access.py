@@ -1,0 +1,59 @@
+"""Access construct: the node role and instance profile, and the EKS access entries."""
+
+from __future__ import annotations
+
+from aws_cdk.assertions import Match
+
+from tests.infra.conftest import CLUSTER, Synthesized
+
+
+def _managed(name: str) -> dict[str, object]:
+    return {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":iam::aws:policy/{name}"]]}
+
+
+def test_node_role_has_the_four_eks_worker_policies_and_an_instance_profile(synthesized: Synthesized) -> None:
+    synthesized.template.has_resource_properties(
+        "AWS::IAM::Role",
+        {
+            "AssumeRolePolicyDocument": Match.object_like(
+                {"Statement": [Match.object_like({"Principal": {"Service": "ec2.amazonaws.com"}})]}
+            ),
+            "ManagedPolicyArns": [
+                _managed("AmazonEKSWorkerNodePolicy"),
+                _managed("AmazonEKS_CNI_Policy"),
+                _managed("AmazonEC2ContainerRegistryReadOnly"),
+                _managed("AmazonSSMManagedInstanceCore"),
+            ],
+        },
+    )
+    synthesized.template.has_resource_properties(
+        "AWS::IAM::InstanceProfile",
+        {"Roles": [synthesized.resolve(synthesized.stack.access.node_role.role_name)]},
+    )
+
+
+def test_nodes_join_through_an_ec2_linux_access_entry(synthesized: Synthesized) -> None:
+    synthesized.template.has_resource_properties(
+        "AWS::EKS::AccessEntry",
+        {
+            "ClusterName": CLUSTER,
+            "Type": "EC2_LINUX",
+            "PrincipalArn": synthesized.resolve(synthesized.stack.access.node_role.role_arn),
+        },
+    )
+
+
+def test_each_function_role_maps_to_the_nodewright_group_without_an_access_policy(synthesized: Synthesized) -> None:
+    stack = synthesized.stack
+    for role in (stack.provisioner.role, stack.interruption.role, stack.consolidator.role):
+        synthesized.template.has_resource_properties(
+            "AWS::EKS::AccessEntry",
+            {
+                "ClusterName": CLUSTER,
+                "Type": "STANDARD",
+                "KubernetesGroups": ["nodewright"],
+                "PrincipalArn": synthesized.resolve(role.role_arn),
+                "AccessPolicies": Match.absent(),
+            },
+        )
+    synthesized.template.resource_count_is("AWS::EKS::AccessEntry", 4)

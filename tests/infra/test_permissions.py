@@ -1,0 +1,221 @@
+"""Least privilege: each function role holds exactly the permissions its function needs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_cdk import aws_iam as iam
+from aws_cdk.assertions import Match
+
+from tests.infra.conftest import CLUSTER, Synthesized
+
+OWNED = {"StringEquals": {"aws:ResourceTag/nodewright.io/cluster": CLUSTER}}
+REQUESTED = {"aws:RequestTag/nodewright.io/cluster": CLUSTER}
+
+
+def ec2_arn(kind: str, *, account: bool = True) -> dict[str, object]:
+    owner: list[object] = [":", {"Ref": "AWS::AccountId"}, f":{kind}/*"] if account else [f"::{kind}/*"]
+    return {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":ec2:", {"Ref": "AWS::Region"}, *owner]]}
+
+
+def policy_of(synthesized: Synthesized, role: iam.IRole, statements: list[Any]) -> None:
+    synthesized.template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "Roles": [synthesized.resolve(role.role_name)],
+            "PolicyDocument": {"Statement": Match.array_with(statements), "Version": "2012-10-17"},
+        },
+    )
+
+
+@pytest.fixture(params=["provisioner", "consolidator"])
+def launcher(request: pytest.FixtureRequest, synthesized: Synthesized) -> iam.IRole:
+    role: iam.IRole = getattr(synthesized.stack, request.param).role
+    return role
+
+
+def test_launchers_create_fleets_instances_and_templates_only_with_our_request_tag(
+    synthesized: Synthesized, launcher: iam.IRole
+) -> None:
+    created = ["fleet", "instance", "volume", "network-interface", "launch-template", "spot-instances-request"]
+    policy_of(
+        synthesized,
+        launcher,
+        [
+            Match.object_like(
+                {
+                    "Action": ["ec2:CreateFleet", "ec2:CreateLaunchTemplate", "ec2:RunInstances"],
+                    "Resource": [ec2_arn(kind) for kind in created],
+                    "Condition": {"StringEquals": REQUESTED},
+                }
+            ),
+            Match.object_like(
+                {
+                    "Action": "ec2:CreateTags",
+                    "Resource": [ec2_arn(kind) for kind in created],
+                    "Condition": {
+                        "StringEquals": {
+                            "ec2:CreateAction": ["CreateFleet", "RunInstances", "CreateLaunchTemplate"],
+                            **REQUESTED,
+                        }
+                    },
+                }
+            ),
+            Match.object_like(
+                {
+                    "Action": ["ec2:CreateFleet", "ec2:DeleteLaunchTemplate", "ec2:RunInstances"],
+                    "Resource": ec2_arn("launch-template"),
+                    "Condition": OWNED,
+                }
+            ),
+        ],
+    )
+
+
+def test_launchers_pass_only_the_node_role_and_only_to_ec2(synthesized: Synthesized, launcher: iam.IRole) -> None:
+    policy_of(
+        synthesized,
+        launcher,
+        [
+            Match.object_like(
+                {
+                    "Action": "iam:PassRole",
+                    "Resource": synthesized.resolve(synthesized.stack.access.node_role.role_arn),
+                    "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+                }
+            )
+        ],
+    )
+
+
+def test_launchers_read_prices_public_ami_parameters_and_this_cluster_only(
+    synthesized: Synthesized, launcher: iam.IRole
+) -> None:
+    ssm = ["arn:", {"Ref": "AWS::Partition"}, ":ssm:", {"Ref": "AWS::Region"}]
+    policy_of(
+        synthesized,
+        launcher,
+        [
+            Match.object_like({"Action": "pricing:GetProducts", "Resource": "*"}),
+            Match.object_like(
+                {
+                    "Action": "ssm:GetParameter",
+                    "Resource": [
+                        {"Fn::Join": ["", [*ssm, "::parameter/aws/service/eks/optimized-ami/*"]]},
+                        {"Fn::Join": ["", [*ssm, "::parameter/aws/service/bottlerocket/*"]]},
+                    ],
+                }
+            ),
+            Match.object_like(
+                {
+                    "Action": "eks:DescribeCluster",
+                    "Resource": {
+                        "Fn::Join": [
+                            "",
+                            [
+                                "arn:",
+                                {"Ref": "AWS::Partition"},
+                                ":eks:",
+                                {"Ref": "AWS::Region"},
+                                ":",
+                                {"Ref": "AWS::AccountId"},
+                                f":cluster/{CLUSTER}",
+                            ],
+                        ]
+                    },
+                }
+            ),
+        ],
+    )
+
+
+@pytest.mark.parametrize("name", ["provisioner", "interruption", "consolidator"])
+def test_instances_are_terminated_and_tagged_only_when_they_carry_our_cluster_tag(
+    synthesized: Synthesized, name: str
+) -> None:
+    role = getattr(synthesized.stack, name).role
+    policy_of(
+        synthesized,
+        role,
+        [
+            Match.object_like(
+                {
+                    "Action": ["ec2:CreateTags", "ec2:TerminateInstances"],
+                    "Resource": ec2_arn("instance"),
+                    "Condition": OWNED,
+                }
+            )
+        ],
+    )
+    for statement in synthesized.statements_of(role):
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        if "ec2:TerminateInstances" in actions:
+            assert statement["Condition"] == OWNED
+
+
+def test_describe_actions_are_the_only_ec2_grants_on_star(synthesized: Synthesized) -> None:
+    """Describe* calls have no resource-level permissions, so "*" is unavoidable for them only."""
+    for role in (synthesized.stack.provisioner.role, synthesized.stack.consolidator.role):
+        for statement in synthesized.statements_of(role):
+            if statement["Resource"] == "*":
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                assert all(a.startswith("ec2:Describe") or a == "pricing:GetProducts" for a in actions), actions
+
+
+def test_interruption_may_invoke_the_provisioner_send_and_receive_on_its_queue(synthesized: Synthesized) -> None:
+    stack = synthesized.stack
+    queue_arn = synthesized.resolve(stack.interruption.queue.queue_arn)
+    policy_of(
+        synthesized,
+        stack.interruption.role,
+        [
+            Match.object_like(
+                {
+                    "Action": "lambda:InvokeFunction",
+                    "Resource": synthesized.resolve(stack.provisioner.function.function_arn),
+                }
+            ),
+            Match.object_like(
+                {"Action": Match.array_with(["sqs:ReceiveMessage", "sqs:DeleteMessage"]), "Resource": queue_arn}
+            ),
+            Match.object_like({"Action": Match.array_with(["sqs:SendMessage"]), "Resource": queue_arn}),
+        ],
+    )
+
+
+def test_interruption_cannot_launch_or_pass_roles(synthesized: Synthesized) -> None:
+    actions = synthesized.actions_of(synthesized.stack.interruption.role)
+
+    assert not actions & {"ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate", "iam:PassRole"}
+    assert "pricing:GetProducts" not in actions
+
+
+def test_only_interruption_invokes_functions_or_touches_the_queue(synthesized: Synthesized) -> None:
+    for role in (synthesized.stack.provisioner.role, synthesized.stack.consolidator.role):
+        actions = synthesized.actions_of(role)
+        assert "lambda:InvokeFunction" not in actions
+        assert not {a for a in actions if a.startswith("sqs:")}
+
+
+def test_no_role_is_granted_a_wildcard_action(synthesized: Synthesized) -> None:
+    stack = synthesized.stack
+    for role in (stack.provisioner.role, stack.interruption.role, stack.consolidator.role):
+        assert not {a for a in synthesized.actions_of(role) if "*" in a}
+
+
+def test_functions_write_logs_only_to_their_own_log_group(synthesized: Synthesized) -> None:
+    stack = synthesized.stack
+    for construct in (stack.provisioner, stack.interruption, stack.consolidator):
+        policy_of(
+            synthesized,
+            construct.role,
+            [
+                Match.object_like(
+                    {
+                        "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+                        "Resource": synthesized.resolve(construct.handler.log_group.log_group_arn),
+                    }
+                )
+            ],
+        )
