@@ -15,9 +15,9 @@ Theory of operation
 4. *Fill.* Each part goes to existing nodes and in-flight claims first, then to the claims this
    pass opened (first fit, scanning a bounded number), then to new claims. A new claim gets a
    *target* instance type: the one that would serve the pool's remaining demand most cheaply if
-   used alone (price x bottleneck resource), or, for the tail, the cheapest type that holds all of
-   what is left. A claim accepts pods while they fit its target, so claims come out right-sized
-   instead of growing to the largest type in the catalog.
+   used alone: whole nodes of it, each holding whole pods of the opening size, times its price.
+   A claim accepts pods while they fit its target, so claims come out right-sized instead of
+   growing to the largest type in the catalog.
 5. *Relax.* Pods that still do not fit are retried with one preference fewer, in Karpenter's order,
    and are reported with a reason once nothing is left to relax.
 6. *Finalize.* Each claim's options become the (at most 60) cheapest types that satisfy its
@@ -32,6 +32,7 @@ iteration order leaks into the result.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -602,17 +603,21 @@ class _Solver:
             return min(p for ct, p in t.prices.items() if ct in cts)
 
         demand = [max(d, r) for d, r in zip(pool_demand, req, strict=True)]
-        tail = [t for t in candidates if all(c >= d for c, d in zip(t.cap, demand, strict=True))]
-        if tail:
-            return min(tail, key=lambda t: (price(t), t.it.name)), ""
         dims = [i for i, d in enumerate(demand) if d > 0]
 
-        def fluid_cost(t: _Type) -> float:
-            # Demand for a resource the type lacks (GPUs of other pods) is not this type's to serve.
-            shares = [demand[i] / t.cap[i] for i in dims if t.cap[i]]
-            return price(t) * max(shares, default=0.0)
+        def cost(t: _Type) -> float:
+            # Serve the remaining demand with this type alone: whole nodes, each holding whole
+            # pods of the size that opens the claim (so a 7.9-cpu node counts as 7 one-cpu pods).
+            worst = 0.0
+            for i in dims:
+                cap = t.cap[i]
+                if not cap:
+                    continue  # demand for a resource the type lacks (other pods' GPUs) is not its to serve
+                usable = (cap // req[i]) * req[i] if req[i] else cap
+                worst = max(worst, demand[i] / usable)
+            return price(t) * max(1, math.ceil(worst - 1e-9))
 
-        costs = [(fluid_cost(t), t) for t in candidates]
+        costs = [(cost(t), t) for t in candidates]
         best = min(c for c, _ in costs)
         # Within TARGET_SLACK of the cheapest way to serve the demand, prefer the smallest type:
         # the bill barely moves and an interruption or a failed launch hits fewer pods.
