@@ -144,7 +144,8 @@ class _Solver:
         # Caches keyed by values, never by object ids (ids of short-lived classes are reused).
         self._node_fits: dict[tuple[str, Requirements], bool] = {}
         self._claim_fits: dict[tuple[Requirements, Requirements, str], bool] = {}
-        self._type_fits: dict[tuple[str, Requirements], bool] = {}
+        self._option_lists: dict[tuple[str, Requirements], list[_Option]] = {}
+        self._reachable_cache: dict[tuple[object, ...], frozenset[str]] = {}
         self._tolerates: dict[tuple[object, ...], bool] = {}
         self._targets: dict[tuple[object, ...], tuple[_Type | None, str, list[int]]] = {}
         self._claim_seq = 0
@@ -353,25 +354,28 @@ class _Solver:
 
     def _reachable(self, cls: PodClass, key: str) -> list[str]:
         """Domains of `key` this class could land in: from compatible pools and existing nodes."""
-        out: set[str] = set()
-        for pool in self.pools:
-            if not self._pool_tolerates(cls, pool):
-                continue
-            for alt in cls.alternatives:
-                if not pool.requirements.compatible(alt):
+        cache_key = (cls.alternatives, cls.sample.tolerations, cls.tolerate_prefer_no_schedule, key)
+        out = self._reachable_cache.get(cache_key)
+        if out is None:
+            found: set[str] = set()
+            for pool in self.pools:
+                if not self._pool_tolerates(cls, pool):
                     continue
-                narrowed = alt.get(key)
-                for t in pool.types:
-                    req = t.offer_reqs.get(key)
-                    if req is None or req.complement:
+                for alt in cls.alternatives:
+                    if not pool.requirements.compatible(alt):
                         continue
-                    out |= {v for v in req.values if narrowed is None or narrowed.has(v)}
-        for b in self.existing:
-            value = b.domain(key)
-            if value is not None and any(self._bin_compatible(b, alt) for alt in cls.alternatives):
-                out.add(value)
-        forbidden = self.topology.forbidden(cls.sample, key)
-        return sorted(out - forbidden)
+                    narrowed = alt.get(key)
+                    for t in pool.types:
+                        req = t.offer_reqs.get(key)
+                        if req is None or req.complement:
+                            continue
+                        found |= {v for v in req.values if narrowed is None or narrowed.has(v)}
+            for b in self.existing:
+                value = b.domain(key)
+                if value is not None and any(self._bin_compatible(b, alt) for alt in cls.alternatives):
+                    found.add(value)
+            out = self._reachable_cache[cache_key] = frozenset(found)
+        return sorted(out - self.topology.forbidden(cls.sample, key))
 
     def _fill(self, cls: PodClass) -> tuple[list[Pod], str]:
         pods = cls.pods
@@ -385,7 +389,12 @@ class _Solver:
                 done += n
                 if done == want:
                     return [], ""
+        ci, mi = self.index[CPU], self.index[MEMORY]
+        need_cpu, need_memory = req[ci], req[mi]
         for b in self.open[:SCAN_LIMIT]:
+            free = b.free
+            if free[ci] < need_cpu or free[mi] < need_memory:
+                continue  # the common rejection, without a call
             n = self._fits(cls, req, b, want - done)
             if n:
                 self._assign(cls, b, pods[done : done + n], req)
@@ -639,40 +648,35 @@ class _Solver:
 
     def _finalize(self) -> SchedulingResult:
         claims: list[PlannedClaim] = []
-        price_cache: dict[tuple[object, ...], dict[str, tuple[Offering, ...]]] = {}
         for b in self.claims:
             pool = b.pool
             assert pool is not None
             assert b.target is not None
             used = [c - f for c, f in zip(b.target.cap, b.free, strict=True)]
             reqs = b.requirements
-            zone_req, ct_req = reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE)
-            allowed = price_cache.setdefault((pool.name, zone_req, ct_req), {})
-            options: list[tuple[float, str, _Type, tuple[Offering, ...]]] = []
             budget = None
             if pool.remaining is not None and b.reserved is not None:
                 budget = [r + v for r, v in zip(pool.remaining, b.reserved, strict=True)]
-            for t in pool.types:
+            flexible = any(r.min_values for r in reqs.values())
+            options: list[_Option] = []
+            plain = 0
+            ci, mi = self.index[CPU], self.index[MEMORY]
+            used_cpu, used_memory = used[ci], used[mi]
+            for option in self._candidates(pool, reqs):
+                t = option[2]
+                if t.cap[ci] < used_cpu or t.cap[mi] < used_memory:
+                    continue
                 if not all(c >= u for c, u in zip(t.cap, used, strict=True)):
                     continue
                 if budget is not None and not all(c <= r for c, r in zip(t.capacity, budget, strict=True)):
                     continue
-                if not self._type_allows(t, reqs):
-                    continue
-                offers = allowed.get(t.it.name)
-                if offers is None:
-                    offers = tuple(
-                        o
-                        for o in t.offerings
-                        if (zone_req is None or zone_req.has(o.zone))
-                        and (ct_req is None or ct_req.has(o.capacity_type))
-                    )
-                    allowed[t.it.name] = offers
-                if offers:
-                    options.append((offers[0].price, t.it.name, t, offers))
-            if any(not o[2].exotic for o in options):
+                options.append(option)
+                plain += not t.exotic
+                # Cheapest first: once 60 plain types fit, no later type can make the list.
+                if plain >= MAX_INSTANCE_TYPE_OPTIONS and not flexible:
+                    break
+            if plain:
                 options = [o for o in options if not o[2].exotic]
-            options.sort(key=lambda o: (o[0], o[1]))
             options, why = _keep_min_values(options, reqs)
             if not options:
                 for pod in b.pods:
@@ -699,11 +703,28 @@ class _Solver:
         existing = {b.name: tuple(p.key for p in b.pods) for b in self.existing if b.pods}
         return SchedulingResult(tuple(claims), existing, dict(sorted(self.unschedulable.items())))
 
-    def _type_allows(self, t: _Type, reqs: Requirements) -> bool:
-        key = (t.it.name, reqs)
-        hit = self._type_fits.get(key)
+    def _candidates(self, pool: _Pool, reqs: Requirements) -> list[_Option]:
+        """The pool's types that `reqs` allow, with the offerings they allow, cheapest first.
+
+        Claims of one pass share few distinct requirement sets, so this is computed once per set.
+        """
+        key = (pool.name, reqs)
+        hit = self._option_lists.get(key)
         if hit is None:
-            hit = self._type_fits[key] = t.offer_reqs.intersects(reqs)
+            zone_req, ct_req = reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE)
+            hit = []
+            for t in pool.types:
+                if not t.offer_reqs.intersects(reqs):
+                    continue
+                offers = tuple(
+                    o
+                    for o in t.offerings
+                    if (zone_req is None or zone_req.has(o.zone)) and (ct_req is None or ct_req.has(o.capacity_type))
+                )
+                if offers:
+                    hit.append((offers[0].price, t.it.name, t, offers))
+            hit.sort(key=lambda o: (o[0], o[1]))
+            self._option_lists[key] = hit
         return hit
 
     def _daemon_overhead(self, t: _Type) -> Resources:
