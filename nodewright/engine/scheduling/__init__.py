@@ -4,7 +4,7 @@
 works and `types.py` for its inputs and outputs.
 """
 
-from nodewright.engine.scheduling.solver import solve
+from nodewright.engine.scheduling.solver import PORTFOLIO, Strategy, solve
 from nodewright.engine.scheduling.types import (
     PlannedClaim,
     PoolCapacity,
@@ -12,4 +12,4 @@ from nodewright.engine.scheduling.types import (
     SchedulingResult,
 )
 
-__all__ = ["PlannedClaim", "PoolCapacity", "SchedulingInput", "SchedulingResult", "solve"]
+__all__ = ["PORTFOLIO", "PlannedClaim", "PoolCapacity", "SchedulingInput", "SchedulingResult", "Strategy", "solve"]

@@ -68,9 +68,38 @@ _IGNORED_NODE_TAINTS = frozenset(
 )
 
 
-def solve(inp: SchedulingInput) -> SchedulingResult:
-    """Decide where `inp.pods` go: existing nodes, in-flight claims, or new node claims."""
-    return _Solver(inp).run()
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    """How a pass fills claims.
+
+    `emptiest_first` offers a class the claims with the fewest pods first (Karpenter's balancing,
+    which wins when many claims are forced, e.g. by hostname anti-affinity) instead of the oldest
+    first (first fit decreasing, which wins on large plans).
+    """
+
+    emptiest_first: bool = False
+
+
+DEFAULT_STRATEGY = Strategy()
+PORTFOLIO = (DEFAULT_STRATEGY, Strategy(emptiest_first=True))
+# Up to this many pods, every strategy of the portfolio runs (each takes milliseconds there) and
+# the best plan wins; above it one pass is what the latency budget allows.
+PORTFOLIO_LIMIT = 2000
+
+
+def solve(inp: SchedulingInput, strategy: Strategy | None = None) -> SchedulingResult:
+    """Decide where `inp.pods` go: existing nodes, in-flight claims, or new node claims.
+
+    With a `strategy`, one pass uses it. Otherwise small passes try every strategy in PORTFOLIO
+    and keep the plan that leaves the fewest pods unplaced, then costs least (the first strategy
+    wins ties, so the result stays deterministic); large ones use DEFAULT_STRATEGY.
+    """
+    if strategy is not None:
+        return _Solver(inp, strategy).run()
+    if len(inp.pods) > PORTFOLIO_LIMIT:
+        return _Solver(inp, DEFAULT_STRATEGY).run()
+    plans = [_Solver(inp, strategy).run() for strategy in PORTFOLIO]
+    return min(plans, key=lambda r: (len(r.unschedulable), round(r.price_per_hour, 9)))
 
 
 @dataclass(slots=True)
@@ -130,8 +159,9 @@ class _Bin:
 
 
 class _Solver:
-    def __init__(self, inp: SchedulingInput) -> None:
+    def __init__(self, inp: SchedulingInput, strategy: Strategy) -> None:
         self.inp = inp
+        self.strategy = strategy
         self.classes = group(inp.pods)
         self.names = _resource_names(inp, self.classes)
         self.index = {n: i for i, n in enumerate(self.names)}
@@ -303,8 +333,8 @@ class _Solver:
         for cls in self.classes:
             pool = self._home_pool(cls)
             if pool is not None:
-                demand = pool.demand.setdefault(self._capacity_types(cls, pool), [0] * len(self.names))
-                _add(demand, self.vec(cls.requests), len(cls.pods))
+                req = self.vec(cls.requests)
+                _add(self._demand(pool, self._capacity_types(cls, pool)), req, len(cls.pods))
         for cls in self.classes:
             self._schedule(cls)
         return self._finalize()
@@ -391,7 +421,8 @@ class _Solver:
                     return [], ""
         ci, mi = self.index[CPU], self.index[MEMORY]
         need_cpu, need_memory = req[ci], req[mi]
-        for b in self.open[:SCAN_LIMIT]:
+        candidates = sorted(self.open, key=lambda b: len(b.pods)) if self.strategy.emptiest_first else self.open
+        for b in candidates[:SCAN_LIMIT]:
             free = b.free
             if free[ci] < need_cpu or free[mi] < need_memory:
                 continue  # the common rejection, without a call
@@ -459,6 +490,10 @@ class _Solver:
             self._tolerates[key] = hit
         return hit
 
+    def _demand(self, pool: _Pool, cts: frozenset[str]) -> list[int]:
+        """What is still unplaced of the pods whose first choice is `pool`, for these capacity types."""
+        return pool.demand.setdefault(cts, [0] * len(self.names))
+
     def _capacity_types(self, cls: PodClass, pool: _Pool | None) -> frozenset[str]:
         """The capacity types the class may use in `pool` (its first compatible alternative)."""
         assert pool is not None
@@ -497,7 +532,7 @@ class _Solver:
         self.topology.record(cls.sample, domains, count)
         home = self._home_pool(cls)
         if home is not None:
-            _add(home.demand.setdefault(self._capacity_types(cls, home), [0] * len(self.names)), req, -count)
+            _add(self._demand(home, self._capacity_types(cls, home)), req, -count)
 
     def _topology_keys(self, cls: PodClass) -> list[str]:
         return self.topology_keys
@@ -579,7 +614,7 @@ class _Solver:
     ) -> tuple[_Type | None, str]:
         """The instance type a new claim in `pool` aims to fill, or None and why none fits."""
         key = (pool.name, alt, req, pool.limit_version, cts)
-        demand = pool.demand.setdefault(cts, [0] * len(self.names))
+        demand = self._demand(pool, cts)
         cached = self._targets.get(key)
         if cached is not None:
             target, why, demand_then = cached
