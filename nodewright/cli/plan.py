@@ -149,10 +149,12 @@ def to_report(result: SchedulingResult, seconds: float, *, estimated: bool) -> d
 
 
 def _print_table(report: dict[str, Any]) -> None:
+    # Piped output defaults to 80 columns, too narrow for a claim's row; never go below 110.
     console = Console()
+    console = Console(width=max(console.width, 110))
     table = Table(title="Node claims", title_justify="left")
-    for column in ("nodepool", "instance type", "capacity", "zone", "$/h", "pods", "requests cpu/memory", "options"):
-        table.add_column(column)
+    for column in ("pool", "type", "capacity", "zone", "$/h", "pods", "cpu", "memory"):
+        table.add_column(column, no_wrap=True)
     for claim in report["nodeclaims"]:
         table.add_row(
             claim["nodepool"],
@@ -161,8 +163,8 @@ def _print_table(report: dict[str, Any]) -> None:
             claim["zone"],
             f"{claim['price_per_hour']:.4f}",
             str(len(claim["pods"])),
-            f"{claim['requests']['cpu']} / {claim['requests']['memory']}",
-            str(len(claim["instance_type_options"])),
+            str(claim["requests"]["cpu"]),
+            str(claim["requests"]["memory"]),
         )
     console.print(table)
     for node, pods in report["existing"].items():

@@ -72,6 +72,14 @@ def obj(
     return value
 
 
+def item(at: At, value: Any, fields: Collection[str]) -> Mapping[str, Any] | None:
+    """A list item that must be an object with only the named fields (null is an error here)."""
+    if value is None:
+        at.error("must be an object, got null")
+        return None
+    return obj(at, value, fields)
+
+
 def required(at: At, value: Mapping[str, Any] | None, name: str) -> Any:
     """The field `name` of an object, reporting it missing (None) when absent or null."""
     if value is None:

@@ -135,10 +135,8 @@ def _selector_tags(at: At, value: Any) -> dict[str, str]:
 def _selector_term(allowed: tuple[str, ...], exclusive: tuple[str, ...]) -> Callable[[At, Any], SelectorTerm | None]:
     def read(at: At, value: Any) -> SelectorTerm | None:
         start = at.mark()
-        term = f.obj(at, value, allowed)
+        term = f.item(at, value, allowed)
         if term is None:
-            if value is None:
-                at.error("must be an object, got null")
             return None
         present = [name for name in allowed if term.get(name) is not None]
         if not present:
@@ -159,10 +157,8 @@ def _selector_term(allowed: tuple[str, ...], exclusive: tuple[str, ...]) -> Call
 
 def _ami_term(at: At, value: Any) -> AMISelectorTerm | None:
     start = at.mark()
-    term = f.obj(at, value, _AMI_TERM)
+    term = f.item(at, value, _AMI_TERM)
     if term is None:
-        if value is None:
-            at.error("must be an object, got null")
         return None
     present = [name for name in _AMI_TERM if term.get(name) is not None]
     if not present:
@@ -236,10 +232,8 @@ def _ebs(at: At, value: Any) -> EBS | None:
 
 def _block_device(at: At, value: Any) -> BlockDeviceMapping | None:
     start = at.mark()
-    bdm = f.obj(at, value, _BDM)
+    bdm = f.item(at, value, _BDM)
     if bdm is None:
-        if value is None:
-            at.error("must be an object, got null")
         return None
     device = f.string(
         at / "deviceName",

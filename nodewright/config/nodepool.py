@@ -104,10 +104,8 @@ def _labels(at: At, value: Any) -> dict[str, str] | None:
 
 def _requirement(at: At, value: Any) -> Requirement | None:
     start = at.mark()
-    term = f.obj(at, value, _REQUIREMENT)
+    term = f.item(at, value, _REQUIREMENT)
     if term is None:
-        if value is None:
-            at.error("must be an object, got null")
         return None
     key = f.string(at / "key", f.required(at, term, "key"), non_empty=True)
     if key is not None:

@@ -32,6 +32,7 @@ iteration order leaks into the result.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -412,17 +413,11 @@ class _Solver:
         want = len(pods)
         done = 0
         req = self.vec(cls.requests)
-        for b in self.existing:
-            n = self._fits(cls, req, b, want - done)
-            if n:
-                self._assign(cls, b, pods[done : done + n], req)
-                done += n
-                if done == want:
-                    return [], ""
         ci, mi = self.index[CPU], self.index[MEMORY]
         need_cpu, need_memory = req[ci], req[mi]
-        candidates = sorted(self.open, key=lambda b: len(b.pods)) if self.strategy.emptiest_first else self.open
-        for b in candidates[:SCAN_LIMIT]:
+        claims = sorted(self.open, key=lambda b: len(b.pods)) if self.strategy.emptiest_first else self.open
+        # Existing nodes and in-flight claims first, then this pass's open claims.
+        for b in itertools.chain(self.existing, claims[:SCAN_LIMIT]):
             free = b.free
             if free[ci] < need_cpu or free[mi] < need_memory:
                 continue  # the common rejection, without a call
