@@ -7,10 +7,16 @@ error contract: callers rely on it, so implementations must keep it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from nodewright.model.instance import Instance
+from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
 from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.model.taints import Taint
@@ -62,4 +68,98 @@ class Cluster(Protocol):
 
     def delete_node(self, name: str) -> None:
         """Delete the Node object. A node that is already gone counts as deleted."""
+        ...
+
+
+# (capacity type, instance type, zone): one offering, as the capacity-error cache keys it.
+Offering = tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchRequest:
+    """Everything needed to launch the node of one claim.
+
+    `options` are the claim's instance types, cheapest first (at most 60); the claim's
+    requirements say which zones and capacity types are allowed; `blocked` offerings are skipped.
+    """
+
+    claim: NodeClaim
+    nodepool: NodePool
+    nodeclass: EC2NodeClass
+    options: tuple[InstanceType, ...]
+    blocked: frozenset[Offering] = frozenset()
+
+
+class InsufficientCapacity(Exception):
+    """No offering of the request could be fulfilled now; `offerings` are those that failed
+    (InsufficientInstanceCapacity, UnfulfillableCapacity, MaxSpotInstanceCountExceeded, a subnet
+    out of addresses...). Callers block them for a while and retry the pods elsewhere.
+    """
+
+    def __init__(self, offerings: Iterable[Offering], reason: str) -> None:
+        self.offerings = tuple(offerings)
+        self.reason = reason
+        super().__init__(f"{reason}: {', '.join('/'.join(o) for o in self.offerings) or 'no offering'}")
+
+
+class LaunchError(Exception):
+    """A launch failed for a reason other than capacity (bad configuration, permissions...)."""
+
+
+class CloudProvider(Protocol):
+    """EC2 as the controllers use it."""
+
+    def launch(self, request: LaunchRequest) -> Instance:
+        """Launch one instance for the claim (CreateFleet, type instant).
+
+        Idempotent per claim: the ClientToken derives from the claim's name, so retrying after a
+        crash returns the instance already launched instead of a second one. Raises
+        InsufficientCapacity when no allowed offering could be fulfilled, LaunchError otherwise.
+        """
+        ...
+
+    def instances(self) -> list[Instance]:
+        """Instances tagged for this cluster that are not terminated."""
+        ...
+
+    def terminate(self, instance_ids: Sequence[str]) -> None:
+        """Terminate instances; ids already gone count as terminated."""
+        ...
+
+
+class StateStore(Protocol):
+    """Nodewright's own durable state (DynamoDB in AWS): node claims, leases, capacity errors."""
+
+    def create_claim(self, claim: NodeClaim) -> bool:
+        """Record a claim before its launch; False (and no change) when one of that name exists."""
+        ...
+
+    def save_claim(self, claim: NodeClaim) -> None:
+        """Overwrite a claim's record (after launch, registration, initialization)."""
+        ...
+
+    def claims(self) -> list[NodeClaim]:
+        """Every recorded claim."""
+        ...
+
+    def delete_claim(self, name: str) -> None:
+        """Remove a claim's record; a missing one counts as removed."""
+        ...
+
+    def acquire_lease(self, name: str, holder: str, now: float, ttl: float) -> bool:
+        """Take or renew the lease `name` for `holder` until now + ttl; False while another
+        holder's lease has not expired (a conditional write, so two callers cannot both win).
+        """
+        ...
+
+    def release_lease(self, name: str, holder: str) -> None:
+        """Give the lease up if `holder` still has it."""
+        ...
+
+    def block_offerings(self, offerings: Iterable[Offering], until: float) -> None:
+        """Remember that these offerings failed, until `until` (the capacity-error cache)."""
+        ...
+
+    def blocked_offerings(self, now: float) -> frozenset[Offering]:
+        """Offerings still blocked at `now`."""
         ...

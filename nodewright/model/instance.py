@@ -1,0 +1,33 @@
+"""EC2 instances Nodewright launched, as the cloud provider reports them. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# EC2 instance states that still cost money or may come back.
+LIVE_STATES = frozenset({"pending", "running", "stopping", "stopped"})
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """One instance carrying this cluster's tags; `nodeclaim` is '' when the tag is missing."""
+
+    instance_id: str
+    instance_type: str
+    zone: str
+    capacity_type: str
+    state: str
+    launched_at: float
+    nodeclaim: str = ""
+    nodepool: str = ""
+    price: float = 0.0
+
+    @property
+    def provider_id(self) -> str:
+        """The Kubernetes providerID of the node this instance becomes."""
+        return f"aws:///{self.zone}/{self.instance_id}"
+
+    @property
+    def live(self) -> bool:
+        """True until the instance is shutting down or terminated."""
+        return self.state in LIVE_STATES
