@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.engine.scheduling.classes import PodClass, group
@@ -57,6 +57,11 @@ from nodewright.model.taints import BLOCKING, Taint, Toleration
 # How many of this pass's open claims a class scans before it opens a new one. Bounds the work per
 # class on huge plans; the claims scanned first are the oldest (first fit decreasing).
 SCAN_LIMIT = 256
+# Plans with more claims than this skip the merge pass (it compares claims pairwise).
+REPACK_LIMIT = 600
+REPACK_SWEEPS = 3
+# A new claim's target is chosen again once the demand it was chosen for has shrunk to this share.
+TARGET_REFRESH = 0.5
 # How much dearer (as a fraction) a smaller target type may be than the most cost-efficient one.
 TARGET_SLACK = 0.02
 _CAPACITY_PRIORITY = {"reserved": 0, "spot": 1, "on-demand": 2}
@@ -75,17 +80,20 @@ class Strategy:
 
     `emptiest_first` offers a class the claims with the fewest pods first (Karpenter's balancing,
     which wins when many claims are forced, e.g. by hostname anti-affinity) instead of the oldest
-    first (first fit decreasing, which wins on large plans).
+    first (first fit decreasing, which wins on large plans). `mix_shapes` packs unconstrained pods
+    node by node, each time adding the pods whose shape best fills what the node has left, so
+    cpu-heavy and memory-heavy pods share nodes instead of stranding memory or cpu.
     """
 
     emptiest_first: bool = False
+    mix_shapes: bool = False
 
 
 DEFAULT_STRATEGY = Strategy()
-PORTFOLIO = (DEFAULT_STRATEGY, Strategy(emptiest_first=True))
+PORTFOLIO = (DEFAULT_STRATEGY, Strategy(emptiest_first=True), Strategy(mix_shapes=True))
 # Up to this many pods, every strategy of the portfolio runs (each takes milliseconds there) and
 # the best plan wins; above it one pass is what the latency budget allows.
-PORTFOLIO_LIMIT = 2000
+PORTFOLIO_LIMIT = 5000
 
 
 def solve(inp: SchedulingInput, strategy: Strategy | None = None) -> SchedulingResult:
@@ -109,6 +117,7 @@ class _Type:
 
     it: InstanceType
     cap: tuple[int, ...]
+    overhead: tuple[int, ...]  # what the pool's daemonsets request on this type
     capacity: tuple[int, ...]
     price: float
     prices: dict[str, float]  # capacity type -> cheapest allowed offering
@@ -146,6 +155,8 @@ class _Bin:
     reserved: list[int] | None = None
     pods: list[Pod] = field(default_factory=list)
     capacity_types: frozenset[str] = frozenset()
+    # False once a pod whose hostname-keyed counts would change if it moved is placed here.
+    movable: bool = True
 
     def domain(self, key: str) -> str | None:
         """This bin's value for a topology key, when known."""
@@ -176,6 +187,7 @@ class _Solver:
         self._node_fits: dict[tuple[str, Requirements], bool] = {}
         self._claim_fits: dict[tuple[Requirements, Requirements, str], bool] = {}
         self._option_lists: dict[tuple[str, Requirements], list[_Option]] = {}
+        self._bound_cache: dict[tuple[object, ...], bool] = {}
         self._reachable_cache: dict[tuple[object, ...], frozenset[str]] = {}
         self._tolerates: dict[tuple[object, ...], bool] = {}
         self._targets: dict[tuple[object, ...], tuple[_Type | None, str, list[int]]] = {}
@@ -245,7 +257,17 @@ class _Solver:
             for o in offerings:
                 prices.setdefault(o.capacity_type, o.price)
             types.append(
-                _Type(it, cap, self.vec(it.capacity), offerings[0].price, prices, offerings, offer_reqs, exotic)
+                _Type(
+                    it,
+                    cap,
+                    self.vec(overhead),
+                    self.vec(it.capacity),
+                    offerings[0].price,
+                    prices,
+                    offerings,
+                    offer_reqs,
+                    exotic,
+                )
             )
         types.sort(key=lambda t: (t.price, t.it.name))
         remaining = None
@@ -336,9 +358,126 @@ class _Solver:
             if pool is not None:
                 req = self.vec(cls.requests)
                 _add(self._demand(pool, self._capacity_types(cls, pool)), req, len(cls.pods))
-        for cls in self.classes:
-            self._schedule(cls)
+        if self.strategy.mix_shapes:
+            # Constrained classes first, so the mixable ones can fill what their claims leave.
+            mixable: list[PodClass] = []
+            for cls in self.classes:
+                if self._home_pool(cls) is None:
+                    self._schedule(cls)
+                elif self._free(cls):
+                    mixable.append(cls)
+                elif self._zone_spread_only(cls):
+                    mixable += self._zone_parts(cls)
+                else:
+                    self._schedule(cls)
+            for cls in self._mix(mixable):
+                self._schedule(cls)
+        else:
+            for cls in self.classes:
+                self._schedule(cls)
+        self._repack()
         return self._finalize()
+
+    def _mix(self, classes: list[PodClass]) -> list[PodClass]:
+        """Pack mixable classes node by node; return the classes left for the usual pass.
+
+        Mixable classes are unconstrained (`_free`) or parts of a zone-spread class already bound
+        to a domain (`_zone_parts`): any node their pool and requirements allow is as good as any
+        other, and only the mix decides the bill. Classes sharing a pool, tolerations and capacity
+        types go to one set of claims.
+        """
+        groups: dict[tuple[object, ...], list[PodClass]] = {}
+        rest: list[PodClass] = []
+        for cls in classes:
+            pool = self._home_pool(cls)
+            if pool is None:
+                rest.append(cls)
+                continue
+            # Node requirements may differ within a group: each fit checks them against the claim.
+            key = (pool.name, cls.sample.tolerations, self._capacity_types(cls, pool))
+            groups.setdefault(key, []).append(cls)
+        for members in groups.values():
+            rest += self._mix_group(members)
+        rest.sort(key=lambda c: c.sort_key)
+        return rest
+
+    def _mix_group(self, members: list[PodClass]) -> list[PodClass]:
+        """Place one group's classes: existing capacity first, then new claims, node by node."""
+        entries = [(cls, self.vec(cls.requests)) for cls in members]
+        done = [0] * len(entries)
+        for b in (*self.existing, *self.open):
+            self._mix_into(b, entries, done)
+        while True:
+            left = [i for i, (cls, _) in enumerate(entries) if done[i] < len(cls.pods)]
+            if not left:
+                return []
+            cls, req = entries[left[0]]  # the largest class left opens the claim (classes are sorted)
+            claim, _ = self._open_claim(cls, req)
+            if claim is None:
+                # The usual pass reports why, and may still use capacity this one could not.
+                return [entries[i][0].with_pods(entries[i][0].pods[done[i] :]) for i in left]
+            self._mix_into(claim, entries, done)
+
+    def _mix_into(self, b: _Bin, entries: list[tuple[PodClass, tuple[int, ...]]], done: list[int]) -> None:
+        """Fill `b`, each time with the class whose requests best match what `b` has most of left
+        (the dot product of requests and free room, both relative to the node's size).
+        """
+        cap = b.target.cap if b.target is not None else [max(f, 1) for f in b.free]
+        while True:
+            best, best_score, best_fit = -1, -1.0, 0
+            for i, (cls, req) in enumerate(entries):
+                want = len(cls.pods) - done[i]
+                if want <= 0:
+                    continue
+                fit = self._fits(cls, req, b, want)
+                if not fit:
+                    continue
+                score = sum(r / c * f / c for r, f, c in zip(req, b.free, cap, strict=True) if c > 0)
+                if score > best_score:
+                    best, best_score, best_fit = i, score, fit
+            if best < 0:
+                return
+            cls, req = entries[best]
+            left = len(cls.pods) - done[best]
+            # Half of what still fits, so the next pick can rebalance the node's shape.
+            count = best_fit if best_fit >= left else max(1, best_fit // 2)
+            self._assign(cls, b, cls.pods[done[best] : done[best] + count], req)
+            done[best] += count
+
+    def _zone_spread_only(self, cls: PodClass) -> bool:
+        """True for a class whose only constraints are required spreads keyed on something other
+        than hostname, counted only among its own pods: split by domain, its pods are as
+        interchangeable within a domain as unconstrained ones.
+        """
+        sample = cls.sample
+        if cls.affinity or cls.anti_affinity or cls.preferred_node or not cls.spread or self._hostname_bound(cls):
+            return False
+        if any(not c.required or c.topology_key == wk.HOSTNAME for c in sample.spread):
+            return False
+        own = {spread_group(c, sample.namespace) for c in cls.spread}
+        others = (c.sample for c in self.classes if c.sample is not sample)
+        return not any(g.selects(o.namespace, o.labels) for o in others for g in own)
+
+    def _zone_parts(self, cls: PodClass) -> list[PodClass]:
+        """The class split by its domain constraints; pods no domain can take are unschedulable."""
+        parts: list[PodClass] = []
+
+        def collect(part: PodClass) -> tuple[list[Pod], str]:
+            parts.append(part)
+            return [], ""
+
+        leftover, reason = self._place(cls, frozenset(), collect)
+        for pod in leftover:
+            self.unschedulable[pod.key] = reason
+        return parts
+
+    def _free(self, cls: PodClass) -> bool:
+        """True when nothing but resources, node requirements and taints constrain the class."""
+        sample = cls.sample
+        if cls.spread or cls.affinity or cls.anti_affinity or cls.preferred_node or sample.spread:
+            return False
+        keys = {g.key for g in self.topology.tracked()} | set(self.topology.anti_keys())
+        return not any(self.topology.counts_on(sample, key) for key in keys)
 
     def _schedule(self, cls: PodClass) -> None:
         current: PodClass | None = cls
@@ -353,7 +492,10 @@ class _Solver:
                 return
             current = relaxed.with_pods(tuple(leftover))
 
-    def _place(self, cls: PodClass, resolved: frozenset[int]) -> tuple[list[Pod], str]:
+    def _place(
+        self, cls: PodClass, resolved: frozenset[int], fill: Callable[[PodClass], tuple[list[Pod], str]] | None = None
+    ) -> tuple[list[Pod], str]:
+        """Split the class by its domain constraints, then hand each part to `fill` (`_fill`)."""
         for i, (constraint, anti) in enumerate(_domain_constraints(cls)):
             if i in resolved:
                 continue
@@ -369,7 +511,7 @@ class _Solver:
                     Requirements([Requirement.new(key, "In", allowed)])
                 )
                 start += count
-                rest, why = self._place(part, resolved | {i})
+                rest, why = self._place(part, resolved | {i}, fill)
                 leftover += rest
                 reason = reason or why
             if start < len(cls.pods):
@@ -381,7 +523,7 @@ class _Solver:
             if forbidden:
                 # Other pods' required anti-affinity keeps this class out of those domains.
                 cls = cls.restricted(Requirements([Requirement.new(key, "NotIn", sorted(forbidden))]))
-        return self._fill(cls)
+        return (fill or self._fill)(cls)
 
     def _reachable(self, cls: PodClass, key: str) -> list[str]:
         """Domains of `key` this class could land in: from compatible pools and existing nodes."""
@@ -523,14 +665,32 @@ class _Solver:
             if free[self.index[CPU]] < self._min_cpu or free[self.index[PODS]] < 1000:
                 self.open.remove(b)
         b.pods.extend(pods)
-        domains = {g: b.domain(g) for g in self._topology_keys(cls)}
+        b.movable = b.movable and not self._hostname_bound(cls)
+        domains = {key: b.domain(key) for key in self.topology_keys}
         self.topology.record(cls.sample, domains, count)
         home = self._home_pool(cls)
         if home is not None:
             _add(self._demand(home, self._capacity_types(cls, home)), req, -count)
 
-    def _topology_keys(self, cls: PodClass) -> list[str]:
-        return self.topology_keys
+    def _hostname_bound(self, cls: PodClass) -> bool:
+        """True when moving the class's pods between nodes could change a hostname-keyed count:
+        it has a hostname constraint, or some hostname group or anti-affinity counts it.
+        """
+        key = (
+            cls.sample.namespace,
+            tuple(sorted(cls.sample.labels.items())),
+            cls.spread,
+            cls.affinity,
+            cls.anti_affinity,
+        )
+        hit = self._bound_cache.get(key)
+        if hit is not None:
+            return hit
+        constraints: tuple[SpreadConstraint | AffinityTerm, ...] = (*cls.spread, *cls.affinity, *cls.anti_affinity)
+        hit = self._bound_cache[key] = any(
+            c.topology_key == wk.HOSTNAME for c in constraints
+        ) or self.topology.counts_on(cls.sample, wk.HOSTNAME)
+        return hit
 
     def _home_pool(self, cls: PodClass) -> _Pool | None:
         key = (cls.alternatives, cls.sample.tolerations, cls.tolerate_prefer_no_schedule)
@@ -674,6 +834,91 @@ class _Solver:
                 return f"no instance type has {need} {name} allocatable (the largest has {have} after daemonsets)"
         return "no single instance type has room for all of the pod's requests"
 
+    # -- improve -------------------------------------------------------------------------------
+
+    def _repack(self) -> None:
+        """Merge pairs of this pass's claims when one node holding both costs less than the two.
+
+        Greedy packing decides one class at a time, so claims end up with mixes of pods (and
+        sizes) that no single pass would choose: two half-full nodes, or a cpu-bound node next to
+        a memory-bound one. Only claims that can merge without changing any constraint take part:
+        same pool (without limits, whose reservations would shift), same zone and capacity types,
+        and no pod that a hostname-keyed constraint or count involves.
+        """
+        if len(self.claims) > REPACK_LIMIT:
+            return
+        groups: dict[tuple[object, ...], list[_Bin]] = {}
+        for b in self.claims:
+            if b.movable and b.pool is not None and b.pool.remaining is None:
+                groups.setdefault((b.pool.name, b.domain(wk.ZONE), b.capacity_types), []).append(b)
+        for members in groups.values():
+            for _ in range(REPACK_SWEEPS):
+                if not self._merge_sweep(members):
+                    break
+
+    def _merge_sweep(self, members: list[_Bin]) -> bool:
+        """One pass over `members`, cheapest first, merging each into its best partner."""
+        merged_any = False
+        for a in sorted(members, key=lambda b: (self._price(b), b.name)):
+            if a not in members:
+                continue
+            best: tuple[float, _Bin, _Type, Requirements] | None = None
+            price_a = self._price(a)
+            for b in members:
+                if b is a:
+                    continue
+                found = self._merged_type(a, b)
+                if found is None:
+                    continue
+                saving = price_a + self._price(b) - found[0]
+                # A merge that saves nothing still removes a node's overhead and leaves a larger
+                # node whose room the next merge can use; every merge removes a claim, so this ends.
+                if saving > -1e-9 and (best is None or saving > best[0]):
+                    best = (saving, b, found[1], found[2])
+            if best is not None:
+                _, b, target, reqs = best
+                self._merge(a, b, target, reqs)
+                members.remove(a)
+                merged_any = True
+        return merged_any
+
+    def _used(self, b: _Bin) -> list[int]:
+        assert b.target is not None
+        return [c - f for c, f in zip(b.target.cap, b.free, strict=True)]
+
+    def _price(self, b: _Bin) -> float:
+        """$/h of the cheapest type that holds the claim as it is now."""
+        found = self._cheapest_fit(b.pool, b.requirements, self._used(b))
+        return found[0] if found is not None else float("inf")
+
+    def _merged_type(self, a: _Bin, b: _Bin) -> tuple[float, _Type, Requirements] | None:
+        reqs = b.requirements.intersection(a.requirements)
+        if any(r.is_empty() and not r.allows_absent() for r in reqs.values()):
+            return None
+        used = [x + y for x, y in zip(self._used(a), self._used(b), strict=True)]
+        found = self._cheapest_fit(b.pool, reqs, used)
+        return None if found is None else (found[0], found[1], reqs)
+
+    def _cheapest_fit(self, pool: _Pool | None, reqs: Requirements, used: Sequence[int]) -> tuple[float, _Type] | None:
+        assert pool is not None
+        ci, mi = self.index[CPU], self.index[MEMORY]
+        for price, _, t, _ in self._candidates(pool, reqs):
+            if t.exotic or t.cap[ci] < used[ci] or t.cap[mi] < used[mi]:
+                continue
+            if all(c >= u for c, u in zip(t.cap, used, strict=True)):
+                return price, t
+        return None
+
+    def _merge(self, a: _Bin, b: _Bin, target: _Type, reqs: Requirements) -> None:
+        used = [x + y for x, y in zip(self._used(a), self._used(b), strict=True)]
+        b.requirements = reqs
+        b.target = target
+        b.free = [c - u for c, u in zip(target.cap, used, strict=True)]
+        b.pods.extend(a.pods)
+        self.claims.remove(a)
+        if a in self.open:
+            self.open.remove(a)
+
     # -- finalize ------------------------------------------------------------------------------
 
     def _finalize(self) -> SchedulingResult:
@@ -717,9 +962,9 @@ class _Solver:
                 peak = [max(o[2].capacity[i] for o in options) for i in range(len(self.names))]
                 _add(pool.remaining, peak, -1)
             offering = _cheapest_offering(options[0][3])
-            requests = Resources({n: v for n, v in zip(self.names, used, strict=True) if v}) + self._daemon_overhead(
-                options[0][2]
-            )
+            # The pods' requests plus the overhead of the daemonsets the chosen type runs.
+            overhead = options[0][2].overhead
+            requests = Resources({n: u + o for n, u, o in zip(self.names, used, overhead, strict=True) if u + o})
             claims.append(
                 PlannedClaim(
                     nodepool=pool.name,
@@ -757,10 +1002,6 @@ class _Solver:
             self._option_lists[key] = hit
         return hit
 
-    def _daemon_overhead(self, t: _Type) -> Resources:
-        vec = [a - c for a, c in zip(self.vec(t.it.allocatable), t.cap, strict=True)]
-        return Resources({n: v for n, v in zip(self.names, vec, strict=True) if v})
-
 
 # -- helpers -------------------------------------------------------------------------------------
 
@@ -788,8 +1029,10 @@ def _add(target: list[int], delta: Sequence[int], times: int) -> None:
 
 
 def _shrunk(now: Sequence[int], then: Sequence[int]) -> bool:
-    """True when the remaining demand fell below half of what it was when a target was chosen."""
-    return any(n * 2 < t for n, t in zip(now, then, strict=True))
+    """True when the remaining demand fell below TARGET_REFRESH of what it was when a target was
+    chosen: as packing changes the shape of what is left, the best type changes too.
+    """
+    return any(n < t * TARGET_REFRESH for n, t in zip(now, then, strict=True))
 
 
 def _tolerated(tolerations: tuple[Toleration, ...], taints: Iterable[Taint], *, prefer: bool) -> bool:

@@ -102,6 +102,15 @@ class Topology:
         """Pods of `group` in `domain`."""
         return self._counts[group].get(domain, 0)
 
+    def tracked(self) -> list[Group]:
+        """The groups being counted."""
+        return list(self._counts)
+
+    def counts_on(self, pod: Pod, key: str) -> bool:
+        """True when some tracked group or placed anti-affinity term keyed on `key` counts `pod`."""
+        groups = (*self._counts, *self._anti)
+        return any(g.key == key and g.selects(pod.namespace, pod.labels) for g in groups)
+
     def anti_keys(self) -> list[str]:
         """The topology keys some placed pod's required anti-affinity uses."""
         return sorted({group.key for group in self._anti})
