@@ -163,3 +163,19 @@ class StateStore(Protocol):
     def blocked_offerings(self, now: float) -> frozenset[Offering]:
         """Offerings still blocked at `now`."""
         ...
+
+
+class Observer(Protocol):
+    """Where decisions and metrics go: Powertools JSON logs and EMF metrics in Lambda, a list in tests.
+
+    `decision` is one structured record per decision (what was decided and why, with the pods,
+    NodePool, options, offering, price...); `metric` is one data point of a named metric.
+    """
+
+    def decision(self, kind: str, **fields: object) -> None:
+        """Record one decision."""
+        ...
+
+    def metric(self, name: str, value: float, unit: str = "Count", **dimensions: str) -> None:
+        """Record one data point."""
+        ...

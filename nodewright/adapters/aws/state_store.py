@@ -1,0 +1,272 @@
+"""The DynamoDB state table as a `nodewright.ports.StateStore`: node claims, leases, capacity errors.
+
+Item layout (string keys `pk` and `sk`; the table's TTL attribute is `expires_at`, see
+infra/constructs/state.py):
+
+    pk          sk                                  other attributes
+    NodeClaim   <claim name>                        claim S (JSON of nodewright.model.codec),
+                                                    state S, nodepool S (for people reading the table)
+    Lease       <lease name>                        holder S, expires N, expires_at N
+    Blocked     <capacity type>/<type>/<zone>       capacity_type S, instance_type S, zone S,
+                                                    until N, expires_at N
+
+Concurrency contract: every decision another writer could race is one conditional write, so
+DynamoDB decides the winner atomically and nothing is read-then-written in Python:
+  * `create_claim`: put if absent (`attribute_not_exists`); False when the claim exists.
+  * `acquire_lease`: put if absent, expired (`expires <= now`) or held by the same holder;
+    False otherwise. A renewal is the same put, so it also extends the lease.
+  * `release_lease`: delete if the holder is still the caller; otherwise nothing happens.
+  * `block_offerings`: put if absent or blocked until earlier, so a block is never shortened by
+    a late writer with an older `until`.
+`save_claim` and `delete_claim` are plain writes (the claim's owner is the only writer).
+
+Expiry: DynamoDB deletes items past `expires_at` lazily (often hours later), so readers never
+rely on it; `acquire_lease` compares `expires` and `blocked_offerings` filters on `until`. The
+TTL only keeps the table from filling with stale leases and blocks. Claims have no TTL: they
+live until the controller deletes them.
+
+Reads are strongly consistent, because the provisioner reads right after it writes (a claim it
+just created must be in `claims()`). Claims and blocks share one partition each: the state table
+holds thousands of claims at most, not millions, and a Query of one partition is paginated.
+
+Numbers are written in plain decimal notation (never exponent form) from the float's shortest
+repr, so a time reads back exactly. Errors other than a failed condition (throttling after
+botocore's retries, a missing table, permissions) propagate as botocore's ClientError.
+
+The boto3 client is injectable, as in Powertools' DynamoDB persistence layer; tests pass a
+moto-backed client.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from nodewright.model.codec import claim_from_dict, claim_to_dict
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.ports import Offering
+
+if TYPE_CHECKING:
+    from nodewright.ports import StateStore
+
+CLAIM = "NodeClaim"
+LEASE = "Lease"
+BLOCKED = "Blocked"
+TTL_ATTRIBUTE = "expires_at"
+_CONDITION_FAILED = "ConditionalCheckFailedException"
+
+
+def create_table(client: Any, name: str) -> None:
+    """Create an on-demand state table (`pk`/`sk`, TTL on `expires_at`) and wait until it is active.
+
+    For tests and local use; in AWS the CDK stack owns the table (infra/constructs/state.py).
+    """
+    client.create_table(
+        TableName=name,
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
+    client.update_time_to_live(
+        TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE}
+    )
+
+
+def offering_key(offering: Offering) -> str:
+    """The sort key of a capacity-error item: `capacity_type/instance_type/zone`."""
+    return "/".join(offering)
+
+
+def _number(value: float) -> str:
+    # repr is the shortest string that reads back as the same float; format "f" keeps DynamoDB
+    # from ever seeing exponent notation.
+    return format(Decimal(repr(float(value))), "f")
+
+
+def _ttl(value: float) -> str:
+    # DynamoDB TTL wants whole epoch seconds; rounding up never deletes an item early.
+    return str(math.ceil(value))
+
+
+def _condition_failed(error: ClientError) -> bool:
+    return bool(error.response.get("Error", {}).get("Code") == _CONDITION_FAILED)
+
+
+class DynamoStateStore:
+    """A `nodewright.ports.StateStore` on the DynamoDB state table; see the module docstring."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self.table_name = table_name
+
+    # ------------------------------------------------------------------ claims
+
+    def _claim_item(self, claim: NodeClaim) -> dict[str, Any]:
+        return {
+            "pk": {"S": CLAIM},
+            "sk": {"S": claim.name},
+            "claim": {"S": json.dumps(claim_to_dict(claim), separators=(",", ":"))},
+            "state": {"S": claim.state},
+            "nodepool": {"S": claim.nodepool},
+        }
+
+    def create_claim(self, claim: NodeClaim) -> bool:
+        """Record a claim before its launch; False (and no change) when one of that name exists."""
+        try:
+            self._client.put_item(
+                TableName=self.table_name,
+                Item=self._claim_item(claim),
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ClientError as error:
+            if _condition_failed(error):
+                return False
+            raise
+        return True
+
+    def save_claim(self, claim: NodeClaim) -> None:
+        """Overwrite a claim's record (creating it if it is missing)."""
+        self._client.put_item(TableName=self.table_name, Item=self._claim_item(claim))
+
+    def claims(self) -> list[NodeClaim]:
+        """Every recorded claim, sorted by name (the sort key's order).
+
+        Raises nodewright.model.errors.InvalidValue when a record cannot be read.
+        """
+        return [
+            claim_from_dict(json.loads(item["claim"]["S"]))
+            for item in self._query(CLAIM, projection="#claim", names={"#claim": "claim"})
+        ]
+
+    def delete_claim(self, name: str) -> None:
+        """Remove a claim's record; a missing one counts as removed (DeleteItem is idempotent)."""
+        self._client.delete_item(TableName=self.table_name, Key={"pk": {"S": CLAIM}, "sk": {"S": name}})
+
+    # ------------------------------------------------------------------ leases
+
+    def acquire_lease(self, name: str, holder: str, now: float, ttl: float) -> bool:
+        """Take or renew the lease `name` for `holder` until now + ttl.
+
+        False while another holder's lease has not expired; a lease whose `expires` is at or
+        before `now` is free. One conditional put, so of two racing callers only one wins.
+        """
+        expires = now + ttl
+        try:
+            self._client.put_item(
+                TableName=self.table_name,
+                Item={
+                    "pk": {"S": LEASE},
+                    "sk": {"S": name},
+                    "holder": {"S": holder},
+                    "expires": {"N": _number(expires)},
+                    TTL_ATTRIBUTE: {"N": _ttl(expires)},
+                },
+                ConditionExpression="attribute_not_exists(pk) OR #expires <= :now OR #holder = :holder",
+                ExpressionAttributeNames={"#expires": "expires", "#holder": "holder"},
+                ExpressionAttributeValues={":now": {"N": _number(now)}, ":holder": {"S": holder}},
+            )
+        except ClientError as error:
+            if _condition_failed(error):
+                return False
+            raise
+        return True
+
+    def release_lease(self, name: str, holder: str) -> None:
+        """Give the lease up if `holder` still has it; otherwise (taken over, gone) do nothing."""
+        try:
+            self._client.delete_item(
+                TableName=self.table_name,
+                Key={"pk": {"S": LEASE}, "sk": {"S": name}},
+                ConditionExpression="#holder = :holder",
+                ExpressionAttributeNames={"#holder": "holder"},
+                ExpressionAttributeValues={":holder": {"S": holder}},
+            )
+        except ClientError as error:
+            if not _condition_failed(error):
+                raise
+
+    # ------------------------------------------------------------------ capacity-error cache
+
+    def block_offerings(self, offerings: Iterable[Offering], until: float) -> None:
+        """Remember that these offerings failed, until `until`; a later block is never shortened.
+
+        One conditional put per offering: a capacity error names a handful of offerings, and
+        BatchWriteItem cannot carry conditions.
+        """
+        for offering in sorted(set(offerings)):
+            capacity_type, instance_type, zone = offering
+            try:
+                self._client.put_item(
+                    TableName=self.table_name,
+                    Item={
+                        "pk": {"S": BLOCKED},
+                        "sk": {"S": offering_key(offering)},
+                        "capacity_type": {"S": capacity_type},
+                        "instance_type": {"S": instance_type},
+                        "zone": {"S": zone},
+                        "until": {"N": _number(until)},
+                        TTL_ATTRIBUTE: {"N": _ttl(until)},
+                    },
+                    ConditionExpression="attribute_not_exists(pk) OR #until < :until",
+                    ExpressionAttributeNames={"#until": "until"},
+                    ExpressionAttributeValues={":until": {"N": _number(until)}},
+                )
+            except ClientError as error:
+                if not _condition_failed(error):
+                    raise
+
+    def blocked_offerings(self, now: float) -> frozenset[Offering]:
+        """Offerings still blocked at `now` (until > now); items past it that TTL has not yet
+        deleted are filtered out here.
+        """
+        items = self._query(
+            BLOCKED,
+            projection="capacity_type, instance_type, #zone",
+            names={"#until": "until", "#zone": "zone"},
+            filter_expression="#until > :now",
+            values={":now": {"N": _number(now)}},
+        )
+        return frozenset((i["capacity_type"]["S"], i["instance_type"]["S"], i["zone"]["S"]) for i in items)
+
+    # ------------------------------------------------------------------ internals
+
+    def _query(
+        self,
+        partition: str,
+        *,
+        projection: str,
+        names: dict[str, str] | None = None,
+        filter_expression: str | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        kwargs: dict[str, Any] = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": partition}, **(values or {})},
+            "ProjectionExpression": projection,
+            "ConsistentRead": True,
+        }
+        if names:
+            kwargs["ExpressionAttributeNames"] = names
+        if filter_expression:
+            kwargs["FilterExpression"] = filter_expression
+        items: list[dict[str, Any]] = []
+        for page in self._client.get_paginator("query").paginate(**kwargs):
+            items.extend(page.get("Items", ()))
+        return items
+
+
+if TYPE_CHECKING:
+    # Static proof that the adapter satisfies the port (checked by mypy --strict, never run).
+    _store: StateStore = DynamoStateStore(None, "")
+
+__all__ = ["BLOCKED", "CLAIM", "LEASE", "TTL_ATTRIBUTE", "DynamoStateStore", "create_table", "offering_key"]

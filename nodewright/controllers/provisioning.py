@@ -1,0 +1,518 @@
+"""The provisioner: from pending pods to launched nodes, once, resumably.
+
+Role: the imperative shell around `nodewright.engine.scheduling.solve`. One Lambda invocation
+runs `Provisioner.run(deadline)`:
+
+1. take the `provisioner` lease (a conditional write), so two invocations never act at once;
+2. reconcile what earlier invocations left (`reconcile`): complete claims whose launch succeeded
+   but whose record was not updated (a crash between CreateFleet and the write), give up claims
+   that never launched, mark claims registered and initialized as their nodes come up, terminate
+   claims whose node never registered, orphan instances and Node objects whose instance is gone;
+3. loop until `margin` seconds before the deadline: poll for pods that need capacity about every
+   second, batch them (a pass starts after `batch_idle` seconds without a new pod, or `batch_max`
+   after the first), solve, launch (`provision`).
+
+Every launch records the claim before CreateFleet and completes it after; the ClientToken derives
+from the claim's name, so a retried launch cannot start a second instance. A capacity error
+blocks the failed offerings for three minutes and re-plans the pods at once, so spot falls back
+to on-demand within the same invocation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from nodewright.engine.scheduling import PlannedClaim, PoolCapacity, SchedulingInput, SchedulingResult, solve
+from nodewright.model import labels as wk
+from nodewright.model.instance import Instance
+from nodewright.model.instancetype import InstanceType
+from nodewright.model.node import Node
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodepool import NodePool
+from nodewright.model.pod import Pod
+from nodewright.model.resources import Resources
+from nodewright.model.snapshot import ClusterSnapshot
+from nodewright.ports import (
+    Clock,
+    CloudProvider,
+    Cluster,
+    InsufficientCapacity,
+    LaunchError,
+    LaunchRequest,
+    Observer,
+    StateStore,
+)
+
+LEASE = "provisioner"
+IN_FLIGHT = ("pending", "launched")
+
+
+class Configuration(Protocol):
+    """Where NodePools and EC2NodeClasses come from (the config table, CRDs, or fixed values)."""
+
+    def load(self) -> tuple[list[NodePool], dict[str, EC2NodeClass]]:
+        """The valid NodePools and the EC2NodeClasses by name."""
+        ...
+
+
+class Catalog(Protocol):
+    """Instance types with offerings and prices, as a NodeClass's kubelet settings shape them."""
+
+    def instance_types(self, nodeclass: EC2NodeClass | None) -> Sequence[InstanceType]:
+        """The types to plan with for NodePools of this NodeClass."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class StaticConfiguration:
+    """A Configuration that always returns the same documents (tests, the simulator, the CLI)."""
+
+    nodepools: tuple[NodePool, ...]
+    nodeclasses: Mapping[str, EC2NodeClass] = field(default_factory=dict)
+
+    def load(self) -> tuple[list[NodePool], dict[str, EC2NodeClass]]:
+        """The fixed documents."""
+        return list(self.nodepools), dict(self.nodeclasses)
+
+
+@dataclass(frozen=True, slots=True)
+class ProvisionerOptions:
+    """Timings of the loop and of housekeeping, in seconds (Karpenter's values by default)."""
+
+    poll: float = 1.0
+    batch_idle: float = 1.0
+    batch_max: float = 10.0
+    deadline_margin: float = 10.0
+    lease_ttl: float = 90.0
+    registration_timeout: float = 15 * 60.0
+    orphan_grace: float = 30.0
+    resume_grace: float = 60.0
+    capacity_error_ttl: float = 180.0
+    max_replans: int = 3
+
+
+@dataclass
+class PassReport:
+    """What one provisioning pass did."""
+
+    pending: int = 0
+    launched: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    unschedulable: dict[str, str] = field(default_factory=dict)
+    solve_seconds: float = 0.0
+
+
+@dataclass
+class RunReport:
+    """What one invocation did (returned by the handler, so it shows in the Lambda console)."""
+
+    lease: bool = True
+    passes: int = 0
+    launched: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    housekeeping: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, object]:
+        """A JSON-ready summary."""
+        return {
+            "lease": self.lease,
+            "passes": self.passes,
+            "launched": self.launched,
+            "failed": self.failed,
+            "housekeeping": self.housekeeping,
+        }
+
+
+class Provisioner:
+    """Runs provisioning passes against the ports it is given (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        cluster: Cluster,
+        cloud: CloudProvider,
+        store: StateStore,
+        clock: Clock,
+        config: Configuration,
+        catalog: Catalog,
+        observer: Observer,
+        options: ProvisionerOptions = ProvisionerOptions(),
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.cluster = cluster
+        self.cloud = cloud
+        self.store = store
+        self.clock = clock
+        self.config = config
+        self.catalog = catalog
+        self.observer = observer
+        self.options = options
+        self.sleep = sleep
+
+    # -- the invocation ------------------------------------------------------------------------
+
+    def run(self, deadline: float, invocation: str | None = None) -> RunReport:
+        """Provision until `deadline - margin` (seconds since the epoch, by `clock`).
+
+        `invocation` names this run in the lease (the Lambda request id); each run needs its own,
+        or two concurrent runs would both hold the lease.
+        """
+        report = RunReport()
+        opts = self.options
+        holder = invocation or uuid.uuid4().hex
+        if not self.store.acquire_lease(LEASE, holder, self.clock.now(), opts.lease_ttl):
+            self.observer.decision("lease-busy", lease=LEASE)
+            report.lease = False
+            return report
+        try:
+            report.housekeeping = self.reconcile(self.cluster.snapshot())
+            first_seen: float | None = None
+            last_change = 0.0
+            seen: frozenset[str] = frozenset()
+            while self.clock.now() < deadline - opts.deadline_margin:
+                snapshot = self.cluster.snapshot()
+                waiting = frozenset(p.key for p in snapshot.pending()) - self._handled()
+                now = self.clock.now()
+                if not waiting:
+                    first_seen = None
+                elif first_seen is None or not waiting <= seen:
+                    first_seen = now if first_seen is None else first_seen
+                    last_change = now
+                seen = waiting
+                if first_seen is not None and (
+                    now - last_change >= opts.batch_idle or now - first_seen >= opts.batch_max
+                ):
+                    result = self.provision(snapshot)
+                    report.passes += 1
+                    report.launched += result.launched
+                    report.failed.update(result.failed)
+                    first_seen = None
+                    self.store.acquire_lease(LEASE, holder, self.clock.now(), opts.lease_ttl)
+                    continue
+                self.sleep(opts.poll)
+        finally:
+            self.store.release_lease(LEASE, holder)
+        return report
+
+    def _handled(self) -> frozenset[str]:
+        """Pods that in-flight claims already hold: they wait for their node, not for a pass."""
+        return frozenset(pod for claim in self.store.claims() if claim.state in IN_FLIGHT for pod in claim.pods)
+
+    # -- one pass ------------------------------------------------------------------------------
+
+    def provision(self, snapshot: ClusterSnapshot) -> PassReport:
+        """Solve for the snapshot's pending pods and launch the claims; re-plan after capacity errors."""
+        report = PassReport()
+        pending = snapshot.pending()
+        report.pending = len(pending)
+        self.observer.metric("PendingPods", len(pending))
+        if not pending:
+            return report
+        nodepools, nodeclasses = self.config.load()
+        for _ in range(self.options.max_replans + 1):
+            now = self.clock.now()
+            claims = self.store.claims()
+            inp = self._input(
+                snapshot, pending=pending, nodepools=nodepools, nodeclasses=nodeclasses, claims=claims, now=now
+            )
+            started = time.perf_counter()
+            result = solve(inp)
+            report.solve_seconds += time.perf_counter() - started
+            self.observer.metric("SchedulingSeconds", time.perf_counter() - started, "Seconds")
+            report.unschedulable = dict(result.unschedulable)
+            self._nominate(result, claims)
+            for pod, reason in result.unschedulable.items():
+                self.observer.decision("unschedulable", pod=pod, reason=reason)
+            if not self._launch_all(result, nodepools, nodeclasses, inp, report):
+                break
+            # Capacity errors blocked some offerings: plan their pods again, now.
+            pending = [p for p in pending if p.key not in self._handled()]
+            if not pending:
+                break
+        self.observer.metric("ClusterHourlyCost", self._hourly_cost(), "None")
+        return report
+
+    def _input(
+        self,
+        snapshot: ClusterSnapshot,
+        *,
+        pending: Sequence[Pod],
+        nodepools: Sequence[NodePool],
+        nodeclasses: Mapping[str, EC2NodeClass],
+        claims: Sequence[NodeClaim],
+        now: float,
+    ) -> SchedulingInput:
+        pools = tuple(
+            PoolCapacity(pool, tuple(self.catalog.instance_types(nodeclasses.get(pool.node_class_ref.name))))
+            for pool in nodepools
+        )
+        types = {t.name: t for pool in pools for t in pool.instance_types}
+        registered = {n.name for n in snapshot.nodes}
+        inflight = tuple(c for c in claims if c.state == "launched" and c.node_name not in registered)
+        return SchedulingInput(
+            pods=tuple(pending),
+            pools=pools,
+            nodes=snapshot.nodes,
+            bound_pods=tuple(p for p in snapshot.pods if p.node_name),
+            inflight=inflight,
+            daemonsets=snapshot.daemonsets,
+            blocked=self.store.blocked_offerings(now),
+            used=_used(snapshot.nodes, claims, types),
+            now=now,
+        )
+
+    def _launch_all(
+        self,
+        result: SchedulingResult,
+        nodepools: Sequence[NodePool],
+        nodeclasses: Mapping[str, EC2NodeClass],
+        inp: SchedulingInput,
+        report: PassReport,
+    ) -> bool:
+        """Launch every planned claim; True when a capacity error asks for another plan."""
+        pools = {p.name: p for p in nodepools}
+        replan = False
+        for planned in result.claims:
+            pool = pools[planned.nodepool]
+            nodeclass = nodeclasses.get(pool.node_class_ref.name) or EC2NodeClass(pool.node_class_ref.name)
+            claim = self._claim(planned, pool, self.clock.now())
+            if not self._within_limits(pool, planned, inp):
+                report.failed[claim.name] = "limits"
+                self.observer.decision("limit-reached", nodepool=pool.name, pods=len(planned.pods))
+                continue
+            if not self.store.create_claim(claim):  # the same pass cannot run twice; be safe anyway
+                continue
+            request = LaunchRequest(
+                claim, pool, nodeclass, planned.options, self.store.blocked_offerings(claim.created_at)
+            )
+            try:
+                instance = self.cloud.launch(request)
+            except InsufficientCapacity as error:
+                until = self.clock.now() + self.options.capacity_error_ttl
+                self.store.block_offerings(error.offerings, until)
+                self.store.delete_claim(claim.name)
+                report.failed[claim.name] = error.reason
+                self.observer.metric("LaunchFailures", 1, reason="InsufficientCapacity")
+                self.observer.decision(
+                    "capacity-error", nodeclaim=claim.name, offerings=["/".join(o) for o in error.offerings]
+                )
+                replan = True
+                continue
+            except LaunchError as error:
+                self.store.delete_claim(claim.name)
+                report.failed[claim.name] = str(error)
+                self.observer.metric("LaunchFailures", 1, reason="LaunchError")
+                self.observer.decision("launch-failed", nodeclaim=claim.name, error=str(error))
+                continue
+            self._record_launch(claim, instance, planned)
+            report.launched.append(claim.name)
+        return replan
+
+    def _nominate(self, result: SchedulingResult, claims: Sequence[NodeClaim]) -> None:
+        """Record pods the plan put on in-flight claims, so later passes count them as handled."""
+        now = self.clock.now()
+        by_bin = {c.node_name or c.name: c for c in claims if c.state in IN_FLIGHT}
+        for name, pods in result.existing.items():
+            claim = by_bin.get(name)
+            if claim is None:
+                continue  # a registered node: kube-scheduler binds the pods there
+            added = tuple(p for p in pods if p not in claim.pods)
+            if added:
+                self.store.save_claim(claim.with_changes(pods=tuple(sorted((*claim.pods, *added)))))
+                self.observer.decision("nominate", nodeclaim=claim.name, pods=list(added), at=now)
+
+    def _record_launch(self, claim: NodeClaim, instance: Instance, planned: PlannedClaim) -> None:
+        now = self.clock.now()
+        self.store.save_claim(_launched(claim, instance, now))
+        self.observer.metric("NodesLaunched", 1, nodepool=claim.nodepool, capacity_type=instance.capacity_type)
+        for pod in planned.pods:
+            if pod.created_at:
+                self.observer.metric("PendingToLaunchSeconds", now - pod.created_at, "Seconds")
+        self.observer.decision(
+            "launch",
+            nodeclaim=claim.name,
+            nodepool=claim.nodepool,
+            pods=[p.key for p in planned.pods],
+            instance_type_options=[t.name for t in planned.options],
+            instance_type=instance.instance_type,
+            capacity_type=instance.capacity_type,
+            zone=instance.zone,
+            price=instance.price or planned.price,
+            instance_id=instance.instance_id,
+            at=now,
+            reason="pending pods need capacity",
+        )
+
+    def _claim(self, planned: PlannedClaim, pool: NodePool, now: float) -> NodeClaim:
+        pods = tuple(sorted(p.key for p in planned.pods))
+        digest = hashlib.sha256(f"{pool.name}|{now:.6f}|{','.join(pods)}".encode()).hexdigest()[:10]
+        labels = {
+            **planned.requirements.labels(),
+            **pool.labels,
+            wk.NODEPOOL: pool.name,
+            wk.NW_NODEPOOL: pool.name,
+        }
+        name = f"{pool.name[:40]}-{digest}"
+        labels[wk.NW_NODECLAIM] = name
+        return NodeClaim(
+            name=name,
+            nodepool=pool.name,
+            node_class=pool.node_class_ref.name,
+            requirements=planned.requirements,
+            instance_type_options=tuple(t.name for t in planned.options),
+            requests=planned.requests,
+            pods=pods,
+            labels=labels,
+            taints=pool.taints,
+            startup_taints=pool.startup_taints,
+            state="pending",
+            created_at=now,
+        )
+
+    def _within_limits(self, pool: NodePool, planned: PlannedClaim, inp: SchedulingInput) -> bool:
+        """Re-check the pool's limits against live records just before launching (pessimistically,
+        the largest option counts), in case anything launched since the plan was made.
+        """
+        if pool.limits is None:
+            return True
+        types = {t.name: t for pc in inp.pools for t in pc.instance_types}
+        used = _used(inp.nodes, self.store.claims(), types).get(pool.name, Resources())
+        peak = Resources()
+        for option in planned.options:
+            peak = peak.maximum(option.capacity)
+        total = used + peak
+        return all(total[name] <= limit for name, limit in pool.limits.items())
+
+    def _hourly_cost(self) -> float:
+        return sum(c.price for c in self.store.claims() if c.state != "pending")
+
+    # -- housekeeping --------------------------------------------------------------------------
+
+    def reconcile(self, snapshot: ClusterSnapshot) -> dict[str, int]:
+        """Bring claim records, instances and Node objects back in line (see the module docstring)."""
+        now = self.clock.now()
+        opts = self.options
+        counts = {
+            "resumed": 0,
+            "abandoned": 0,
+            "registered": 0,
+            "initialized": 0,
+            "timed_out": 0,
+            "orphans": 0,
+            "gone": 0,
+            "stale_nodes": 0,
+        }
+        instances = self.cloud.instances()
+        by_claim = {i.nodeclaim: i for i in instances if i.nodeclaim}
+        nodes = _nodes_by_claim(snapshot.nodes)
+        live_ids = {i.instance_id for i in instances if i.live}
+        claims = self.store.claims()
+        for record in claims:
+            claim = record  # replaced below as the claim moves through its states
+            instance = by_claim.get(claim.name)
+            if claim.state == "pending":
+                if instance is not None:  # launched, but the record was not completed
+                    self.store.save_claim(_launched(claim, instance, now))
+                    counts["resumed"] += 1
+                elif now - claim.created_at > opts.resume_grace:
+                    self.store.delete_claim(claim.name)
+                    counts["abandoned"] += 1
+                continue
+            if instance is None or not instance.live:
+                self.store.delete_claim(claim.name)
+                counts["gone"] += 1
+                self.observer.decision("claim-gone", nodeclaim=claim.name, instance_id=claim.instance_id)
+                continue
+            node = nodes.get(claim.name) or nodes.get(claim.provider_id)
+            if claim.state == "launched":
+                if node is not None:
+                    claim = claim.with_changes(state="registered", node_name=node.name, registered_at=now)
+                    self.store.save_claim(claim)
+                    counts["registered"] += 1
+                elif now - claim.launched_at > opts.registration_timeout:
+                    self.cloud.terminate([claim.instance_id])
+                    self.store.delete_claim(claim.name)
+                    counts["timed_out"] += 1
+                    self.observer.metric("LaunchFailures", 1, reason="RegistrationTimeout")
+                    self.observer.decision("registration-timeout", nodeclaim=claim.name, instance_id=claim.instance_id)
+                    continue
+            if claim.state == "registered" and node is not None and _initialized(node, claim):
+                self.store.save_claim(claim.with_changes(state="initialized", initialized_at=now))
+                counts["initialized"] += 1
+        known = {c.name for c in claims}
+        orphans = [
+            i.instance_id
+            for i in instances
+            if i.live and i.nodeclaim not in known and now - i.launched_at > opts.orphan_grace
+        ]
+        if orphans:
+            self.cloud.terminate(orphans)
+            counts["orphans"] = len(orphans)
+            self.observer.decision("orphans-terminated", instance_ids=orphans)
+        for node in snapshot.nodes:
+            if node.nodepool and node.instance_id and node.instance_id not in live_ids:
+                self.cluster.delete_node(node.name)
+                counts["stale_nodes"] += 1
+                self.observer.decision("stale-node-deleted", node=node.name, instance_id=node.instance_id)
+        return counts
+
+
+def _launched(claim: NodeClaim, instance: Instance, now: float) -> NodeClaim:
+    return claim.with_changes(
+        state="launched",
+        instance_id=instance.instance_id,
+        provider_id=instance.provider_id,
+        instance_type=instance.instance_type,
+        capacity_type=instance.capacity_type,
+        zone=instance.zone,
+        price=instance.price,
+        launched_at=instance.launched_at or now,
+    )
+
+
+def _nodes_by_claim(nodes: Sequence[Node]) -> dict[str, Node]:
+    """Nodes keyed by their claim label and by their providerID."""
+    out: dict[str, Node] = {}
+    for node in nodes:
+        if node.nodeclaim:
+            out[node.nodeclaim] = node
+        if node.provider_id:
+            out[node.provider_id] = node
+    return out
+
+
+def _initialized(node: Node, claim: NodeClaim) -> bool:
+    """Ready, and every startup taint the claim declared is gone."""
+    startup = {(t.key, t.effect) for t in claim.startup_taints}
+    return node.ready and not any((t.key, t.effect) in startup for t in node.taints)
+
+
+def _used(
+    nodes: Sequence[Node], claims: Sequence[NodeClaim], types: Mapping[str, InstanceType]
+) -> dict[str, Resources]:
+    """Capacity each NodePool has now: its nodes, plus its claims not yet registered as nodes
+    (launched ones by their type, unlaunched ones by their largest option).
+    """
+    used: dict[str, Resources] = {}
+    registered = {n.name for n in nodes}
+    for node in nodes:
+        if node.nodepool:
+            used[node.nodepool] = used.get(node.nodepool, Resources()) + node.capacity
+    for claim in claims:
+        if claim.node_name in registered and claim.node_name:
+            continue
+        if claim.instance_type and claim.instance_type in types:
+            capacity = types[claim.instance_type].capacity
+        else:
+            capacity = Resources()
+            for name in claim.instance_type_options:
+                if name in types:
+                    capacity = capacity.maximum(types[name].capacity)
+        used[claim.nodepool] = used.get(claim.nodepool, Resources()) + capacity
+    return used

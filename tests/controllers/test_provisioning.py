@@ -1,0 +1,273 @@
+"""The provisioning controller against the in-memory cluster, the fake cloud and the in-memory store.
+
+Faked: the Kubernetes API (nodewright.sim.cluster), EC2 (nodewright.sim.cloud), DynamoDB
+(nodewright.sim.state) and time (a virtual clock that `sleep` advances). Observed: what was
+launched (the fake cloud's calls and instances), what was recorded (claims in the store), what the
+cluster looks like afterwards, and the decisions and metrics the controller emitted.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import pytest
+
+from nodewright.controllers.observe import RecordingObserver
+from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.model import labels as wk
+from nodewright.model.instance import Instance
+from nodewright.model.instancetype import InstanceType
+from nodewright.model.node import Node
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodepool import NodePool
+from nodewright.model.pod import Pod
+from nodewright.model.resources import Resources
+from nodewright.sim.clock import VirtualClock
+from nodewright.sim.cloud import FakeCloudProvider
+from nodewright.sim.cluster import InMemoryCluster
+from nodewright.sim.state import InMemoryStateStore
+from tests.builders import instance_type, node_pool, pod
+
+START = 1_800_000_000.0
+TYPES = (
+    instance_type("m5.large", cpu="2", memory="8Gi", pods=29, price=0.096, spot_price=0.04),
+    instance_type("m5.xlarge", cpu="4", memory="16Gi", pods=58, price=0.192, spot_price=0.08),
+    instance_type("m5.4xlarge", cpu="16", memory="64Gi", pods=234, price=0.768, spot_price=0.32),
+)
+
+
+@dataclass
+class FixedCatalog:
+    types: Sequence[InstanceType] = TYPES
+
+    def instance_types(self, nodeclass: EC2NodeClass | None) -> Sequence[InstanceType]:
+        return self.types
+
+
+@dataclass
+class World:
+    clock: VirtualClock = field(default_factory=lambda: VirtualClock(START))
+    store: InMemoryStateStore = field(default_factory=InMemoryStateStore)
+    observer: RecordingObserver = field(default_factory=RecordingObserver)
+    pools: tuple[NodePool, ...] = (node_pool(),)
+
+    def __post_init__(self) -> None:
+        self.cluster = InMemoryCluster(self.clock)
+        self.cloud = FakeCloudProvider(self.clock)
+
+    def provisioner(self, **options: float) -> Provisioner:
+        return Provisioner(
+            cluster=self.cluster,
+            cloud=self.cloud,
+            store=self.store,
+            clock=self.clock,
+            config=StaticConfiguration(self.pools),
+            catalog=FixedCatalog(),
+            observer=self.observer,
+            options=ProvisionerOptions(**options),
+            sleep=self.clock.advance,
+        )
+
+    def pending(self, count: int, prefix: str = "web", **fields: object) -> list[Pod]:
+        pods = [
+            replace(pod(f"{prefix}-{i}", cpu="500m", memory="1Gi", **fields), created_at=self.clock.now())
+            for i in range(count)
+        ]
+        return self.cluster.add_pods(pods)
+
+    def run(self, seconds: float = 30.0) -> dict[str, object]:
+        return self.provisioner().run(self.clock.now() + seconds + 10).as_dict()
+
+    def launches(self) -> int:
+        return len(self.cloud.calls_to("launch"))
+
+
+def test_pending_pods_get_claims_recorded_and_launched() -> None:
+    world = World()
+    world.pending(40)
+    report = world.run()
+    claims = world.store.claims()
+    assert report["launched"]
+    assert {c.name for c in claims} == set(report["launched"])  # type: ignore[arg-type]
+    assert all(c.state == "launched" and c.instance_id for c in claims)
+    assert sorted(p for c in claims for p in c.pods) == sorted(f"default/web-{i}" for i in range(40))
+    assert {i.nodeclaim for i in world.cloud.instances()} == {c.name for c in claims}
+    launches = world.observer.of("launch")
+    assert launches
+    assert set(launches[0]) >= {"nodepool", "pods", "instance_type_options", "instance_type", "price", "reason"}
+
+
+def test_a_second_invocation_launches_nothing_more() -> None:
+    world = World()
+    world.pending(40)
+    world.run()
+    launched = world.launches()
+    report = world.run()
+    assert report["launched"] == []
+    assert world.launches() == launched
+
+
+class DiesAfterLaunch(InMemoryStateStore):
+    """A store whose first save after a launch never happens, as if the Lambda died right there."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dead = False
+
+    def save_claim(self, claim: NodeClaim) -> None:
+        if claim.state == "launched" and not self.dead:
+            self.dead = True
+            raise SystemExit("the Lambda died between CreateFleet and the record")
+        super().save_claim(claim)
+
+
+def test_dying_between_create_fleet_and_the_record_never_launches_twice() -> None:
+    world = World(store=DiesAfterLaunch())
+    world.pending(3)
+    with pytest.raises(SystemExit):
+        world.run()
+    assert world.launches() == 1
+    assert [c.state for c in world.store.claims()] == ["pending"]
+    world.run()
+    claims = world.store.claims()
+    assert len(world.cloud.instances()) == 1
+    assert [c.state for c in claims] == ["launched"]
+    assert claims[0].instance_id == world.cloud.instances()[0].instance_id
+
+
+def test_orphan_instances_are_terminated_after_thirty_seconds() -> None:
+    world = World()
+    orphan = world.cloud.add_instance(
+        Instance("i-orphan", "m5.large", "us-east-1a", "spot", "running", START - 60, nodeclaim="gone-claim")
+    )
+    young = world.cloud.add_instance(
+        Instance("i-young", "m5.large", "us-east-1a", "spot", "running", START - 5, nodeclaim="other")
+    )
+    world.run(5)
+    states = {i.instance_id: i.state for i in world.cloud.instances()}
+    assert orphan.instance_id not in states
+    assert young.instance_id in states
+
+
+def test_capacity_errors_fall_back_from_spot_to_on_demand_in_the_same_invocation() -> None:
+    world = World()
+    world.cloud.insufficient("spot")
+    world.pending(10)
+    report = world.run()
+    capacity = {i.capacity_type for i in world.cloud.instances()}
+    assert capacity == {"on-demand"}
+    assert report["failed"]  # the spot attempt was reported
+    assert world.store.blocked_offerings(world.clock.now())
+    assert sum(len(c.pods) for c in world.store.claims()) == 10
+
+
+def test_two_concurrent_invocations_launch_nothing_twice() -> None:
+    world = World()
+    world.pending(30)
+    results: list[dict[str, object]] = []
+    barrier = threading.Barrier(2)
+
+    def invoke() -> None:
+        barrier.wait()
+        results.append(world.run())
+
+    threads = [threading.Thread(target=invoke) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    pods = [p for c in world.store.claims() for p in c.pods]
+    assert len(pods) == len(set(pods)) == 30
+    assert len({i.nodeclaim for i in world.cloud.instances()}) == len(world.cloud.instances())
+
+
+def test_nodepool_limits_hold_across_invocations() -> None:
+    world = World(pools=(node_pool(limits={"cpu": "8"}),))
+    world.pending(12)  # 6 cpu of requests
+    world.run()
+    world.pending(12, prefix="more")
+    world.run()
+    capacity = Resources()
+    types = {t.name: t for t in TYPES}
+    for claim in world.store.claims():
+        capacity = capacity + types[claim.instance_type].capacity
+    assert capacity["cpu"] <= 8000
+    assert world.observer.of("unschedulable")
+
+
+def register(world: World, claim: NodeClaim, *, ready: bool) -> Node:
+    node = Node(
+        name=f"ip-{claim.instance_id}",
+        labels={wk.HOSTNAME: f"ip-{claim.instance_id}", wk.NW_NODEPOOL: claim.nodepool, wk.NW_NODECLAIM: claim.name},
+        capacity=Resources.of(cpu="2", memory="8Gi", pods=29),
+        allocatable=Resources.of(cpu="2", memory="8Gi", pods=29),
+        provider_id=f"aws:///{claim.zone}/{claim.instance_id}",
+        ready=ready,
+    )
+    return world.cluster.add_node(node)
+
+
+def test_claims_become_registered_then_initialized_as_their_nodes_come_up() -> None:
+    world = World()
+    world.pending(2)
+    world.run()
+    (claim,) = world.store.claims()
+    register(world, claim, ready=False)
+    world.run(1)
+    assert world.store.claims()[0].state == "registered"
+    world.cluster.set_node_ready(f"ip-{claim.instance_id}")
+    world.run(1)
+    assert world.store.claims()[0].state == "initialized"
+
+
+def test_a_node_that_never_registers_is_terminated_after_fifteen_minutes() -> None:
+    world = World()
+    world.pending(2)
+    world.run()
+    (claim,) = world.store.claims()
+    world.clock.advance(16 * 60)
+    world.run(1)
+    assert claim.instance_id not in {i.instance_id for i in world.cloud.instances()}
+    assert world.observer.of("registration-timeout")
+
+
+def test_nodes_whose_instance_is_gone_are_deleted() -> None:
+    world = World()
+    world.pending(2)
+    world.run()
+    (claim,) = world.store.claims()
+    register(world, claim, ready=True)
+    world.cloud.terminate([claim.instance_id])
+    world.run(1)
+    assert world.cluster.get_node(f"ip-{claim.instance_id}") is None
+    assert world.store.claims() == []
+
+
+def test_pending_pods_get_their_launch_within_three_seconds_at_the_median() -> None:
+    world = World()
+    provisioner = world.provisioner()
+    # Deployments scaling up: bursts of 10 pods within half a second, 4 s apart.
+    arrivals = sorted(burst * 4.0 + 0.05 * i for burst in range(6) for i in range(10))
+    launched_at: dict[str, float] = {}
+
+    def sleep(seconds: float) -> None:
+        target = world.clock.now() + seconds
+        while arrivals and arrivals[0] + START <= target:
+            world.clock.advance_to(arrivals.pop(0) + START)
+            world.pending(1, prefix=f"burst-{len(arrivals)}")
+        world.clock.advance_to(target)
+
+    provisioner.sleep = sleep
+    provisioner.run(START + 40)
+    # A pod waits until capacity is committed for it: a launch, or a place on an in-flight node.
+    for decision in (*world.observer.of("launch"), *world.observer.of("nominate")):
+        for key in decision["pods"]:  # type: ignore[attr-defined]
+            launched_at.setdefault(key, decision["at"])  # type: ignore[arg-type]
+    waits = [launched_at[p.key] - p.created_at for p in world.cluster.pods()]
+    assert len(waits) == 60
+    assert statistics.median(waits) <= 3.0
+    assert max(waits) <= 12.0
