@@ -1,0 +1,39 @@
+"""NodePools and EC2NodeClasses for the controllers, from wherever they are stored.
+
+`StoredConfiguration` wraps a reader (the DynamoDB config table, or the cluster's CRDs) and turns
+its validated documents into models. A document that fails validation was refused when it was
+written, so reads see only valid ones; if a read fails outright, the last good configuration is
+used and the failure is reported, so a passing glitch never stops provisioning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from nodewright.config.documents import Document
+from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodepool import NodePool
+from nodewright.ports import Observer
+
+
+class StoredConfiguration:
+    """A Configuration (nodewright.controllers.provisioning) over a document reader."""
+
+    def __init__(self, read: Callable[[], Sequence[Document]], observer: Observer) -> None:
+        self._read = read
+        self._observer = observer
+        self._last: tuple[list[NodePool], dict[str, EC2NodeClass]] | None = None
+
+    def load(self) -> tuple[list[NodePool], dict[str, EC2NodeClass]]:
+        """The NodePools (by name) and EC2NodeClasses by name; the last good set if reading fails."""
+        try:
+            documents = self._read()
+        except Exception as error:  # any failure of the store: keep going on what we had
+            if self._last is None:
+                raise
+            self._observer.decision("config-read-failed", error=str(error), using="last good configuration")
+            return self._last
+        nodepools = sorted((d.model for d in documents if isinstance(d.model, NodePool)), key=lambda p: p.name)
+        nodeclasses = {d.name: d.model for d in documents if isinstance(d.model, EC2NodeClass)}
+        self._last = (nodepools, nodeclasses)
+        return self._last

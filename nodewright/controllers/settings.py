@@ -1,0 +1,75 @@
+"""Settings of the Lambda functions, read once at the edge from the environment the CDK stack sets.
+
+`Settings.from_env(os.environ)` is called by each handler on a cold start; nothing else reads the
+environment. The names match `infra/` (the functions' environment); no secret is passed this way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from nodewright.model.nodepool import REBALANCE_POLICIES
+
+CONFIG_SOURCES = ("dynamodb", "crd")
+
+
+class SettingsError(ValueError):
+    """The environment lacks a setting or holds a bad one; the message names the variable."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What every function needs to know about its deployment."""
+
+    cluster_name: str
+    config_source: str
+    config_table: str
+    state_table: str
+    idempotency_table: str
+    interruption_queue_url: str
+    node_role_arn: str
+    node_instance_profile: str
+    discovery_tag_key: str
+    discovery_tag_value: str
+    rebalance_policy: str
+    provisioner_function: str = ""
+    region: str = ""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        """Read every setting; raise SettingsError naming each missing or invalid variable."""
+        problems: list[str] = []
+
+        def need(name: str) -> str:
+            value = env.get(name, "").strip()
+            if not value:
+                problems.append(f"{name} is not set")
+            return value
+
+        settings = cls(
+            cluster_name=need("CLUSTER_NAME"),
+            config_source=env.get("CONFIG_SOURCE", "dynamodb"),
+            config_table=env.get("CONFIG_TABLE_NAME", ""),
+            state_table=need("STATE_TABLE_NAME"),
+            idempotency_table=env.get("IDEMPOTENCY_TABLE_NAME", ""),
+            interruption_queue_url=env.get("INTERRUPTION_QUEUE_URL", ""),
+            node_role_arn=env.get("NODE_ROLE_ARN", ""),
+            node_instance_profile=env.get("NODE_INSTANCE_PROFILE", ""),
+            discovery_tag_key=env.get("DISCOVERY_TAG_KEY", "karpenter.sh/discovery"),
+            discovery_tag_value=env.get("DISCOVERY_TAG_VALUE", env.get("CLUSTER_NAME", "")),
+            rebalance_policy=env.get("REBALANCE_POLICY", "ReplaceThenDrain"),
+            provisioner_function=env.get("PROVISIONER_FUNCTION_NAME", ""),
+            region=env.get("AWS_REGION", env.get("AWS_DEFAULT_REGION", "")),
+        )
+        if settings.config_source not in CONFIG_SOURCES:
+            problems.append(f"CONFIG_SOURCE {settings.config_source!r} is not one of {', '.join(CONFIG_SOURCES)}")
+        if settings.config_source == "dynamodb" and not settings.config_table:
+            problems.append("CONFIG_TABLE_NAME is not set (CONFIG_SOURCE is dynamodb)")
+        if settings.rebalance_policy not in REBALANCE_POLICIES:
+            problems.append(
+                f"REBALANCE_POLICY {settings.rebalance_policy!r} is not one of {', '.join(REBALANCE_POLICIES)}"
+            )
+        if problems:
+            raise SettingsError("; ".join(problems))
+        return settings

@@ -1,0 +1,31 @@
+"""The Powertools observer writes decisions as JSON log records and metrics as EMF."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aws_lambda_powertools import Logger, Metrics
+
+from nodewright.adapters.powertools import PowertoolsObserver
+
+
+def test_a_decision_is_one_json_record_with_its_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    observer = PowertoolsObserver(Logger(service="provisioner"), Metrics(namespace="Nodewright", service="p"))
+    observer.decision("launch", nodeclaim="default-abc", pods=["default/web-0"], price=0.096)
+    record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert record["decision"] == "launch"
+    assert record["nodeclaim"] == "default-abc"
+    assert record["pods"] == ["default/web-0"]
+
+
+def test_a_metric_with_dimensions_is_flushed_as_emf(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Nodewright")
+    observer = PowertoolsObserver(Logger(service="provisioner"), Metrics(namespace="Nodewright", service="p"))
+    observer.metric("LaunchFailures", 1, reason="InsufficientCapacity")
+    blob = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert blob["LaunchFailures"] == [1.0] or blob["LaunchFailures"] == 1.0
+    assert blob["reason"] == "InsufficientCapacity"
+    assert blob["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Nodewright"
