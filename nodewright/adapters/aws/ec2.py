@@ -1,0 +1,554 @@
+"""The EC2 cloud provider: launch one node per claim with CreateFleet, list and terminate ours.
+
+Role: implements `nodewright.ports.CloudProvider` for AWS through injected EC2 and SSM clients.
+
+Theory of operation, for one `launch(request)`:
+
+1. Resolve the claim's EC2NodeClass (`NodeClassResolver`): per zone one subnet, the security
+   groups, per architecture one AMI (cached with a TTL).
+2. Plan the fleet (`plan_fleet`, pure): every offering of the claim's options (already cheapest
+   first) that the claim's requirements allow (capacity type, zone, instance type), that is not
+   in `request.blocked`, whose zone has a subnet and whose architecture has an AMI. Capacity type
+   by Karpenter's priority: spot when any spot offering remains after dropping those pricier than
+   the cheapest allowed on-demand offering, else on-demand. (Reserved capacity needs a
+   capacity-reservation id the model does not carry yet, so it is never chosen.) At most the 60
+   cheapest instance types, times their zones.
+3. One launch template per architecture (`LaunchTemplates`), its user data registering the node
+   with its labels and taints (`userdata`).
+4. CreateFleet `instant`, target capacity 1, spot `price-capacity-optimized` or on-demand
+   `lowest-price`, tags on the instance, its volumes and the fleet (network interfaces get them
+   from the launch template: CreateFleet cannot tag them).
+
+Idempotency: the ClientToken is derived from the cluster and claim name, so a retry after a crash
+(same claim, same request) gets EC2's stored answer instead of a second instance. A retry with a
+*different* request under the same token (the claim was re-planned after a capacity error) makes
+EC2 answer IdempotentParameterMismatch: then an instance tagged with the claim is looked up and
+returned if one exists; only when none does is a token derived from the claim *and* the request
+used, so launching twice needs both a different request and an instance EC2 does not list yet.
+
+Errors (the port's contract): capacity errors in the response (`CAPACITY_ERROR_CODES`) raise
+InsufficientCapacity with the failed (capacity type, instance type, zone) offerings (an error
+without overrides counts against every offering asked for); so does a request left with no
+offering at all. Anything else raises LaunchError naming the claim and EC2's codes. Throttling
+is retried with jittered backoff (`retry.Backoff`) on every call.
+
+Claim label and launch templates: the claim name is a node label (`nodewright.io/nodeclaim`),
+so with `claim_label=True` (the default) user data, and with it the template, is per claim; such
+a template is deleted right after its CreateFleet (a replay recreates the identical one first)
+and `prune_launch_templates` collects any a crash left. With `claim_label=False` templates are
+shared per (NodeClass, AMI, capacity type) and cached for the life of the process.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from nodewright.adapters.aws.launch_template import NOT_FOUND_CODES, LaunchTemplates, template_data
+from nodewright.adapters.aws.nodeclass_resolver import NodeClassResolver, ResolvedNodeClass
+from nodewright.adapters.aws.retry import Backoff, error_code
+from nodewright.adapters.aws.userdata import Bootstrap, InvalidBootstrap, node_labels, node_taints, render
+from nodewright.model import labels as wk
+from nodewright.model.cluster import ClusterInfo
+from nodewright.model.instance import Instance
+from nodewright.model.instancetype import InstanceType
+from nodewright.ports import Clock, InsufficientCapacity, LaunchError, LaunchRequest, Offering
+
+log = logging.getLogger(__name__)
+
+CLUSTER_TAG = "nodewright.io/cluster"
+NODEPOOL_TAG = wk.NW_NODEPOOL
+NODECLAIM_TAG = wk.NW_NODECLAIM
+MAX_INSTANCE_TYPES = 60
+# Fleet errors that mean "no capacity for this offering now": block it and try elsewhere.
+CAPACITY_ERROR_CODES = frozenset(
+    {
+        "InsufficientInstanceCapacity",
+        "InsufficientCapacity",
+        "UnfulfillableCapacity",
+        "MaxSpotInstanceCountExceeded",
+        "VcpuLimitExceeded",
+        "InsufficientFreeAddressesInSubnet",
+        "ReservationCapacityExceeded",
+        "SpotMaxPriceTooLow",
+        "Unsupported",
+    }
+)
+LIVE_STATES = ("pending", "running", "stopping", "stopped", "shutting-down")
+TERMINATE_BATCH = 500
+_ID_PATTERN = r"i-[0-9a-f]+"
+
+
+@dataclass(frozen=True, slots=True)
+class Override:
+    """One (instance type, zone) the fleet may launch, with the subnet, architecture and price."""
+
+    instance_type: str
+    zone: str
+    subnet_id: str
+    arch: str
+    price: float
+
+    def offering(self, capacity_type: str) -> Offering:
+        """The (capacity type, instance type, zone) key of this override."""
+        return (capacity_type, self.instance_type, self.zone)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetPlan:
+    """The capacity type to launch and the overrides to offer EC2, cheapest first."""
+
+    capacity_type: str
+    overrides: tuple[Override, ...]
+
+    @property
+    def offerings(self) -> tuple[Offering, ...]:
+        """Every offering the plan asks for."""
+        return tuple(o.offering(self.capacity_type) for o in self.overrides)
+
+
+# --- pure planning -----------------------------------------------------------------------------
+
+
+def candidate_overrides(request: LaunchRequest, resolved: ResolvedNodeClass) -> dict[str, list[Override]]:
+    """Capacity type -> the overrides of every offering the request allows, in option order."""
+    requirements = request.claim.requirements
+    capacity_req = requirements.get(wk.CAPACITY_TYPE)
+    zone_req = requirements.get(wk.ZONE)
+    type_req = requirements.get(wk.INSTANCE_TYPE)
+    out: dict[str, list[Override]] = {}
+    for option in request.options:
+        if type_req is not None and not type_req.has(option.name):
+            continue
+        if option.arch not in resolved.images:
+            continue
+        for offer in sorted(option.available_offerings(), key=lambda o: (o.price, o.zone, o.capacity_type)):
+            if capacity_req is not None and not capacity_req.has(offer.capacity_type):
+                continue
+            if zone_req is not None and not zone_req.has(offer.zone):
+                continue
+            subnet = resolved.subnets.get(offer.zone)
+            if subnet is None or (offer.capacity_type, option.name, offer.zone) in request.blocked:
+                continue
+            out.setdefault(offer.capacity_type, []).append(
+                Override(option.name, offer.zone, subnet.id, option.arch, offer.price)
+            )
+    return out
+
+
+def plan_fleet(request: LaunchRequest, resolved: ResolvedNodeClass) -> FleetPlan | None:
+    """What to ask CreateFleet for, or None when no allowed offering remains."""
+    candidates = candidate_overrides(request, resolved)
+    spot = candidates.get("spot", [])
+    on_demand = candidates.get("on-demand", [])
+    if spot and on_demand:
+        # Karpenter: spot dearer than on-demand is never worth its interruptions.
+        cheapest = min(o.price for o in on_demand)
+        spot = [o for o in spot if o.price <= cheapest]
+    capacity_type, chosen = ("spot", spot) if spot else ("on-demand", on_demand)
+    if not chosen:
+        return None
+    types: list[str] = []
+    for override in chosen:
+        if override.instance_type not in types:
+            types.append(override.instance_type)
+    kept = set(types[:MAX_INSTANCE_TYPES])
+    overrides = sorted((o for o in chosen if o.instance_type in kept), key=lambda o: (o.price, o.instance_type, o.zone))
+    return FleetPlan(capacity_type, tuple(overrides))
+
+
+def client_token(cluster: str, claim: str, variant: str = "") -> str:
+    """The CreateFleet ClientToken for a claim (<= 64 characters, stable across retries).
+
+    With `variant` (the request's content) the token also depends on what is asked for: used only
+    after EC2 reported the claim's plain token spent on a different request.
+    """
+    token = "nw-" + hashlib.sha256(f"{cluster}/{claim}".encode()).hexdigest()[:32]
+    if variant:
+        token += "-" + hashlib.sha256(variant.encode()).hexdigest()[:24]
+    return token
+
+
+def resource_tags(cluster: str, request: LaunchRequest) -> dict[str, str]:
+    """Tags of every resource a launch creates: the NodeClass's tags, then ours (which win)."""
+    claim = request.claim
+    return {
+        **request.nodeclass.tags,
+        f"kubernetes.io/cluster/{cluster}": "owned",
+        CLUSTER_TAG: cluster,
+        NODEPOOL_TAG: request.nodepool.name,
+        NODECLAIM_TAG: claim.name,
+        wk.NODEPOOL: request.nodepool.name,
+        "Name": f"{request.nodepool.name}/{claim.name}",
+    }
+
+
+def _tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
+
+
+def fleet_request(plan: FleetPlan, templates: Mapping[str, str], tags: Mapping[str, str], token: str) -> dict[str, Any]:
+    """The CreateFleet arguments: one launch template config per architecture."""
+    configs = []
+    for arch in sorted({o.arch for o in plan.overrides}):
+        configs.append(
+            {
+                "LaunchTemplateSpecification": {"LaunchTemplateName": templates[arch], "Version": "$Latest"},
+                "Overrides": [
+                    {"InstanceType": o.instance_type, "SubnetId": o.subnet_id, "AvailabilityZone": o.zone}
+                    for o in plan.overrides
+                    if o.arch == arch
+                ],
+            }
+        )
+    request: dict[str, Any] = {
+        "Type": "instant",
+        "ClientToken": token,
+        "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": plan.capacity_type},
+        "LaunchTemplateConfigs": configs,
+        "TagSpecifications": [
+            {"ResourceType": kind, "Tags": _tag_list(tags)} for kind in ("instance", "volume", "fleet")
+        ],
+    }
+    if plan.capacity_type == "spot":
+        request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+    else:
+        request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+    return request
+
+
+@dataclass(frozen=True, slots=True)
+class FleetErrors:
+    """The Errors of a CreateFleet response, split into capacity errors and the rest."""
+
+    capacity: tuple[Offering, ...]
+    other: tuple[str, ...]
+    template_missing: bool
+    reason: str
+
+
+def classify_errors(errors: Iterable[Mapping[str, Any]], plan: FleetPlan) -> FleetErrors:
+    """Sort fleet errors: capacity errors -> the offerings they hit; the rest -> messages."""
+    zone_of_subnet = {o.subnet_id: o.zone for o in plan.overrides}
+    capacity: list[Offering] = []
+    other: list[str] = []
+    codes: list[str] = []
+    missing = False
+    for error in errors:
+        code = str(error.get("ErrorCode", ""))
+        message = str(error.get("ErrorMessage", ""))
+        codes.append(code)
+        overrides = (error.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+        capacity_type = str(error.get("Lifecycle") or plan.capacity_type)
+        if code in CAPACITY_ERROR_CODES:
+            instance_type = overrides.get("InstanceType")
+            zone = overrides.get("AvailabilityZone") or zone_of_subnet.get(str(overrides.get("SubnetId", "")))
+            if instance_type and zone:
+                capacity.append((capacity_type, str(instance_type), str(zone)))
+            else:
+                capacity.extend(plan.offerings)
+        else:
+            missing = missing or code in NOT_FOUND_CODES
+            other.append(f"{code}: {message}" if message else code)
+    unique_codes = sorted(set(codes))
+    return FleetErrors(
+        capacity=tuple(sorted(set(capacity))),
+        other=tuple(dict.fromkeys(other)),
+        template_missing=missing,
+        reason=", ".join(unique_codes) or "no instance launched",
+    )
+
+
+def instance_from_description(item: Mapping[str, Any]) -> Instance:
+    """An Instance from one DescribeInstances entry (tags give the claim and NodePool)."""
+    tags = {t["Key"]: t["Value"] for t in item.get("Tags", [])}
+    lifecycle = item.get("InstanceLifecycle")
+    if lifecycle == "spot":
+        capacity_type = "spot"
+    elif item.get("CapacityReservationId"):
+        capacity_type = "reserved"
+    else:
+        capacity_type = "on-demand"
+    launched = item.get("LaunchTime")
+    return Instance(
+        instance_id=str(item["InstanceId"]),
+        instance_type=str(item.get("InstanceType", "")),
+        zone=str((item.get("Placement") or {}).get("AvailabilityZone", "")),
+        capacity_type=capacity_type,
+        state=str((item.get("State") or {}).get("Name", "")),
+        launched_at=launched.timestamp() if isinstance(launched, datetime) else 0.0,
+        nodeclaim=tags.get(NODECLAIM_TAG, ""),
+        nodepool=tags.get(NODEPOOL_TAG, ""),
+    )
+
+
+def _price(options: Sequence[InstanceType], capacity_type: str, instance_type: str, zone: str) -> float:
+    for option in options:
+        if option.name == instance_type:
+            for offer in option.offerings:
+                if offer.capacity_type == capacity_type and offer.zone == zone:
+                    return offer.price
+    return 0.0
+
+
+# --- the provider (I/O) ------------------------------------------------------------------------
+
+
+class Ec2CloudProvider:
+    """`CloudProvider` for EC2 (see the module docstring for how a launch works).
+
+    `instance_profile` is used for NodeClasses that name a `role` (the stack creates that role's
+    instance profile and passes its name in); a NodeClass's `instanceProfile` is used as is.
+    Not thread-safe: one per Lambda container.
+    """
+
+    def __init__(
+        self,
+        ec2_client: Any,
+        ssm_client: Any,
+        cluster: ClusterInfo,
+        *,
+        instance_profile: str,
+        clock: Clock,
+        backoff: Backoff | None = None,
+        resolver: NodeClassResolver | None = None,
+        templates: LaunchTemplates | None = None,
+        claim_label: bool = True,
+        terminate_batch: int = TERMINATE_BATCH,
+    ) -> None:
+        self._ec2 = ec2_client
+        self._cluster = cluster
+        self._instance_profile = instance_profile
+        self._clock = clock
+        self._backoff = backoff or Backoff()
+        self._resolver = resolver or NodeClassResolver(
+            ec2_client, ssm_client, cluster, clock=clock, backoff=self._backoff
+        )
+        self._templates = templates or LaunchTemplates(ec2_client, cluster.name, backoff=self._backoff)
+        self._claim_label = claim_label
+        self._terminate_batch = terminate_batch
+
+    # CloudProvider ------------------------------------------------------------------------------
+
+    def launch(self, request: LaunchRequest) -> Instance:
+        """Launch the claim's node; see the module docstring for the contract."""
+        claim = request.claim
+        try:
+            resolved = self._resolver.resolve(request.nodeclass)
+        except LaunchError:
+            raise
+        except Exception as error:
+            raise LaunchError(
+                f"claim {claim.name}: EC2NodeClass {request.nodeclass.name} could not be resolved: "
+                f"{_describe_error(error)}"
+            ) from error
+        plan = plan_fleet(request, resolved)
+        if plan is None:
+            raise InsufficientCapacity((), f"claim {claim.name}: no allowed offering is left to launch")
+        templates = self._ensure_templates(request, resolved, plan)
+        try:
+            outcome = self._create_fleet(request, plan, templates)
+            if (
+                not isinstance(outcome, Instance)
+                and classify_errors(outcome.get("Errors") or [], plan).template_missing
+            ):
+                # Deleted behind our back (pruned by another process): recreate once and retry.
+                for name in templates.values():
+                    self._templates.forget(name)
+                templates = self._ensure_templates(request, resolved, plan)
+                outcome = self._create_fleet(request, plan, templates)
+        finally:
+            if self._claim_label:
+                self._drop_templates(templates.values())
+        if isinstance(outcome, Instance):
+            price = _price(request.options, outcome.capacity_type, outcome.instance_type, outcome.zone)
+            return replace(outcome, nodepool=request.nodepool.name, price=price)
+        return self._instance_or_raise(request, plan, outcome)
+
+    def instances(self) -> list[Instance]:
+        """Every instance tagged for this cluster that is not terminated."""
+        return self._describe([{"Name": f"tag:{CLUSTER_TAG}", "Values": [self._cluster.name]}])
+
+    def terminate(self, instance_ids: Sequence[str]) -> None:
+        """Terminate in batches; ids EC2 does not know count as terminated."""
+        ids = list(dict.fromkeys(instance_ids))
+        for start in range(0, len(ids), self._terminate_batch):
+            self._terminate_batch_ids(ids[start : start + self._terminate_batch])
+
+    # housekeeping ------------------------------------------------------------------------------
+
+    def prune_launch_templates(self, older_than: float = 3600.0) -> list[str]:
+        """Delete this cluster's launch templates older than `older_than` seconds.
+
+        Any still needed are recreated on use. Returns the names deleted.
+        """
+        return self._templates.prune(self._clock.now(), older_than)
+
+    # internals ----------------------------------------------------------------------------------
+
+    def _ensure_templates(self, request: LaunchRequest, resolved: ResolvedNodeClass, plan: FleetPlan) -> dict[str, str]:
+        nodeclass = request.nodeclass
+        bootstrap = Bootstrap(
+            cluster=self._cluster,
+            labels=node_labels(request.claim, request.nodepool, plan.capacity_type, claim_label=self._claim_label),
+            taints=node_taints(request.claim, request.nodepool),
+            kubelet=nodeclass.kubelet,
+            custom_user_data=nodeclass.user_data,
+        )
+        try:
+            text = render(nodeclass.effective_ami_family, bootstrap)
+        except InvalidBootstrap as error:
+            raise LaunchError(f"claim {request.claim.name}: cannot build user data: {error}") from None
+        user_data = base64.b64encode(text.encode()).decode()
+        profile = nodeclass.instance_profile or self._instance_profile
+        static_tags = {
+            k: v for k, v in resource_tags(self._cluster.name, request).items() if k not in (NODECLAIM_TAG, "Name")
+        }
+        names: dict[str, str] = {}
+        for arch in sorted({o.arch for o in plan.overrides}):
+            data = template_data(
+                nodeclass=nodeclass,
+                image_id=resolved.images[arch].id,
+                user_data_b64=user_data,
+                security_groups=resolved.security_groups,
+                instance_profile=profile,
+            )
+            # CreateFleet cannot tag network interfaces, a launch template can; claim-free tags
+            # keep one shared template per NodePool when the claim label is off.
+            data["TagSpecifications"] = [{"ResourceType": "network-interface", "Tags": _tag_list(static_tags)}]
+            try:
+                names[arch] = self._templates.ensure(data, nodeclass=nodeclass)
+            except Exception as error:
+                raise LaunchError(
+                    f"claim {request.claim.name}: CreateLaunchTemplate failed: {_describe_error(error)}"
+                ) from error
+        return names
+
+    def _create_fleet(
+        self, request: LaunchRequest, plan: FleetPlan, templates: Mapping[str, str]
+    ) -> dict[str, Any] | Instance:
+        """The CreateFleet response, or the claim's instance when an earlier attempt launched it."""
+        claim = request.claim
+        tags = resource_tags(self._cluster.name, request)
+        arguments = fleet_request(plan, templates, tags, client_token(self._cluster.name, claim.name))
+        try:
+            return self._call_fleet(arguments)
+        except Exception as error:
+            code = error_code(error)
+            if code in NOT_FOUND_CODES:
+                # Reported as an API error rather than in Errors: the same case to `launch`.
+                return {"Instances": [], "Errors": [{"ErrorCode": code, "ErrorMessage": _describe_error(error)}]}
+            if code != "IdempotentParameterMismatch":
+                raise LaunchError(f"claim {claim.name}: CreateFleet failed: {_describe_error(error)}") from error
+        # The claim's token was spent on a different request (an earlier attempt of this claim).
+        existing = self._claim_instances(claim.name)
+        if existing:
+            log.info("claim %s: already launched as %s", claim.name, existing[0].instance_id)
+            return existing[0]
+        content = json.dumps({k: v for k, v in arguments.items() if k != "ClientToken"}, sort_keys=True)
+        arguments["ClientToken"] = client_token(self._cluster.name, claim.name, content)
+        try:
+            return self._call_fleet(arguments)
+        except Exception as error:
+            raise LaunchError(f"claim {claim.name}: CreateFleet failed: {_describe_error(error)}") from error
+
+    def _call_fleet(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        response: dict[str, Any] = self._backoff.call(lambda: self._ec2.create_fleet(**arguments))
+        return response
+
+    def _instance_or_raise(self, request: LaunchRequest, plan: FleetPlan, response: Mapping[str, Any]) -> Instance:
+        claim = request.claim
+        errors = classify_errors(response.get("Errors") or [], plan)
+        for entry in response.get("Instances") or []:
+            ids = entry.get("InstanceIds") or []
+            if not ids:
+                continue
+            if len(ids) > 1:
+                log.warning("claim %s: CreateFleet returned %d instances, keeping %s", claim.name, len(ids), ids[0])
+            overrides = (entry.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+            instance_type = str(entry.get("InstanceType") or overrides.get("InstanceType", ""))
+            subnet_zone = {o.subnet_id: o.zone for o in plan.overrides}
+            zone = str(overrides.get("AvailabilityZone") or subnet_zone.get(str(overrides.get("SubnetId", "")), ""))
+            capacity_type = str(entry.get("Lifecycle") or plan.capacity_type)
+            if errors.capacity:
+                log.info("claim %s: launched after capacity errors on %s", claim.name, errors.capacity)
+            return Instance(
+                instance_id=str(ids[0]),
+                instance_type=instance_type,
+                zone=zone,
+                capacity_type=capacity_type,
+                state="pending",
+                launched_at=self._clock.now(),
+                nodeclaim=claim.name,
+                nodepool=request.nodepool.name,
+                price=_price(request.options, capacity_type, instance_type, zone),
+            )
+        if errors.capacity:
+            raise InsufficientCapacity(errors.capacity, errors.reason)
+        detail = "; ".join(errors.other) or "CreateFleet returned no instance and no error"
+        raise LaunchError(f"claim {claim.name}: {detail}")
+
+    def _drop_templates(self, names: Iterable[str]) -> None:
+        for name in names:
+            try:
+                self._templates.delete(name)
+            except Exception as error:  # best effort: prune_launch_templates collects leftovers
+                log.warning("could not delete launch template %s: %s", name, _describe_error(error))
+
+    def _claim_instances(self, claim: str) -> list[Instance]:
+        return self._describe(
+            [
+                {"Name": f"tag:{CLUSTER_TAG}", "Values": [self._cluster.name]},
+                {"Name": f"tag:{NODECLAIM_TAG}", "Values": [claim]},
+            ]
+        )
+
+    def _describe(self, filters: list[dict[str, Any]]) -> list[Instance]:
+        query = [*filters, {"Name": "instance-state-name", "Values": list(LIVE_STATES)}]
+
+        def pages() -> list[Instance]:
+            paginator = self._ec2.get_paginator("describe_instances")
+            return [
+                instance_from_description(item)
+                for page in paginator.paginate(Filters=query)
+                for reservation in page.get("Reservations", [])
+                for item in reservation.get("Instances", [])
+            ]
+
+        found = self._backoff.call(pages)
+        return sorted(found, key=lambda i: (i.launched_at, i.instance_id))
+
+    def _terminate_batch_ids(self, ids: list[str]) -> None:
+        remaining = list(ids)
+        while remaining:
+            try:
+                self._backoff.call(partial(self._ec2.terminate_instances, InstanceIds=remaining))
+                return
+            except Exception as error:
+                if error_code(error) != "InvalidInstanceID.NotFound":
+                    raise
+                gone = set(re.findall(_ID_PATTERN, str(error))) & set(remaining)
+                if not gone:
+                    # The message named no id we sent: fall back to one call per id.
+                    if len(remaining) == 1:
+                        return
+                    for instance_id in remaining:
+                        self._terminate_batch_ids([instance_id])
+                    return
+                remaining = [i for i in remaining if i not in gone]
+
+
+def _describe_error(error: BaseException) -> str:
+    code = error_code(error)
+    if code:
+        message = getattr(error, "response", {}).get("Error", {}).get("Message", "")
+        return f"{code}: {message}" if message else code
+    return f"{type(error).__name__}: {error}"
