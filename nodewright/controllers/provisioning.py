@@ -24,7 +24,7 @@ import hashlib
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from nodewright.engine.scheduling import PlannedClaim, PoolCapacity, SchedulingInput, SchedulingResult, solve
@@ -95,6 +95,9 @@ class ProvisionerOptions:
     resume_grace: float = 60.0
     capacity_error_ttl: float = 180.0
     max_replans: int = 3
+    # Pods no NodePool can take now wait this long before a pass tries them again, so they
+    # neither trigger a pass every second nor flood the log with the same reason.
+    unschedulable_retry: float = 30.0
 
 
 @dataclass
@@ -175,10 +178,12 @@ class Provisioner:
             first_seen: float | None = None
             last_change = 0.0
             seen: frozenset[str] = frozenset()
+            parked: dict[str, float] = {}
             while self.clock.now() < deadline - opts.deadline_margin:
                 snapshot = self.cluster.snapshot()
-                waiting = frozenset(p.key for p in snapshot.pending()) - self._handled()
                 now = self.clock.now()
+                resting = frozenset(pod for pod, until in parked.items() if until > now)
+                waiting = frozenset(p.key for p in snapshot.pending()) - self._handled() - resting
                 if not waiting:
                     first_seen = None
                 elif first_seen is None or not waiting <= seen:
@@ -189,6 +194,7 @@ class Provisioner:
                     now - last_change >= opts.batch_idle or now - first_seen >= opts.batch_max
                 ):
                     result = self.provision(snapshot)
+                    parked.update(dict.fromkeys(result.unschedulable, self.clock.now() + opts.unschedulable_retry))
                     report.passes += 1
                     report.launched += result.launched
                     report.failed.update(result.failed)
@@ -255,11 +261,14 @@ class Provisioner:
         types = {t.name: t for pool in pools for t in pool.instance_types}
         registered = {n.name for n in snapshot.nodes}
         inflight = tuple(c for c in claims if c.state == "launched" and c.node_name not in registered)
+        # Pods an in-flight claim already holds are bound to it for this plan, not planned again.
+        holder = {pod: c.node_name or c.name for c in inflight for pod in c.pods}
+        held = tuple(replace(p, node_name=holder[p.key]) for p in pending if p.key in holder)
         return SchedulingInput(
-            pods=tuple(pending),
+            pods=tuple(p for p in pending if p.key not in holder),
             pools=pools,
             nodes=snapshot.nodes,
-            bound_pods=tuple(p for p in snapshot.pods if p.node_name),
+            bound_pods=tuple(p for p in snapshot.pods if p.node_name) + held,
             inflight=inflight,
             daemonsets=snapshot.daemonsets,
             blocked=self.store.blocked_offerings(now),

@@ -321,13 +321,15 @@ class _Solver:
             t = pool.by_name.get(claim.instance_type) if pool else None
             if pool is None or t is None:
                 continue
+            name = claim.node_name or claim.name
+            load = used.get(name, [0] * len(self.names))
             self.existing.append(
                 _Bin(
-                    claim.node_name or claim.name,
+                    name,
                     "inflight",
                     claim.requirements.intersection(Requirements.from_labels(claim.labels)),
                     claim.taints,
-                    list(t.cap),
+                    [c - u for c, u in zip(t.cap, load, strict=True)],
                     pool=pool,
                     target=t,
                 )
