@@ -60,6 +60,7 @@ SCAN_LIMIT = 256
 # Plans with more claims than this skip the merge pass (it compares claims pairwise).
 REPACK_LIMIT = 600
 REPACK_SWEEPS = 3
+REPACK_PARTNERS = 24
 # A new claim's target is chosen again once the demand it was chosen for has shrunk to this share.
 TARGET_REFRESH = 0.5
 # How much dearer (as a fraction) a smaller target type may be than the most cost-efficient one.
@@ -188,6 +189,8 @@ class _Solver:
         self._claim_fits: dict[tuple[Requirements, Requirements, str], bool] = {}
         self._option_lists: dict[tuple[str, Requirements], list[_Option]] = {}
         self._bound_cache: dict[tuple[object, ...], bool] = {}
+        self._prices: dict[tuple[object, ...], float] = {}
+        self._largest: dict[str, tuple[int, int]] = {}
         self._reachable_cache: dict[tuple[object, ...], frozenset[str]] = {}
         self._tolerates: dict[tuple[object, ...], bool] = {}
         self._targets: dict[tuple[object, ...], tuple[_Type | None, str, list[int]]] = {}
@@ -866,9 +869,11 @@ class _Solver:
                 continue
             best: tuple[float, _Bin, _Type, Requirements] | None = None
             price_a = self._price(a)
-            for b in members:
-                if b is a:
-                    continue
+            # Savings come from pairing with small claims; offering only the smallest few keeps the
+            # pass near-linear on large plans.
+            ci = self.index[CPU]
+            partners = sorted((b for b in members if b is not a), key=lambda b: (self._used(b)[ci], b.name))
+            for b in partners[:REPACK_PARTNERS]:
                 found = self._merged_type(a, b)
                 if found is None:
                     continue
@@ -889,9 +894,14 @@ class _Solver:
         return [c - f for c, f in zip(b.target.cap, b.free, strict=True)]
 
     def _price(self, b: _Bin) -> float:
-        """$/h of the cheapest type that holds the claim as it is now."""
-        found = self._cheapest_fit(b.pool, b.requirements, self._used(b))
-        return found[0] if found is not None else float("inf")
+        """$/h of the cheapest type that holds the claim as it is now (cached until it changes)."""
+        used = self._used(b)
+        key = (b.name, b.requirements, tuple(used))
+        price = self._prices.get(key)
+        if price is None:
+            found = self._cheapest_fit(b.pool, b.requirements, used)
+            price = self._prices[key] = found[0] if found is not None else float("inf")
+        return price
 
     def _merged_type(self, a: _Bin, b: _Bin) -> tuple[float, _Type, Requirements] | None:
         reqs = b.requirements.intersection(a.requirements)
@@ -904,6 +914,14 @@ class _Solver:
     def _cheapest_fit(self, pool: _Pool | None, reqs: Requirements, used: Sequence[int]) -> tuple[float, _Type] | None:
         assert pool is not None
         ci, mi = self.index[CPU], self.index[MEMORY]
+        largest = self._largest.get(pool.name)
+        if largest is None:
+            largest = self._largest[pool.name] = (
+                max((t.cap[ci] for t in pool.types), default=0),
+                max((t.cap[mi] for t in pool.types), default=0),
+            )
+        if used[ci] > largest[0] or used[mi] > largest[1]:
+            return None  # no type of the pool is that large: skip the scan
         for price, _, t, _ in self._candidates(pool, reqs):
             if t.exotic or t.cap[ci] < used[ci] or t.cap[mi] < used[mi]:
                 continue
