@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 
 import pytest
 from aws_lambda_powertools import Logger, Metrics
@@ -10,10 +12,14 @@ from aws_lambda_powertools import Logger, Metrics
 from nodewright.adapters.powertools import PowertoolsObserver
 
 
-def test_a_decision_is_one_json_record_with_its_fields(capsys: pytest.CaptureFixture[str]) -> None:
-    observer = PowertoolsObserver(Logger(service="provisioner"), Metrics(namespace="Nodewright", service="p"))
+def test_a_decision_is_one_json_record_with_its_fields() -> None:
+    # Loggers of one service share a handler; a service of its own and a stream of its own keep
+    # this test independent of the order tests run in.
+    stream = io.StringIO()
+    logger = Logger(service="observer-test", logger_handler=logging.StreamHandler(stream))
+    observer = PowertoolsObserver(logger, Metrics(namespace="Nodewright", service="p"))
     observer.decision("launch", nodeclaim="default-abc", pods=["default/web-0"], price=0.096)
-    record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    record = json.loads(stream.getvalue().strip().splitlines()[-1])
     assert record["decision"] == "launch"
     assert record["nodeclaim"] == "default-abc"
     assert record["pods"] == ["default/web-0"]
