@@ -286,25 +286,29 @@ class Provisioner:
     ) -> bool:
         """Launch every planned claim; True when a capacity error asks for another plan."""
         pools = {p.name: p for p in nodepools}
+        types = {t.name: t for pc in inp.pools for t in pc.instance_types}
+        # This pass's fresh read of claims and blocked offerings, kept current as it launches: with
+        # the lease held, this pass is the only writer, so no further reads are needed.
+        used = dict(inp.used)
+        blocked = set(inp.blocked)
         replan = False
         for planned in result.claims:
             pool = pools[planned.nodepool]
             nodeclass = nodeclasses.get(pool.node_class_ref.name) or EC2NodeClass(pool.node_class_ref.name)
             claim = self._claim(planned, pool, self.clock.now())
-            if not self._within_limits(pool, planned, inp):
+            if not _within_limits(pool, planned, used.get(pool.name, Resources())):
                 report.failed[claim.name] = "limits"
                 self.observer.decision("limit-reached", nodepool=pool.name, pods=len(planned.pods))
                 continue
             if not self.store.create_claim(claim):  # the same pass cannot run twice; be safe anyway
                 continue
-            request = LaunchRequest(
-                claim, pool, nodeclass, planned.options, self.store.blocked_offerings(claim.created_at)
-            )
+            request = LaunchRequest(claim, pool, nodeclass, planned.options, frozenset(blocked))
             try:
                 instance = self.cloud.launch(request)
             except InsufficientCapacity as error:
                 until = self.clock.now() + self.options.capacity_error_ttl
                 self.store.block_offerings(error.offerings, until)
+                blocked.update(error.offerings)
                 self.store.delete_claim(claim.name)
                 report.failed[claim.name] = error.reason
                 self.observer.metric("LaunchFailures", 1, reason="InsufficientCapacity")
@@ -320,6 +324,9 @@ class Provisioner:
                 self.observer.decision("launch-failed", nodeclaim=claim.name, error=str(error))
                 continue
             self._record_launch(claim, instance, planned)
+            launched_type = types.get(instance.instance_type)
+            if launched_type is not None:
+                used[pool.name] = used.get(pool.name, Resources()) + launched_type.capacity
             report.launched.append(claim.name)
         return replan
 
@@ -383,20 +390,6 @@ class Provisioner:
             state="pending",
             created_at=now,
         )
-
-    def _within_limits(self, pool: NodePool, planned: PlannedClaim, inp: SchedulingInput) -> bool:
-        """Re-check the pool's limits against live records just before launching (pessimistically,
-        the largest option counts), in case anything launched since the plan was made.
-        """
-        if pool.limits is None:
-            return True
-        types = {t.name: t for pc in inp.pools for t in pc.instance_types}
-        used = _used(inp.nodes, self.store.claims(), types).get(pool.name, Resources())
-        peak = Resources()
-        for option in planned.options:
-            peak = peak.maximum(option.capacity)
-        total = used + peak
-        return all(total[name] <= limit for name, limit in pool.limits.items())
 
     def _hourly_cost(self) -> float:
         return sum(c.price for c in self.store.claims() if c.state != "pending")
@@ -470,6 +463,19 @@ class Provisioner:
                 counts["stale_nodes"] += 1
                 self.observer.decision("stale-node-deleted", node=node.name, instance_id=node.instance_id)
         return counts
+
+
+def _within_limits(pool: NodePool, planned: PlannedClaim, used: Resources) -> bool:
+    """Re-check the pool's limits just before launching: what the pool uses now plus, pessimistically,
+    the largest of the claim's options (the launch may get any of them).
+    """
+    if pool.limits is None:
+        return True
+    peak = Resources()
+    for option in planned.options:
+        peak = peak.maximum(option.capacity)
+    total = used + peak
+    return all(total[name] <= limit for name, limit in pool.limits.items())
 
 
 def _launched(claim: NodeClaim, instance: Instance, now: float) -> NodeClaim:
