@@ -31,42 +31,37 @@ class State(Construct):
     def __init__(self, scope: Construct, construct_id: str) -> None:
         """Create the three tables (no props: their shape is part of the runtime contract)."""
         super().__init__(scope, construct_id)
+        # One item per document, keyed `Kind#name` (nodewright.adapters.aws.config_store);
+        # the operator's configuration: kept when the stack is deleted, and protected.
+        self.config_table = self._table("ConfigTable", "pk", deletion_protection=True, retain=True)
+        # Working state is rebuilt from the cluster and EC2 on the next pass.
+        self.state_table = self._table("StateTable", "pk", sort_key="sk", ttl=STATE_TTL_ATTRIBUTE)
+        self.idempotency_table = self._table("IdempotencyTable", "id", ttl=IDEMPOTENCY_TTL_ATTRIBUTE)
+
+    def _table(
+        self,
+        construct_id: str,
+        partition_key: str,
+        *,
+        sort_key: str | None = None,
+        ttl: str | None = None,
+        deletion_protection: bool = False,
+        retain: bool = False,
+    ) -> dynamodb.Table:
+        """An on-demand table with point-in-time recovery and string keys."""
         string = dynamodb.AttributeType.STRING
-        self.config_table = dynamodb.Table(
+        return dynamodb.Table(
             self,
-            "ConfigTable",
-            # One item per document, keyed `Kind#name` (nodewright.adapters.aws.config_store).
-            partition_key=dynamodb.Attribute(name="pk", type=string),
+            construct_id,
+            partition_key=dynamodb.Attribute(name=partition_key, type=string),
+            sort_key=dynamodb.Attribute(name=sort_key, type=string) if sort_key else None,
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
-            deletion_protection=True,
-            removal_policy=cdk.RemovalPolicy.RETAIN,
-        )
-        self.state_table = dynamodb.Table(
-            self,
-            "StateTable",
-            partition_key=dynamodb.Attribute(name="pk", type=string),
-            sort_key=dynamodb.Attribute(name="sk", type=string),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            time_to_live_attribute=STATE_TTL_ATTRIBUTE,
-            # Working state is rebuilt from the cluster and EC2 on the next pass.
-            removal_policy=cdk.RemovalPolicy.DESTROY,
-        )
-        self.idempotency_table = dynamodb.Table(
-            self,
-            "IdempotencyTable",
-            partition_key=dynamodb.Attribute(name="id", type=string),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            time_to_live_attribute=IDEMPOTENCY_TTL_ATTRIBUTE,
-            removal_policy=cdk.RemovalPolicy.DESTROY,
+            time_to_live_attribute=ttl,
+            deletion_protection=deletion_protection or None,
+            removal_policy=cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY,
         )
 
     def grant_function_access(self, grantee: iam.IGrantable) -> None:
