@@ -7,9 +7,9 @@ error contract: callers rely on it, so implementations must keep it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
@@ -52,6 +52,14 @@ class Cluster(Protocol):
 
     def get_node(self, name: str) -> Node | None:
         """The node, or None when it does not exist."""
+        ...
+
+    def node_by_instance(self, instance_id: str) -> Node | None:
+        """The node whose providerID names this EC2 instance, or None."""
+        ...
+
+    def pods_on(self, node: str) -> list[Pod]:
+        """The non-finished pods bound to `node` (terminating ones included)."""
         ...
 
     def cordon(self, name: str, taint: Taint | None = None) -> None:
@@ -178,4 +186,20 @@ class Observer(Protocol):
 
     def metric(self, name: str, value: float, unit: str = "Count", **dimensions: str) -> None:
         """Record one data point."""
+        ...
+
+
+class Continuations(Protocol):
+    """Work carried to a later invocation: a delayed message to the interruption queue (SQS)."""
+
+    def send(self, event: Mapping[str, Any], delay: float) -> None:
+        """Deliver `event` (an EventBridge-shaped dict) to the queue after `delay` seconds (at most 900)."""
+        ...
+
+
+class ProvisionerTrigger(Protocol):
+    """Starts a provisioner run now, without waiting for it (an asynchronous Lambda invoke)."""
+
+    def request(self, reason: str) -> None:
+        """Ask for a provisioning pass; failures are raised so the caller can retry the message."""
         ...

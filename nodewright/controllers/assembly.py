@@ -14,6 +14,7 @@ from nodewright.adapters.aws.config_store import ConfigStore
 from nodewright.adapters.aws.ec2 import Ec2CloudProvider
 from nodewright.adapters.aws.eks import EksTokenSource, describe_cluster
 from nodewright.adapters.aws.pricing import PriceCache, pricing_client
+from nodewright.adapters.aws.signals import LambdaProvisionerTrigger, SqsContinuations
 from nodewright.adapters.aws.state_store import DynamoStateStore
 from nodewright.adapters.clock import SystemClock
 from nodewright.adapters.kube.client import from_cluster_info
@@ -21,42 +22,78 @@ from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.kube.crd_config import read_config
 from nodewright.config.documents import Document
 from nodewright.controllers.configuration import StoredConfiguration
-from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.interruption import InterruptionController
+from nodewright.controllers.provisioning import Configuration, Provisioner
 from nodewright.controllers.settings import Settings
 from nodewright.ports import Observer
 
 
+class _Aws:
+    """The AWS side every function shares: clients, the cluster, EC2, the state store, config."""
+
+    def __init__(self, settings: Settings, observer: Observer) -> None:
+        self.clock = SystemClock()
+        region = settings.region or None
+        self.region = region
+        info = describe_cluster(session.client("eks", region=region), settings.cluster_name)
+        tokens = EksTokenSource(session.client("sts", region=region), info.name, self.clock)
+        self.api_client = from_cluster_info(info, tokens)
+        self.cluster = KubeCluster(self.api_client, on_unauthorized=tokens.invalidate)
+        self.ec2 = session.client("ec2", region=region)
+        self.cloud = Ec2CloudProvider(
+            self.ec2,
+            session.client("ssm", region=region),
+            info,
+            instance_profile=settings.node_instance_profile,
+            clock=self.clock,
+        )
+        self.store = DynamoStateStore(session.client("dynamodb", region=region), settings.state_table)
+        self.config = self._configuration(settings, observer)
+
+    def _configuration(self, settings: Settings, observer: Observer) -> Configuration:
+        if settings.config_source == "crd":
+            api_client = self.api_client
+
+            def read() -> list[Document]:
+                return list(read_config(api_client).require())
+
+        else:
+            config_store = ConfigStore(settings.config_table, client=session.client("dynamodb", region=self.region))
+
+            def read() -> list[Document]:
+                return [stored.document for stored in config_store.list()]
+
+        return StoredConfiguration(read, observer)
+
+
 def provisioner_from_settings(settings: Settings, observer: Observer) -> Provisioner:
     """The provisioner wired to EKS, EC2, DynamoDB and the Price List API."""
-    clock = SystemClock()
-    region = settings.region or None
-    info = describe_cluster(session.client("eks", region=region), settings.cluster_name)
-    tokens = EksTokenSource(session.client("sts", region=region), info.name, clock)
-    api_client = from_cluster_info(info, tokens)
-    cluster = KubeCluster(api_client, on_unauthorized=tokens.invalidate)
-    ec2 = session.client("ec2", region=region)
-    cloud = Ec2CloudProvider(
-        ec2, session.client("ssm", region=region), info, instance_profile=settings.node_instance_profile, clock=clock
-    )
-    store = DynamoStateStore(session.client("dynamodb", region=region), settings.state_table)
-    if settings.config_source == "crd":
-
-        def read() -> list[Document]:
-            return list(read_config(api_client).require())
-
-    else:
-        config_store = ConfigStore(settings.config_table, client=session.client("dynamodb", region=region))
-
-        def read() -> list[Document]:
-            return [stored.document for stored in config_store.list()]
-
-    prices = PriceCache(settings.region, pricing=pricing_client(settings.region), ec2=ec2, clock=clock)
+    aws = _Aws(settings, observer)
+    prices = PriceCache(settings.region, pricing=pricing_client(settings.region), ec2=aws.ec2, clock=aws.clock)
     return Provisioner(
-        cluster=cluster,
-        cloud=cloud,
-        store=store,
-        clock=clock,
-        config=StoredConfiguration(read, observer),
-        catalog=LiveCatalog(ec2, prices, clock),
+        cluster=aws.cluster,
+        cloud=aws.cloud,
+        store=aws.store,
+        clock=aws.clock,
+        config=aws.config,
+        catalog=LiveCatalog(aws.ec2, prices, aws.clock),
         observer=observer,
+    )
+
+
+def interruption_from_settings(settings: Settings, observer: Observer) -> InterruptionController:
+    """The interruption controller wired to EKS, EC2, DynamoDB, its own queue and the provisioner."""
+    aws = _Aws(settings, observer)
+    return InterruptionController(
+        cluster=aws.cluster,
+        store=aws.store,
+        cloud=aws.cloud,
+        clock=aws.clock,
+        config=aws.config,
+        observer=observer,
+        continuations=SqsContinuations(session.client("sqs", region=aws.region), settings.interruption_queue_url),
+        provisioner=LambdaProvisionerTrigger(
+            session.client("lambda", region=aws.region), settings.provisioner_function
+        ),
+        default_policy=settings.rebalance_policy,
     )

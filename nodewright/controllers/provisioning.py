@@ -183,7 +183,9 @@ class Provisioner:
                 snapshot = self.cluster.snapshot()
                 now = self.clock.now()
                 resting = frozenset(pod for pod, until in parked.items() if until > now)
-                waiting = frozenset(p.key for p in snapshot.pending()) - self._handled() - resting
+                waiting = frozenset(p.key for p in snapshot.pending()) - resting
+                if waiting:  # the claims are read only when something waits: most polls find nothing
+                    waiting -= self._handled()
                 if not waiting:
                     first_seen = None
                 elif first_seen is None or not waiting <= seen:
@@ -367,7 +369,10 @@ class Provisioner:
 
     def _claim(self, planned: PlannedClaim, pool: NodePool, now: float) -> NodeClaim:
         pods = tuple(sorted(p.key for p in planned.pods))
-        digest = hashlib.sha256(f"{pool.name}|{now:.6f}|{','.join(pods)}".encode()).hexdigest()[:10]
+        # Unique per claim, never derived from the plan alone: the same pods planned again at the same
+        # instant (a virtual clock, a retry after the first instance was interrupted) must not reuse
+        # a ClientToken, or EC2 would hand back the old instance instead of launching a new one.
+        digest = hashlib.sha256(f"{pool.name}|{now:.6f}|{','.join(pods)}|{uuid.uuid4().hex}".encode()).hexdigest()[:10]
         labels = {
             **planned.requirements.labels(),
             **pool.labels,
@@ -488,6 +493,7 @@ def _launched(claim: NodeClaim, instance: Instance, now: float) -> NodeClaim:
         zone=instance.zone,
         price=instance.price,
         launched_at=instance.launched_at or now,
+        image_id=instance.image_id,
     )
 
 

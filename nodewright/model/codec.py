@@ -44,6 +44,8 @@ _STRINGS = (
     "provider_id",
     "node_name",
     "reason",
+    "template_hash",
+    "image_id",
 )
 _FLOATS = ("price", "created_at", "launched_at", "registered_at", "initialized_at")
 _DEFAULTS = NodeClaim(name="", nodepool="")

@@ -21,6 +21,7 @@ class Instance:
     nodeclaim: str = ""
     nodepool: str = ""
     price: float = 0.0
+    image_id: str = ""
 
     @property
     def provider_id(self) -> str:

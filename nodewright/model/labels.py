@@ -43,6 +43,10 @@ NW_NODECLAIM = "nodewright.io/nodeclaim"
 NW_DO_NOT_DISRUPT = "nodewright.io/do-not-disrupt"
 NW_REBALANCE_POLICY = "nodewright.io/rebalance-policy"
 DISRUPTED_TAINT_KEY = "nodewright.io/disrupted"
+# Values of the disrupted taint: its pods are being replaced (the provisioner counts them as
+# pending), or the node is only cordoned (a rebalance policy of Cordon: nothing moves).
+DISRUPTED_REPLACE = "replace"
+DISRUPTED_CORDON_ONLY = "cordon-only"
 KARPENTER_DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"
 
 CAPACITY_TYPES = ("reserved", "spot", "on-demand")

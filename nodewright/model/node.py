@@ -44,6 +44,15 @@ class Node:
         return self.labels.get(wk.NW_NODECLAIM, "")
 
     @property
+    def draining(self) -> bool:
+        """True when the node is going away: being deleted, or carrying Nodewright's disrupted
+        taint (other than a cordon-only one), so its pods need a new home.
+        """
+        return self.deleting or any(
+            t.key == wk.DISRUPTED_TAINT_KEY and t.value != wk.DISRUPTED_CORDON_ONLY for t in self.taints
+        )
+
+    @property
     def do_not_disrupt(self) -> bool:
         """True when the node is annotated do-not-disrupt."""
         return self.annotations.get(wk.DO_NOT_DISRUPT) == "true" or self.annotations.get(wk.NW_DO_NOT_DISRUPT) == "true"

@@ -43,6 +43,10 @@ class NodeClaim:
     registered_at: float = 0.0
     initialized_at: float = 0.0
     reason: str = ""
+    # Drift detection: the hash of the NodePool template the claim was made from, and the AMI
+    # the instance booted (both empty when unknown, e.g. records written by older versions).
+    template_hash: str = ""
+    image_id: str = ""
 
     def with_changes(self, **changes: Any) -> NodeClaim:
         """A copy with some fields changed."""

@@ -55,6 +55,8 @@ class ClusterSnapshot:
         return out
 
     def pending(self) -> list[Pod]:
-        """Pods that need capacity: provisionable ones plus reschedulable pods of deleting nodes."""
-        deleting = {n.name for n in self.nodes if n.deleting}
+        """Pods that need capacity: provisionable ones plus reschedulable pods of draining nodes
+        (being deleted, or tainted disrupted by an interruption or a consolidation).
+        """
+        deleting = {n.name for n in self.nodes if n.draining}
         return [p for p in self.pods if provisionable(p) or (p.node_name in deleting and reschedulable(p))]

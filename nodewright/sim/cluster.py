@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from nodewright.ports import Clock, Cluster
 
 # The Cluster port methods: the only ones recorded in `calls` and open to `fail_next`.
-PORT_METHODS = ("snapshot", "get_node", "cordon", "uncordon", "evict", "delete_node")
+PORT_METHODS = ("snapshot", "get_node", "node_by_instance", "pods_on", "cordon", "uncordon", "evict", "delete_node")
 
 # Kinds of entries in `InMemoryCluster.changes`.
 NODE_ADDED = "node_added"
@@ -195,6 +195,11 @@ class InMemoryCluster:
         self._enter("get_node", name)
         return self._nodes.get(name)
 
+    def node_by_instance(self, instance_id: str) -> Node | None:
+        """The node whose providerID ends with `/instance_id`, or None."""
+        self._enter("node_by_instance", instance_id)
+        return next((n for n in self._nodes.values() if n.instance_id == instance_id), None)
+
     def cordon(self, name: str, taint: Taint | None = None) -> None:
         """Mark the node unschedulable and add `taint` (unique by key and effect). Idempotent; a
         missing node is a no-op.
@@ -293,7 +298,11 @@ class InMemoryCluster:
         return self._pods.get(_key(pod))
 
     def pods_on(self, node: str) -> list[Pod]:
-        """The pods bound to `node`, sorted by key."""
+        """The pods bound to `node`, sorted by key (also the Cluster port's pods_on)."""
+        self._enter("pods_on", node)
+        return self._bound(node)
+
+    def _bound(self, node: str) -> list[Pod]:
         bound = self._pods_by_node.get(node, {})
         return [bound[k] for k in sorted(bound)]
 
@@ -618,7 +627,7 @@ class InMemoryCluster:
             return
         self._versions.pop(("node", name), None)
         self._node_list = None
-        on_node = self.pods_on(name)
+        on_node = self._bound(name)
         lost = tuple(p.key for p in on_node if reschedulable(p))
         self._log(NODE_DELETED, name, pods=lost, message=why)
         for pod in on_node:

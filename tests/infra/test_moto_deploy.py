@@ -1,12 +1,11 @@
 """The synthesized template deployed into moto's CloudFormation over HTTP, then fed an event.
 
-What is real: the template the app synthesizes, moto's CloudFormation, EventBridge and SQS over
-HTTP with boto3. What is adapted (in this test only, see `_for_moto`): the parts moto's
-CloudFormation cannot create. What is observed: a spot interruption warning put on the default
-event bus arrives in the deployed queue.
-
-Follow-up (needs functions/interruption/handler.py): invoke the interruption handler on the
-received message and assert the node is cordoned and drained.
+What is real: the template the app synthesizes, moto's CloudFormation, EventBridge, SQS and
+DynamoDB over HTTP with boto3, and the interruption function's handler code. What is adapted (in
+this test only, see `_for_moto`): the parts moto's CloudFormation cannot create; the handler's
+cluster is the in-memory one (no kube-apiserver here). What is observed: a spot interruption
+warning put on the default event bus arrives in the deployed queue, and the handler, deduplicating
+on the deployed idempotency table, cordons and drains the node of that instance.
 """
 
 from __future__ import annotations
@@ -20,9 +19,12 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
+from functions.interruption import handler as interruption_handler
+from nodewright.adapters.idempotency import EventDeduplicator
+from tests.controllers.test_interruption import World
 from tests.infra.conftest import Synthesized
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:No application metrics to publish")]
 
 REGION = "us-east-1"
 # moto's CloudFormation has no model for these types; it skips them with a warning, after which any
@@ -167,6 +169,24 @@ def test_spot_interruption_warning_lands_in_the_interruption_queue(
     # The handler deduplicates on the EventBridge id inside the body (karpenter-facts.md).
     assert bodies[0]["id"] == sent["Entries"][0]["EventId"]
 
+    # The message, as Lambda's SQS event source hands it over, through the handler code.
+    world = World()
+    world.spot_node("ip-10-0-1-1", pods=3, instance_id="i-0123456789abcdef0")
+    table = _idempotency_table(moto_endpoint)
+    once = EventDeduplicator(world.controller.process, table=table, client=_client("dynamodb", moto_endpoint))
+    interruption_handler.configure(once)
+    try:
+        event = {"Records": [_lambda_record(m, deployed["InterruptionQueueUrl"]) for m in messages]}
+        assert interruption_handler.handler(event, _Context()) == {"batchItemFailures": []}
+        assert interruption_handler.handler(event, _Context()) == {"batchItemFailures": []}  # redelivered
+    finally:
+        interruption_handler.configure(None)
+    assert world.cluster.changes_of("node_cordoned")
+    assert len(world.cluster.changes_of("pod_evicted")) == 3  # once, not twice
+    records = _client("dynamodb", moto_endpoint).scan(TableName=table)["Items"]
+    assert len(records) == 1
+    assert records[0]["status"]["S"] == "COMPLETED"
+
 
 def test_an_unrelated_event_does_not_reach_the_queue(moto_endpoint: str, deployed: dict[str, str]) -> None:
     _client("events", moto_endpoint).put_events(
@@ -183,3 +203,39 @@ def test_an_unrelated_event_does_not_reach_the_queue(moto_endpoint: str, deploye
         QueueUrl=deployed["InterruptionQueueUrl"], MaxNumberOfMessages=10, WaitTimeSeconds=1
     )
     assert received.get("Messages", []) == []
+
+
+class _Context:
+    function_name = "nodewright-interruption"
+    memory_limit_in_mb = 512
+    invoked_function_arn = f"arn:aws:lambda:{REGION}:123456789012:function:nodewright-interruption"
+    aws_request_id = "0d15ea5e-0000-4000-8000-000000000001"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000
+
+
+def _idempotency_table(endpoint: str) -> str:
+    resources = _client("cloudformation", endpoint).describe_stack_resources(StackName="nodewright-test")
+    (table,) = [
+        r["PhysicalResourceId"]
+        for r in resources["StackResources"]
+        if r["ResourceType"] == "AWS::DynamoDB::Table" and "Idempotency" in r["LogicalResourceId"]
+    ]
+    return str(table)
+
+
+def _lambda_record(message: dict[str, Any], queue_url: str) -> dict[str, Any]:
+    """One SQS message as the Lambda event source mapping delivers it."""
+    name = queue_url.rsplit("/", 1)[-1]
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": message.get("Attributes", {}),
+        "messageAttributes": {},
+        "md5OfBody": message["MD5OfBody"],
+        "eventSource": "aws:sqs",
+        "eventSourceARN": f"arn:aws:sqs:{REGION}:123456789012:{name}",
+        "awsRegion": REGION,
+    }

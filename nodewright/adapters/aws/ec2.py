@@ -287,6 +287,7 @@ def instance_from_description(item: Mapping[str, Any]) -> Instance:
         launched_at=launched.timestamp() if isinstance(launched, datetime) else 0.0,
         nodeclaim=tags.get(NODECLAIM_TAG, ""),
         nodepool=tags.get(NODEPOOL_TAG, ""),
+        image_id=str(item.get("ImageId", "")),
     )
 
 
@@ -370,8 +371,14 @@ class Ec2CloudProvider:
                 self._drop_templates(templates.values())
         if isinstance(outcome, Instance):
             price = _price(request.options, outcome.capacity_type, outcome.instance_type, outcome.zone)
-            return replace(outcome, nodepool=request.nodepool.name, price=price)
-        return self._instance_or_raise(request, plan, outcome)
+            instance = replace(outcome, nodepool=request.nodepool.name, price=price)
+        else:
+            instance = self._instance_or_raise(request, plan, outcome)
+        if not instance.image_id:
+            arch = next((o.arch for o in plan.overrides if o.instance_type == instance.instance_type), "")
+            if arch in resolved.images:
+                instance = replace(instance, image_id=resolved.images[arch].id)
+        return instance
 
     def instances(self) -> list[Instance]:
         """Every instance tagged for this cluster that is not terminated."""

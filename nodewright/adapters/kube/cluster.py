@@ -133,6 +133,18 @@ class KubeCluster:
         raw = self._read_node(name)
         return None if raw is None else _node(raw)
 
+    def node_by_instance(self, instance_id: str) -> Node | None:
+        """The node whose providerID names `instance_id` (nodes are listed: the providerID is not a
+        field selector the API server offers), or None.
+        """
+        nodes = self._list("nodes", self._core.list_node, _node)
+        return next((n for n in nodes if instance_id and n.instance_id == instance_id), None)
+
+    def pods_on(self, node: str) -> list[Pod]:
+        """The active pods bound to `node`, read with a server-side field selector."""
+        selector = f"{ACTIVE_PODS},spec.nodeName={node}"
+        return self._list("pods", self._core.list_pod_for_all_namespaces, Pod.parse, field_selector=selector)
+
     def cordon(self, name: str, taint: Taint | None = None) -> None:
         """Set `spec.unschedulable` and add `taint` (replacing one with the same key and effect).
         Idempotent (nothing is written when the node already has both); a missing node is a no-op.

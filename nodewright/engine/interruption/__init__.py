@@ -1,1 +1,40 @@
-"""Interruption: parse EC2/Health events and decide actions. Pure."""
+"""Interruption decisions, pure: parse an EventBridge event (as the SQS queue delivers it) into a
+Message, then decide the Action for it under a NodePool's rebalance policy.
+
+`parse` never raises for an event of an unknown kind (it returns a Message of kind UNKNOWN, which
+maps to no action); it raises MalformedEvent for a body that is not an event at all.
+"""
+
+from nodewright.engine.interruption.actions import Action, action_for
+from nodewright.engine.interruption.messages import (
+    CAPACITY_RESERVATION,
+    CONTINUATION,
+    KINDS,
+    REBALANCE,
+    SCHEDULED_CHANGE,
+    SPOT_INTERRUPTION,
+    STATE_CHANGE,
+    UNKNOWN,
+    Continuation,
+    MalformedEvent,
+    Message,
+)
+from nodewright.engine.interruption.parse import continuation_event, parse
+
+__all__ = [
+    "CAPACITY_RESERVATION",
+    "CONTINUATION",
+    "KINDS",
+    "REBALANCE",
+    "SCHEDULED_CHANGE",
+    "SPOT_INTERRUPTION",
+    "STATE_CHANGE",
+    "UNKNOWN",
+    "Action",
+    "Continuation",
+    "MalformedEvent",
+    "Message",
+    "action_for",
+    "continuation_event",
+    "parse",
+]

@@ -224,6 +224,31 @@ async def test_get_node_reads_one_node_and_returns_none_for_a_missing_one(kmock:
     assert missing is None
 
 
+async def test_node_by_instance_matches_the_provider_id(kmock: ApiServer) -> None:
+    kmock.add(NODES, node_manifest("node-a", providerID="aws:///us-east-1a/i-0aaa"))
+    kmock.add(NODES, node_manifest("node-b", providerID="aws:///us-east-1b/i-0bbb"))
+    cluster = adapter(kmock)
+
+    found = await run(lambda: cluster.node_by_instance("i-0bbb"))
+    missing = await run(lambda: cluster.node_by_instance("i-0ccc"))
+
+    assert found is not None
+    assert found.name == "node-b"
+    assert missing is None
+
+
+async def test_pods_on_a_node_are_read_with_a_node_name_field_selector(kmock: ApiServer) -> None:
+    kmock.add(PODS, pod_manifest("web-1", node="node-a"))
+    kmock.add(PODS, pod_manifest("web-2", node="node-b"))
+    kmock.add(PODS, pod_manifest("done", node="node-a", phase="Succeeded"))
+
+    pods = await run(lambda: adapter(kmock).pods_on("node-a"))
+
+    assert [p.name for p in pods] == ["web-1"]
+    selectors = [r.params.get("fieldSelector") for r in kmock if r.url.path == "/api/v1/pods"]
+    assert selectors == [f"{ACTIVE_PODS},spec.nodeName=node-a"]
+
+
 # ---------------------------------------------------------------------- authentication
 
 

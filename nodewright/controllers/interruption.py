@@ -1,0 +1,306 @@
+"""The interruption controller: carries out what `nodewright.engine.interruption` decides.
+
+Role: `InterruptionController.handle(message)` runs once per event (the handler deduplicates on
+the EventBridge id). For each affected instance it finds the Node and the claim record, looks up
+the NodePool's rebalance policy and terminationGracePeriod, asks `action_for` what to do, and:
+
+- blocks the (spot, instance type, zone) offering for three minutes on a spot warning;
+- cordons the node (`spec.unschedulable` + the `nodewright.io/disrupted:NoSchedule` taint); with
+  a replacement wanted the taint's value is `replace`, which makes the provisioner count the
+  node's pods as pending, and the provisioner is invoked at once (asynchronously);
+- drains through the Eviction API one bounded step at a time (`Drainer`); what does not finish
+  continues through a delayed message to the same queue (a Continuation), never a sleeping Lambda;
+  ReplaceThenDrain first waits (by continuation) until the claims holding the pods are Ready;
+- once drained (or at the deadline), terminates the instance and removes the Node and the claim,
+  for every kind except the NTH-style rebalance policies (Cordon, CordonAndDrain), which leave
+  the node in place;
+- on `terminated`, removes the Node object and the claim record (in any order of arrival).
+
+Every step is idempotent: cordoning twice, evicting a gone pod, deleting a missing node or claim,
+terminating a terminated instance are all no-ops, so a redelivered message is safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodewright.controllers.drain import Drainer
+from nodewright.controllers.provisioning import Configuration
+from nodewright.engine.interruption import (
+    CONTINUATION,
+    REBALANCE,
+    Continuation,
+    MalformedEvent,
+    Message,
+    action_for,
+    continuation_event,
+    parse,
+)
+from nodewright.engine.interruption.actions import DRAIN_AFTER_REPLACEMENT, NO_DRAIN
+from nodewright.model import labels as wk
+from nodewright.model.node import Node
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodepool import NodePool
+from nodewright.model.snapshot import reschedulable
+from nodewright.model.taints import Taint
+from nodewright.ports import Clock, CloudProvider, Cluster, Continuations, Observer, ProvisionerTrigger, StateStore
+
+# Rebalance policies that stop at the node (as AWS Node Termination Handler does): no termination.
+KEEP_NODE_POLICIES = ("Cordon", "CordonAndDrain")
+# SQS caps DelaySeconds at 15 minutes.
+MAX_DELAY = 900.0
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptionOptions:
+    """Timings, in seconds."""
+
+    offering_block: float = 180.0
+    # ReplaceThenDrain: when no claim holds the node's pods this long after the cordon, the
+    # provisioner found room on existing nodes (or could not launch): drain without waiting more.
+    replacement_grace: float = 30.0
+    # How often a waiting ReplaceThenDrain looks at its replacement again.
+    replacement_poll: float = 5.0
+
+
+@dataclass
+class Handled:
+    """What handling one message did, per instance (JSON-ready: the idempotency record keeps it)."""
+
+    kind: str
+    instances: dict[str, dict[str, object]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, object]:
+        """A JSON-ready summary."""
+        return {"kind": self.kind, "instances": self.instances}
+
+
+class InterruptionController:
+    """Handles parsed interruption messages against the ports it is given (module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        cluster: Cluster,
+        store: StateStore,
+        cloud: CloudProvider,
+        clock: Clock,
+        config: Configuration,
+        observer: Observer,
+        continuations: Continuations,
+        provisioner: ProvisionerTrigger,
+        options: InterruptionOptions = InterruptionOptions(),
+        default_policy: str = "ReplaceThenDrain",
+    ) -> None:
+        self.cluster = cluster
+        self.store = store
+        self.cloud = cloud
+        self.clock = clock
+        self.config = config
+        self.observer = observer
+        self.continuations = continuations
+        self.provisioner = provisioner
+        self.options = options
+        self.default_policy = default_policy
+        self.drainer = Drainer(cluster, observer)
+
+    def process(self, body: str | Mapping[str, Any]) -> dict[str, object]:
+        """Parse and handle one SQS body. A body that is not an event is logged and reported,
+        never raised: retrying it could not help, so the record is acknowledged.
+        """
+        try:
+            message = parse(body)
+        except MalformedEvent as error:
+            self.observer.metric("MalformedMessages", 1)
+            self.observer.decision("interruption-malformed", error=str(error))
+            return {"malformed": str(error)}
+        return self.handle(message).as_dict()
+
+    def handle(self, message: Message) -> Handled:
+        """Act on one message (see the module docstring); raises only when a call failed, so the
+        record is retried (every step is idempotent).
+        """
+        handled = Handled(message.kind)
+        now = self.clock.now()
+        if message.kind != CONTINUATION:
+            self.observer.metric("InterruptionsReceived", 1, kind=message.kind)
+            if message.time:
+                self.observer.metric("MessageAgeSeconds", max(0.0, now - message.time), "Seconds")
+        if message.continuation is not None:
+            cont = message.continuation
+            handled.instances[cont.instance_id] = self._continue(message, cont)
+            return handled
+        for instance_id in message.instance_ids:
+            handled.instances[instance_id] = self._instance(message, instance_id, now)
+        return handled
+
+    # -- a fresh event ---------------------------------------------------------------------------
+
+    def _instance(self, message: Message, instance_id: str, started: float) -> dict[str, object]:
+        node = self.cluster.node_by_instance(instance_id)
+        claim = self._claim_of(instance_id, node)
+        record: dict[str, object] = {"node": node.name if node else "", "nodeclaim": claim.name if claim else ""}
+        if node is None and claim is None:
+            record["action"] = "ignored: not a Nodewright instance, or already gone"
+            self.observer.decision("interruption", event=message.kind, instance_id=instance_id, **record)
+            return record
+        pool = self._pool(node.nodepool if node else claim.nodepool if claim else "")
+        policy = pool.rebalance_policy if pool else self.default_policy
+        grace = pool.termination_grace_period if pool else None
+        action = action_for(message, policy, now=started, grace=grace)
+        record.update(policy=policy, reason=action.reason)
+        steps: list[str] = []
+        if action.block_offering:
+            self._block(node, claim, steps)
+        if action.delete:
+            if node is not None:
+                self.cluster.delete_node(node.name)
+            if claim is not None:
+                self.store.delete_claim(claim.name)
+            steps.append("removed node and claim")
+        if node is None and claim is not None and action.replace:
+            # Launched but not registered yet: its pods wait for a node that will not come.
+            self._retire(instance_id, None, claim)
+            self.provisioner.request(f"{message.kind} on unregistered {instance_id}")
+            steps.append("terminated the unregistered instance; provisioner invoked")
+        if node is not None and action.cordon:
+            value = wk.DISRUPTED_REPLACE if action.replace else wk.DISRUPTED_CORDON_ONLY
+            self.cluster.cordon(node.name, Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule", value))
+            self.observer.metric("NodesCordoned", 1)
+            record["cordon_seconds"] = round(self.clock.now() - started, 3)
+            steps.append("cordoned")
+        if node is not None and action.replace:
+            self.provisioner.request(f"{message.kind}: replace {node.name}")
+            record["replacement_request_seconds"] = round(self.clock.now() - started, 3)
+            steps.append("provisioner invoked")
+        if node is not None and action.drain != NO_DRAIN:
+            cont = Continuation(
+                node=node.name,
+                instance_id=instance_id,
+                drain=action.drain,
+                deadline=action.deadline or 0.0,
+                started=started,
+                origin=message.kind,
+                replace_by=action.replace_by,
+            )
+            record.update(self._drain(message.id, cont, policy))
+        record["action"] = ", ".join(steps) or action.reason
+        self.observer.decision("interruption", event=message.kind, instance_id=instance_id, **record)
+        return record
+
+    # -- drains, continued -----------------------------------------------------------------------
+
+    def _continue(self, message: Message, cont: Continuation) -> dict[str, object]:
+        node = self.cluster.get_node(cont.node)
+        if node is None:
+            record: dict[str, object] = {"node": cont.node, "action": "node gone: drain over"}
+        else:
+            pool = self._pool(node.nodepool)
+            policy = pool.rebalance_policy if pool else self.default_policy
+            record = {"node": cont.node, **self._drain(message.id, cont, policy)}
+        self.observer.decision("interruption", event=CONTINUATION, instance_id=cont.instance_id, **record)
+        return record
+
+    def _drain(self, event_id: str, cont: Continuation, policy: str) -> dict[str, object]:
+        """One drain step for `cont`; a continuation when it is not finished."""
+        now = self.clock.now()
+        expired = bool(cont.deadline) and now >= cont.deadline
+        if cont.drain == DRAIN_AFTER_REPLACEMENT and not expired and not self._replaced(cont, now):
+            self._carry(event_id, cont, self.options.replacement_poll)
+            return {"drain": "waiting for replacement capacity"}
+        forced = cont.origin != REBALANCE
+        taint = Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule", wk.DISRUPTED_REPLACE)
+        step = self.drainer.step(cont.node, taint, forced=forced, attempt=cont.attempt)
+        record: dict[str, object] = {
+            "evicted": step.evicted,
+            "blocked_by_pdb": sorted(step.blocked),
+            "kept": step.kept,
+        }
+        if not step.done and not expired:
+            self._carry(event_id, cont, step.retry_in)
+            record["drain"] = f"continues in {step.retry_in:g} s"
+            return record
+        record["drain"] = "done" if step.done else "deadline reached"
+        record["drain_seconds"] = round(now - cont.started, 3)
+        self.observer.metric("DrainSeconds", now - cont.started, "Seconds")
+        if cont.origin == REBALANCE and policy in KEEP_NODE_POLICIES:
+            return record
+        if not forced and "do-not-disrupt" in step.kept.values():
+            # A voluntary drain never takes a do-not-disrupt pod down with the node; the node
+            # stays cordoned until the pod finishes or a real interruption forces the issue.
+            record["terminated"] = ""
+            return record
+        node = self.cluster.get_node(cont.node)
+        self._retire(cont.instance_id, node, self._claim_of(cont.instance_id, node))
+        record["terminated"] = cont.instance_id
+        return record
+
+    def _replaced(self, cont: Continuation, now: float) -> bool:
+        """True when the drain may start: the claims holding the node's pods have Ready nodes, or
+        no claim took them within the grace, or the wait is over.
+        """
+        if cont.replace_by is not None and now >= cont.replace_by:
+            return True
+        pods = {p.key for p in self.cluster.pods_on(cont.node) if reschedulable(p)}
+        if not pods:
+            return True
+        holders = [c for c in self.store.claims() if pods.intersection(c.pods)]
+        if not holders:
+            return now - cont.started >= self.options.replacement_grace
+        for claim in holders:
+            node = self.cluster.node_by_instance(claim.instance_id) if claim.instance_id else None
+            if node is None or not node.ready:
+                return False
+        return True
+
+    def _carry(self, event_id: str, cont: Continuation, delay: float) -> None:
+        nxt = Continuation(
+            node=cont.node,
+            instance_id=cont.instance_id,
+            drain=cont.drain,
+            deadline=cont.deadline,
+            started=cont.started,
+            origin=cont.origin,
+            replace_by=cont.replace_by,
+            attempt=cont.attempt + 1,
+        )
+        # A deterministic id: a redelivered message sends the same continuation, which the
+        # idempotency layer then drops, so one drain never forks into two chains.
+        root = event_id.split("#", 1)[0]
+        event = continuation_event(nxt, event_id=f"{root}#{nxt.attempt}", now=self.clock.now())
+        self.continuations.send(event, min(MAX_DELAY, max(0.0, delay)))
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _retire(self, instance_id: str, node: Node | None, claim: NodeClaim | None) -> None:
+        """Terminate the instance, then remove the Node and the claim record."""
+        self.cloud.terminate([instance_id])
+        if node is not None:
+            self.cluster.delete_node(node.name)
+        if claim is not None:
+            self.store.delete_claim(claim.name)
+        self.observer.decision("interruption-terminated", instance_id=instance_id, node=node.name if node else "")
+
+    def _block(self, node: Node | None, claim: NodeClaim | None, steps: list[str]) -> None:
+        instance_type = (claim.instance_type if claim else "") or (
+            node.labels.get(wk.INSTANCE_TYPE, "") if node else ""
+        )
+        zone = (claim.zone if claim else "") or (node.labels.get(wk.ZONE, "") if node else "")
+        if instance_type and zone:
+            offering = ("spot", instance_type, zone)
+            self.store.block_offerings([offering], self.clock.now() + self.options.offering_block)
+            steps.append(f"blocked {'/'.join(offering)}")
+
+    def _claim_of(self, instance_id: str, node: Node | None) -> NodeClaim | None:
+        for claim in self.store.claims():
+            if claim.instance_id == instance_id or (node is not None and claim.name == node.nodeclaim):
+                return claim
+        return None
+
+    def _pool(self, name: str) -> NodePool | None:
+        if not name:
+            return None
+        pools, _ = self.config.load()
+        return next((p for p in pools if p.name == name), None)

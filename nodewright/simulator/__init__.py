@@ -1,0 +1,1 @@
+"""`nodewright simulate`: the three functions, moto and the in-memory cluster on a virtual clock."""

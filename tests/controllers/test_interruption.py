@@ -1,0 +1,449 @@
+"""The interruption controller against the in-memory cluster, the fake cloud and the in-memory store.
+
+A small world: one spot node (its instance in the fake cloud, its claim record initialized, its
+Node Ready) with workload pods; a kubelet stand-in that registers launched instances as Ready
+nodes after a boot delay; a scheduler stand-in that binds pending pods first-fit; continuations
+delivered when due, as SQS would. The provisioner is the real one, invoked through the trigger.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import pytest
+
+from nodewright.controllers.interruption import InterruptionController, InterruptionOptions
+from nodewright.controllers.observe import RecordingObserver
+from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.engine.interruption import (
+    CONTINUATION,
+    REBALANCE,
+    SPOT_INTERRUPTION,
+    STATE_CHANGE,
+    Message,
+    parse,
+)
+from nodewright.model import labels as wk
+from nodewright.model.instance import Instance
+from nodewright.model.node import Node
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodepool import NodePool
+from nodewright.model.pod import Pod
+from nodewright.model.resources import Resources
+from nodewright.model.selectors import LabelSelector
+from nodewright.model.workloads import PodDisruptionBudget
+from nodewright.sim.clock import VirtualClock
+from nodewright.sim.cloud import FakeCloudProvider
+from nodewright.sim.cluster import InMemoryCluster
+from nodewright.sim.signals import RecordingContinuations, RecordingTrigger
+from nodewright.sim.state import InMemoryStateStore
+from tests.builders import node_pool, pod
+from tests.controllers.test_provisioning import TYPES, FixedCatalog
+
+START = 1_800_000_000.0
+BOOT = 35.0
+ZONE = "us-east-1a"
+
+
+@dataclass
+class World:
+    pools: tuple[NodePool, ...] = (node_pool(),)
+    clock: VirtualClock = field(default_factory=lambda: VirtualClock(START))
+    store: InMemoryStateStore = field(default_factory=InMemoryStateStore)
+    observer: RecordingObserver = field(default_factory=RecordingObserver)
+    events: int = 0
+    # False when a test delivers continuations itself (through the Lambda handler).
+    deliver_continuations: bool = True
+
+    def __post_init__(self) -> None:
+        self.cluster = InMemoryCluster(self.clock, recreate_owned_pods=True)
+        self.cloud = FakeCloudProvider(self.clock)
+        self.continuations = RecordingContinuations(self.clock)
+        self.trigger = RecordingTrigger(self.clock, on_request=lambda _: self.provision())
+        self.controller = InterruptionController(
+            cluster=self.cluster,
+            store=self.store,
+            cloud=self.cloud,
+            clock=self.clock,
+            config=StaticConfiguration(self.pools),
+            observer=self.observer,
+            continuations=self.continuations,
+            provisioner=self.trigger,
+            options=InterruptionOptions(),
+        )
+        self.booting: dict[str, float] = {}
+
+    # -- the cluster's other actors -----------------------------------------------------------
+
+    def provision(self) -> None:
+        provisioner = Provisioner(
+            cluster=self.cluster,
+            cloud=self.cloud,
+            store=self.store,
+            clock=self.clock,
+            config=StaticConfiguration(self.pools),
+            catalog=FixedCatalog(),
+            observer=self.observer,
+            options=ProvisionerOptions(),
+            sleep=lambda _: None,
+        )
+        self.schedule()
+        provisioner.provision(self.cluster.snapshot())
+        for instance in self.cloud.instances():
+            self.booting.setdefault(instance.instance_id, self.clock.now() + BOOT)
+
+    def schedule(self) -> None:
+        """Bind pending pods first-fit to ready, schedulable nodes; mark the rest unschedulable."""
+        for p in self.cluster.pods():
+            if p.node_name or p.daemon:
+                continue
+            for n in self.cluster.nodes():
+                if n.ready and not n.unschedulable and _fits(self.cluster, n, p):
+                    self.cluster.bind(p, n.name)
+                    break
+            else:
+                if not p.unschedulable:
+                    self.cluster.mark_unschedulable(p)
+
+    def kubelet(self) -> None:
+        for instance in self.cloud.instances():
+            due = self.booting.get(instance.instance_id)
+            if due is not None and due <= self.clock.now() and not self.cluster.node_by_instance(instance.instance_id):
+                self.cluster.add_node(_node_for(instance))
+
+    def tick(self, seconds: float) -> None:
+        """Advance time one second at a time: kubelet, scheduler, due continuations."""
+        for _ in range(int(seconds)):
+            self.clock.advance(1.0)
+            self.kubelet()
+            self.schedule()
+            if self.deliver_continuations:
+                for event in self.continuations.due(self.clock.now()):
+                    self.controller.handle(parse(event))
+
+    # -- setup ----------------------------------------------------------------------------------
+
+    def spot_node(self, name: str = "spot-1", *, pods: int = 30, app: str = "web", instance_id: str = "") -> Node:
+        instance = self.cloud.add_instance(
+            Instance(
+                instance_id=instance_id or f"i-{name}",
+                instance_type="m5.4xlarge",
+                zone=ZONE,
+                capacity_type="spot",
+                state="running",
+                launched_at=START - 3600,
+                nodeclaim=f"claim-{name}",
+                nodepool="default",
+                price=0.32,
+            )
+        )
+        self.store.create_claim(
+            NodeClaim(
+                name=f"claim-{name}",
+                nodepool="default",
+                state="initialized",
+                instance_type=instance.instance_type,
+                capacity_type="spot",
+                zone=ZONE,
+                price=0.32,
+                instance_id=instance.instance_id,
+                provider_id=instance.provider_id,
+                node_name=name,
+                created_at=START - 3600,
+            )
+        )
+        node = self.cluster.add_node(replace(_node_for(instance), name=name))
+        for i in range(pods):
+            p = self.cluster.add_pod(pod(f"{app}-{name}-{i}", cpu="500m", memory="1Gi", labels={"app": app}))
+            self.cluster.bind(p, name)
+        return node
+
+    def message(self, kind: str, instance_id: str, **fields: object) -> Message:
+        self.events += 1
+        return Message(
+            id=f"event-{self.events}",
+            kind=kind,
+            source="aws.ec2",
+            detail_type=kind,
+            time=self.clock.now(),
+            instance_ids=(instance_id,),
+            **fields,  # type: ignore[arg-type]
+        )
+
+    def workload_pods(self) -> list[Pod]:
+        return [p for p in self.cluster.pods() if not p.daemon]
+
+
+def _node_for(instance: Instance) -> Node:
+    capacity = next(t.capacity for t in TYPES if t.name == instance.instance_type)
+    name = f"ip-{instance.instance_id}"
+    return Node(
+        name=name,
+        labels={
+            wk.HOSTNAME: name,
+            wk.NW_NODEPOOL: instance.nodepool,
+            wk.NODEPOOL: instance.nodepool,
+            wk.NW_NODECLAIM: instance.nodeclaim,
+            wk.INSTANCE_TYPE: instance.instance_type,
+            wk.ZONE: instance.zone,
+            wk.CAPACITY_TYPE: instance.capacity_type,
+        },
+        capacity=capacity,
+        allocatable=capacity,
+        provider_id=instance.provider_id,
+        ready=True,
+    )
+
+
+def _fits(cluster: InMemoryCluster, node: Node, p: Pod) -> bool:
+    used = Resources()
+    for bound in cluster.pods_on(node.name):
+        used = used + bound.requests
+    total = used + p.requests
+    return all(total[k] <= node.allocatable[k] for k in total)
+
+
+def _pdb(name: str, app: str, min_available: int) -> PodDisruptionBudget:
+    return PodDisruptionBudget(
+        "default", name, LabelSelector.parse({"matchLabels": {"app": app}}), min_available=min_available
+    )
+
+
+# -- spot warning: the issue's "Done when" --------------------------------------------------------
+
+
+def test_a_spot_warning_cordons_replaces_drains_and_loses_no_pod() -> None:
+    world = World()
+    world.spot_node(pods=30)
+    handled_at = world.clock.now()
+    world.controller.handle(world.message(SPOT_INTERRUPTION, "i-spot-1"))
+
+    cordon = world.cluster.changes_of("node_cordoned")
+    assert cordon
+    assert cordon[0].at - handled_at <= 1.0
+    assert world.trigger.requests
+    assert world.trigger.requests[0][0] - handled_at <= 5.0
+    evicted = world.cluster.changes_of("pod_evicted")
+    assert len(evicted) == 30
+    assert max(c.at for c in evicted) - handled_at <= 30.0
+    # Nothing blocked the drain, so the instance was retired at once: node, claim and instance gone.
+    assert world.cluster.get_node("spot-1") is None
+    assert all(c.name != "claim-spot-1" for c in world.store.claims())
+    assert world.cloud.instance("i-spot-1").state in ("shutting-down", "terminated")  # type: ignore[union-attr]
+    # The spot offering is blocked for three minutes.
+    assert ("spot", "m5.4xlarge", ZONE) in world.store.blocked_offerings(world.clock.now() + 179)
+    assert ("spot", "m5.4xlarge", ZONE) not in world.store.blocked_offerings(world.clock.now() + 181)
+
+    world.tick(120)  # the two minutes of the warning: the replacement boots and takes the pods
+    assert world.cluster.lost_pods() == []
+    pods = world.workload_pods()
+    assert len(pods) == 30
+    assert all(p.node_name for p in pods)
+    decision = world.observer.of("interruption")[0]
+    assert decision["event"] == SPOT_INTERRUPTION
+    assert decision["node"] == "spot-1"
+    assert {"cordon_seconds", "replacement_request_seconds", "drain_seconds"} <= set(decision)
+    assert world.observer.total("PodsEvicted") == 30
+    assert world.observer.total("NodesCordoned") == 1
+
+
+def test_a_pdb_holds_the_drain_and_continuations_finish_it_when_pods_move() -> None:
+    world = World()
+    world.spot_node(pods=6)
+    world.cluster.add_pdb(_pdb("web", "web", min_available=5))
+    world.controller.handle(world.message(SPOT_INTERRUPTION, "i-spot-1"))
+    assert len(world.cluster.changes_of("pod_evicted")) == 1
+    assert world.cluster.changes_of("eviction_blocked")
+    assert world.observer.total("EvictionsBlockedByPDB") >= 1
+    assert world.continuations.sent, "the drain continues in a later invocation"
+    delay = world.continuations.sent[0][0] - world.clock.now()
+    assert 1.0 <= delay <= 10.0  # backoff, never a busy loop
+    assert world.cluster.get_node("spot-1") is not None
+
+    world.tick(99)  # within the warning's deadline: the replacement comes up, the PDB releases
+    assert len(world.cluster.changes_of("pod_evicted")) == 6
+    assert world.cluster.get_node("spot-1") is None
+    assert world.cluster.lost_pods() == []
+    assert all(p.node_name for p in world.workload_pods())
+    continued = [d for d in world.observer.of("interruption") if d["event"] == CONTINUATION]
+    assert continued
+    assert continued[-1]["drain"] == "done"
+
+
+def test_the_drain_stops_at_the_warnings_deadline_when_a_pdb_never_allows_it() -> None:
+    world = World()
+    world.spot_node(pods=3)
+    world.cluster.add_pdb(_pdb("web", "web", min_available=3))
+    world.controller.handle(world.message(SPOT_INTERRUPTION, "i-spot-1"))
+    world.tick(119)
+    last = world.observer.of("interruption")[-1]
+    assert last["drain"] == "deadline reached"
+    assert world.continuations.sent == []  # the chain ended
+    assert world.cluster.changes_of("pod_evicted") == []
+
+
+# -- what a drain leaves alone ------------------------------------------------------------------
+
+
+def test_daemonset_mirror_and_tolerating_pods_are_never_evicted() -> None:
+    world = World()
+    world.spot_node(pods=2)
+    daemon = world.cluster.add_pod(pod("logs", owner_kind="DaemonSet"))
+    world.cluster.bind(daemon, "spot-1")
+    mirror = world.cluster.add_pod(pod("static", owner_kind="Node", mirror=True))
+    world.cluster.bind(mirror, "spot-1")
+    from nodewright.model.taints import Toleration
+
+    stays = world.cluster.add_pod(pod("stays", tolerations=[Toleration(key=wk.DISRUPTED_TAINT_KEY, operator="Exists")]))
+    world.cluster.bind(stays, "spot-1")
+    world.controller.handle(world.message(REBALANCE, "i-spot-1"))  # ReplaceThenDrain
+    world.tick(60)
+    evicted = {c.name for c in world.cluster.changes_of("pod_evicted")}
+    assert evicted == {"default/web-spot-1-0", "default/web-spot-1-1"}
+    kept = next(d for d in world.observer.of("interruption") if d.get("kept"))["kept"]
+    assert kept == {  # type: ignore[comparison-overlap]
+        "default/logs": "DaemonSet pod",
+        "default/static": "mirror pod",
+        "default/stays": "tolerates the disrupted taint",
+    }
+
+
+def test_rebalance_leaves_do_not_disrupt_pods_but_a_spot_warning_evicts_them() -> None:
+    world = World()
+    world.spot_node(pods=1)
+    keep = world.cluster.add_pod(pod("precious", annotations={wk.DO_NOT_DISRUPT: "true"}))
+    world.cluster.bind(keep, "spot-1")
+    world.controller.handle(world.message(REBALANCE, "i-spot-1"))
+    world.tick(60)
+    assert world.cluster.get_pod("default/precious") is not None
+    assert world.cluster.get_pod("default/precious").node_name == "spot-1"  # type: ignore[union-attr]
+    world.controller.handle(world.message(SPOT_INTERRUPTION, "i-spot-1"))
+    assert world.cluster.get_pod("default/precious") is None  # evicted (it would die with the node)
+
+
+# -- rebalance policies -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("policy", "cordoned", "drained", "terminated", "replacement"),
+    [
+        ("Ignore", False, False, False, False),
+        ("Cordon", True, False, False, False),
+        ("CordonAndDrain", True, True, False, True),
+        ("ReplaceThenDrain", True, True, True, True),
+    ],
+)
+def test_rebalance_policy_decides_what_happens(
+    policy: str, cordoned: bool, drained: bool, terminated: bool, replacement: bool
+) -> None:
+    world = World(pools=(node_pool(rebalance_policy=policy),))
+    world.spot_node(pods=4)
+    world.controller.handle(world.message(REBALANCE, "i-spot-1"))
+    world.tick(90)
+    assert bool(world.cluster.changes_of("node_cordoned")) is cordoned
+    assert bool(world.cluster.changes_of("pod_evicted")) is drained
+    assert (world.cluster.get_node("spot-1") is None) is terminated
+    assert bool(world.trigger.requests) is replacement
+    assert world.cluster.lost_pods() == []
+    if cordoned and not replacement:
+        # Cordon only: the provisioner must not count the pods as pending.
+        assert world.cluster.snapshot().pending() == []
+
+
+def test_replace_then_drain_waits_for_the_replacement_before_evicting() -> None:
+    world = World()
+    world.spot_node(pods=4)
+    world.controller.handle(world.message(REBALANCE, "i-spot-1"))
+    assert world.trigger.requests, "replacement asked for at once"
+    assert world.cluster.changes_of("pod_evicted") == []
+    launched = [c for c in world.store.claims() if c.state == "launched"]
+    assert launched, "the provisioner launched a replacement for the cordoned node's pods"
+    world.tick(BOOT - 5)
+    assert world.cluster.changes_of("pod_evicted") == []  # the replacement is still booting
+    world.tick(20)
+    evicted = world.cluster.changes_of("pod_evicted")
+    assert len(evicted) == 4
+    assert min(c.at for c in evicted) >= START + BOOT
+    world.tick(5)
+    assert all(p.node_name for p in world.workload_pods())
+    assert world.cluster.lost_pods() == []
+
+
+def test_a_spot_warning_during_replace_then_drain_drains_at_once() -> None:
+    world = World()
+    world.spot_node(pods=4)
+    world.controller.handle(world.message(REBALANCE, "i-spot-1"))
+    world.tick(3)
+    world.controller.handle(world.message(SPOT_INTERRUPTION, "i-spot-1"))
+    assert len(world.cluster.changes_of("pod_evicted")) == 4
+
+
+# -- state changes, order, duplicates -----------------------------------------------------------
+
+
+def test_terminated_removes_the_node_and_the_claim() -> None:
+    world = World()
+    world.spot_node(pods=0)
+    world.controller.handle(world.message(STATE_CHANGE, "i-spot-1", state="terminated"))
+    assert world.cluster.get_node("spot-1") is None
+    assert world.store.claims() == []
+
+
+def test_terminated_before_the_warning_is_handled_and_the_late_warning_does_nothing() -> None:
+    world = World()
+    world.spot_node(pods=0)
+    world.controller.handle(world.message(STATE_CHANGE, "i-spot-1", state="terminated"))
+    world.controller.handle(world.message(SPOT_INTERRUPTION, "i-spot-1"))
+    last = world.observer.of("interruption")[-1]
+    assert "ignored" in str(last["action"])
+    assert world.trigger.requests == []
+
+
+@pytest.mark.parametrize("state", ["stopping", "stopped", "shutting-down"])
+def test_stopping_states_cordon_and_drain(state: str) -> None:
+    world = World()
+    world.spot_node(pods=2)
+    world.controller.handle(world.message(STATE_CHANGE, "i-spot-1", state=state))
+    assert len(world.cluster.changes_of("pod_evicted")) == 2
+    assert world.trigger.requests
+
+
+def test_an_instance_that_is_not_ours_is_ignored() -> None:
+    world = World()
+    world.spot_node(pods=2)
+    world.controller.handle(world.message(SPOT_INTERRUPTION, "i-someone-else"))
+    assert world.cluster.changes_of("node_cordoned") == []
+    assert world.store.blocked_offerings(world.clock.now()) == frozenset()
+
+
+def test_a_warning_for_a_launched_but_unregistered_instance_retires_it_and_frees_its_pods() -> None:
+    world = World()
+    world.cluster.add_pods([pod(f"new-{i}", cpu="500m", memory="1Gi") for i in range(3)])
+    world.provision()
+    claim = world.store.claims()[0]
+    assert claim.pods
+    world.controller.handle(world.message(SPOT_INTERRUPTION, claim.instance_id))
+    assert all(c.name != claim.name for c in world.store.claims()) or len(world.store.claims()) > 0
+    assert world.cloud.instance(claim.instance_id).state in ("shutting-down", "terminated")  # type: ignore[union-attr]
+    # The provisioner ran again and a new claim holds the pods.
+    holders = [c for c in world.store.claims() if set(claim.pods) & set(c.pods)]
+    assert holders
+    assert all(c.instance_id != claim.instance_id for c in holders)
+
+
+def test_handling_the_same_message_twice_is_harmless() -> None:
+    world = World()
+    world.spot_node(pods=3)
+    message = world.message(SPOT_INTERRUPTION, "i-spot-1")
+    world.controller.handle(message)
+    world.controller.handle(message)
+    assert len(world.cluster.changes_of("pod_evicted")) == 3
+    assert len(world.cloud.calls_to("terminate")) <= 2
+
+
+def test_a_malformed_body_is_reported_not_raised() -> None:
+    world = World()
+    outcome = world.controller.process("{not json")
+    assert "malformed" in outcome
+    assert world.observer.of("interruption-malformed")
+    assert world.observer.total("MalformedMessages") == 1
