@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from nodewright.model.command import CommandRecord
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
@@ -170,6 +171,18 @@ class StateStore(Protocol):
 
     def blocked_offerings(self, now: float) -> frozenset[Offering]:
         """Offerings still blocked at `now`."""
+        ...
+
+    def save_command(self, record: CommandRecord) -> None:
+        """Write a disruption command's record (create or overwrite)."""
+        ...
+
+    def commands(self) -> list[CommandRecord]:
+        """Every disruption command in progress, oldest first."""
+        ...
+
+    def delete_command(self, command_id: str) -> None:
+        """Remove a command's record; a missing one counts as removed."""
         ...
 
 

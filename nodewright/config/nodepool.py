@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodewright.config import fields as f
-from nodewright.config.cron import parse_cron
 from nodewright.config.problems import At, show
 from nodewright.model import labels as wk
+from nodewright.model.cron import parse_cron
 from nodewright.model.duration import format_duration
 from nodewright.model.errors import InvalidValue
 from nodewright.model.nodepool import (

@@ -22,6 +22,7 @@ from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.kube.crd_config import read_config
 from nodewright.config.documents import Document
 from nodewright.controllers.configuration import StoredConfiguration
+from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
 from nodewright.controllers.interruption import InterruptionController
 from nodewright.controllers.provisioning import Configuration, Provisioner
 from nodewright.controllers.settings import Settings
@@ -68,7 +69,10 @@ class _Aws:
 
 def provisioner_from_settings(settings: Settings, observer: Observer) -> Provisioner:
     """The provisioner wired to EKS, EC2, DynamoDB and the Price List API."""
-    aws = _Aws(settings, observer)
+    return _provisioner(_Aws(settings, observer), settings, observer)
+
+
+def _provisioner(aws: _Aws, settings: Settings, observer: Observer) -> Provisioner:
     prices = PriceCache(settings.region, pricing=pricing_client(settings.region), ec2=aws.ec2, clock=aws.clock)
     return Provisioner(
         cluster=aws.cluster,
@@ -78,6 +82,23 @@ def provisioner_from_settings(settings: Settings, observer: Observer) -> Provisi
         config=aws.config,
         catalog=LiveCatalog(aws.ec2, prices, aws.clock),
         observer=observer,
+    )
+
+
+def consolidator_from_settings(settings: Settings, observer: Observer) -> Consolidator:
+    """The consolidator, launching replacements through the provisioner's launch path."""
+    aws = _Aws(settings, observer)
+    launcher = _provisioner(aws, settings, observer)
+    return Consolidator(
+        cluster=aws.cluster,
+        cloud=aws.cloud,
+        store=aws.store,
+        clock=aws.clock,
+        config=aws.config,
+        catalog=launcher.catalog,
+        observer=observer,
+        launcher=launcher,
+        options=ConsolidatorOptions(),
     )
 
 

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from nodewright.engine.disruption import template_hash
 from nodewright.engine.scheduling import PlannedClaim, PoolCapacity, SchedulingInput, SchedulingResult, solve
 from nodewright.model import labels as wk
 from nodewright.model.instance import Instance
@@ -246,6 +247,30 @@ class Provisioner:
         self.observer.metric("ClusterHourlyCost", self._hourly_cost(), "None")
         return report
 
+    def launch_planned(self, planned: Sequence[PlannedClaim], names: Sequence[str], reason: str) -> PassReport:
+        """Launch claims another controller planned (consolidation's replacements) through the same
+        path as a pass: limits re-checked, claim recorded before CreateFleet under the given
+        `names` (chosen and recorded by the caller first, so a crash cannot lose track of them),
+        capacity errors blocked. No re-plan: a claim that fails is reported in `failed`.
+        """
+        report = PassReport()
+        if not planned:
+            return report
+        nodepools, nodeclasses = self.config.load()
+        now = self.clock.now()
+        inp = self._input(
+            self.cluster.snapshot(),
+            pending=(),
+            nodepools=nodepools,
+            nodeclasses=nodeclasses,
+            claims=self.store.claims(),
+            now=now,
+        )
+        self._launch_all(
+            SchedulingResult(claims=tuple(planned)), nodepools, nodeclasses, inp, report, names=names, reason=reason
+        )
+        return report
+
     def _input(
         self,
         snapshot: ClusterSnapshot,
@@ -285,6 +310,9 @@ class Provisioner:
         nodeclasses: Mapping[str, EC2NodeClass],
         inp: SchedulingInput,
         report: PassReport,
+        *,
+        names: Sequence[str] = (),
+        reason: str = "pending pods need capacity",
     ) -> bool:
         """Launch every planned claim; True when a capacity error asks for another plan."""
         pools = {p.name: p for p in nodepools}
@@ -294,10 +322,10 @@ class Provisioner:
         used = dict(inp.used)
         blocked = set(inp.blocked)
         replan = False
-        for planned in result.claims:
+        for index, planned in enumerate(result.claims):
             pool = pools[planned.nodepool]
             nodeclass = nodeclasses.get(pool.node_class_ref.name) or EC2NodeClass(pool.node_class_ref.name)
-            claim = self._claim(planned, pool, self.clock.now())
+            claim = self._claim(planned, pool, self.clock.now(), name=names[index] if index < len(names) else "")
             if not _within_limits(pool, planned, used.get(pool.name, Resources())):
                 report.failed[claim.name] = "limits"
                 self.observer.decision("limit-reached", nodepool=pool.name, pods=len(planned.pods))
@@ -325,7 +353,7 @@ class Provisioner:
                 self.observer.metric("LaunchFailures", 1, reason="LaunchError")
                 self.observer.decision("launch-failed", nodeclaim=claim.name, error=str(error))
                 continue
-            self._record_launch(claim, instance, planned)
+            self._record_launch(claim, instance, planned, reason)
             launched_type = types.get(instance.instance_type)
             if launched_type is not None:
                 used[pool.name] = used.get(pool.name, Resources()) + launched_type.capacity
@@ -345,7 +373,7 @@ class Provisioner:
                 self.store.save_claim(claim.with_changes(pods=tuple(sorted((*claim.pods, *added)))))
                 self.observer.decision("nominate", nodeclaim=claim.name, pods=list(added), at=now)
 
-    def _record_launch(self, claim: NodeClaim, instance: Instance, planned: PlannedClaim) -> None:
+    def _record_launch(self, claim: NodeClaim, instance: Instance, planned: PlannedClaim, reason: str) -> None:
         now = self.clock.now()
         self.store.save_claim(_launched(claim, instance, now))
         self.observer.metric("NodesLaunched", 1, nodepool=claim.nodepool, capacity_type=instance.capacity_type)
@@ -364,10 +392,10 @@ class Provisioner:
             price=instance.price or planned.price,
             instance_id=instance.instance_id,
             at=now,
-            reason="pending pods need capacity",
+            reason=reason,
         )
 
-    def _claim(self, planned: PlannedClaim, pool: NodePool, now: float) -> NodeClaim:
+    def _claim(self, planned: PlannedClaim, pool: NodePool, now: float, *, name: str = "") -> NodeClaim:
         pods = tuple(sorted(p.key for p in planned.pods))
         # Unique per claim, never derived from the plan alone: the same pods planned again at the same
         # instant (a virtual clock, a retry after the first instance was interrupted) must not reuse
@@ -379,7 +407,7 @@ class Provisioner:
             wk.NODEPOOL: pool.name,
             wk.NW_NODEPOOL: pool.name,
         }
-        name = f"{pool.name[:40]}-{digest}"
+        name = name or claim_name(pool.name, digest)
         labels[wk.NW_NODECLAIM] = name
         return NodeClaim(
             name=name,
@@ -394,6 +422,7 @@ class Provisioner:
             startup_taints=pool.startup_taints,
             state="pending",
             created_at=now,
+            template_hash=template_hash(pool),
         )
 
     def _hourly_cost(self) -> float:
@@ -468,6 +497,11 @@ class Provisioner:
                 counts["stale_nodes"] += 1
                 self.observer.decision("stale-node-deleted", node=node.name, instance_id=node.instance_id)
         return counts
+
+
+def claim_name(nodepool: str, suffix: str | None = None) -> str:
+    """A claim name: the NodePool's name and a unique suffix (also the instance's Name tag)."""
+    return f"{nodepool[:40]}-{suffix or uuid.uuid4().hex[:10]}"
 
 
 def _within_limits(pool: NodePool, planned: PlannedClaim, used: Resources) -> bool:

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from nodewright.model.command import CommandRecord
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.ports import Offering
 
@@ -46,6 +47,7 @@ class InMemoryStateStore:
         # lease name -> (holder, expires)
         self._leases: dict[str, tuple[str, float]] = {}
         self._blocked: dict[Offering, float] = {}
+        self._commands: dict[str, CommandRecord] = {}
 
     def create_claim(self, claim: NodeClaim) -> bool:
         """Record a claim before its launch; False (and no change) when one of that name exists."""
@@ -98,6 +100,21 @@ class InMemoryStateStore:
         """Offerings still blocked at `now` (until > now)."""
         with self._lock:
             return frozenset(o for o, until in self._blocked.items() if until > now)
+
+    def save_command(self, record: CommandRecord) -> None:
+        """Write a disruption command's record."""
+        with self._lock:
+            self._commands[record.id] = record
+
+    def commands(self) -> list[CommandRecord]:
+        """Every command record, oldest first."""
+        with self._lock:
+            return sorted(self._commands.values(), key=lambda r: (r.created_at, r.id))
+
+    def delete_command(self, command_id: str) -> None:
+        """Remove a command's record; a missing one counts as removed."""
+        with self._lock:
+            self._commands.pop(command_id, None)
 
     def lease_holder(self, name: str, now: float) -> str | None:
         """Who holds the lease `name` at `now`, or None (for tests and the simulator; not a port method)."""

@@ -302,3 +302,22 @@ def test_blocking_nothing_is_fine(store: StateStore) -> None:
 def test_the_same_offering_given_twice_in_one_call_is_blocked_once(store: StateStore) -> None:
     store.block_offerings([SPOT_M5, SPOT_M5], until=100.0)
     assert store.blocked_offerings(0.0) == {SPOT_M5}
+
+
+# ---------------------------------------------------------------------- disruption commands
+
+
+def test_command_records_read_back_oldest_first_and_delete_idempotently(store: StateStore) -> None:
+    from nodewright.model.command import CommandRecord
+
+    later = CommandRecord("b", "consolidation", "Underutilized", ("n2",), ("i-2",), created_at=20.0)
+    first = CommandRecord("a", "emptiness", "Empty", ("n1",), ("i-1",), replacements=("c-1",), created_at=10.0)
+    store.save_command(later)
+    store.save_command(first)
+    assert store.commands() == [first, later]
+    moved = first.advanced("tainted", 12.0)
+    store.save_command(moved)
+    assert store.commands()[0] == moved
+    store.delete_command("a")
+    store.delete_command("a")
+    assert store.commands() == [later]

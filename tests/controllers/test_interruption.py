@@ -71,7 +71,6 @@ class World:
             provisioner=self.trigger,
             options=InterruptionOptions(),
         )
-        self.booting: dict[str, float] = {}
 
     # -- the cluster's other actors -----------------------------------------------------------
 
@@ -89,8 +88,6 @@ class World:
         )
         self.schedule()
         provisioner.provision(self.cluster.snapshot())
-        for instance in self.cloud.instances():
-            self.booting.setdefault(instance.instance_id, self.clock.now() + BOOT)
 
     def schedule(self) -> None:
         """Bind pending pods first-fit to ready, schedulable nodes; mark the rest unschedulable."""
@@ -107,8 +104,8 @@ class World:
 
     def kubelet(self) -> None:
         for instance in self.cloud.instances():
-            due = self.booting.get(instance.instance_id)
-            if due is not None and due <= self.clock.now() and not self.cluster.node_by_instance(instance.instance_id):
+            due = instance.launched_at + BOOT
+            if instance.live and due <= self.clock.now() and not self.cluster.node_by_instance(instance.instance_id):
                 self.cluster.add_node(_node_for(instance))
 
     def tick(self, seconds: float) -> None:
@@ -123,18 +120,27 @@ class World:
 
     # -- setup ----------------------------------------------------------------------------------
 
-    def spot_node(self, name: str = "spot-1", *, pods: int = 30, app: str = "web", instance_id: str = "") -> Node:
+    def spot_node(
+        self,
+        name: str = "spot-1",
+        *,
+        pods: int = 30,
+        app: str = "web",
+        instance_id: str = "",
+        capacity_type: str = "spot",
+    ) -> Node:
+        price = 0.32 if capacity_type == "spot" else 0.768
         instance = self.cloud.add_instance(
             Instance(
                 instance_id=instance_id or f"i-{name}",
                 instance_type="m5.4xlarge",
                 zone=ZONE,
-                capacity_type="spot",
+                capacity_type=capacity_type,
                 state="running",
                 launched_at=START - 3600,
                 nodeclaim=f"claim-{name}",
                 nodepool="default",
-                price=0.32,
+                price=price,
             )
         )
         self.store.create_claim(
@@ -143,9 +149,9 @@ class World:
                 nodepool="default",
                 state="initialized",
                 instance_type=instance.instance_type,
-                capacity_type="spot",
+                capacity_type=capacity_type,
                 zone=ZONE,
-                price=0.32,
+                price=price,
                 instance_id=instance.instance_id,
                 provider_id=instance.provider_id,
                 node_name=name,

@@ -9,6 +9,7 @@ infra/constructs/state.py):
     Lease       <lease name>                        holder S, expires N, expires_at N
     Blocked     <capacity type>/<type>/<zone>       capacity_type S, instance_type S, zone S,
                                                     until N, expires_at N
+    Command     <command id>                        command S (JSON of CommandRecord), state S
 
 Concurrency contract: every decision another writer could race is one conditional write, so
 DynamoDB decides the winner atomically and nothing is read-then-written in Python:
@@ -48,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from nodewright.model.codec import claim_from_dict, claim_to_dict
+from nodewright.model.command import CommandRecord
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.ports import Offering
 
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
 CLAIM = "NodeClaim"
 LEASE = "Lease"
 BLOCKED = "Blocked"
+COMMAND = "Command"
 TTL_ATTRIBUTE = "expires_at"
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 
@@ -237,6 +240,28 @@ class DynamoStateStore:
         )
         return frozenset((i["capacity_type"]["S"], i["instance_type"]["S"], i["zone"]["S"]) for i in items)
 
+    # ------------------------------------------------------------------ disruption commands
+
+    def save_command(self, record: CommandRecord) -> None:
+        """Write a disruption command's record (its owner, the consolidator's lease holder, is the only writer)."""
+        item = {
+            "pk": {"S": COMMAND},
+            "sk": {"S": record.id},
+            "command": {"S": record.to_json()},
+            "state": {"S": record.state},
+        }
+        self._client.put_item(TableName=self.table_name, Item=item)
+
+    def commands(self) -> list[CommandRecord]:
+        """Every command record, oldest first. Raises InvalidValue when a record cannot be read."""
+        items = self._query(COMMAND, projection="#command", names={"#command": "command"})
+        records = [CommandRecord.from_json(item["command"]["S"]) for item in items]
+        return sorted(records, key=lambda r: (r.created_at, r.id))
+
+    def delete_command(self, command_id: str) -> None:
+        """Remove a command's record; a missing one counts as removed."""
+        self._client.delete_item(TableName=self.table_name, Key={"pk": {"S": COMMAND}, "sk": {"S": command_id}})
+
     # ------------------------------------------------------------------ internals
 
     def _query(
@@ -269,4 +294,4 @@ if TYPE_CHECKING:
     # Static proof that the adapter satisfies the port (checked by mypy --strict, never run).
     _store: StateStore = DynamoStateStore(None, "")
 
-__all__ = ["BLOCKED", "CLAIM", "LEASE", "TTL_ATTRIBUTE", "DynamoStateStore", "create_table", "offering_key"]
+__all__ = ["BLOCKED", "CLAIM", "COMMAND", "LEASE", "TTL_ATTRIBUTE", "DynamoStateStore", "create_table", "offering_key"]

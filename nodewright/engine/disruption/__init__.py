@@ -1,1 +1,33 @@
-"""Disruption: which nodes to remove or replace, as commands. Pure."""
+"""Disruption: which nodes to remove or replace, as commands. Pure.
+
+`compute_commands(DisruptionInput) -> DisruptionResult` runs one pass (emptiness, expiration,
+drift, consolidation: the first method that yields a command wins); `validate(command, fresh)`
+re-checks a command against fresher state before the controller acts on it;
+`allowed_disruptions` applies a NodePool's budgets; `template_hash` is what a node claim records
+so drift can be detected later. See `engine.py` and `consolidation.py` for how it works.
+"""
+
+from nodewright.engine.disruption.budgets import allowed_disruptions
+from nodewright.engine.disruption.candidates import eviction_cost
+from nodewright.engine.disruption.drift import template_hash
+from nodewright.engine.disruption.engine import compute_commands, validate
+from nodewright.engine.disruption.types import (
+    Command,
+    DisruptionInput,
+    DisruptionOptions,
+    DisruptionResult,
+    Offering,
+)
+
+__all__ = [
+    "Command",
+    "DisruptionInput",
+    "DisruptionOptions",
+    "DisruptionResult",
+    "Offering",
+    "allowed_disruptions",
+    "compute_commands",
+    "eviction_cost",
+    "template_hash",
+    "validate",
+]

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nodewright.config.cron import parse_cron
+from nodewright.model.cron import parse_cron
 from nodewright.model.errors import InvalidValue
 
 
@@ -55,3 +55,41 @@ def test_a_malformed_schedule_names_the_field_at_fault(expression: str, message:
         parse_cron(expression)
 
     assert str(raised.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("expression", "start", "end", "first"),
+    [
+        pytest.param("0 9 * * *", "2024-06-01 08:00", "2024-06-01 10:00", "2024-06-01 09:00", id="inside"),
+        pytest.param("0 9 * * *", "2024-06-01 09:00", "2024-06-01 10:00", None, id="start-is-excluded"),
+        pytest.param("0 9 * * *", "2024-06-01 08:00", "2024-06-01 09:00", "2024-06-01 09:00", id="end-is-included"),
+        pytest.param("0 0 * * *", "2024-06-01 23:30", "2024-06-02 00:30", "2024-06-02 00:00", id="across-midnight"),
+        pytest.param("0 0 1 * *", "2024-06-02 00:00", "2024-07-15 00:00", "2024-07-01 00:00", id="weeks-long-window"),
+        pytest.param("0 0 30 2 *", "2024-01-01 00:00", "2024-12-31 00:00", None, id="never-fires"),
+        pytest.param("*/15 * * * *", "2024-06-01 10:01", "2024-06-01 10:20", "2024-06-01 10:15", id="step"),
+    ],
+)
+def test_the_first_firing_in_a_window_is_found(expression: str, start: str, end: str, first: str | None) -> None:
+    def at(text: str) -> datetime:
+        return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+    found = parse_cron(expression).first_fire_between(at(start), at(end))
+
+    assert found == (at(first) if first else None)
+
+
+@pytest.mark.parametrize(
+    ("now", "duration", "active"),
+    [
+        pytest.param("2024-06-03 09:00", 3600, True, id="at-the-firing"),
+        pytest.param("2024-06-03 09:59", 3600, True, id="inside-the-window"),
+        pytest.param("2024-06-03 10:00", 3600, False, id="window-is-half-open"),
+        pytest.param("2024-06-03 08:59", 3600, False, id="before-the-firing"),
+        pytest.param("2024-06-04 08:00", 86400, True, id="long-window-spans-the-night"),
+        pytest.param("2024-06-03 09:00", 0, False, id="zero-duration"),
+    ],
+)
+def test_a_schedule_is_active_from_each_firing_for_its_duration(now: str, duration: float, active: bool) -> None:
+    schedule = parse_cron("0 9 * * mon-fri")
+
+    assert schedule.active(datetime.fromisoformat(now).replace(tzinfo=UTC), duration) is active

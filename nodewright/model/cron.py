@@ -4,13 +4,14 @@ Karpenter reads budget schedules with the standard cron syntax (minute hour day-
 day-of-week, in UTC) plus the `@yearly`-style macros. This is a small, strict parser of that
 syntax: lists (`1,15`), ranges (`1-5`), steps (`*/15`, `10-50/10`, `5/10`), `*` and `?`, month
 and weekday names (`JAN`, `mon-fri`); Sunday is 0 or 7. Anything else is an error naming the
-field. A parsed schedule can tell whether a minute matches it, for the disruption engine.
+field. A parsed schedule can tell whether a minute matches it and when it first fires inside a
+window, which is how the disruption engine decides whether a scheduled budget is active.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from nodewright.model.errors import InvalidValue
 
@@ -51,13 +52,47 @@ class CronSchedule:
 
     def matches(self, when: datetime) -> bool:
         """True when the schedule fires at the minute of `when` (taken as UTC)."""
-        if when.minute not in self.minutes or when.hour not in self.hours or when.month not in self.months:
+        return when.minute in self.minutes and when.hour in self.hours and self._day_matches(when)
+
+    def _day_matches(self, when: datetime) -> bool:
+        if when.month not in self.months:
             return False
         dom = when.day in self.days_of_month
         dow = (when.isoweekday() % 7) in self.days_of_week
         if self.day_of_month_star or self.day_of_week_star:
             return dom and dow
         return dom or dow
+
+    def first_fire_between(self, start: datetime, end: datetime) -> datetime | None:
+        """The first minute the schedule fires at in the window (start, end], or None.
+
+        Both ends are taken as UTC. Walks the window day by day, then only the hours and minutes
+        the schedule names, so a window of weeks costs a few hundred steps, not one per minute.
+        """
+        start, end = start.astimezone(UTC), end.astimezone(UTC)
+        if end <= start:
+            return None
+        hours, minutes = sorted(self.hours), sorted(self.minutes)
+        day = start.replace(hour=0, minute=0, second=0, microsecond=0)
+        while day <= end:
+            if self._day_matches(day):
+                for hour in hours:
+                    for minute in minutes:
+                        fire = day.replace(hour=hour, minute=minute)
+                        if fire > end:
+                            return None
+                        if fire > start:
+                            return fire
+            day += timedelta(days=1)
+        return None
+
+    def active(self, now: datetime, duration: float) -> bool:
+        """True when `now` lies within `duration` seconds of the latest firing: the schedule fired
+        at some minute in (now - duration, now] (Karpenter's rule for scheduled budgets).
+        """
+        if duration <= 0:
+            return False
+        return self.first_fire_between(now - timedelta(seconds=duration), now) is not None
 
 
 def _number(text: str, low: int, high: int, names: dict[str, int], field: str) -> int:

@@ -1,0 +1,356 @@
+"""The consolidator: carries out disruption commands as a resumable state machine.
+
+Role: the imperative shell around `nodewright.engine.disruption`. One Lambda invocation runs
+`Consolidator.run(deadline)`:
+
+1. take the `consolidator` lease, so one invocation acts at a time;
+2. untaint nodes carrying the consolidation taint that no live command owns (a crash's leftovers);
+3. resume the command in progress, if any, from its recorded state (nodewright.model.command);
+4. otherwise decide: build a DisruptionInput from a fresh snapshot, the claim records and the
+   catalog; take the first command; record it (`computed`); wait `validation_delay` (15 s, as
+   Karpenter does) and re-check it against fresh state with `validate`; drop it if stale;
+5. execute: choose and record the replacements' claim names (`launching`), launch them through
+   the provisioner's launch path; cordon the candidates with `nodewright.io/disrupted=consolidation:
+   NoSchedule` (`tainted`); wait until every replacement is Ready (timeout: untaint and abort);
+   drain the candidates with the interruption function's Drainer (`draining`); terminate the
+   instances, delete the Nodes and the claim records (`terminating`); delete the record.
+
+Intent is recorded before each effect, so a crash resumes: a `computed` record is dropped (nothing
+was done); `launching` relaunches the recorded names (idempotent ClientTokens) or aborts; later
+states repeat their idempotent step. A command never leaves a node tainted without its record.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from nodewright.controllers.drain import Drainer
+from nodewright.controllers.provisioning import Catalog, Configuration, Provisioner, claim_name
+from nodewright.engine.disruption import Command, DisruptionInput, DisruptionOptions, compute_commands, validate
+from nodewright.engine.scheduling import PoolCapacity
+from nodewright.model import labels as wk
+from nodewright.model.command import CommandRecord
+from nodewright.model.node import Node
+from nodewright.model.taints import Taint
+from nodewright.ports import Clock, CloudProvider, Cluster, Observer, StateStore
+
+LEASE = "consolidator"
+TAINT = Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule", "consolidation")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidatorOptions:
+    """Timings in seconds, and the engine's knobs."""
+
+    validation_delay: float = 15.0
+    poll: float = 5.0
+    deadline_margin: float = 10.0
+    lease_ttl: float = 120.0
+    replacement_timeout: float = 600.0
+    disruption: DisruptionOptions = field(default_factory=DisruptionOptions)
+
+
+@dataclass
+class ConsolidationReport:
+    """What one invocation did (returned by the handler)."""
+
+    lease: bool = True
+    decided: list[str] = field(default_factory=list)
+    dropped: dict[str, str] = field(default_factory=dict)
+    completed: list[str] = field(default_factory=list)
+    aborted: dict[str, str] = field(default_factory=dict)
+    untainted: list[str] = field(default_factory=list)
+    eligible: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        """A JSON-ready summary."""
+        return {
+            "lease": self.lease,
+            "decided": self.decided,
+            "dropped": self.dropped,
+            "completed": self.completed,
+            "aborted": self.aborted,
+            "untainted": self.untainted,
+            "eligible": self.eligible,
+        }
+
+
+class Consolidator:
+    """Runs disruption against the ports it is given (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        cluster: Cluster,
+        cloud: CloudProvider,
+        store: StateStore,
+        clock: Clock,
+        config: Configuration,
+        catalog: Catalog,
+        observer: Observer,
+        launcher: Provisioner,
+        options: ConsolidatorOptions = ConsolidatorOptions(),
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.cluster = cluster
+        self.cloud = cloud
+        self.store = store
+        self.clock = clock
+        self.config = config
+        self.catalog = catalog
+        self.observer = observer
+        self.launcher = launcher
+        self.options = options
+        self.sleep = sleep
+        self.drainer = Drainer(cluster, observer)
+        self._last_state: tuple[object, ...] | None = None
+
+    # -- the invocation ----------------------------------------------------------------------------
+
+    def run(self, deadline: float, invocation: str | None = None) -> ConsolidationReport:
+        """Advance or start commands until `deadline - margin` (epoch seconds, by `clock`)."""
+        report = ConsolidationReport()
+        opts = self.options
+        holder = invocation or uuid.uuid4().hex
+        if not self.store.acquire_lease(LEASE, holder, self.clock.now(), opts.lease_ttl):
+            report.lease = False
+            return report
+        try:
+            self._sweep(report)
+            while self.clock.now() < deadline - opts.deadline_margin:
+                records = self.store.commands()
+                if records:
+                    wait = self._advance(records[0], report)
+                elif not self._decide(report, deadline):
+                    break  # nothing to do this minute
+                else:
+                    wait = 0.0
+                if wait:
+                    self.sleep(wait)
+                self.store.acquire_lease(LEASE, holder, self.clock.now(), opts.lease_ttl)
+        finally:
+            self.store.release_lease(LEASE, holder)
+        return report
+
+    # -- deciding ----------------------------------------------------------------------------------
+
+    def disruption_input(self) -> DisruptionInput:
+        """A fresh view for the engine: snapshot, claims, NodePools with their instance types."""
+        snapshot = self.cluster.snapshot()
+        nodepools, nodeclasses = self.config.load()
+        pools = tuple(
+            PoolCapacity(pool, tuple(self.catalog.instance_types(nodeclasses.get(pool.node_class_ref.name))))
+            for pool in nodepools
+        )
+        now = self.clock.now()
+        in_progress = frozenset(n for r in self.store.commands() for n in r.candidates)
+        return DisruptionInput(
+            snapshot=snapshot,
+            claims=tuple(self.store.claims()),
+            pools=pools,
+            now=now,
+            blocked=self.store.blocked_offerings(now),
+            in_progress=in_progress,
+            options=self.options.disruption,
+        )
+
+    def _decide(self, report: ConsolidationReport, deadline: float) -> bool:
+        """Compute, record, validate and start one command; False when there is nothing to do."""
+        inp = self.disruption_input()
+        # Nothing changed since the last pass that found nothing: skip the search (a cluster at
+        # rest is most minutes of most days).
+        state = _fingerprint(inp)
+        if state == self._last_state:
+            return False
+        result = compute_commands(inp)
+        report.eligible = result.eligible
+        self.observer.metric("EligibleNodes", result.eligible)
+        for node, why in sorted(result.rejected.items()):
+            self.observer.decision("disruption-rejected", node=node, reason=why)
+        if not result.commands:
+            self._last_state = state
+            return False
+        self._last_state = None
+        command = result.commands[0]
+        now = self.clock.now()
+        if now + self.options.validation_delay >= deadline - self.options.deadline_margin:
+            return False  # not enough time left to validate and act; next invocation decides again
+        record = _record(command, inp, now)
+        self.store.save_command(record)
+        report.decided.append(record.id)
+        self.sleep(self.options.validation_delay)
+        stale = validate(command, self.disruption_input())
+        if stale is not None:
+            self.store.delete_command(record.id)
+            report.dropped[record.id] = stale
+            self.observer.decision("disruption-dropped", command=record.id, reason=stale)
+            return True
+        self.observer.decision(
+            "disruption",
+            command=record.id,
+            method=command.method,
+            reason=command.reason,
+            candidates=list(command.candidates),
+            replacements=[r.instance_type.name for r in command.replacements],
+            savings=round(command.savings, 4),
+            detail=command.detail,
+        )
+        self._launch(record, command, report)
+        return True
+
+    # -- executing ---------------------------------------------------------------------------------
+
+    def _launch(self, record: CommandRecord, command: Command, report: ConsolidationReport) -> None:
+        names = tuple(claim_name(r.nodepool) for r in command.replacements)
+        record = record.advanced("launching", self.clock.now(), replacements=names)
+        self.store.save_command(record)
+        if command.replacements:
+            launched = self.launcher.launch_planned(command.replacements, names, f"{command.method}: {command.detail}")
+            if launched.failed:
+                self._abort(record, f"replacement launch failed: {launched.failed}", report)
+                return
+        self._taint(record)
+
+    def _taint(self, record: CommandRecord) -> None:
+        for node in record.candidates:
+            self.cluster.cordon(node, TAINT)
+        self.store.save_command(record.advanced("tainted", self.clock.now()))
+
+    def _advance(self, record: CommandRecord, report: ConsolidationReport) -> float:
+        """One step of a recorded command; returns how long to wait before the next one."""
+        now = self.clock.now()
+        if record.state == "computed":
+            # Died between deciding and validating: nothing was done; decide again.
+            self.store.delete_command(record.id)
+            report.dropped[record.id] = "not validated before the last invocation ended"
+            return 0.0
+        if record.state == "launching":
+            claims = {c.name: c for c in self.store.claims()}
+            if all(name in claims and claims[name].instance_id for name in record.replacements):
+                self._taint(record)
+            else:
+                self._abort(record, "replacements were not all launched", report)
+            return 0.0
+        if record.state == "tainted":
+            ready, failed = self._replacements_ready(record)
+            if failed:
+                self._abort(record, failed, report)
+                return 0.0
+            if ready:
+                self.store.save_command(record.advanced("draining", now))
+                return 0.0
+            if now - record.updated_at > self.options.replacement_timeout:
+                self._abort(record, "replacements did not become ready in time", report)
+                return 0.0
+            return self.options.poll
+        if record.state == "draining":
+            return self._drain(record, report)
+        self._terminate(record, report)
+        return 0.0
+
+    def _replacements_ready(self, record: CommandRecord) -> tuple[bool, str]:
+        claims = {c.name: c for c in self.store.claims()}
+        for name in record.replacements:
+            claim = claims.get(name)
+            if claim is None:
+                return False, f"replacement {name} is gone"
+            node = self.cluster.node_by_instance(claim.instance_id) if claim.instance_id else None
+            if node is None or not node.ready or _has_startup_taints(node, claim.startup_taints):
+                return False, ""
+        return True, ""
+
+    def _drain(self, record: CommandRecord, report: ConsolidationReport) -> float:
+        wait = 0.0
+        done = True
+        for node in record.candidates:
+            if self.cluster.get_node(node) is None:
+                continue
+            step = self.drainer.step(node, TAINT, forced=not record.budgeted)
+            if "do-not-disrupt" in step.kept.values():
+                self._abort(record, f"a do-not-disrupt pod appeared on {node}", report)
+                return 0.0
+            if not step.done:
+                done = False
+                wait = max(wait, step.retry_in)
+        if done:
+            self.store.save_command(record.advanced("terminating", self.clock.now()))
+        return wait
+
+    def _terminate(self, record: CommandRecord, report: ConsolidationReport) -> None:
+        self.cloud.terminate(list(record.instance_ids))
+        for node in record.candidates:
+            self.cluster.delete_node(node)
+        instances = set(record.instance_ids)
+        for claim in self.store.claims():
+            if claim.instance_id in instances:
+                self.store.delete_claim(claim.name)
+        self.store.delete_command(record.id)
+        report.completed.append(record.id)
+        self.observer.metric("NodesDisrupted", len(record.candidates), reason=record.reason)
+        self.observer.metric("ConsolidationSavingsPerHour", record.savings, "None")
+        self.observer.decision(
+            "disruption-done",
+            command=record.id,
+            method=record.method,
+            candidates=list(record.candidates),
+            savings=round(record.savings, 4),
+        )
+
+    def _abort(self, record: CommandRecord, why: str, report: ConsolidationReport) -> None:
+        """Roll back: untaint the candidates, forget the command. Launched replacements stay (they
+        are ordinary nodes now: pods may use them, and emptiness removes them if not).
+        """
+        for node in record.candidates:
+            self.cluster.uncordon(node, wk.DISRUPTED_TAINT_KEY)
+        self.store.delete_command(record.id)
+        report.aborted[record.id] = why
+        self.observer.metric("CommandsFailed", 1)
+        self.observer.decision("disruption-aborted", command=record.id, reason=why)
+
+    def _sweep(self, report: ConsolidationReport) -> None:
+        """Untaint nodes that carry the consolidation taint but belong to no live command."""
+        owned = {n for r in self.store.commands() for n in r.candidates}
+        for node in self.cluster.snapshot().nodes:
+            if node.name not in owned and any(t == TAINT for t in node.taints):
+                self.cluster.uncordon(node.name, wk.DISRUPTED_TAINT_KEY)
+                report.untainted.append(node.name)
+                self.observer.decision("disruption-untainted", node=node.name, reason="no live command owns it")
+
+
+def _record(command: Command, inp: DisruptionInput, now: float) -> CommandRecord:
+    by_node = {c.node_name: c for c in inp.claims if c.node_name}
+    nodes = {n.name: n for n in inp.snapshot.nodes}
+    instance_ids = tuple(
+        (by_node[name].instance_id if name in by_node else "") or (nodes[name].instance_id if name in nodes else "")
+        for name in command.candidates
+    )
+    return CommandRecord(
+        id=f"{command.method}-{uuid.uuid4().hex[:12]}",
+        method=command.method,
+        reason=command.reason,
+        candidates=command.candidates,
+        instance_ids=tuple(i for i in instance_ids if i),
+        savings=command.savings,
+        detail=command.detail,
+        created_at=now,
+        updated_at=now,
+        budgeted=command.budgeted,
+    )
+
+
+def _has_startup_taints(node: Node, startup: Sequence[Taint]) -> bool:
+    keys = {(t.key, t.effect) for t in startup}
+    return any((t.key, t.effect) in keys for t in node.taints)
+
+
+def _fingerprint(inp: DisruptionInput) -> tuple[object, ...]:
+    """What a pass's decision depends on, cheaply: nodes, where pods are, claims. Time matters too
+    (consolidateAfter, expiry, budget windows), so the minute is part of it.
+    """
+    nodes = tuple(sorted((n.name, n.ready, n.unschedulable, len(n.taints)) for n in inp.snapshot.nodes))
+    pods = tuple(sorted((p.key, p.node_name) for p in inp.snapshot.pods))
+    claims = tuple(sorted((c.name, c.state) for c in inp.claims))
+    return (nodes, pods, claims, int(inp.now // 600))

@@ -1,0 +1,250 @@
+"""Consolidation: remove underutilized nodes, or replace them with cheaper ones. Pure.
+
+Theory of operation
+-------------------
+Every question is "if these candidates went away, where would their pods go?", answered by the
+scheduling engine (`simulate.py`). A plan is acceptable (`evaluate`) when every pod finds a home,
+it opens fewer new nodes than it removes, it costs less than the candidates (by more than the
+stability guard: `min_savings` $/h and `min_savings_fraction` of the candidates' price), and, when
+every candidate is spot and a replacement would be spot too, that replacement keeps at least
+`spot_to_spot_min_types` instance types cheaper than the candidates (so the launch does not land
+on the cheapest spot pool, the one most likely to be interrupted, and bounce back next pass).
+Each replacement's instance type options are cut to those that keep the move worth making.
+
+The searches, on the candidates in order (most savings per disruption cost first), limited by the
+NodePools' budgets and `max_candidates`:
+
+1. *Multi-node* (Karpenter): binary search on N for the largest prefix of 2..N candidates that can
+   be deleted or replaced by ONE cheaper node.
+2. *Single-node* (Karpenter), only when 1. found nothing: the first candidate whose pods fit on
+   the other nodes, or on one cheaper node. Candidates that cannot possibly qualify (no single
+   instance type both cheaper and large enough, and not enough free room elsewhere) are skipped
+   without a solve.
+3. *Many-to-many* (beyond Karpenter, #5944; `options.many_to_many`): the same prefixes re-solved
+   together onto the rest of the cluster plus M < N new nodes, by a binary search on N for the
+   largest prefix that qualifies; the plan that saves the most wins, and it replaces the result of
+   1./2. only when it saves more than that.
+
+Bounds: at most `max_candidates` candidates, about log2(N) solves per binary search, N solves for
+single-node at worst (usually one), and a simulation cache shared with the other methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from nodewright.engine.disruption.candidates import Candidate, ClusterView
+from nodewright.engine.disruption.simulate import Simulator
+from nodewright.engine.disruption.types import CONSOLIDATION, REASONS, Command, DisruptionOptions
+from nodewright.engine.scheduling import PlannedClaim, SchedulingResult
+from nodewright.engine.scheduling.types import BlockedOffering
+from nodewright.model import labels as wk
+from nodewright.model.instancetype import InstanceType
+from nodewright.model.requirements import Requirements
+from nodewright.model.resources import CPU, MEMORY
+
+EPSILON = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A plan judged: the command it makes, or why it makes none."""
+
+    command: Command | None
+    why: str = ""
+
+
+def evaluate(
+    candidates: Sequence[Candidate],
+    result: SchedulingResult,
+    options: DisruptionOptions,
+    blocked: frozenset[BlockedOffering],
+    *,
+    many_to_many: bool,
+) -> Verdict:
+    """Judge the plan for removing `candidates` (see the module docstring)."""
+    if result.unschedulable:
+        key, reason = next(iter(sorted(result.unschedulable.items())))
+        return Verdict(None, f"pod {key} would have nowhere to go: {reason}")
+    n = len(candidates)
+    claims = result.claims
+    if len(claims) > 1 and not many_to_many:
+        return Verdict(None, f"its pods need {len(claims)} new nodes; delete or replace-by-one finds nothing")
+    if len(claims) > 1 and len(claims) >= n:  # one cheaper node may replace one; more must be fewer
+        return Verdict(None, f"its pods need {len(claims)} new node(s) to replace {n}")
+    total = sum(c.price for c in candidates)
+    new = sum(c.price for c in claims)
+    savings = total - new
+    threshold = max(options.min_savings, options.min_savings_fraction * total)
+    if savings <= EPSILON:
+        return Verdict(None, f"no cheaper placement: ${new:.4f}/h of new nodes against ${total:.4f}/h")
+    if savings < threshold:
+        return Verdict(None, f"would save ${savings:.4f}/h, under the stability guard of ${threshold:.4f}/h")
+    slack = savings - threshold
+    all_spot = all(c.capacity_type == "spot" for c in candidates)
+    replacements: list[PlannedClaim] = []
+    for claim in claims:
+        limit = min(claim.price + slack, total - EPSILON)
+        kept = tuple(
+            it
+            for it in claim.options
+            if (price := _option_price(it, claim.requirements, blocked)) is not None
+            and (it is claim.instance_type or price <= limit + EPSILON)
+        )
+        if all_spot and claim.offering.capacity_type == "spot" and len(kept) < options.spot_to_spot_min_types:
+            return Verdict(
+                None,
+                f"spot-to-spot replacement needs {options.spot_to_spot_min_types} cheaper instance types; "
+                f"only {len(kept)} are",
+            )
+        replacements.append(replace(claim, options=kept))
+    return Verdict(
+        Command(
+            method=CONSOLIDATION,
+            reason=REASONS[CONSOLIDATION],
+            candidates=tuple(c.name for c in candidates),
+            replacements=tuple(replacements),
+            savings=savings,
+            detail=describe(candidates, replacements, savings),
+            pods=tuple(sorted(p.key for c in candidates for p in c.pods)),
+        )
+    )
+
+
+def describe(candidates: Sequence[Candidate], replacements: Sequence[PlannedClaim], savings: float) -> str:
+    """A sentence saying what the command does and what it saves."""
+    total = sum(c.price for c in candidates)
+    removed = names(c.describe() for c in candidates)
+    if not replacements:
+        return (
+            f"delete {len(candidates)} node(s), {removed}: their pods fit on the other nodes; "
+            f"saves ${savings:.4f}/h of ${total:.4f}/h"
+        )
+    new = ", ".join(
+        f"{r.instance_type.name} {r.offering.capacity_type} in {r.nodepool} (${r.price:.4f}/h)" for r in replacements
+    )
+    return (
+        f"replace {len(candidates)} node(s), {removed}, with {len(replacements)}: {new}; "
+        f"saves ${savings:.4f}/h of ${total:.4f}/h"
+    )
+
+
+def names(items: Iterable[str]) -> str:
+    """At most five items, then how many more."""
+    listed = list(items)
+    head = ", ".join(listed[:5])
+    return head if len(listed) <= 5 else f"{head} and {len(listed) - 5} more"
+
+
+def _option_price(it: InstanceType, requirements: Requirements, blocked: frozenset[BlockedOffering]) -> float | None:
+    zone, ct = requirements.get(wk.ZONE), requirements.get(wk.CAPACITY_TYPE)
+    prices = [
+        o.price
+        for o in it.offerings
+        if o.available
+        and (zone is None or zone.has(o.zone))
+        and (ct is None or ct.has(o.capacity_type))
+        and (o.capacity_type, it.name, o.zone) not in blocked
+    ]
+    return min(prices) if prices else None
+
+
+class Consolidator:
+    """Runs the three searches of one pass over budget-limited, ordered candidates."""
+
+    def __init__(self, view: ClusterView, simulator: Simulator) -> None:
+        self.view = view
+        self.sim = simulator
+        self.options = view.inp.options
+        self.blocked = view.inp.blocked
+        self.why: dict[str, str] = {}
+        self._room = simulator.free_room()
+        self._free = (sum(c for c, _ in self._room.values()), sum(m for _, m in self._room.values()))
+        self._cheapest = self._cheapest_types()
+
+    def run(self, candidates: Sequence[Candidate]) -> Command | None:
+        """The best command over `candidates` (already ordered and within budgets), or None."""
+        found = self._multi(candidates)
+        if found is None:
+            found = self._single(candidates)
+        if self.options.many_to_many and len(candidates) >= 2:
+            many = self._many(candidates)
+            if many is not None and (found is None or many.savings > found.savings + EPSILON):
+                return many
+        return found
+
+    def _judge(self, prefix: Sequence[Candidate], *, many_to_many: bool) -> Verdict:
+        return evaluate(
+            prefix, self.sim.run(prefix, cheaper=True), self.options, self.blocked, many_to_many=many_to_many
+        )
+
+    def _search(self, candidates: Sequence[Candidate], *, many_to_many: bool) -> list[Command]:
+        """Binary search on the prefix length (2..N) for the largest prefix that qualifies;
+        every qualifying command seen, largest prefix last.
+        """
+        found: list[Command] = []
+        lo, hi = 2, len(candidates)
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            verdict = self._judge(candidates[:mid], many_to_many=many_to_many)
+            if verdict.command is not None:
+                found.append(verdict.command)
+                lo = mid + 1
+            else:
+                hi = mid - 1
+        return found
+
+    def _multi(self, candidates: Sequence[Candidate]) -> Command | None:
+        found = self._search(candidates, many_to_many=False)
+        return found[-1] if found else None
+
+    def _many(self, candidates: Sequence[Candidate]) -> Command | None:
+        found = self._search(candidates, many_to_many=True)
+        # The full set is the many-to-many question par excellence; ask it even when the search
+        # stopped short (qualifying is not monotone in N).
+        whole = self._judge(candidates, many_to_many=True).command
+        if whole is not None:
+            found.append(whole)
+        return max(found, key=lambda c: (c.savings, -len(c.candidates)), default=None)
+
+    def _single(self, candidates: Sequence[Candidate]) -> Command | None:
+        for candidate in candidates:
+            hopeless = self._hopeless(candidate)
+            if hopeless:
+                self.why[candidate.name] = hopeless
+                continue
+            verdict = self._judge([candidate], many_to_many=False)
+            if verdict.command is not None:
+                return verdict.command
+            self.why[candidate.name] = verdict.why
+        return None
+
+    # -- cheap pre-checks for single-node ----------------------------------------------------------
+
+    def _cheapest_types(self) -> list[tuple[float, int, int]]:
+        """(price, allocatable cpu, memory) of every type any NodePool offers, cheapest first."""
+        out: list[tuple[float, int, int]] = []
+        for pc in self.view.inp.pools:
+            for it in pc.instance_types:
+                offer = it.cheapest_offering()
+                if offer is not None:
+                    out.append((offer.price, it.allocatable[CPU], it.allocatable[MEMORY]))
+        out.sort()
+        return out
+
+    def _hopeless(self, candidate: Candidate) -> str:
+        """Why no solve can consolidate `candidate` ('' when one might)."""
+        cpu = sum(p.requests[CPU] for p in candidate.pods)
+        memory = sum(p.requests[MEMORY] for p in candidate.pods)
+        free_cpu, free_memory = self._free
+        # The candidate's own room is counted in the sums but will be gone.
+        own_cpu, own_memory = self._room.get(candidate.name, (0, 0))
+        if cpu <= free_cpu - own_cpu and memory <= free_memory - own_memory:
+            return ""
+        for price, type_cpu, type_memory in self._cheapest:
+            if price >= candidate.price:
+                break
+            if type_cpu >= cpu and type_memory >= memory:
+                return ""
+        return "no room for its pods on the other nodes and no cheaper instance type that holds them"

@@ -1,0 +1,327 @@
+"""Where the pods of some nodes would go if those nodes went away: one call to `solve()`. Pure.
+
+The candidates' reschedulable pods are the pods to place; the other nodes that can take pods
+(ready, not being deleted or disrupted, and for our nodes initialized) are the existing capacity;
+the NodePools may open new claims. In-flight claims are left out: their room belongs to the
+pending pods they were launched for. Pending pods are left to the provisioner. NodePool limits
+count every node and claim, candidates included, since replacements launch before candidates go.
+
+Speed: a consolidation pass asks this question dozens of times on a cluster of a thousand nodes
+and ten thousand pods, and the solver's cost grows with every node and bound pod it is given. So
+each question hands it an equivalent, smaller cluster:
+
+* a bound pod matters to the solver only through the room it takes, unless a topology constraint
+  could count it (a moving pod's spread or (anti-)affinity selects it, or it has required
+  anti-affinity of its own). Only those *relevant* pods are passed; each node's allocatable is
+  reduced by what its other pods request, so its free room is exactly the same;
+* a node keeps only the labels the moving pods' node selection and topology read (plus hostname,
+  zone and capacity type), so matching them stays exact;
+* a node the moving pods cannot use (no room for even the smallest of them, or a label or taint
+  that keeps them all out) is passed as an unschedulable "ghost" carrying its relevant pods (they
+  still count for topology), or not at all when it has none; of the nodes they can use, at most
+  `ROOMY_LIMIT`, the roomiest, are offered (a plan on fewer nodes is still a valid plan);
+* for consolidation the NodePools' instance types are cut to those cheaper than the candidates:
+  no dearer type can be part of a plan that saves money.
+
+Results are cached by the candidate names (and whether types were cut), so the methods of one
+pass and the searches inside consolidation never solve the same question twice.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from nodewright.engine.disruption.candidates import Candidate, ClusterView
+from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult, Strategy, solve
+from nodewright.engine.scheduling.topology import Group, spread_group, term_group
+from nodewright.model import labels as wk
+from nodewright.model.instancetype import InstanceType
+from nodewright.model.node import Node
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodepool import NodePool
+from nodewright.model.pod import Pod
+from nodewright.model.requirements import Requirement, Requirements, label_matches
+from nodewright.model.resources import CPU, MEMORY, PODS, Resources
+from nodewright.model.taints import Toleration, tolerates_all
+
+# Questions about several nodes with up to this many pods run the solver's whole portfolio (the best
+# plan of several strategies): packing many pods is where they differ. Single nodes and bigger
+# questions use one strategy, which keeps a pass over a large cluster within its time budget.
+PORTFOLIO_PODS = 200
+# At most this many nodes with room for the moving pods are offered to the solver, the roomiest
+# first (nodes whose pods a topology constraint counts are always passed). A plan found on fewer
+# nodes is still a valid plan; this bounds a question's cost on a big cluster.
+ROOMY_LIMIT = 256
+_ALWAYS_KEYS = frozenset({wk.HOSTNAME, wk.ZONE, wk.CAPACITY_TYPE})
+
+
+Combo = tuple[str, tuple[tuple[str, str], ...]]  # (namespace, sorted labels): what selectors read
+
+
+@dataclass(slots=True)
+class _Destination:
+    node: Node
+    free: Resources
+    # Bound pods by namespace and labels, with what each set requests: a selector either counts
+    # all of a set or none of it, so relevance is decided per set, not per pod.
+    combos: dict[Combo, list[Pod]]
+    combo_used: dict[Combo, Resources]
+    anti: list[Pod]  # pods with required anti-affinity: always relevant
+    anti_used: Resources
+
+
+@dataclass(frozen=True, slots=True)
+class _Cheapest:
+    """A NodePool's instance types sorted by their cheapest available offering."""
+
+    prices: list[float]
+    types: list[InstanceType]
+
+
+class Simulator:
+    """Answers "where would these candidates' pods go?" for one pass (see the module docstring)."""
+
+    def __init__(self, view: ClusterView) -> None:
+        self.view = view
+        inp = view.inp
+        self.destinations: list[_Destination] = []
+        self.combos: dict[Combo, tuple[str, Mapping[str, str]]] = {}
+        for node in sorted(inp.snapshot.nodes, key=lambda n: n.name):
+            if self._destination(node, inp.in_progress):
+                self.destinations.append(self._prepare(node, view.pods_by_node.get(node.name, [])))
+        self.anti_keys = frozenset(t.topology_key for d in self.destinations for p in d.anti for t in p.anti_affinity)
+        self.used = _used(inp.snapshot.nodes, inp.claims, view.types)
+        self._cheapest = {pc.nodepool.name: _by_price(pc.instance_types) for pc in inp.pools}
+        self._pool_requirements = {pc.nodepool.name: _pool_requirements(pc.nodepool) for pc in inp.pools}
+        self._cache: dict[tuple[frozenset[str], bool], SchedulingResult] = {}
+        self._shadows: dict[tuple[str, frozenset[str]], Node] = {}
+        self._pool_fits: dict[tuple[str, tuple[Requirements, ...], tuple[Toleration, ...]], bool] = {}
+        self._node_fits: dict[tuple[str, tuple[tuple[Requirements, ...], tuple[Toleration, ...]]], bool] = {}
+        # Roomiest first: when more nodes have room than ROOMY_LIMIT, these are the ones offered.
+        self.by_room = sorted(self.destinations, key=lambda d: (-d.free[CPU], -d.free[MEMORY], d.node.name))
+        self.solves = 0
+
+    def _destination(self, node: Node, in_progress: frozenset[str]) -> bool:
+        if node.deleting or node.unschedulable or not node.ready or node.name in in_progress:
+            return False
+        claim = self.view.claim_by_node.get(node.name)
+        return claim is None or claim.state == "initialized"
+
+    def _prepare(self, node: Node, pods: Sequence[Pod]) -> _Destination:
+        used = Resources()
+        combos: dict[Combo, list[Pod]] = {}
+        combo_used: dict[Combo, Resources] = {}
+        anti: list[Pod] = []
+        anti_used = Resources()
+        for p in pods:
+            used = used + p.requests
+            if p.anti_affinity:
+                anti.append(p)
+                anti_used = anti_used + p.requests
+                continue
+            combo = (p.namespace, tuple(sorted(p.labels.items())))
+            if combo not in self.combos:
+                self.combos[combo] = (p.namespace, p.labels)
+            combos.setdefault(combo, []).append(p)
+            combo_used[combo] = combo_used.get(combo, Resources()) + p.requests
+        free = (node.allocatable - used).clamped()
+        return _Destination(node, free, combos, combo_used, anti, anti_used)
+
+    def free_room(self) -> dict[str, tuple[int, int]]:
+        """Free cpu and memory (milli-units) of every destination node."""
+        return {d.node.name: (d.free[CPU], d.free[MEMORY]) for d in self.destinations}
+
+    def run(self, candidates: Sequence[Candidate], *, cheaper: bool = False) -> SchedulingResult:
+        """The plan for the candidates' pods on the rest of the cluster plus new claims; with
+        `cheaper`, new claims may only use types cheaper than the candidates together.
+        """
+        key = (frozenset(c.name for c in candidates), cheaper)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        pods = tuple(p for c in candidates for p in c.pods)
+        nodes, bound = self._cluster(pods, key[0])
+        inp = self.view.inp
+        pools = self._pools(pods)
+        if cheaper:
+            cap = sum(c.price for c in candidates)
+            pools = tuple(PoolCapacity(pc.nodepool, self._below(pc.nodepool.name, cap)) for pc in pools)
+        scheduling = SchedulingInput(
+            pods=pods,
+            pools=pools,
+            nodes=nodes,
+            bound_pods=bound,
+            daemonsets=inp.snapshot.daemonsets,
+            blocked=inp.blocked,
+            used=self.used,
+            now=inp.now,
+        )
+        self.solves += 1
+        portfolio = len(candidates) > 1 and len(pods) <= PORTFOLIO_PODS
+        result = solve(scheduling) if portfolio else solve(scheduling, Strategy())
+        self._cache[key] = result
+        return result
+
+    def _below(self, pool: str, cap: float) -> tuple[InstanceType, ...]:
+        cheapest = self._cheapest[pool]
+        return tuple(cheapest.types[: bisect.bisect_left(cheapest.prices, cap)])
+
+    def _pools(self, pods: Sequence[Pod]) -> tuple[PoolCapacity, ...]:
+        """The NodePools some moving pod could use (its node selection and tolerations allow it):
+        the others cannot take part in any plan, and preparing their types is most of a solve.
+        """
+        kinds = {(p.node_requirements(), p.tolerations) for p in pods}
+        out = []
+        for pc in self.view.inp.pools:
+            name = pc.nodepool.name
+            for alternatives, tolerations in kinds:
+                key = (name, alternatives, tolerations)
+                fits = self._pool_fits.get(key)
+                if fits is None:
+                    reqs = self._pool_requirements[name]
+                    fits = self._pool_fits[key] = tolerates_all(tolerations, pc.nodepool.taints) and any(
+                        reqs.compatible(alt) for alt in alternatives
+                    )
+                if fits:
+                    out.append(pc)
+                    break
+        return tuple(out)
+
+    def _cluster(self, pods: Sequence[Pod], leaving: frozenset[str]) -> tuple[tuple[Node, ...], tuple[Pod, ...]]:
+        """The smaller, equivalent cluster the solver gets (see the module docstring)."""
+        groups = _groups(pods)
+        keys = frozenset(_label_keys(pods) | self.anti_keys | {g.key for g in groups})
+        relevant = (
+            {combo for combo, (ns, labels) in self.combos.items() if any(g.selects(ns, labels) for g in groups)}
+            if groups
+            else set()
+        )
+        kinds = sorted({(p.node_requirements(), p.tolerations) for p in pods}, key=repr)
+        smallest = _smallest(pods)
+        nodes: list[Node] = []
+        bound: list[Pod] = []
+        roomy = 0
+        for d in self.by_room:
+            node = d.node
+            if node.name in leaving:
+                continue
+            mine = list(d.anti)
+            mine_used = d.anti_used
+            for combo in relevant.intersection(d.combos) if relevant else ():
+                mine += d.combos[combo]
+                mine_used = mine_used + d.combo_used[combo]
+            useful = (
+                roomy < ROOMY_LIMIT
+                and all(d.free[name] >= need for name, need in smallest.items())
+                and any(self._takes(node, kind) for kind in kinds)
+            )
+            if not useful and not mine:
+                continue
+            if useful and not mine:
+                shadow = self._shadows.get((node.name, keys))
+                if shadow is None:
+                    shadow = self._shadows[(node.name, keys)] = self._shadow(node, keys, d.free)
+            elif useful:
+                shadow = self._shadow(node, keys, d.free + mine_used)
+            else:
+                shadow = Node(node.name, labels=_only(node.labels, keys), unschedulable=True, ready=True)
+            roomy += useful
+            nodes.append(shadow)
+            bound += mine
+        return tuple(nodes), tuple(bound)
+
+    def _takes(self, node: Node, kind: tuple[tuple[Requirements, ...], tuple[Toleration, ...]]) -> bool:
+        """True when pods of this kind (node selection, tolerations) may run on `node`."""
+        key = (node.name, kind)
+        hit = self._node_fits.get(key)
+        if hit is None:
+            alternatives, tolerations = kind
+            hit = self._node_fits[key] = tolerates_all(tolerations, node.taints) and any(
+                label_matches(alt, node.labels) for alt in alternatives
+            )
+        return hit
+
+    @staticmethod
+    def _shadow(node: Node, keys: frozenset[str], allocatable: Resources) -> Node:
+        return Node(node.name, labels=_only(node.labels, keys), taints=node.taints, allocatable=allocatable, ready=True)
+
+
+def _only(labels: Mapping[str, str], keys: frozenset[str]) -> dict[str, str]:
+    return {k: v for k, v in labels.items() if k in keys}
+
+
+def _pool_requirements(pool: NodePool) -> Requirements:
+    """The requirements the solver gives a NodePool's claims (its own, its labels, its name)."""
+    return pool.requirements.intersection(Requirements.from_labels(pool.labels)).intersection(
+        Requirements([Requirement.new(wk.NODEPOOL, "In", [pool.name])])
+    )
+
+
+def _groups(pods: Iterable[Pod]) -> list[Group]:
+    """The topology groups the moving pods' constraints count."""
+    out: set[Group] = set()
+    for pod in pods:
+        out.update(spread_group(s, pod.namespace) for s in pod.spread)
+        out.update(
+            term_group(t)
+            for t in (*pod.affinity, *pod.preferred_affinity, *pod.anti_affinity, *pod.preferred_anti_affinity)
+        )
+    return sorted(out, key=repr)
+
+
+def _label_keys(pods: Iterable[Pod]) -> set[str]:
+    """Every node label key the moving pods' node selection reads, plus the usual topology keys."""
+    keys = set(_ALWAYS_KEYS)
+    for pod in pods:
+        keys.update(pod.node_selector)
+        for term in pod.required_terms:
+            keys.update(term)
+        for preferred in pod.preferred_terms:
+            keys.update(preferred.requirements)
+    return keys
+
+
+def _smallest(pods: Sequence[Pod]) -> dict[str, int]:
+    """The least any moving pod needs of cpu, memory and pod slots."""
+    if not pods:
+        return {}
+    return {name: min(p.requests[name] for p in pods) for name in (CPU, MEMORY, PODS)}
+
+
+def _by_price(types: Iterable[InstanceType]) -> _Cheapest:
+    priced = []
+    for it in types:
+        offer = it.cheapest_offering()
+        if offer is not None:
+            priced.append((offer.price, it.name, it))
+    priced.sort(key=lambda x: (x[0], x[1]))
+    return _Cheapest([p for p, _, _ in priced], [t for _, _, t in priced])
+
+
+def _used(
+    nodes: Iterable[Node], claims: Iterable[NodeClaim], types: Mapping[str, Mapping[str, InstanceType]]
+) -> dict[str, Resources]:
+    """Capacity each NodePool has now, for its limits: its nodes, plus its claims not registered as
+    nodes yet (by their type, or their largest option before launch). Same rule as the provisioner.
+    """
+    used: dict[str, Resources] = {}
+    nodes = list(nodes)
+    registered = {n.name for n in nodes}
+    for node in nodes:
+        if node.nodepool:
+            used[node.nodepool] = used.get(node.nodepool, Resources()) + node.capacity
+    for claim in claims:
+        if claim.node_name and claim.node_name in registered:
+            continue
+        catalog = types.get(claim.nodepool, {})
+        if claim.instance_type in catalog:
+            capacity = catalog[claim.instance_type].capacity
+        else:
+            capacity = Resources()
+            for name in claim.instance_type_options:
+                if name in catalog:
+                    capacity = capacity.maximum(catalog[name].capacity)
+        used[claim.nodepool] = used.get(claim.nodepool, Resources()) + capacity
+    return used

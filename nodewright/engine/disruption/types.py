@@ -1,0 +1,100 @@
+"""The disruption engine's inputs and outputs, as plain values. Pure.
+
+`compute_commands(DisruptionInput) -> DisruptionResult` (in `engine.py`) decides; the controller
+carries out the `Command`s it returns, after `validate` re-checked them against fresher state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from nodewright.engine.scheduling.types import BlockedOffering, PlannedClaim, PoolCapacity
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.snapshot import ClusterSnapshot
+
+# (capacity type, instance type, zone), as the capacity-error cache stores it.
+Offering = BlockedOffering
+
+EMPTINESS = "emptiness"
+EXPIRATION = "expiration"
+DRIFT = "drift"
+CONSOLIDATION = "consolidation"
+METHODS = (EMPTINESS, EXPIRATION, DRIFT, CONSOLIDATION)
+# The budget reason each method's commands count against (expiration is not budgeted).
+REASONS = {EMPTINESS: "Empty", EXPIRATION: "Expired", DRIFT: "Drifted", CONSOLIDATION: "Underutilized"}
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionOptions:
+    """Knobs of a disruption pass.
+
+    `many_to_many` False restricts consolidation to what Karpenter does (delete, or replace N nodes
+    by one). `min_savings` ($/h) and `min_savings_fraction` (of the candidates' price) skip moves
+    that save too little to be worth the churn (Karpenter #7146). Nodes a provisioning pass put
+    pods on within `nomination_window` seconds are left alone. `max_candidates` bounds the search.
+    """
+
+    many_to_many: bool = True
+    min_savings: float = 0.0
+    min_savings_fraction: float = 0.0
+    spot_to_spot_min_types: int = 15
+    nomination_window: float = 20.0
+    max_candidates: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionInput:
+    """Everything one disruption pass decides from.
+
+    `claims` are Nodewright's records (price, instance type, capacity type, zone, NodePool,
+    timestamps, template hash, AMI). `pools` are the NodePools with their instance types.
+    `nominated` maps node names to the last time a provisioning pass put pods on them; `images`
+    maps EC2NodeClass names to the AMI ids they resolve to now; `blocked` are offerings the
+    capacity-error cache holds; `in_progress` are nodes a running command already disrupts.
+    """
+
+    snapshot: ClusterSnapshot
+    claims: tuple[NodeClaim, ...]
+    pools: tuple[PoolCapacity, ...]
+    now: float
+    nominated: Mapping[str, float] = field(default_factory=dict)
+    images: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    blocked: frozenset[Offering] = frozenset()
+    in_progress: frozenset[str] = frozenset()
+    options: DisruptionOptions = DisruptionOptions()
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One disruption decision: remove `candidates` (node names), launching `replacements` first.
+
+    `savings` is the candidates' price minus the replacements' ($/h; never negative for
+    consolidation, may be for drift or expiration). `pods` are the keys of the reschedulable pods
+    the candidates held when the command was computed, so `validate` can tell if they changed.
+    """
+
+    method: str
+    reason: str
+    candidates: tuple[str, ...]
+    replacements: tuple[PlannedClaim, ...]
+    savings: float
+    detail: str
+    budgeted: bool = True
+    pods: tuple[str, ...] = ()
+
+    @property
+    def replacement_price(self) -> float:
+        """$/h of the replacements."""
+        return sum(r.price for r in self.replacements)
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionResult:
+    """What one pass decided: at most one command per pass today (the first method that yields
+    one wins), why each node that is not disrupted is left alone, and how many nodes were eligible.
+    """
+
+    commands: tuple[Command, ...]
+    rejected: Mapping[str, str]
+    eligible: int

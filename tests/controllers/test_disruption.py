@@ -1,0 +1,195 @@
+"""The consolidator against the in-memory cluster, the fake cloud and the in-memory store.
+
+The world of tests/controllers/test_interruption.py (a kubelet that registers launched instances
+after a boot delay, a first-fit scheduler) with the consolidator's `sleep` advancing it, so the
+15 s validation wait, replacement boot and drains all happen in virtual time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from nodewright.controllers.disruption import TAINT, Consolidator, ConsolidatorOptions
+from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.engine.disruption import DisruptionOptions
+from nodewright.model import labels as wk
+from nodewright.model.command import CommandRecord
+from nodewright.model.node import Node
+from nodewright.sim.state import InMemoryStateStore
+from tests.builders import pod
+from tests.controllers.test_interruption import World, _pdb
+from tests.controllers.test_provisioning import FixedCatalog
+
+
+@dataclass
+class ConsolidationWorld(World):
+    def consolidator(self, **options: float) -> Consolidator:
+        launcher = Provisioner(
+            cluster=self.cluster,
+            cloud=self.cloud,
+            store=self.store,
+            clock=self.clock,
+            config=StaticConfiguration(self.pools),
+            catalog=FixedCatalog(),
+            observer=self.observer,
+            options=ProvisionerOptions(),
+            sleep=lambda _: None,
+        )
+        return Consolidator(
+            cluster=self.cluster,
+            cloud=self.cloud,
+            store=self.store,
+            clock=self.clock,
+            config=StaticConfiguration(self.pools),
+            catalog=FixedCatalog(),
+            observer=self.observer,
+            launcher=launcher,
+            options=ConsolidatorOptions(**options),  # type: ignore[arg-type]
+            sleep=lambda seconds: self.tick(max(1.0, seconds)),
+        )
+
+    def run(self, seconds: float = 60.0, **options: float) -> dict[str, object]:
+        report = self.consolidator(**options).run(self.clock.now() + seconds).as_dict()
+        self.tick(5)  # kube-scheduler places what the last drain evicted
+        return report
+
+    def node_with(self, name: str, pods: int, *, capacity_type: str = "spot", app: str = "web") -> Node:
+        node = self.spot_node(name, pods=0, capacity_type=capacity_type)
+        for i in range(pods):
+            p = self.cluster.add_pod(pod(f"{app}-{name}-{i}", cpu="500m", memory="1Gi", labels={"app": app}))
+            self.cluster.bind(p, name)
+        return node
+
+    def tainted(self) -> list[str]:
+        return [n.name for n in self.cluster.nodes() if TAINT in n.taints]
+
+
+def test_an_empty_node_is_removed_after_validation() -> None:
+    world = ConsolidationWorld()
+    world.node_with("busy", 4)
+    world.node_with("idle", 0)
+    report = world.run()
+    assert report["completed"]
+    assert world.cluster.get_node("idle") is None
+    assert world.cloud.instance("i-idle").state in ("shutting-down", "terminated")  # type: ignore[union-attr]
+    assert all(c.node_name != "idle" for c in world.store.claims())
+    assert world.store.commands() == []
+    done = world.observer.of("disruption-done")
+    assert done[0]["method"] == "emptiness"
+    # Validated 15 s after deciding, in virtual time.
+    assert world.observer.total("NodesDisrupted") == 1
+
+
+def test_two_underused_nodes_are_consolidated_without_losing_a_pod() -> None:
+    world = ConsolidationWorld()
+    world.node_with("a", 3)
+    world.node_with("b", 3)
+    world.run(120)
+    assert len(world.cluster.nodes()) == 1
+    assert world.cluster.lost_pods() == []
+    pods = world.workload_pods()
+    assert len(pods) == 6
+    assert all(p.node_name for p in pods)
+    assert world.tainted() == []
+
+
+def test_a_node_is_replaced_by_a_cheaper_one_first_then_drained() -> None:
+    world = ConsolidationWorld()
+    world.node_with("big", 2, capacity_type="on-demand")  # m5.4xlarge at $0.768/h for 1 cpu of pods
+    world.run(180)
+    assert world.cluster.get_node("big") is None
+    names = [n.labels.get(wk.INSTANCE_TYPE) for n in world.cluster.nodes()]
+    assert names
+    assert all(n != "m5.4xlarge" for n in names)
+    evicted = world.cluster.changes_of("pod_evicted")
+    ready = list(world.cluster.changes_of("node_added"))
+    assert evicted
+    assert ready
+    assert min(c.at for c in evicted) >= max(c.at for c in ready)  # replacement first
+    assert world.cluster.lost_pods() == []
+    assert all(p.node_name for p in world.workload_pods())
+
+
+def test_a_command_whose_state_changed_during_validation_is_dropped() -> None:
+    world = ConsolidationWorld()
+    world.node_with("busy", 4)
+    world.node_with("idle", 0)
+    consolidator = world.consolidator()
+    original = consolidator.sleep
+
+    def arrives_during_validation(seconds: float) -> None:
+        if not world.cluster.pods_on("idle"):
+            p = world.cluster.add_pod(pod("late", cpu="500m", memory="1Gi"))
+            world.cluster.bind(p, "idle")
+        original(seconds)
+
+    consolidator.sleep = arrives_during_validation
+    report = consolidator.run(world.clock.now() + 30).as_dict()
+    assert report["dropped"]
+    assert world.cluster.get_node("idle") is not None
+    assert world.tainted() == []
+
+
+def test_a_pdb_slows_the_drain_but_never_breaks() -> None:
+    world = ConsolidationWorld()
+    world.node_with("a", 4)
+    world.node_with("b", 2)
+    world.cluster.add_pdb(_pdb("web", "web", min_available=5))
+    world.run(300)
+    assert world.cluster.lost_pods() == []
+    assert len(world.cluster.nodes()) == 1
+    assert not world.cluster.changes_of("pdb_violated")
+
+
+class CrashingStore(InMemoryStateStore):
+    """Dies (SystemExit) the first time a command reaches `state`, as a Lambda timing out there."""
+
+    def __init__(self, state: str) -> None:
+        super().__init__()
+        self.crash_at = state
+
+    def save_command(self, record: CommandRecord) -> None:
+        super().save_command(record)
+        if record.state == self.crash_at:
+            self.crash_at = ""
+            raise SystemExit(f"died after recording {record.state}")
+
+
+@pytest.mark.parametrize("state", ["computed", "launching", "tainted", "draining", "terminating"])
+def test_a_crash_at_any_step_resumes_or_rolls_back(state: str) -> None:
+    world = ConsolidationWorld(store=CrashingStore(state))
+    world.node_with("big", 2, capacity_type="on-demand")
+    with pytest.raises(SystemExit):
+        world.run(180)
+    # Whatever happened, a tainted node always has a live command.
+    owned = {n for r in world.store.commands() for n in r.candidates}
+    assert set(world.tainted()) <= owned
+    world.tick(60)
+    world.run(300)
+    world.run(300)
+    assert world.store.commands() == []
+    assert world.tainted() == []
+    assert world.cluster.lost_pods() == []
+    assert all(p.node_name for p in world.workload_pods())
+    assert len([n for n in world.cluster.nodes() if n.labels.get(wk.INSTANCE_TYPE) == "m5.4xlarge"]) == 0
+
+
+def test_karpenter_mode_never_replaces_many_by_many() -> None:
+    world = ConsolidationWorld()
+    world.node_with("a", 3)
+    world.node_with("b", 3)
+    consolidator = world.consolidator()
+    assert consolidator.options.disruption.many_to_many
+    strict = world.consolidator(disruption=DisruptionOptions(many_to_many=False))  # type: ignore[arg-type]
+    assert not strict.options.disruption.many_to_many
+
+
+def test_an_orphaned_consolidation_taint_is_removed() -> None:
+    world = ConsolidationWorld()
+    world.node_with("a", 3)
+    world.cluster.cordon("a", TAINT)
+    report = world.run(30)
+    assert report["untainted"] == ["a"]
+    assert world.tainted() == []

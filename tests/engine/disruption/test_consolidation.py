@@ -1,0 +1,244 @@
+"""Consolidation: delete a node whose pods fit elsewhere, replace nodes by one cheaper node
+(Karpenter's multi-node and single-node searches), and beyond Karpenter replace N nodes by M < N
+when that saves more; never for less than the stability guard, never spot-to-spot without 15
+cheaper types, never beyond the "Underutilized" budgets.
+
+Faked: nothing; each case builds a small cluster (`World`) and runs the real `compute_commands`,
+which asks the real scheduler where pods would go.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from nodewright.engine.disruption import Command
+from nodewright.model import labels as wk
+from nodewright.model.nodepool import Budget
+from tests.builders import instance_type
+from tests.engine.disruption.scenario import World, only, pool, spot_catalog
+
+
+def consolidation(world: World, **opts: object) -> Command | None:
+    result = world.run(opts=opts)
+    commands = [c for c in result.commands if c.method == "consolidation"]
+    return commands[0] if commands else None
+
+
+def expect_cheaper(world: World, command: Command) -> None:
+    prices = {c.node_name: c.price for c in world.claims}
+    before = sum(prices[n] for n in command.candidates)
+    after = sum(r.price for r in command.replacements)
+    assert after < before
+    assert command.savings == pytest.approx(before - after)
+    assert command.reason == "Underutilized"
+    for r in command.replacements:
+        # Every option the launch may fall back to still keeps the move cheaper.
+        assert all(min(o.price for o in it.offerings) < before for it in r.options)
+
+
+def test_a_node_whose_pods_fit_elsewhere_is_deleted() -> None:
+    world = World()
+    world.node("light", "m5.xlarge")
+    world.put("light", 2, cpu="500m")
+    world.node("busy", "m5.xlarge")
+    world.put("busy", 2, cpu="1", annotations={wk.DO_NOT_DISRUPT: "true"})  # stays, takes the pods
+
+    command = consolidation(world, many_to_many=False)
+
+    assert command is not None
+    assert command.candidates == ("light",)
+    assert command.replacements == ()
+    assert "fit on the other nodes" in command.detail
+    expect_cheaper(world, command)
+
+
+def test_an_oversized_node_is_replaced_by_one_cheaper_node() -> None:
+    world = World(
+        pools=[pool(requirements=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}])]
+    )
+    world.node("big", "m5.2xlarge")
+    world.put("big", 2, cpu="500m")
+
+    command = consolidation(world)
+
+    assert command is not None
+    assert command.candidates == ("big",)
+    assert len(command.replacements) == 1
+    assert command.replacements[0].instance_type.name == "c5.large"
+    assert "replace 1 node(s)" in command.detail
+    expect_cheaper(world, command)
+
+
+def test_a_node_already_the_cheapest_that_fits_is_kept() -> None:
+    world = World(
+        pools=[pool(requirements=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}])]
+    )
+    world.node("snug", "c5.large")
+    world.put("snug", 2, cpu="900m", memory="512Mi")
+
+    result = world.run()
+
+    assert result.commands == ()
+    assert "no cheaper placement" in result.rejected["snug"]
+
+
+def test_on_demand_may_be_replaced_by_spot() -> None:
+    world = World()
+    world.node("od", "m5.large")
+    world.put("od", 1, cpu="1500m")
+
+    command = consolidation(world)
+
+    assert command is not None
+    assert command.replacements[0].offering.capacity_type == "spot"
+    expect_cheaper(world, command)
+
+
+@pytest.mark.parametrize(
+    ("node_type", "replaced"),
+    [
+        pytest.param("t19.large", True, id="19-cheaper-types"),
+        pytest.param("t15.large", True, id="15-cheaper-types"),
+        pytest.param("t14.large", False, id="14-cheaper-types"),
+    ],
+)
+def test_spot_to_spot_needs_15_cheaper_instance_types(node_type: str, replaced: bool) -> None:
+    world = World(types=spot_catalog(20))
+    world.node("spot", node_type, capacity_type="spot")
+    world.put("spot", 1, cpu="1")
+
+    result = world.run()
+
+    assert bool(result.commands) is replaced
+    if replaced:
+        command = only(result)
+        assert len(command.replacements[0].options) >= 15
+        expect_cheaper(world, command)
+    else:
+        assert "spot-to-spot replacement needs 15 cheaper instance types; only 14" in result.rejected["spot"]
+
+
+def test_the_spot_to_spot_threshold_is_an_option() -> None:
+    world = World(types=spot_catalog(20))
+    world.node("spot", "t10.large", capacity_type="spot")
+    world.put("spot", 1, cpu="1")
+
+    assert consolidation(world, spot_to_spot_min_types=5) is not None
+
+
+@pytest.mark.parametrize(
+    ("opts", "acted"),
+    [
+        pytest.param({}, True, id="no-guard"),
+        pytest.param({"min_savings": 0.05}, True, id="absolute-guard-met"),
+        pytest.param({"min_savings": 0.5}, False, id="absolute-guard-missed"),
+        pytest.param({"min_savings_fraction": 0.5}, True, id="fraction-met"),
+        pytest.param({"min_savings_fraction": 0.95}, False, id="fraction-missed"),
+    ],
+)
+def test_the_stability_guard_skips_moves_that_save_too_little(opts: dict[str, float], acted: bool) -> None:
+    world = World(
+        pools=[pool(requirements=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}])]
+    )
+    world.node("big", "m5.2xlarge")  # $0.384/h, replaced by c5.large at $0.085/h: saves 78%
+    world.put("big", 2, cpu="500m")
+
+    result = world.run(opts=opts)
+
+    assert bool(result.commands) is acted
+    if not acted:
+        assert "stability guard" in result.rejected["big"]
+
+
+def test_multi_node_replaces_several_nodes_by_one() -> None:
+    world = World(
+        pools=[pool(requirements=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}])]
+    )
+    for name in ("a", "b", "c"):
+        world.node(name, "m5.xlarge")
+        world.put(name, 1, cpu="1")
+
+    command = consolidation(world, many_to_many=False)
+
+    assert command is not None
+    assert set(command.candidates) == {"a", "b", "c"}
+    assert len(command.replacements) == 1
+    expect_cheaper(world, command)
+
+
+@pytest.mark.parametrize(("nodes", "budget"), [pytest.param("1", 1, id="count"), pytest.param("50%", 2, id="percent")])
+def test_consolidation_stays_within_the_underutilized_budget(nodes: str, budget: int) -> None:
+    world = World(
+        pools=[
+            pool(
+                budgets=(Budget(nodes, reasons=("Underutilized",)),),
+                requirements=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}],
+            )
+        ]
+    )
+    for name in ("a", "b", "c"):
+        world.node(name, "m5.xlarge")
+        world.put(name, 1, cpu="1")
+
+    command = consolidation(world)
+
+    assert command is not None
+    assert len(command.candidates) == budget
+
+
+# -- many-to-many ----------------------------------------------------------------------------------------
+
+
+def four_small_nodes() -> World:
+    """Four 2-cpu nodes ($0.10/h each) holding one 1.5-cpu pod each; 4-cpu nodes cost $0.15/h.
+
+    Karpenter-style: two nodes' pods fit one 4-cpu node (saves $0.05/h); three or four do not fit
+    any single node. Many-to-many: all four onto two 4-cpu nodes saves $0.10/h.
+    """
+    world = World(
+        types=(
+            instance_type("s.large", cpu="2", memory="8Gi", price=0.10),
+            instance_type("m.xlarge", cpu="4", memory="16Gi", price=0.15),
+        )
+    )
+    for name in ("a", "b", "c", "d"):
+        world.node(name, "s.large")
+        world.put(name, 1, cpu="1500m", memory="1Gi")
+    return world
+
+
+def test_many_to_many_beats_the_best_one_node_replacement() -> None:
+    world = four_small_nodes()
+
+    command = consolidation(world)
+
+    assert command is not None
+    assert set(command.candidates) == {"a", "b", "c", "d"}
+    assert [r.instance_type.name for r in command.replacements] == ["m.xlarge", "m.xlarge"]
+    assert command.savings == pytest.approx(0.10)
+    expect_cheaper(world, command)
+
+
+def test_without_many_to_many_only_karpenters_moves_are_made() -> None:
+    world = four_small_nodes()
+
+    command = consolidation(world, many_to_many=False)
+
+    assert command is not None
+    assert len(command.candidates) == 2
+    assert len(command.replacements) == 1
+    assert command.savings == pytest.approx(0.05)
+
+
+def test_many_to_many_never_opens_as_many_nodes_as_it_removes() -> None:
+    world = World(
+        types=(
+            instance_type("s.large", cpu="2", memory="8Gi", price=0.10),
+            instance_type("m.xlarge", cpu="4", memory="16Gi", price=0.21),
+        )
+    )
+    for name in ("a", "b", "c"):
+        world.node(name, "s.large")
+        world.put(name, 1, cpu="1500m", memory="1Gi")
+
+    assert world.run().commands == ()
