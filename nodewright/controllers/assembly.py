@@ -26,6 +26,7 @@ from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
 from nodewright.controllers.interruption import InterruptionController
 from nodewright.controllers.provisioning import Configuration, Provisioner
 from nodewright.controllers.settings import Settings
+from nodewright.engine.disruption import DisruptionOptions
 from nodewright.ports import Observer
 
 
@@ -98,7 +99,9 @@ def consolidator_from_settings(settings: Settings, observer: Observer) -> Consol
         catalog=launcher.catalog,
         observer=observer,
         launcher=launcher,
-        options=ConsolidatorOptions(),
+        options=ConsolidatorOptions(
+            disruption=DisruptionOptions(many_to_many=settings.consolidation == "nodewright"),
+        ),
     )
 
 

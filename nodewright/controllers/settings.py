@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from nodewright.model.nodepool import REBALANCE_POLICIES
 
 CONFIG_SOURCES = ("dynamodb", "crd")
+# `nodewright` adds many-to-many replacement; `karpenter` limits consolidation to delete or N->1.
+CONSOLIDATION_MODES = ("nodewright", "karpenter")
 
 
 class SettingsError(ValueError):
@@ -35,6 +37,7 @@ class Settings:
     rebalance_policy: str
     provisioner_function: str = ""
     region: str = ""
+    consolidation: str = "nodewright"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -61,6 +64,7 @@ class Settings:
             rebalance_policy=env.get("REBALANCE_POLICY", "ReplaceThenDrain"),
             provisioner_function=env.get("PROVISIONER_FUNCTION_NAME", ""),
             region=env.get("AWS_REGION", env.get("AWS_DEFAULT_REGION", "")),
+            consolidation=env.get("CONSOLIDATION_MODE", "nodewright"),
         )
         if settings.config_source not in CONFIG_SOURCES:
             problems.append(f"CONFIG_SOURCE {settings.config_source!r} is not one of {', '.join(CONFIG_SOURCES)}")
@@ -69,6 +73,10 @@ class Settings:
         if settings.rebalance_policy not in REBALANCE_POLICIES:
             problems.append(
                 f"REBALANCE_POLICY {settings.rebalance_policy!r} is not one of {', '.join(REBALANCE_POLICIES)}"
+            )
+        if settings.consolidation not in CONSOLIDATION_MODES:
+            problems.append(
+                f"CONSOLIDATION_MODE {settings.consolidation!r} is not one of {', '.join(CONSOLIDATION_MODES)}"
             )
         if problems:
             raise SettingsError("; ".join(problems))
