@@ -2,11 +2,12 @@
 
 Modules are the benchmark files next to this one that define `main(argv) -> int` (or `main()`
 taking no options): `scheduling` (bench/scheduling.py) and, when present, `catalog`
-(bench/catalog.py).
+(bench/catalog.py) and `provisioner_latency` (bench/provisioner_latency.py).
 
     python -m bench                      every module, one after the other
     python -m bench scheduling [--quick] [--json FILE] [...]
     python -m bench catalog [...]
+    python -m bench provisioner_latency [--quick] [--pattern NAME] [--json FILE] [...]
 
 With no module, the options go to every module and `--json FILE` is split per module
 (FILE with `.scheduling`/`.catalog` before its suffix), so the modules do not overwrite each other.
@@ -23,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
 
-MODULES = ("scheduling", "catalog")
+MODULES = ("scheduling", "catalog", "provisioner_latency")
 
 
 def available() -> list[str]:

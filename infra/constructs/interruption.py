@@ -36,29 +36,16 @@ from infra.config import (
 from infra.constructs import permissions
 from infra.constructs.function import NodewrightFunction
 from infra.constructs.state import State
+from nodewright.engine.interruption.rules import INTERRUPTION_RULES
 
 BATCH_SIZE = 10
 
-# Rule construct id -> event pattern. Field names are EventBridge's (detail-type, not detailType).
+# Rule construct id -> event pattern, built from the patterns the simulator also uses.
 INTERRUPTION_EVENT_PATTERNS: Mapping[str, events.EventPattern] = {
-    "SpotInterruptionRule": events.EventPattern(
-        source=["aws.ec2"], detail_type=["EC2 Spot Instance Interruption Warning"]
-    ),
-    "RebalanceRule": events.EventPattern(source=["aws.ec2"], detail_type=["EC2 Instance Rebalance Recommendation"]),
-    "InstanceStateChangeRule": events.EventPattern(
-        source=["aws.ec2"],
-        detail_type=["EC2 Instance State-change Notification"],
-        # pending/running follow every launch; only these states take a node away.
-        detail={"state": ["stopping", "stopped", "shutting-down", "terminated"]},
-    ),
-    "CapacityReservationInterruptionRule": events.EventPattern(
-        source=["aws.ec2"], detail_type=["EC2 Capacity Reservation Instance Interruption Warning"]
-    ),
-    "ScheduledChangeRule": events.EventPattern(
-        source=["aws.health"],
-        detail_type=["AWS Health Event"],
-        detail={"service": ["EC2"], "eventTypeCategory": ["scheduledChange"]},
-    ),
+    rule_id: events.EventPattern(
+        source=pattern.get("source"), detail_type=pattern.get("detail-type"), detail=pattern.get("detail")
+    )
+    for rule_id, pattern in INTERRUPTION_RULES.items()
 }
 
 

@@ -10,7 +10,15 @@ runs `Provisioner.run(deadline)`:
    claims whose node never registered, orphan instances and Node objects whose instance is gone;
 3. loop until `margin` seconds before the deadline: poll for pods that need capacity about every
    second, batch them (a pass starts after `batch_idle` seconds without a new pod, or `batch_max`
-   after the first), solve, launch (`provision`).
+   after the first, or, once the batch is `batch_idle` old, at a poll that grew it by less than
+   `batch_growth` of its size), solve, launch (`provision`).
+
+Why batch, and why not always: waiting lets a burst (a Deployment scaled up, a Job started)
+arrive whole, so it is packed onto few right-sized nodes rather than launched piecemeal. A steady
+trickle of pods never leaves a `batch_idle` gap, so it would wait the full `batch_max` every
+time, and gains nothing from it: each poll adds only a small share of the batch, and pods that
+come later still fill the room left on claims already launched (they are nominated onto them).
+So a batch that has stopped growing fast is passed on at once.
 
 Every launch records the claim before CreateFleet and completes it after; the ClientToken derives
 from the claim's name, so a retried launch cannot start a second instance. A capacity error
@@ -89,6 +97,10 @@ class ProvisionerOptions:
     poll: float = 1.0
     batch_idle: float = 1.0
     batch_max: float = 10.0
+    # Once a batch is `batch_idle` old, a poll adding fewer pods than this share of it starts the
+    # pass: pods trickling in rather than a burst still arriving (0: wait for an idle gap or
+    # batch_max, as Karpenter does). A steady stream passes at about 3 s, a burst keeps waiting.
+    batch_growth: float = 0.5
     deadline_margin: float = 10.0
     lease_ttl: float = 90.0
     registration_timeout: float = 15 * 60.0
@@ -187,6 +199,7 @@ class Provisioner:
                 waiting = frozenset(p.key for p in snapshot.pending()) - resting
                 if waiting:  # the claims are read only when something waits: most polls find nothing
                     waiting -= self._handled()
+                added = len(waiting - seen)
                 if not waiting:
                     first_seen = None
                 elif first_seen is None or not waiting <= seen:
@@ -194,7 +207,9 @@ class Provisioner:
                     last_change = now
                 seen = waiting
                 if first_seen is not None and (
-                    now - last_change >= opts.batch_idle or now - first_seen >= opts.batch_max
+                    now - last_change >= opts.batch_idle
+                    or now - first_seen >= opts.batch_max
+                    or (now - first_seen >= opts.batch_idle and added < opts.batch_growth * (len(waiting) - added))
                 ):
                     result = self.provision(snapshot)
                     parked.update(dict.fromkeys(result.unschedulable, self.clock.now() + opts.unschedulable_retry))

@@ -30,7 +30,7 @@ def plan_json(*paths: Path) -> dict[str, Any]:
 
 
 def test_plan_of_the_examples_prints_the_documented_shape() -> None:
-    report = plan_json(EXAMPLES)
+    report = plan_json(EXAMPLES / "nodepools", EXAMPLES / "workloads")
     assert set(report) >= {"nodeclaims", "existing", "unschedulable", "total_price_per_hour", "solve_seconds"}
     assert report["nodeclaims"], "the examples have pending pods"
     for claim in report["nodeclaims"]:
@@ -45,7 +45,7 @@ def test_plan_of_the_examples_prints_the_documented_shape() -> None:
 
 
 def test_every_placed_pod_fits_and_no_pod_is_both_placed_and_unschedulable() -> None:
-    report = plan_json(EXAMPLES)
+    report = plan_json(EXAMPLES / "nodepools", EXAMPLES / "workloads")
     placed: list[str] = []
     for claim in report["nodeclaims"]:
         placed += claim["pods"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import statistics
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import pytest
 
@@ -22,14 +22,15 @@ from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
-from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
 from nodewright.model.resources import Resources
+from nodewright.sim import catalog
 from nodewright.sim.clock import VirtualClock
 from nodewright.sim.cloud import FakeCloudProvider
 from nodewright.sim.cluster import InMemoryCluster
 from nodewright.sim.state import InMemoryStateStore
+from nodewright.sim.timeline import Timeline, Waits, capacity_committed
 from tests.builders import instance_type, node_pool, pod
 
 START = 1_800_000_000.0
@@ -40,12 +41,13 @@ TYPES = (
 )
 
 
-@dataclass
-class FixedCatalog:
-    types: Sequence[InstanceType] = TYPES
+class FixedCatalog(catalog.FixedCatalog):
+    """The simulator's fixed catalog, offering TYPES unless told otherwise (other controller
+    tests import it from here).
+    """
 
-    def instance_types(self, nodeclass: EC2NodeClass | None) -> Sequence[InstanceType]:
-        return self.types
+    def __init__(self, types: tuple[InstanceType, ...] = TYPES) -> None:
+        super().__init__(types)
 
 
 @dataclass
@@ -84,6 +86,19 @@ class World:
 
     def launches(self) -> int:
         return len(self.cloud.calls_to("launch"))
+
+    def waits(self, arrivals: list[float], until: float, **options: float) -> list[float]:
+        """Run one invocation until `until` (seconds from START) while a pod arrives at each of
+        `arrivals`; return each pod's wait for committed capacity (a launch or a nomination).
+        """
+        timeline = Timeline(self.clock)
+        for n, at in enumerate(arrivals):
+            timeline.at(START + at, partial(self.pending, 1, prefix=f"arrival-{n}"))
+        provisioner = self.provisioner(**options)
+        provisioner.sleep = timeline.sleep
+        provisioner.run(START + until)
+        committed = capacity_committed(self.observer.decisions)
+        return [committed[p.key] - p.created_at for p in self.cluster.pods()]
 
 
 def test_pending_pods_get_claims_recorded_and_launched() -> None:
@@ -248,26 +263,52 @@ def test_nodes_whose_instance_is_gone_are_deleted() -> None:
 
 
 def test_pending_pods_get_their_launch_within_three_seconds_at_the_median() -> None:
-    world = World()
-    provisioner = world.provisioner()
     # Deployments scaling up: bursts of 10 pods within half a second, 4 s apart.
-    arrivals = sorted(burst * 4.0 + 0.05 * i for burst in range(6) for i in range(10))
-    launched_at: dict[str, float] = {}
-
-    def sleep(seconds: float) -> None:
-        target = world.clock.now() + seconds
-        while arrivals and arrivals[0] + START <= target:
-            world.clock.advance_to(arrivals.pop(0) + START)
-            world.pending(1, prefix=f"burst-{len(arrivals)}")
-        world.clock.advance_to(target)
-
-    provisioner.sleep = sleep
-    provisioner.run(START + 40)
-    # A pod waits until capacity is committed for it: a launch, or a place on an in-flight node.
-    for decision in (*world.observer.of("launch"), *world.observer.of("nominate")):
-        for key in decision["pods"]:  # type: ignore[attr-defined]
-            launched_at.setdefault(key, decision["at"])  # type: ignore[arg-type]
-    waits = [launched_at[p.key] - p.created_at for p in world.cluster.pods()]
+    arrivals = [burst * 4.0 + 0.05 * i for burst in range(6) for i in range(10)]
+    waits = World().waits(arrivals, until=40)
     assert len(waits) == 60
     assert statistics.median(waits) <= 3.0
     assert max(waits) <= 12.0
+
+
+# A pod every 0.3 s for a minute: never a 1 s gap between two polls' worth of pods.
+STREAM = [0.3 * i for i in range(200)]
+
+
+def test_a_steady_stream_of_pods_is_passed_on_without_waiting_for_the_batch_maximum() -> None:
+    world = World()
+    waits = Waits.of(world.waits(STREAM, until=75))
+    assert waits.count == len(STREAM)
+    assert waits.median <= 3.0
+    assert waits.max <= 6.0
+    assert len(world.observer.of("launch")) + len(world.observer.of("nominate")) >= 15
+
+
+def test_without_batch_growth_a_steady_stream_waits_for_the_batch_maximum() -> None:
+    # Karpenter's plain idle/max window: each new pod restarts the idle wait, so every batch
+    # runs into the 10 s maximum.
+    waits = Waits.of(World().waits(STREAM, until=75, batch_growth=0))
+    assert waits.median >= 4.0
+    assert waits.max >= 9.0
+
+
+def test_a_burst_still_arriving_is_batched_whole() -> None:
+    # 100 pods created over 1.5 s, as a ReplicaSet's slow start makes them: one pass packs them.
+    world = World()
+    waits = world.waits([0.015 * i for i in range(100)], until=20)
+    launches = world.observer.of("launch")
+    assert len({d["at"] for d in launches}) == 1  # one pass (the virtual clock stands still in it)
+    assert sum(len(d["pods"]) for d in launches) == 100  # type: ignore[arg-type, misc]
+    assert max(waits) <= 4.0
+
+
+def test_a_batch_still_doubling_keeps_waiting_until_it_stops_growing() -> None:
+    # 1, 2, 4, ... 64 pods in consecutive seconds (a ReplicaSet's slow start, stretched out): every
+    # poll at least doubles the batch, so the trickle rule never fires and one pass takes all 127.
+    arrivals = [second + 0.5 + i / 200 for second in range(7) for i in range(2**second)]
+    world = World()
+    world.waits(arrivals, until=25)
+    launches = world.observer.of("launch")
+    assert len({d["at"] for d in launches}) == 1
+    assert sum(len(d["pods"]) for d in launches) == 127  # type: ignore[arg-type, misc]
+    assert world.provisioner().options.batch_growth == 0.5

@@ -5,16 +5,18 @@ Role: implements `nodewright.ports.CloudProvider` for AWS through injected EC2 a
 Theory of operation, for one `launch(request)`:
 
 1. Resolve the claim's EC2NodeClass (`NodeClassResolver`): per zone one subnet, the security
-   groups, per architecture one AMI (cached with a TTL).
+   groups, and one AMI per (architecture, variant) the options need (cached with a TTL): GPU
+   types boot the alias's `nvidia` variant, Inferentia/Trainium types its `neuron` variant.
 2. Plan the fleet (`plan_fleet`, pure): every offering of the claim's options (already cheapest
    first) that the claim's requirements allow (capacity type, zone, instance type), that is not
-   in `request.blocked`, whose zone has a subnet and whose architecture has an AMI. Capacity type
+   in `request.blocked`, whose zone has a subnet and whose (architecture, variant) has an AMI. Capacity type
    by Karpenter's priority: spot when any spot offering remains after dropping those pricier than
    the cheapest allowed on-demand offering, else on-demand. (Reserved capacity needs a
    capacity-reservation id the model does not carry yet, so it is never chosen.) At most the 60
    cheapest instance types, times their zones.
-3. One launch template per architecture (`LaunchTemplates`), its user data registering the node
-   with its labels and taints (`userdata`).
+3. One launch template per AMI (`LaunchTemplates`): per architecture and variant, since GPU
+   and standard types of one claim boot different AMIs; its user data registers the node with
+   its labels and taints (`userdata`).
 4. CreateFleet `instant`, target capacity 1, spot `price-capacity-optimized` or on-demand
    `lowest-price`, tags on the instance, its volumes and the fleet (network interfaces get them
    from the launch template: CreateFleet cannot tag them).
@@ -53,7 +55,13 @@ from functools import partial
 from typing import Any
 
 from nodewright.adapters.aws.launch_template import NOT_FOUND_CODES, LaunchTemplates, template_data
-from nodewright.adapters.aws.nodeclass_resolver import NodeClassResolver, ResolvedNodeClass
+from nodewright.adapters.aws.nodeclass_resolver import (
+    STANDARD,
+    NodeClassNotResolved,
+    NodeClassResolver,
+    ResolvedNodeClass,
+    variant_of,
+)
 from nodewright.adapters.aws.retry import Backoff, error_code
 from nodewright.adapters.aws.userdata import Bootstrap, InvalidBootstrap, node_labels, node_taints, render
 from nodewright.model import labels as wk
@@ -89,13 +97,16 @@ _ID_PATTERN = r"i-[0-9a-f]+"
 
 @dataclass(frozen=True, slots=True)
 class Override:
-    """One (instance type, zone) the fleet may launch, with the subnet, architecture and price."""
+    """One (instance type, zone) the fleet may launch, with the subnet, architecture, price and
+    the AMI the type boots (its launch template).
+    """
 
     instance_type: str
     zone: str
     subnet_id: str
     arch: str
     price: float
+    image_id: str = ""
 
     def offering(self, capacity_type: str) -> Offering:
         """The (capacity type, instance type, zone) key of this override."""
@@ -128,7 +139,8 @@ def candidate_overrides(request: LaunchRequest, resolved: ResolvedNodeClass) -> 
     for option in request.options:
         if type_req is not None and not type_req.has(option.name):
             continue
-        if option.arch not in resolved.images:
+        image = resolved.image_for(option)
+        if image is None:
             continue
         for offer in sorted(option.available_offerings(), key=lambda o: (o.price, o.zone, o.capacity_type)):
             if capacity_req is not None and not capacity_req.has(offer.capacity_type):
@@ -139,7 +151,7 @@ def candidate_overrides(request: LaunchRequest, resolved: ResolvedNodeClass) -> 
             if subnet is None or (offer.capacity_type, option.name, offer.zone) in request.blocked:
                 continue
             out.setdefault(offer.capacity_type, []).append(
-                Override(option.name, offer.zone, subnet.id, option.arch, offer.price)
+                Override(option.name, offer.zone, subnet.id, option.arch, offer.price, image.id)
             )
     return out
 
@@ -196,16 +208,16 @@ def _tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
 
 
 def fleet_request(plan: FleetPlan, templates: Mapping[str, str], tags: Mapping[str, str], token: str) -> dict[str, Any]:
-    """The CreateFleet arguments: one launch template config per architecture."""
+    """The CreateFleet arguments: one launch template config per AMI (`templates`: AMI -> name)."""
     configs = []
-    for arch in sorted({o.arch for o in plan.overrides}):
+    for image_id in sorted({o.image_id for o in plan.overrides}):
         configs.append(
             {
-                "LaunchTemplateSpecification": {"LaunchTemplateName": templates[arch], "Version": "$Latest"},
+                "LaunchTemplateSpecification": {"LaunchTemplateName": templates[image_id], "Version": "$Latest"},
                 "Overrides": [
                     {"InstanceType": o.instance_type, "SubnetId": o.subnet_id, "AvailabilityZone": o.zone}
                     for o in plan.overrides
-                    if o.arch == arch
+                    if o.image_id == image_id
                 ],
             }
         )
@@ -342,8 +354,9 @@ class Ec2CloudProvider:
     def launch(self, request: LaunchRequest) -> Instance:
         """Launch the claim's node; see the module docstring for the contract."""
         claim = request.claim
+        variants = sorted({variant_of(option) for option in request.options}) or [STANDARD]
         try:
-            resolved = self._resolver.resolve(request.nodeclass)
+            resolved = self._resolver.resolve(request.nodeclass, variants)
         except LaunchError:
             raise
         except Exception as error:
@@ -351,6 +364,11 @@ class Ec2CloudProvider:
                 f"claim {claim.name}: EC2NodeClass {request.nodeclass.name} could not be resolved: "
                 f"{_describe_error(error)}"
             ) from error
+        if request.options and not any(resolved.image_for(option) for option in request.options):
+            raise NodeClassNotResolved(
+                f"claim {claim.name}: EC2NodeClass {request.nodeclass.name} has no AMI for the "
+                f"{', '.join(variants)} variant of any instance type option"
+            )
         plan = plan_fleet(request, resolved)
         if plan is None:
             raise InsufficientCapacity((), f"claim {claim.name}: no allowed offering is left to launch")
@@ -375,9 +393,9 @@ class Ec2CloudProvider:
         else:
             instance = self._instance_or_raise(request, plan, outcome)
         if not instance.image_id:
-            arch = next((o.arch for o in plan.overrides if o.instance_type == instance.instance_type), "")
-            if arch in resolved.images:
-                instance = replace(instance, image_id=resolved.images[arch].id)
+            image_id = next((o.image_id for o in plan.overrides if o.instance_type == instance.instance_type), "")
+            if image_id:
+                instance = replace(instance, image_id=image_id)
         return instance
 
     def instances(self) -> list[Instance]:
@@ -420,10 +438,10 @@ class Ec2CloudProvider:
             k: v for k, v in resource_tags(self._cluster.name, request).items() if k not in (NODECLAIM_TAG, "Name")
         }
         names: dict[str, str] = {}
-        for arch in sorted({o.arch for o in plan.overrides}):
+        for image_id in sorted({o.image_id for o in plan.overrides}):
             data = template_data(
                 nodeclass=nodeclass,
-                image_id=resolved.images[arch].id,
+                image_id=image_id,
                 user_data_b64=user_data,
                 security_groups=resolved.security_groups,
                 instance_profile=profile,
@@ -432,7 +450,7 @@ class Ec2CloudProvider:
             # keep one shared template per NodePool when the claim label is off.
             data["TagSpecifications"] = [{"ResourceType": "network-interface", "Tags": _tag_list(static_tags)}]
             try:
-                names[arch] = self._templates.ensure(data, nodeclass=nodeclass)
+                names[image_id] = self._templates.ensure(data, nodeclass=nodeclass)
             except Exception as error:
                 raise LaunchError(
                     f"claim {request.claim.name}: CreateLaunchTemplate failed: {_describe_error(error)}"

@@ -2,7 +2,9 @@
 
 Role: build the LaunchTemplateData for a resolved NodeClass (AMI, user data, security groups,
 instance profile, block devices, instance metadata options, monitoring, public IP) and make sure
-a template with exactly that content exists, once per process.
+a template with exactly that content exists, once per process. A NodeClass has one template per
+AMI it launches: per architecture and per variant (standard, nvidia, neuron), so a claim whose
+options mix GPU and standard types gets one template for each, all in the same CreateFleet.
 
 Naming: `nodewright/<cluster>/<hash of the data>`. The name is a pure function of the content, so
 two Lambdas needing the same template agree on it without coordination, a changed NodeClass

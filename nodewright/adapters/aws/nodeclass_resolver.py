@@ -8,21 +8,28 @@ it, through injected EC2 and SSM clients (boto3 in Lambda, moto or a Stubber in 
   tags on `tag:<key>` (value `*` means "the key exists", `tag-key`), its `name` on the subnet's
   Name tag or the group's name. Per zone the subnet with the most free IPs wins (ties: lowest id),
   because a launch into a nearly full subnet fails with InsufficientFreeAddressesInSubnet.
-- AMIs, one per architecture (amd64, arm64):
-  an alias reads AWS's public SSM parameters, as Karpenter does:
-    al2023@latest        /aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/<arch>/standard/recommended/image_id
-    al2023@v20240807     .../amazon-linux-2023/<arch>/standard/
-                             amazon-eks-node-al2023-<arch>-standard-<k8s>-v20240807/image_id
+- AMIs, one per (architecture, variant). The variant is what an instance type's accelerators
+  need (`variant_of`): `standard` (none), `nvidia` (NVIDIA GPUs: the AMI with the driver and the
+  container toolkit) or `neuron` (Inferentia/Trainium: the AMI with the Neuron driver); types
+  with other accelerators (AMD, Habana) have a variant no alias provides.
+  An alias reads AWS's public SSM parameters, as Karpenter does (<v> = standard|nvidia|neuron):
+    al2023@latest        /aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/<arch>/<v>/recommended/image_id
+    al2023@v20240807     .../amazon-linux-2023/<arch>/<v>/amazon-eks-node-al2023-<arch>-<v>-<k8s>-v20240807/image_id
     al2@latest           /aws/service/eks/optimized-ami/<k8s>/amazon-linux-2[-arm64]/recommended/image_id
+                         .../amazon-linux-2-gpu/recommended/image_id  (x86_64 nvidia and neuron)
     al2@v20240807        .../amazon-linux-2/amazon-eks-node-<k8s>-v20240807/image_id
                          .../amazon-linux-2-arm64/amazon-eks-arm64-node-<k8s>-v20240807/image_id
-    bottlerocket@latest  /aws/service/bottlerocket/aws-k8s-<k8s>/<arch>/latest/image_id
-    bottlerocket@v1.20.0 /aws/service/bottlerocket/aws-k8s-<k8s>/<arch>/1.20.0/image_id  (no "v" in SSM)
-  (<arch> is x86_64 or arm64; a missing parameter just means no AMI for that architecture);
+                         .../amazon-linux-2-gpu/amazon-eks-gpu-node-<k8s>-v20240807/image_id
+    bottlerocket@latest  /aws/service/bottlerocket/aws-k8s-<k8s>[-nvidia]/<arch>/latest/image_id
+    bottlerocket@v1.20.0 /aws/service/bottlerocket/aws-k8s-<k8s>[-nvidia]/<arch>/1.20.0/image_id  (no "v" in SSM)
+                         (the x86_64 standard variant carries the Neuron driver: it serves neuron too)
+  (<arch> is x86_64 or arm64; a missing parameter just means no AMI for that architecture and
+  variant, so those instance types are not launched). Variants are looked up only when a launch
+  needs them (`resolve(nodeclass, variants)`), so a cluster without GPUs reads two parameters.
   id, name, owner and tags terms use DescribeImages (name without owner searches self and
   amazon, as Karpenter does); an ssmParameter term reads that parameter then describes the image.
-  Across terms the newest image per architecture wins, non-deprecated first.
-  Only the standard variants are resolved: GPU/Neuron AMI variants are not (yet) chosen per type.
+  Such images serve every variant of their architecture (`ANY_VARIANT`): the NodeClass's owner
+  chose them. Across terms the newest image per (architecture, variant) wins, non-deprecated first.
 
 Caching: every result is kept for `ttl` seconds of the injected clock, keyed by the selector
 terms themselves (not the NodeClass name), so an edited NodeClass is re-resolved at once.
@@ -37,11 +44,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 
 from nodewright.adapters.aws.retry import Backoff, error_code
+from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
+from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodeclass import AMIAlias, AMISelectorTerm, EC2NodeClass, SelectorTerm
+from nodewright.model.resources import AMD_GPU, AWS_NEURON, HABANA_GAUDI, NVIDIA_GPU
 from nodewright.ports import Clock, LaunchError
 
 T = TypeVar("T")
@@ -51,6 +62,13 @@ DEFAULT_TTL_SECONDS = 300.0
 EC2_ARCH = {"amd64": "x86_64", "arm64": "arm64"}
 KUBE_ARCH = {ec2: kube for kube, ec2 in EC2_ARCH.items()}
 _DEFAULT_IMAGE_OWNERS = ("self", "amazon")
+# AMI variants of the EKS-optimized and Bottlerocket aliases.
+STANDARD = "standard"
+NVIDIA = "nvidia"
+NEURON = "neuron"
+# The variant of an image chosen by id, name, tags or ssmParameter: it serves every variant.
+ANY_VARIANT = ""
+ImageKey = tuple[str, str]  # (Kubernetes arch, variant)
 
 
 class NodeClassNotResolved(LaunchError):
@@ -69,28 +87,70 @@ class Subnet:
 
 @dataclass(frozen=True, slots=True)
 class Image:
-    """An AMI chosen for one architecture (Kubernetes name: amd64 or arm64)."""
+    """An AMI chosen for one architecture (Kubernetes name: amd64 or arm64) and variant.
+
+    `variant` is ANY_VARIANT for images a selector term named (they serve every instance type of
+    their architecture), else the alias variant the image was published for.
+    """
 
     id: str
     arch: str
     name: str = ""
     created: str = ""
     deprecated: bool = False
+    variant: str = ANY_VARIANT
+
+    @property
+    def key(self) -> ImageKey:
+        """(arch, variant): where `ResolvedNodeClass.images` keeps it."""
+        return (self.arch, self.variant)
 
 
 @dataclass(frozen=True, slots=True)
 class ResolvedNodeClass:
-    """What a NodeClass resolves to now: per zone one subnet, the security groups, per arch one AMI."""
+    """What a NodeClass resolves to now: per zone one subnet, the security groups, and one AMI
+    per (arch, variant) looked up (`image_for` picks the one an instance type boots).
+    """
 
     nodeclass: EC2NodeClass
     subnets: Mapping[str, Subnet]
     security_groups: tuple[str, ...]
-    images: Mapping[str, Image]
+    images: Mapping[ImageKey, Image]
 
     @property
     def zones(self) -> frozenset[str]:
         """Zones the NodeClass can launch into."""
         return frozenset(self.subnets)
+
+    def image_for(self, instance_type: InstanceType) -> Image | None:
+        """The AMI a node of this type boots: its variant's, else one serving every variant; None
+        when there is neither (the type cannot be launched with this NodeClass).
+        """
+        arch = instance_type.arch
+        return self.images.get((arch, variant_of(instance_type))) or self.images.get((arch, ANY_VARIANT))
+
+
+def variant_of(instance_type: InstanceType) -> str:
+    """The AMI variant an instance type needs: neuron (AWS Inferentia/Trainium), nvidia (NVIDIA
+    GPUs), standard (no accelerator), or, for other accelerators, their maker's name (no alias
+    publishes an AMI for those: only images named by id, name or tags can launch them).
+
+    Read from the catalog's labels, else from the device resources in the type's capacity.
+    """
+    capacity = instance_type.capacity
+    accelerator = (instance_type.label(wk.INSTANCE_ACCELERATOR_MANUFACTURER) or "").lower()
+    gpu = (instance_type.label(wk.INSTANCE_GPU_MANUFACTURER) or "").lower()
+    if accelerator == "aws" or capacity[AWS_NEURON] > 0:
+        return NEURON
+    if gpu == NVIDIA or capacity[NVIDIA_GPU] > 0:
+        return NVIDIA
+    if gpu or accelerator:
+        return gpu or accelerator
+    if capacity[AMD_GPU] > 0:
+        return "amd"
+    if capacity[HABANA_GAUDI] > 0:
+        return "habana"
+    return STANDARD
 
 
 # --- selector terms -> Describe filters (pure) -------------------------------------------------
@@ -146,27 +206,38 @@ def image_query(term: AMISelectorTerm) -> dict[str, Any]:
     return query
 
 
-def alias_parameters(alias: AMIAlias, k8s_version: str) -> dict[str, str]:
-    """Kubernetes arch -> the public SSM parameter holding the alias's AMI id for it."""
+def alias_parameters(alias: AMIAlias, k8s_version: str, variant: str = STANDARD) -> dict[str, str]:
+    """Kubernetes arch -> the public SSM parameter holding the alias's AMI id for it and `variant`.
+
+    Architectures for which the alias publishes no AMI of that variant are left out.
+    """
     version = alias.version
     latest = version == "latest"
+    prefix = f"/aws/service/eks/optimized-ami/{k8s_version}"
     out: dict[str, str] = {}
     if alias.family == "al2023":
+        if variant not in (STANDARD, NVIDIA, NEURON):
+            return out
         for kube_arch, arch in EC2_ARCH.items():
-            leaf = "recommended" if latest else f"amazon-eks-node-al2023-{arch}-standard-{k8s_version}-{version}"
-            out[kube_arch] = (
-                f"/aws/service/eks/optimized-ami/{k8s_version}/amazon-linux-2023/{arch}/standard/{leaf}/image_id"
-            )
+            leaf = "recommended" if latest else f"amazon-eks-node-al2023-{arch}-{variant}-{k8s_version}-{version}"
+            out[kube_arch] = f"{prefix}/amazon-linux-2023/{arch}/{variant}/{leaf}/image_id"
     elif alias.family == "al2":
-        amd = "recommended" if latest else f"amazon-eks-node-{k8s_version}-{version}"
-        arm = "recommended" if latest else f"amazon-eks-arm64-node-{k8s_version}-{version}"
-        out["amd64"] = f"/aws/service/eks/optimized-ami/{k8s_version}/amazon-linux-2/{amd}/image_id"
-        out["arm64"] = f"/aws/service/eks/optimized-ami/{k8s_version}/amazon-linux-2-arm64/{arm}/image_id"
+        if variant == STANDARD:
+            amd = "recommended" if latest else f"amazon-eks-node-{k8s_version}-{version}"
+            arm = "recommended" if latest else f"amazon-eks-arm64-node-{k8s_version}-{version}"
+            out["amd64"] = f"{prefix}/amazon-linux-2/{amd}/image_id"
+            out["arm64"] = f"{prefix}/amazon-linux-2-arm64/{arm}/image_id"
+        elif variant in (NVIDIA, NEURON):  # one accelerated AMI (x86_64 only) for both
+            gpu = "recommended" if latest else f"amazon-eks-gpu-node-{k8s_version}-{version}"
+            out["amd64"] = f"{prefix}/amazon-linux-2-gpu/{gpu}/image_id"
     elif alias.family == "bottlerocket":
         # Bottlerocket releases are written v1.20.0 on GitHub but 1.20.0 in the SSM path.
         leaf = "latest" if latest else version.removeprefix("v")
         for kube_arch, arch in EC2_ARCH.items():
-            out[kube_arch] = f"/aws/service/bottlerocket/aws-k8s-{k8s_version}/{arch}/{leaf}/image_id"
+            if variant == STANDARD or (variant == NEURON and kube_arch == "amd64"):
+                out[kube_arch] = f"/aws/service/bottlerocket/aws-k8s-{k8s_version}/{arch}/{leaf}/image_id"
+            elif variant == NVIDIA:
+                out[kube_arch] = f"/aws/service/bottlerocket/aws-k8s-{k8s_version}-nvidia/{arch}/{leaf}/image_id"
     elif alias.family.startswith("windows"):
         raise NodeClassNotResolved(f"alias {alias}: Windows nodes are not supported by Nodewright")
     return out
@@ -181,11 +252,11 @@ def choose_subnets(subnets: Iterable[Subnet]) -> dict[str, Subnet]:
     return dict(sorted(best.items()))
 
 
-def choose_images(images: Iterable[Image]) -> dict[str, Image]:
-    """Per architecture, the newest image, preferring ones not deprecated (ties: highest id)."""
-    best: dict[str, Image] = {}
+def choose_images(images: Iterable[Image]) -> dict[ImageKey, Image]:
+    """Per (arch, variant), the newest image, preferring ones not deprecated (ties: highest id)."""
+    best: dict[ImageKey, Image] = {}
     for image in sorted(images, key=lambda i: (i.deprecated, _neg(i.created), _neg(i.id))):
-        best.setdefault(image.arch, image)
+        best.setdefault(image.key, image)
     return dict(sorted(best.items()))
 
 
@@ -280,8 +351,10 @@ class NodeClassResolver:
         """Forget every cached lookup (e.g. after a launch failed for a reason a lookup explains)."""
         self._cache.clear()
 
-    def resolve(self, nodeclass: EC2NodeClass) -> ResolvedNodeClass:
-        """Subnets per zone, security groups and AMIs per arch; raise NodeClassNotResolved if any is empty."""
+    def resolve(self, nodeclass: EC2NodeClass, variants: Iterable[str] = (STANDARD,)) -> ResolvedNodeClass:
+        """Subnets per zone, security groups and AMIs per (arch, variant) for `variants`; raise
+        NodeClassNotResolved if any of the three is empty.
+        """
         subnets = self.subnets(nodeclass.subnet_selector_terms)
         if not subnets:
             raise NodeClassNotResolved(
@@ -290,9 +363,13 @@ class NodeClassResolver:
         groups = self.security_groups(nodeclass.security_group_selector_terms)
         if not groups:
             raise NodeClassNotResolved(f"EC2NodeClass {nodeclass.name}: securityGroupSelectorTerms match no group")
-        images = self.images(nodeclass.ami_selector_terms)
+        wanted = sorted(set(variants))
+        images = self.images(nodeclass.ami_selector_terms, wanted)
         if not images:
-            raise NodeClassNotResolved(f"EC2NodeClass {nodeclass.name}: amiSelectorTerms match no amd64 or arm64 AMI")
+            raise NodeClassNotResolved(
+                f"EC2NodeClass {nodeclass.name}: amiSelectorTerms match no amd64 or arm64 AMI "
+                f"for the {', '.join(wanted)} variant"
+            )
         return ResolvedNodeClass(nodeclass, subnets, groups, images)
 
     def subnets(self, terms: Sequence[SelectorTerm]) -> dict[str, Subnet]:
@@ -305,10 +382,20 @@ class NodeClassResolver:
         key = ("security-groups", _terms_key(terms))
         return self._cache.get(key, lambda: self._describe_security_groups(terms))
 
-    def images(self, terms: Sequence[AMISelectorTerm]) -> dict[str, Image]:
-        """Kubernetes arch -> the AMI to launch for it."""
-        key = ("images", self._cluster.version, _terms_key(terms))
-        return self._cache.get(key, lambda: choose_images(self._find_images(terms)))
+    def images(self, terms: Sequence[AMISelectorTerm], variants: Iterable[str] = (STANDARD,)) -> dict[ImageKey, Image]:
+        """(Kubernetes arch, variant) -> the AMI to launch for it, for each of `variants`.
+
+        Terms without an alias give images of ANY_VARIANT whatever variants are asked for.
+        """
+        aliased = any(term.alias is not None for term in terms)
+        out: dict[ImageKey, Image] = {}
+        for variant in sorted(set(variants)) if aliased else [ANY_VARIANT]:
+            key = ("images", self._cluster.version, _terms_key(terms), variant)
+            out.update(self._cache.get(key, partial(self._choose_images, terms, variant)))
+        return dict(sorted(out.items()))
+
+    def _choose_images(self, terms: Sequence[AMISelectorTerm], variant: str) -> dict[ImageKey, Image]:
+        return choose_images(self._find_images(terms, variant))
 
     def _describe_subnets(self, terms: Sequence[SelectorTerm]) -> list[Subnet]:
         found: dict[str, Subnet] = {}
@@ -331,11 +418,12 @@ class NodeClassResolver:
                 found.add(item["GroupId"])
         return tuple(sorted(found))
 
-    def _find_images(self, terms: Sequence[AMISelectorTerm]) -> list[Image]:
+    def _find_images(self, terms: Sequence[AMISelectorTerm], variant: str) -> list[Image]:
         images: list[Image] = []
         for term in terms:
             if term.alias is not None:
-                images.extend(self._alias_images(term.alias))
+                if variant != ANY_VARIANT:
+                    images.extend(self._alias_images(term.alias, variant))
             elif term.ssm_parameter:
                 image_id = self._parameter(term.ssm_parameter)
                 if image_id:
@@ -344,13 +432,13 @@ class NodeClassResolver:
                 images.extend(self._describe_images(image_query(term)))
         return images
 
-    def _alias_images(self, alias: AMIAlias) -> list[Image]:
-        # The path already says the architecture, so no DescribeImages call is needed.
+    def _alias_images(self, alias: AMIAlias, variant: str) -> list[Image]:
+        # The path already says the architecture and variant, so no DescribeImages call is needed.
         out: list[Image] = []
-        for arch, name in alias_parameters(alias, self._cluster.version).items():
+        for arch, name in alias_parameters(alias, self._cluster.version, variant).items():
             image_id = self._parameter(name)
             if image_id:
-                out.append(Image(id=image_id, arch=arch, name=str(alias)))
+                out.append(Image(id=image_id, arch=arch, name=str(alias), variant=variant))
         return out
 
     def _parameter(self, name: str) -> str | None:

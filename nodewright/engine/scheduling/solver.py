@@ -18,6 +18,12 @@ Theory of operation
    used alone: whole nodes of it, each holding whole pods of the opening size, times its price.
    A claim accepts pods while they fit its target, so claims come out right-sized instead of
    growing to the largest type in the catalog.
+   With `Strategy.lp_plan`, classes free of topology constraints (and zone parts of spread
+   classes) are first packed as a small LP plans them (`typemix.py`): the instance-type mix that
+   serves their total requests most cheaply, which pods go to which type, and nodes opened with
+   a slice of those pods each, so a workload whose shape calls for, say, compute nodes plus a few
+   general-purpose ones for its memory-heavy pods gets exactly that. Small passes try it among
+   the other strategies of the portfolio (`solve`) and keep whichever plan is cheapest.
 5. *Relax.* Pods that still do not fit are retried with one preference fewer, in Karpenter's order,
    and are reported with a reason once nothing is left to relax.
 6. *Finalize.* Each claim's options become the (at most 60) cheapest types that satisfy its
@@ -39,6 +45,7 @@ from dataclasses import dataclass, field
 
 from nodewright.engine.scheduling.classes import PodClass, group
 from nodewright.engine.scheduling.topology import Group, Topology, spread_group, term_group
+from nodewright.engine.scheduling.typemix import Assignment, Column, apportion, assign, cheapest_mix, node_slices
 from nodewright.engine.scheduling.types import (
     MAX_INSTANCE_TYPE_OPTIONS,
     PlannedClaim,
@@ -61,6 +68,9 @@ SCAN_LIMIT = 256
 REPACK_LIMIT = 600
 REPACK_SWEEPS = 3
 REPACK_PARTNERS = 24
+# The planned fill (Strategy.lp_plan) only plans with instance types its pods fill this many
+# times over: the LP's fractional nodes are rounded to whole ones, which costs up to one node each.
+PLAN_MIN_NODES = 3
 # A new claim's target is chosen again once the demand it was chosen for has shrunk to this share.
 TARGET_REFRESH = 0.5
 # How much dearer (as a fraction) a smaller target type may be than the most cost-efficient one.
@@ -83,15 +93,24 @@ class Strategy:
     which wins when many claims are forced, e.g. by hostname anti-affinity) instead of the oldest
     first (first fit decreasing, which wins on large plans). `mix_shapes` packs unconstrained pods
     node by node, each time adding the pods whose shape best fills what the node has left, so
-    cpu-heavy and memory-heavy pods share nodes instead of stranding memory or cpu.
+    cpu-heavy and memory-heavy pods share nodes instead of stranding memory or cpu. `lp_plan`
+    (with `mix_shapes`) first opens the claims an assignment LP over those pods plans, each filled
+    with the slice of pods the plan gives its type (`typemix.py`), so the instance-type mix fits
+    the whole workload's shape instead of each claim's opening pods.
     """
 
     emptiest_first: bool = False
     mix_shapes: bool = False
+    lp_plan: bool = False
 
 
 DEFAULT_STRATEGY = Strategy()
-PORTFOLIO = (DEFAULT_STRATEGY, Strategy(emptiest_first=True), Strategy(mix_shapes=True))
+PORTFOLIO = (
+    DEFAULT_STRATEGY,
+    Strategy(emptiest_first=True),
+    Strategy(mix_shapes=True),
+    Strategy(mix_shapes=True, lp_plan=True),
+)
 # Up to this many pods, every strategy of the portfolio runs (each takes milliseconds there) and
 # the best plan wins; above it one pass is what the latency budget allows.
 PORTFOLIO_LIMIT = 5000
@@ -108,7 +127,16 @@ def solve(inp: SchedulingInput, strategy: Strategy | None = None) -> SchedulingR
         return _Solver(inp, strategy).run()
     if len(inp.pods) > PORTFOLIO_LIMIT:
         return _Solver(inp, DEFAULT_STRATEGY).run()
-    plans = [_Solver(inp, strategy).run() for strategy in PORTFOLIO]
+    plans: list[SchedulingResult] = []
+    plannable = False
+    for candidate in PORTFOLIO:
+        if candidate.lp_plan and not plannable:
+            # The shape-mixing pass (earlier in PORTFOLIO) met nothing to plan, so this pass
+            # would repeat it step for step.
+            continue
+        solver = _Solver(inp, candidate)
+        plans.append(solver.run())
+        plannable = plannable or solver.plannable
     return min(plans, key=lambda r: (len(r.unschedulable), round(r.price_per_hour, 9)))
 
 
@@ -171,6 +199,22 @@ class _Bin:
         return None
 
 
+@dataclass(slots=True)
+class _Planning:
+    """One mix group being planned: its pool and capacity types, its classes with their request
+    vectors (`entries`), and how many pods of each are placed so far (`done`, updated in place).
+    """
+
+    pool: _Pool
+    cts: frozenset[str]
+    entries: list[tuple[PodClass, tuple[int, ...]]]
+    done: list[int]
+
+    def left(self, i: int) -> int:
+        """How many pods of entry `i` are still unplaced."""
+        return len(self.entries[i][0].pods) - self.done[i]
+
+
 class _Solver:
     def __init__(self, inp: SchedulingInput, strategy: Strategy) -> None:
         self.inp = inp
@@ -197,6 +241,9 @@ class _Solver:
         self._claim_seq = 0
         self._homes: dict[tuple[object, ...], _Pool | None] = {}
         self._cts: dict[tuple[tuple[Requirements, ...], str], frozenset[str]] = {}
+        self._plan_option_lists: dict[tuple[object, ...], list[tuple[_Type, float]]] = {}
+        # Set by a shape-mixing pass that met pods a planned fill could plan (see `solve`).
+        self.plannable = False
         self.topology_keys: list[str] = []
         self._min_cpu = min((c.requests[CPU] for c in self.classes), default=0)
 
@@ -412,6 +459,15 @@ class _Solver:
         done = [0] * len(entries)
         for b in (*self.existing, *self.open):
             self._mix_into(b, entries, done)
+        home = self._home_pool(members[0])
+        if home is not None and home.remaining is None:
+            # What `_plan_fill` needs to plan anything: a pool without limits and pods left.
+            self.plannable = self.plannable or any(done[i] < len(c.pods) for i, (c, _) in enumerate(entries))
+        if self.strategy.lp_plan:
+            self._plan_fill(entries, done)
+            # Rounding leaves a few pods over; they first fill what room the planned claims have.
+            for b in list(self.open):
+                self._mix_into(b, entries, done)
         while True:
             left = [i for i, (cls, _) in enumerate(entries) if done[i] < len(cls.pods)]
             if not left:
@@ -422,6 +478,195 @@ class _Solver:
                 # The usual pass reports why, and may still use capacity this one could not.
                 return [entries[i][0].with_pods(entries[i][0].pods[done[i] :]) for i in left]
             self._mix_into(claim, entries, done)
+
+    def _plan_fill(self, entries: list[tuple[PodClass, tuple[int, ...]]], done: list[int]) -> None:
+        """Open and fill the claims an assignment LP plans for a mix group's unplaced pods.
+
+        A plan's candidate types are the cheapest aggregate mix for its pods (`_plan_types`);
+        `typemix.assign` decides which pods go to which type, and each planned node is opened
+        with its type as target and filled with its slice (`_open_plan`). Every pod still goes
+        through the usual fit checks; what does not fit is left for the usual pass, and so are
+        pools with limits (a plan would reserve capacity up front) and classes with several
+        alternative node requirements.
+
+        Classes pinned to a topology domain (a zone part of a spread class, a zone selector) can
+        only share nodes with their domain's classes and unpinned ones, so domains are planned
+        apart (`_plan_domains`). The unpinned pods they leave are then planned together.
+        """
+        pool = self._home_pool(entries[0][0])
+        if pool is None or pool.remaining is not None:
+            return
+        g = _Planning(pool, self._capacity_types(entries[0][0], pool), entries, done)
+        pinned: dict[tuple[object, ...], list[int]] = {}
+        unpinned: list[int] = []
+        for i, (cls, _) in enumerate(entries):
+            if g.left(i) and len(cls.alternatives) == 1:
+                domain = self._domain_of(cls.alternatives[0])
+                (pinned.setdefault(domain, []) if domain else unpinned).append(i)
+        if pinned:
+            self._plan_domains(g, [pinned[d] for d in sorted(pinned)], unpinned)
+        rest = [i for i in unpinned if g.left(i)]
+        planned = self._plan(g, rest, [g.left(i) for i in rest])
+        if planned is not None:
+            self._open_plan(g, rest, planned, [False] * len(rest))
+
+    def _plan_domains(self, g: _Planning, pinned: list[list[int]], unpinned: list[int]) -> None:
+        """Plan and open the nodes of each domain (`pinned[d]`: its entries) with unpinned pods.
+
+        First each domain is planned alone with an equal share of every unpinned class, which
+        picks its types and sizes it. Its fractional node counts are then rounded across domains
+        (`typemix.apportion`: rounding each domain up would leave a part-filled node per domain
+        and type), and each domain is planned again with those whole counts fixed, its own pods
+        required and every unpinned pod still unplaced optional, so pods that can go anywhere
+        absorb the rounding. A domain whose own pods need more nodes gets its counts rounded up.
+        """
+        firsts: list[tuple[list[tuple[_Type, float]], Assignment] | None] = []
+        for d, own in enumerate(pinned):
+            counts = [g.left(i) for i in own] + [_share(g.left(i), d, len(pinned)) for i in unpinned]
+            firsts.append(self._plan(g, own + unpinned, counts))
+        whole = apportion(
+            [[(t.it.name, x) for (t, _), x in zip(f[0], f[1].nodes, strict=True)] if f else [] for f in firsts]
+        )
+        for d, (own, first) in enumerate(zip(pinned, firsts, strict=True)):
+            if first is None:
+                continue
+            types, plan = first
+            problem = own + unpinned
+            refit = None
+            for fixed in ([whole[d][t.it.name] for t, _ in types], [math.ceil(x - 1e-6) for x in plan.nodes]):
+                refit = refit or self._plan(
+                    g,
+                    problem,
+                    [g.left(i) for i in problem],
+                    types=types,
+                    fixed=fixed,
+                    optional=[k >= len(own) for k in range(len(problem))],
+                )
+            if refit is not None:
+                self._open_plan(g, problem, refit, [k < len(own) for k in range(len(problem))])
+
+    def _plan(
+        self,
+        g: _Planning,
+        problem: list[int],
+        counts: list[int],
+        *,
+        types: list[tuple[_Type, float]] | None = None,
+        fixed: list[int] | None = None,
+        optional: list[bool] | None = None,
+    ) -> tuple[list[tuple[_Type, float]], Assignment] | None:
+        """The candidate types (unless given) and the assignment LP's plan for `counts` pods of
+        each entry in `problem`; with `fixed` node counts per type, the `optional` entries' pods
+        are placed only as far as they fit (`typemix.assign`). None when there is no plan.
+        """
+        if not any(counts):
+            return None
+        options = [self._plan_options(g, i) for i in problem]
+        if not all(options):
+            return None
+        items = [(g.entries[i][1], n) for i, n in zip(problem, counts, strict=True)]
+        if types is None:
+            types = self._plan_types(items, options)
+        columns: list[Column] = [(t.cap, price) for t, price in types]
+        allowed = [[any(o[0] is t for o in opts) for t, _ in types] for opts in options]
+        values = None
+        if optional is not None:
+            # An optional pod is worth what it would cost on its own cheapest type.
+            values = [
+                min(p / _per_node(t.cap, req) for t, p in opts) if opt else 0.0
+                for opt, opts, (req, _) in zip(optional, options, items, strict=True)
+            ]
+        plan = assign(items, columns, allowed, nodes=fixed, values=values)
+        return None if plan is None else (types, plan)
+
+    def _open_plan(
+        self,
+        g: _Planning,
+        problem: list[int],
+        planned: tuple[list[tuple[_Type, float]], Assignment],
+        first: list[bool],
+    ) -> None:
+        """Open the nodes a plan asks for and fill each with its slice of pods (`first`: the
+        entries pinned to a domain, which are served before the others).
+        """
+        types, plan = planned
+        reqs = [g.entries[i][1] for i in problem]
+        for column, counts in node_slices(plan, reqs, [t.cap for t, _ in types], first):
+            order = sorted(range(len(problem)), key=lambda k: (not first[k], -counts[k], k))
+            claim = self._new_claim(g.entries[problem[order[0]]][0], g.pool, types[column][0], g.cts)
+            if claim is None:
+                continue
+            for k in order:
+                i = problem[k]
+                cls, req = g.entries[i]
+                want = min(counts[k], g.left(i))
+                n = self._fits(cls, req, claim, want) if want > 0 else 0
+                if n:
+                    self._assign(cls, claim, cls.pods[g.done[i] : g.done[i] + n], req)
+                    g.done[i] += n
+            if not claim.pods:
+                self._drop_claim(claim)
+
+    def _plan_options(self, g: _Planning, i: int) -> list[tuple[_Type, float]]:
+        """The plain types of the pool entry `i`'s pods may use and fit, with their price,
+        cheapest first (cached per requirements and requests).
+        """
+        cls, req = g.entries[i]
+        alt = cls.alternatives[0]
+        key = (g.pool.name, alt, req, g.cts)
+        hit = self._plan_option_lists.get(key)
+        if hit is not None:
+            return hit
+        out: list[tuple[_Type, float]] = []
+        if g.pool.requirements.compatible(alt):
+            for _, _, t, offers in self._candidates(g.pool, g.pool.requirements.intersection(alt)):
+                prices = [o.price for o in offers if o.capacity_type in g.cts]
+                if prices and not t.exotic and all(c >= r for c, r in zip(t.cap, req, strict=True)):
+                    out.append((t, min(prices)))
+        self._plan_option_lists[key] = out
+        return out
+
+    def _plan_types(
+        self, items: list[tuple[tuple[int, ...], int]], options: list[list[tuple[_Type, float]]]
+    ) -> list[tuple[_Type, float]]:
+        """The assignment LP's candidate types, cheapest first.
+
+        The cheapest aggregate mix (`typemix.cheapest_mix`) for all the items, over the types
+        some item may use that the items fill at least PLAN_MIN_NODES times over (the smallest
+        such type when none is that small); then, for an item that may use none of those (its
+        requirements exclude them), the type that serves it alone most cheaply in whole nodes.
+        """
+        chosen: dict[str, tuple[_Type, float]] = {}
+        demand = [0] * len(self.names)
+        for req, n in items:
+            _add(demand, req, n)
+        union = {t.it.name: (t, p) for opts in options for t, p in opts}
+        # Largest first: on a per-dollar tie the LP keeps the first column, and larger nodes
+        # leave less room stranded between whole pods.
+        common = sorted(union.values(), key=lambda o: (-o[1], o[0].it.name))
+        # The LP counts fractional nodes; a type the plan fills less than a few times over would
+        # be rounded by a large share (for a zone's part, possibly to no node at all).
+        sized = [(t, p) for t, p in common if _nodes_for(demand, t.cap) >= PLAN_MIN_NODES]
+        common = sized or common[-1:]
+        if common:
+            x = cheapest_mix(demand, [(t.cap, p) for t, p in common]) or []
+            for (t, p), v in zip(common, x, strict=False):
+                if v > 0:
+                    chosen[t.it.name] = (t, p)
+        for (req, n), opts in zip(items, options, strict=True):
+            if not any(t.it.name in chosen for t, _ in opts):
+                best = min(opts, key=lambda o: o[1] * math.ceil(n / _per_node(o[0].cap, req)))
+                chosen.setdefault(best[0].it.name, best)
+        return sorted(chosen.values(), key=lambda o: (o[1], o[0].it.name))
+
+    def _domain_of(self, alt: Requirements) -> tuple[object, ...]:
+        """The topology domains (other than hostname) `alt` pins its pods to; empty when none."""
+        out: list[tuple[object, ...]] = []
+        for key in self.topology_keys:
+            req = alt.get(key)
+            if key != wk.HOSTNAME and req is not None:
+                out.append((key, req.complement, tuple(sorted(req.values))))
+        return tuple(out)
 
     def _mix_into(self, b: _Bin, entries: list[tuple[PodClass, tuple[int, ...]]], done: list[int]) -> None:
         """Fill `b`, each time with the class whose requests best match what `b` has most of left
@@ -737,30 +982,45 @@ class _Solver:
             if target is None:
                 reasons.append(f"nodepool {pool.name}: {why}")
                 continue
-            self._claim_seq += 1
-            b = _Bin(
-                f"nodeclaim-{self._claim_seq}",
-                "claim",
-                pool.requirements.intersection(alt),
-                pool.taints,
-                list(target.cap),
-                pool=pool,
-                target=target,
-                capacity_types=cts,
-            )
-            if self.topology.bin_limit(cls.sample, cls.spread, cls.affinity, cls.anti_affinity, b.name) == 0:
+            b = self._new_claim(cls, pool, target, cts, alt)
+            if b is None:
                 reasons.append(f"nodepool {pool.name}: pod affinity to pods on another node")
                 continue
-            if pool.remaining is not None:
-                b.reserved = list(target.capacity)
-                _add(pool.remaining, target.capacity, -1)
-                pool.limit_version += 1
-            self.claims.append(b)
-            self.open.append(b)
             return b, ""
         if not self.pools:
             reasons.append("no NodePool is configured")
         return None, "; ".join(reasons)
+
+    def _new_claim(
+        self, cls: PodClass, pool: _Pool, target: _Type, cts: frozenset[str], alt: Requirements | None = None
+    ) -> _Bin | None:
+        """Open a claim in `pool` aiming at `target` for pods of `cls` (with `alt`, by default its
+        first alternative the pool allows); None when the class's affinity rules out a new node.
+        """
+        if alt is None:
+            alt = next((a for a in cls.alternatives if pool.requirements.compatible(a)), None)
+            if alt is None:
+                return None
+        self._claim_seq += 1
+        b = _Bin(
+            f"nodeclaim-{self._claim_seq}",
+            "claim",
+            pool.requirements.intersection(alt),
+            pool.taints,
+            list(target.cap),
+            pool=pool,
+            target=target,
+            capacity_types=cts,
+        )
+        if self.topology.bin_limit(cls.sample, cls.spread, cls.affinity, cls.anti_affinity, b.name) == 0:
+            return None
+        if pool.remaining is not None:
+            b.reserved = list(target.capacity)
+            _add(pool.remaining, target.capacity, -1)
+            pool.limit_version += 1
+        self.claims.append(b)
+        self.open.append(b)
+        return b
 
     def _drop_claim(self, b: _Bin) -> None:
         self.claims.remove(b)
@@ -1053,6 +1313,21 @@ def _shrunk(now: Sequence[int], then: Sequence[int]) -> bool:
     chosen: as packing changes the shape of what is left, the best type changes too.
     """
     return any(n < t * TARGET_REFRESH for n, t in zip(now, then, strict=True))
+
+
+def _share(count: int, index: int, parts: int) -> int:
+    """Part `index` of `count` split into `parts` near-equal whole parts (the first ones larger)."""
+    return count // parts + (1 if index < count % parts else 0)
+
+
+def _nodes_for(demand: Sequence[int], cap: Sequence[int]) -> float:
+    """How many nodes of capacity `cap` `demand` fills, in its most demanding resource."""
+    return max((d / c for d, c in zip(demand, cap, strict=True) if d and c), default=0.0)
+
+
+def _per_node(cap: Sequence[int], req: Sequence[int]) -> int:
+    """How many pods requesting `req` one node of capacity `cap` holds."""
+    return min((c // r for c, r in zip(cap, req, strict=True) if r), default=1 << 30)
 
 
 def _tolerated(tolerations: tuple[Toleration, ...], taints: Iterable[Taint], *, prefer: bool) -> bool:

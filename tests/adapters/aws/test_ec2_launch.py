@@ -3,10 +3,12 @@
 Faked:
 - EC2 by moto in-process (`mock_aws`): subnets, security groups, AMIs, launch templates,
   CreateFleet `instant` (spot and on-demand), DescribeInstances, TerminateInstances.
-- What moto lacks, added in `IdempotentEc2` on top of it: CreateFleet's ClientToken idempotency
-  as EC2 documents it (same token and request -> the stored answer; same token, other request ->
-  IdempotentParameterMismatch). moto also ignores volume tags and does not apply the template's
-  metadata options, so those are checked on the requests we send.
+- SSM's public AMI parameters by `PublicParameters` (moto refuses to store /aws/service/ names).
+- What moto lacks, added in `IdempotentEc2` (tests/adapters/aws/fakes.py) on top of it:
+  CreateFleet's ClientToken idempotency as EC2 documents it (same token and request -> the stored
+  answer; same token, other request -> IdempotentParameterMismatch). moto also ignores volume
+  tags and does not apply the template's metadata options, so those are checked on the requests
+  we send.
 - Capacity errors and throttling by botocore's Stubber on a real client, answering with the
   recorded response shapes in `fixtures/ec2_create_fleet_capacity_errors.json`.
 Observed: the Instance returned, the instances moto holds, and the requests we sent.
@@ -15,7 +17,6 @@ Observed: the Instance returned, the instances moto holds, and the requests we s
 from __future__ import annotations
 
 import base64
-import copy
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,17 +36,24 @@ from nodewright.adapters.aws.ec2 import (
     plan_fleet,
 )
 from nodewright.adapters.aws.launch_template import LaunchTemplates
-from nodewright.adapters.aws.nodeclass_resolver import Image, NodeClassResolver, ResolvedNodeClass, Subnet
+from nodewright.adapters.aws.nodeclass_resolver import (
+    Image,
+    NodeClassResolver,
+    ResolvedNodeClass,
+    Subnet,
+    alias_parameters,
+)
 from nodewright.adapters.aws.retry import Backoff, is_throttle
 from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodeclaim import NodeClaim
-from nodewright.model.nodeclass import AMISelectorTerm, EC2NodeClass, SelectorTerm
+from nodewright.model.nodeclass import AMIAlias, AMISelectorTerm, EC2NodeClass, SelectorTerm
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint
 from nodewright.ports import InsufficientCapacity, LaunchError, LaunchRequest, Offering
 from nodewright.sim.clock import VirtualClock
+from tests.adapters.aws.fakes import IdempotentEc2, PublicParameters, amazon_images, create_network
 from tests.builders import instance_type, node_pool
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -66,41 +74,6 @@ OPTIONS = (
 )
 
 
-class IdempotentEc2:
-    """moto's EC2 client plus EC2's documented ClientToken semantics for CreateFleet.
-
-    Records every CreateFleet and CreateLaunchTemplate request; everything else goes to moto.
-    """
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-        self._answers: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
-        self.fleet_requests: list[dict[str, Any]] = []
-        self.template_requests: list[dict[str, Any]] = []
-
-    def create_fleet(self, **request: Any) -> dict[str, Any]:
-        self.fleet_requests.append(copy.deepcopy(request))
-        token = request.get("ClientToken", "")
-        content = {k: v for k, v in request.items() if k != "ClientToken"}
-        if token in self._answers:
-            asked, answer = self._answers[token]
-            if asked != content:
-                raise ClientError(
-                    {"Error": {"Code": "IdempotentParameterMismatch", "Message": "token reused"}}, "CreateFleet"
-                )
-            return answer
-        answer = self._client.create_fleet(**request)
-        self._answers[token] = (copy.deepcopy(content), answer)
-        return dict(answer)
-
-    def create_launch_template(self, **request: Any) -> dict[str, Any]:
-        self.template_requests.append(copy.deepcopy(request))
-        return dict(self._client.create_launch_template(**request))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-
 @pytest.fixture
 def moto_ec2() -> Iterator[Any]:
     with mock_aws():
@@ -108,26 +81,21 @@ def moto_ec2() -> Iterator[Any]:
 
 
 @pytest.fixture
-def network(moto_ec2: Any) -> dict[str, str]:
+def public_images(moto_ec2: Any) -> dict[str, list[str]]:
+    return amazon_images(moto_ec2)
+
+
+@pytest.fixture
+def network(moto_ec2: Any, public_images: dict[str, list[str]]) -> dict[str, str]:
     """Two subnets in 1a (the /20 has more free IPs), one in 1b, none in 1c; one security group."""
-    vpc = moto_ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
-    tags = [{"ResourceType": "subnet", "Tags": [{"Key": k, "Value": v} for k, v in DISCOVERY.items()]}]
-    ids = {}
-    for name, cidr, zone in (
+    subnets = (
         ("small-1a", "10.0.0.0/24", "us-east-1a"),
         ("us-east-1a", "10.0.16.0/20", "us-east-1a"),
         ("us-east-1b", "10.0.1.0/24", "us-east-1b"),
-    ):
-        ids[name] = moto_ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=zone, TagSpecifications=tags)[
-            "Subnet"
-        ]["SubnetId"]
-    sg_tags = [{"ResourceType": "security-group", "Tags": [{"Key": k, "Value": v} for k, v in DISCOVERY.items()]}]
-    ids["sg"] = moto_ec2.create_security_group(
-        GroupName="nodes", Description="nodes", VpcId=vpc, TagSpecifications=sg_tags
-    )["GroupId"]
+    )
+    ids = create_network(moto_ec2, subnets, DISCOVERY)
     for arch in ("x86_64", "arm64"):
-        images = moto_ec2.describe_images(Owners=["amazon"], Filters=[{"Name": "architecture", "Values": [arch]}])
-        ids[arch] = sorted(i["ImageId"] for i in images["Images"])[0]
+        ids[arch] = public_images[arch][0]
     return ids
 
 
@@ -182,18 +150,20 @@ class Sleeps(list[float]):
         self.append(seconds)
 
 
-def provider(ec2: Any, *, resolver_ec2: Any = None, sleeps: Sleeps | None = None, **options: Any) -> Ec2CloudProvider:
+def provider(
+    ec2: Any, *, resolver_ec2: Any = None, ssm: Any = None, sleeps: Sleeps | None = None, **options: Any
+) -> Ec2CloudProvider:
     clock = VirtualClock(NOW)
     backoff = Backoff(sleep=sleeps if sleeps is not None else Sleeps(), random=lambda: 1.0)
     plain = resolver_ec2 or ec2
     return Ec2CloudProvider(
         ec2,
-        None,
+        ssm,
         CLUSTER,
         instance_profile=PROFILE,
         clock=clock,
         backoff=backoff,
-        resolver=NodeClassResolver(plain, None, CLUSTER, clock=clock, backoff=backoff),
+        resolver=NodeClassResolver(plain, ssm, CLUSTER, clock=clock, backoff=backoff),
         templates=LaunchTemplates(plain, CLUSTER.name, backoff=backoff),
         **options,
     )
@@ -384,7 +354,7 @@ def resolved_for(zones: tuple[str, ...] = ("us-east-1a", "us-east-1b")) -> Resol
         nodeclass=EC2NodeClass(name="default"),
         subnets={z: Subnet(f"subnet-{z}", z, 100) for z in zones},
         security_groups=("sg-1",),
-        images={"amd64": Image("ami-amd", "amd64"), "arm64": Image("ami-arm", "arm64")},
+        images={("amd64", ""): Image("ami-amd", "amd64"), ("arm64", ""): Image("ami-arm", "arm64")},
     )
 
 
@@ -419,6 +389,127 @@ def test_nothing_left_to_launch_raises_insufficient_capacity_without_calling_ec2
         provider(ec2).launch(request(nodeclass, blocked=blocked))
     assert raised.value.offerings == ()
     assert ec2.fleet_requests == []
+
+
+# --- AMI variants: GPU and Neuron types boot their own AMI --------------------------------------
+
+GPU = instance_type("g5.xlarge", cpu="4", memory="16Gi", price=1.006, spot_price=0.0350, extra={"nvidia.com/gpu": "1"})
+NEURON = instance_type(
+    "inf2.xlarge", cpu="4", memory="16Gi", price=0.758, spot_price=0.0360, extra={"aws.amazon.com/neuron": "1"}
+)
+
+
+@pytest.fixture
+def al2023(network: dict[str, str], public_images: dict[str, list[str]]) -> tuple[EC2NodeClass, PublicParameters]:
+    """An al2023@latest NodeClass, and the public parameters giving each (arch, variant) its own
+    moto AMI (no arm64 Neuron AMI exists).
+    """
+    alias = AMIAlias.parse("al2023@latest")
+    amd, arm = public_images["x86_64"], public_images["arm64"]
+    images = {
+        ("amd64", "standard"): amd[0],
+        ("amd64", "nvidia"): amd[1],
+        ("amd64", "neuron"): amd[2],
+        ("arm64", "standard"): arm[0],
+        ("arm64", "nvidia"): arm[1],
+    }
+    ssm = PublicParameters(
+        {alias_parameters(alias, CLUSTER.version, variant)[arch]: image for (arch, variant), image in images.items()}
+    )
+    nodeclass = EC2NodeClass(
+        name="default",
+        subnet_selector_terms=(SelectorTerm(tags=DISCOVERY),),
+        security_group_selector_terms=(SelectorTerm(tags=DISCOVERY),),
+        ami_selector_terms=(AMISelectorTerm(alias=alias),),
+        role="KarpenterNodeRole-prod",
+    )
+    return nodeclass, ssm
+
+
+def images_of(ssm: PublicParameters) -> dict[tuple[str, str], str]:
+    alias = AMIAlias.parse("al2023@latest")
+    return {
+        (arch, variant): ssm.values[path]
+        for variant in ("standard", "nvidia", "neuron")
+        for arch, path in alias_parameters(alias, CLUSTER.version, variant).items()
+        if path in ssm.values
+    }
+
+
+def test_a_claim_mixing_gpu_and_standard_types_gets_one_template_per_variant(
+    ec2: IdempotentEc2, al2023: tuple[EC2NodeClass, PublicParameters]
+) -> None:
+    nodeclass, ssm = al2023
+    images = images_of(ssm)
+
+    provider(ec2, ssm=ssm).launch(request(nodeclass, options=(*OPTIONS, GPU, NEURON)))
+
+    (fleet,) = ec2.fleet_requests
+    template_image = {t["LaunchTemplateName"]: t["LaunchTemplateData"]["ImageId"] for t in ec2.template_requests}
+    types_by_image = {
+        template_image[config["LaunchTemplateSpecification"]["LaunchTemplateName"]]: sorted(
+            {o["InstanceType"] for o in config["Overrides"]}
+        )
+        for config in fleet["LaunchTemplateConfigs"]
+    }
+    assert types_by_image == {
+        images[("amd64", "standard")]: ["m5.large"],  # m5.xlarge's spot is dearer than on-demand m6g
+        images[("arm64", "standard")]: ["m6g.large"],
+        images[("amd64", "nvidia")]: ["g5.xlarge"],
+        images[("amd64", "neuron")]: ["inf2.xlarge"],
+    }
+
+
+def test_a_gpu_claim_boots_the_nvidia_ami_and_reads_only_the_parameters_it_needs(
+    ec2: IdempotentEc2, moto_ec2: Any, al2023: tuple[EC2NodeClass, PublicParameters]
+) -> None:
+    nodeclass, ssm = al2023
+
+    instance = provider(ec2, ssm=ssm).launch(request(nodeclass, options=(GPU,)))
+
+    nvidia = images_of(ssm)[("amd64", "nvidia")]
+    described = moto_ec2.describe_instances(InstanceIds=[instance.instance_id])["Reservations"][0]["Instances"][0]
+    assert (instance.instance_type, instance.image_id, described["ImageId"]) == ("g5.xlarge", nvidia, nvidia)
+    assert all("/nvidia/" in name for name in ssm.asked)  # no standard look-up for a GPU-only claim
+
+
+def test_a_neuron_claim_boots_the_neuron_ami(
+    ec2: IdempotentEc2, moto_ec2: Any, al2023: tuple[EC2NodeClass, PublicParameters]
+) -> None:
+    nodeclass, ssm = al2023
+
+    instance = provider(ec2, ssm=ssm).launch(request(nodeclass, options=(NEURON,)))
+
+    assert instance.image_id == images_of(ssm)[("amd64", "neuron")]
+
+
+def test_types_whose_variant_has_no_ami_are_left_out_and_alone_cannot_launch(
+    ec2: IdempotentEc2, al2023: tuple[EC2NodeClass, PublicParameters]
+) -> None:
+    nodeclass, ssm = al2023
+    for path in [p for p in ssm.values if "/nvidia/" in p]:
+        del ssm.values[path]
+
+    instance = provider(ec2, ssm=ssm).launch(request(nodeclass, options=(GPU, *OPTIONS)))
+    assert "g5.xlarge" not in {t for t, _ in overrides_of(ec2.fleet_requests[0])}
+    assert instance.instance_type != "g5.xlarge"
+
+    with pytest.raises(LaunchError, match="no amd64 or arm64 AMI for the nvidia variant") as raised:
+        provider(ec2, ssm=ssm).launch(request(nodeclass, claim("gpu-only"), options=(GPU,)))
+    assert not isinstance(raised.value, InsufficientCapacity)
+    # An arm64 GPU type while only the amd64 nvidia AMI exists: resolved, yet nothing to boot it.
+    arm_gpu = instance_type("g5g.xlarge", arch="arm64", price=0.42, extra={"nvidia.com/gpu": "1"})
+    ssm.values[alias_parameters(AMIAlias.parse("al2023@latest"), CLUSTER.version, "nvidia")["amd64"]] = "ami-x"
+    with pytest.raises(LaunchError, match="no AMI for the nvidia variant of any instance type option"):
+        provider(ec2, ssm=ssm).launch(request(nodeclass, claim("arm-gpu"), options=(arm_gpu,)))
+    assert len(ec2.fleet_requests) == 1
+
+
+def test_amis_named_by_id_launch_gpu_types_with_that_ami(
+    ec2: IdempotentEc2, nodeclass: EC2NodeClass, network: dict[str, str]
+) -> None:
+    instance = provider(ec2).launch(request(nodeclass, options=(GPU,)))
+    assert instance.image_id == network["x86_64"]
 
 
 # --- capacity errors and throttling (Stubber: moto never runs out of capacity) ------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from nodewright.engine.scheduling import PlannedClaim, SchedulingInput, SchedulingResult
 from nodewright.model import labels as wk
@@ -87,6 +88,15 @@ def label_values(claim: PlannedClaim, label: str) -> set[str]:
 
 
 # -- assertions ------------------------------------------------------------------------------------
+
+
+def canonical(result: SchedulingResult) -> tuple[Any, ...]:
+    """A result as sorted plain values: claims (pool, options, pods), existing placements, unschedulable."""
+    claims = sorted(
+        (c.nodepool, tuple(t.name for t in c.options), tuple(sorted(p.key for p in c.pods))) for c in result.claims
+    )
+    existing = sorted((name, tuple(sorted(keys))) for name, keys in result.existing.items())
+    return (claims, existing, sorted(result.unschedulable))
 
 
 def expect_placed(result: SchedulingResult, pods: Iterable[Pod | str]) -> None:

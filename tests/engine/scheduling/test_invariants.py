@@ -15,13 +15,15 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult, solve
+from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, Strategy, solve
+from nodewright.engine.scheduling.solver import _Solver
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.pod import Pod
 from nodewright.model.resources import Resources
 from tests.builders import ZONES, instance_type, node, node_pool, pod
 from tests.engine.scheduling.expect import (
+    canonical,
     expect_accounted,
     expect_fits,
     expect_tolerated,
@@ -188,14 +190,6 @@ def shuffled(inp: SchedulingInput, seed: int) -> SchedulingInput:
     )
 
 
-def canonical(result: SchedulingResult) -> tuple[Any, ...]:
-    claims = sorted(
-        (c.nodepool, tuple(t.name for t in c.options), tuple(sorted(p.key for p in c.pods))) for c in result.claims
-    )
-    existing = sorted((name, tuple(sorted(keys))) for name, keys in result.existing.items())
-    return (claims, existing, sorted(result.unschedulable))
-
-
 @EXAMPLES
 @given(scheduling_inputs())
 def test_every_pod_is_placed_once_or_unschedulable_never_both(inp: SchedulingInput) -> None:
@@ -260,3 +254,38 @@ def test_solve_returns_a_sound_result_when_gpu_pods_are_pending_too(inp: Schedul
 
     expect_accounted(inp, result)
     expect_fits(result, inp)
+
+
+# The planned fill (an LP's type mix) only runs inside the portfolio and wins there when cheaper,
+# so it is checked on its own too: a plan it makes must be as sound as any other.
+PLANNED = Strategy(mix_shapes=True, lp_plan=True)
+
+
+@EXAMPLES
+@given(scheduling_inputs())
+def test_the_planned_fill_alone_accounts_for_every_pod_fits_tolerates_and_respects_limits(
+    inp: SchedulingInput,
+) -> None:
+    result = solve(inp, PLANNED)
+
+    expect_accounted(inp, result)
+    expect_fits(result, inp)
+    expect_tolerated(inp, result)
+    expect_within_limits(inp, result)
+
+
+@EXAMPLES
+@given(scheduling_inputs(), st.integers(0, 2**32 - 1))
+def test_the_planned_fill_does_not_depend_on_input_order(inp: SchedulingInput, seed: int) -> None:
+    assert canonical(solve(shuffled(inp, seed), PLANNED)) == canonical(solve(inp, PLANNED))
+
+
+@EXAMPLES
+@given(scheduling_inputs())
+def test_a_planned_pass_with_nothing_to_plan_repeats_the_shape_mixing_pass(inp: SchedulingInput) -> None:
+    # `solve` skips the planned pass in that case (it relies on this equality).
+    mixing = _Solver(inp, Strategy(mix_shapes=True))
+    result = mixing.run()
+
+    if not mixing.plannable:
+        assert canonical(solve(inp, PLANNED)) == canonical(result)

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from nodewright.engine.scheduling import PORTFOLIO, SchedulingResult, Strategy, solve
-from tests.engine.scheduling.scenario import pods, scheduling_input, term
+from nodewright.model.instancetype import InstanceType
+from nodewright.model.resources import Resources
+from tests.builders import ZONES, instance_type, node_pool
+from tests.engine.scheduling.expect import canonical, zone_of
+from tests.engine.scheduling.scenario import pods, pool, scheduling_input, spread, term
 
 # Hostname anti-affinity forces one node per "solo" pod; where the generic pods go then decides
 # the bill: first fit piles them on the oldest claims, emptiest-first spreads them like Karpenter.
@@ -34,3 +40,65 @@ def test_a_given_strategy_runs_alone_and_places_every_pod() -> None:
     assert not result.unschedulable
     assert sum(len(c.pods) for c in result.claims) == len(WORKLOADS["forced-nodes"])
     assert len(result.claims) >= 6  # one node per solo pod at least
+
+
+# -- the planned fill (Strategy.lp_plan) ------------------------------------------------------------
+
+PLANNED = Strategy(mix_shapes=True, lp_plan=True)
+OVERHEAD = Resources.of(cpu="200m", memory="1Gi")  # per node: larger nodes are cheaper per unit
+
+
+def ladder() -> list[InstanceType]:
+    """Compute, general and memory families from large to 16xlarge, priced linearly in size."""
+    out = []
+    for size, mult in (("large", 0.5), ("xlarge", 1), ("2xlarge", 2), ("4xlarge", 4), ("8xlarge", 8), ("16xlarge", 16)):
+        for family, gib_per_4_cpu, price in (("c6", 8, 0.136), ("m6", 16, 0.154), ("r6", 32, 0.2016)):
+            out.append(
+                instance_type(
+                    f"{family}.{size}",
+                    cpu=str(int(4 * mult)),
+                    memory=f"{int(gib_per_4_cpu * mult)}Gi",
+                    pods=110,
+                    price=round(price * mult, 4),
+                    overhead=OVERHEAD,
+                )
+            )
+    return out
+
+
+# A web shop in miniature: two services spread over zones (maxSkew 1), one not; cache pods need
+# 12 GiB per cpu, the rest 1 or 2, so the cheapest plan mixes compute and memory-rich nodes.
+SERVICES = (
+    pods(300, "web", cpu="1", memory="1Gi", labels={"app": "web"}, spread=(spread("web"),))
+    + pods(200, "api", cpu="500m", memory="1Gi", labels={"app": "api"})
+    + pods(90, "cache", cpu="500m", memory="6Gi", labels={"app": "cache"}, spread=(spread("cache"),))
+)
+
+
+def test_the_planned_fill_beats_greedy_packing_when_the_workload_needs_a_mix_of_families() -> None:
+    inp = scheduling_input(SERVICES, pools=[pool(types=ladder())])
+
+    planned = solve(inp, PLANNED)
+
+    assert not planned.unschedulable
+    assert sum(len(c.pods) for c in planned.claims) == len(SERVICES)
+    for strategy in PORTFOLIO:
+        if strategy != PLANNED:
+            assert planned.price_per_hour < solve(inp, strategy).price_per_hour, strategy
+    assert _key(solve(inp)) == _key(planned)
+
+
+def test_the_planned_fill_keeps_zone_spread_within_max_skew() -> None:
+    result = solve(scheduling_input(SERVICES, pools=[pool(types=ladder())]), PLANNED)
+
+    for app in ("web", "cache"):
+        per_zone = Counter(zone_of(c) for c in result.claims for p in c.pods if p.labels["app"] == app)
+        assert set(per_zone) == set(ZONES)
+        assert max(per_zone.values()) - min(per_zone.values()) <= 1, (app, per_zone)
+
+
+def test_the_planned_fill_leaves_pools_with_limits_to_the_usual_pass() -> None:
+    limited = pool(node_pool(limits={"cpu": "1000"}), types=ladder())
+    inp = scheduling_input(SERVICES, pools=[limited])
+
+    assert canonical(solve(inp, PLANNED)) == canonical(solve(inp, Strategy(mix_shapes=True)))

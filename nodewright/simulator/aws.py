@@ -1,0 +1,412 @@
+"""The simulated AWS account: moto (in-process) set up as the stack would leave it, plus what moto lacks.
+
+What is real (moto): EC2 (a VPC, one subnet per zone and a security group carrying the tags the
+EC2NodeClasses select, launch templates, CreateFleet, DescribeInstances, TerminateInstances),
+DynamoDB (the state table and the idempotency table), SQS (the interruption queue with its DLQ,
+retention and visibility timeout) and EventBridge (the five interruption rules, built from
+`nodewright.engine.interruption.rules`, targeting the queue).
+
+What is added on top, because moto does not have it:
+* `SimulatedEc2` wraps the EC2 client: CreateFleet answers with EC2's documented
+  `InsufficientInstanceCapacity` Errors entries for the offerings a scenario declares out of
+  capacity (and launches from the others), and reports each launch and termination to the world
+  (the kubelet and the accounting).
+* `PublicParameters` wraps the SSM client: AWS's public EKS/Bottlerocket AMI parameters
+  (`/aws/service/...`, reserved names moto will not store) answer with moto's Amazon images.
+* `MirroredStateStore` is the real DynamoDB state store whose reads of node claims, blocked
+  offerings and disruption commands are served from a write-through mirror. Every write goes to DynamoDB first (its
+  conditions decide, as in AWS) and then to the mirror, and every writer in the simulation shares
+  the one store, so the mirror always equals the table (`verify()` checks it at the end of a run).
+  Why: moto serialises each claim of a Query through its shape model (~0.4 ms per claim), and the
+  provisioner reads the claims every second while pods wait; a 24-hour run would spend most of its
+  time there.
+* `MirroredCloud` is the real EC2 cloud provider (launches and terminations go to moto through
+  `SimulatedEc2`) whose `instances()` (DescribeInstances of the cluster's live instances) is
+  answered from the registry the world keeps from every CreateFleet and TerminateInstances: moto
+  serialises ~6 ms per instance, and the provisioner lists them on every invocation. The registry
+  is compared with moto's own list at the end of a run.
+* `SimulatedLambda` is the Lambda client the interruption function's provisioner trigger
+  calls: an asynchronous invoke starts a provisioner invocation in the world.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from nodewright.adapters.aws.ec2 import Ec2CloudProvider
+from nodewright.adapters.aws.state_store import DynamoStateStore, create_table
+from nodewright.engine.interruption.rules import INTERRUPTION_RULES
+from nodewright.model.cluster import ClusterInfo
+from nodewright.model.command import CommandRecord
+from nodewright.model.instance import Instance
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.ports import Offering
+from nodewright.simulator.lambdas import ACCOUNT, REGION
+
+CLUSTER = ClusterInfo(
+    name="simulated",
+    endpoint="https://SIMULATED0000000000000000000000.gr7.us-east-1.eks.amazonaws.com",
+    certificate_authority="LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==",
+    version="1.31",
+)
+STATE_TABLE = "nodewright-state"
+IDEMPOTENCY_TABLE = "nodewright-idempotency"
+QUEUE = "nodewright-interruption"
+DEAD_LETTER_QUEUE = "nodewright-interruption-dlq"
+NODE_INSTANCE_PROFILE = "nodewright-simulated-node"
+# The stack's queue settings (infra/config.py, which the runtime may not import): keep in step.
+QUEUE_RETENTION_SECONDS = 300
+QUEUE_MAX_RECEIVE_COUNT = 3
+VISIBILITY_MARGIN_SECONDS = 30
+CAPACITY_MESSAGE = (
+    "We currently do not have sufficient {type} capacity in the Availability Zone you requested ({zone}). "
+    "Our system will be working on provisioning additional capacity."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Launched:
+    """One instance a CreateFleet call started."""
+
+    instance_id: str
+    instance_type: str
+    zone: str
+    capacity_type: str
+    tags: Mapping[str, str]
+
+
+class Ec2Hooks:
+    """What the world wants to hear from EC2 (the world overrides these)."""
+
+    def capacity_error(self, instance_type: str, zone: str, capacity_type: str) -> str | None:
+        """The error code EC2 should answer for this offering now, or None when it has capacity."""
+        return None
+
+    def launched(self, instance: Launched) -> None:
+        """An instance was started."""
+
+    def terminating(self, instance_ids: Sequence[str]) -> None:
+        """These instances are about to be terminated (their nodes still hold their pods)."""
+
+    def terminated(self, instance_ids: Sequence[str]) -> None:
+        """These instances were terminated."""
+
+
+class SimulatedEc2:
+    """moto's EC2 client with capacity errors and launch/termination reports (module docstring)."""
+
+    def __init__(self, client: Any, hooks: Ec2Hooks) -> None:
+        self._client = client
+        self.hooks = hooks
+
+    def create_fleet(self, **request: Any) -> dict[str, Any]:
+        """CreateFleet, failing the offerings the scenario has out of capacity, as EC2 reports it."""
+        capacity_type = str(request["TargetCapacitySpecification"].get("DefaultTargetCapacityType", "on-demand"))
+        errors: list[dict[str, Any]] = []
+        configs: list[dict[str, Any]] = []
+        for config in request.get("LaunchTemplateConfigs", []):
+            kept = []
+            for override in config.get("Overrides") or []:
+                instance_type = str(override.get("InstanceType", ""))
+                zone = str(override.get("AvailabilityZone", ""))
+                code = self.hooks.capacity_error(instance_type, zone, capacity_type)
+                if code is None:
+                    kept.append(override)
+                    continue
+                errors.append(
+                    {
+                        "LaunchTemplateAndOverrides": {
+                            "LaunchTemplateSpecification": config["LaunchTemplateSpecification"],
+                            "Overrides": override,
+                        },
+                        "Lifecycle": capacity_type,
+                        "ErrorCode": code,
+                        "ErrorMessage": CAPACITY_MESSAGE.format(type=instance_type, zone=zone),
+                    }
+                )
+            if kept:
+                configs.append({**config, "Overrides": kept})
+        if not configs:
+            return {"FleetId": "fleet-00000000-0000-0000-0000-000000000000", "Errors": errors, "Instances": []}
+        response: dict[str, Any] = self._client.create_fleet(**{**request, "LaunchTemplateConfigs": configs})
+        response["Errors"] = errors + list(response.get("Errors") or [])
+        tags = {
+            t["Key"]: t["Value"]
+            for spec in request.get("TagSpecifications", [])
+            if spec.get("ResourceType") == "instance"
+            for t in spec.get("Tags", [])
+        }
+        subnet_zone = {o.get("SubnetId"): o.get("AvailabilityZone") for c in configs for o in c.get("Overrides") or []}
+        for entry in response.get("Instances") or []:
+            overrides = (entry.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+            zone = overrides.get("AvailabilityZone") or subnet_zone.get(overrides.get("SubnetId"), "")
+            for instance_id in entry.get("InstanceIds") or []:
+                self.hooks.launched(
+                    Launched(
+                        instance_id=str(instance_id),
+                        instance_type=str(entry.get("InstanceType") or overrides.get("InstanceType", "")),
+                        zone=str(zone),
+                        capacity_type=str(entry.get("Lifecycle") or capacity_type),
+                        tags=tags,
+                    )
+                )
+        return response
+
+    def terminate_instances(self, **request: Any) -> dict[str, Any]:
+        """TerminateInstances, reported to the world before and after."""
+        ids = [str(i) for i in request.get("InstanceIds", [])]
+        self.hooks.terminating(ids)
+        response: dict[str, Any] = self._client.terminate_instances(**request)
+        self.hooks.terminated(
+            [str(c["InstanceId"]) for c in response.get("TerminatingInstances", []) if c.get("InstanceId")]
+        )
+        return response
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+class PublicParameters:
+    """moto's SSM client plus AWS's public AMI parameters (`/aws/service/...`)."""
+
+    def __init__(self, client: Any, images: Mapping[str, str]) -> None:
+        self._client = client
+        self._images = dict(images)  # EC2 architecture (x86_64, arm64) -> image id
+
+    def get_parameter(self, **request: Any) -> dict[str, Any]:
+        """The public parameter's value (an AMI of the architecture in its path), else moto's answer."""
+        name = str(request.get("Name", ""))
+        if name.startswith("/aws/service/"):
+            arch = "arm64" if "arm64" in name.split("/") or "-arm64" in name else "x86_64"
+            value = self._images.get(arch)
+            if value is not None:
+                return {"Parameter": {"Name": name, "Type": "String", "Value": value, "Version": 1}}
+        response: dict[str, Any] = self._client.get_parameter(**request)
+        return response
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+def _copy(claim: NodeClaim) -> NodeClaim:
+    return replace(claim, labels=dict(claim.labels))
+
+
+class MirroredCloud(Ec2CloudProvider):
+    """The EC2 cloud provider with `instances()` from a registry (see the module docstring)."""
+
+    def __init__(self, *args: Any, registry: Callable[[], list[Instance]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._registry = registry
+
+    def instances(self) -> list[Instance]:
+        """The cluster's live instances, oldest first, from the registry."""
+        return sorted(self._registry(), key=lambda i: (i.launched_at, i.instance_id))
+
+    def described(self) -> list[Instance]:
+        """The same list, from moto (DescribeInstances), for the end-of-run check."""
+        return super().instances()
+
+
+class MirroredStateStore(DynamoStateStore):
+    """The DynamoDB state store with claim and capacity-error reads served from a write-through
+    mirror (see the module docstring). Every other method is the real store's.
+
+    Claims are copied in (their `labels` dict), as the table keeps a serialised record; readers get
+    the stored copies, which no controller mutates.
+    """
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        super().__init__(client, table_name)
+        self._claims: dict[str, NodeClaim] = {}
+        self._sorted: list[NodeClaim] | None = None
+        self._blocked: dict[Offering, float] = {}
+        self._commands: dict[str, CommandRecord] = {}
+
+    def create_claim(self, claim: NodeClaim) -> bool:
+        """DynamoDB's conditional put decides; the mirror follows."""
+        created = super().create_claim(claim)
+        if created:
+            self._put(claim)
+        return created
+
+    def save_claim(self, claim: NodeClaim) -> None:
+        """Overwrite in DynamoDB, then in the mirror."""
+        super().save_claim(claim)
+        self._put(claim)
+
+    def claims(self) -> list[NodeClaim]:
+        """Every claim, sorted by name, from the mirror."""
+        if self._sorted is None:
+            self._sorted = [self._claims[name] for name in sorted(self._claims)]
+        return list(self._sorted)
+
+    def delete_claim(self, name: str) -> None:
+        """Delete in DynamoDB, then in the mirror."""
+        super().delete_claim(name)
+        if self._claims.pop(name, None) is not None:
+            self._sorted = None
+
+    def block_offerings(self, offerings: Iterable[Offering], until: float) -> None:
+        """Block in DynamoDB (never shortening a block), then in the mirror."""
+        chosen = sorted(set(offerings))
+        super().block_offerings(chosen, until)
+        for offering in chosen:
+            self._blocked[offering] = max(until, self._blocked.get(offering, until))
+
+    def blocked_offerings(self, now: float) -> frozenset[Offering]:
+        """Offerings blocked beyond `now`, from the mirror."""
+        return frozenset(o for o, until in self._blocked.items() if until > now)
+
+    def save_command(self, record: CommandRecord) -> None:
+        """Write in DynamoDB, then in the mirror."""
+        super().save_command(record)
+        self._commands[record.id] = record
+
+    def commands(self) -> list[CommandRecord]:
+        """Every command record, oldest first, from the mirror."""
+        return sorted(self._commands.values(), key=lambda r: (r.created_at, r.id))
+
+    def delete_command(self, command_id: str) -> None:
+        """Delete in DynamoDB, then in the mirror."""
+        super().delete_command(command_id)
+        self._commands.pop(command_id, None)
+
+    def verify(self) -> list[str]:
+        """Differences between the mirror and the table (empty when they agree)."""
+        stored = {c.name: c for c in super().claims()}
+        out = [f"claim {name} is in the table only" for name in sorted(set(stored) - set(self._claims))]
+        out += [f"claim {name} is in the mirror only" for name in sorted(set(self._claims) - set(stored))]
+        for name in sorted(set(stored) & set(self._claims)):
+            if stored[name].state != self._claims[name].state:
+                out.append(f"claim {name}: table says {stored[name].state}, mirror {self._claims[name].state}")
+        commands = {r.id for r in super().commands()}
+        if commands != set(self._commands):
+            out.append(f"commands differ: table {sorted(commands)}, mirror {sorted(self._commands)}")
+        return out
+
+    def _put(self, claim: NodeClaim) -> None:
+        if claim.name not in self._claims:
+            self._sorted = None
+        self._claims[claim.name] = _copy(claim)
+        if self._sorted is not None:
+            self._sorted = None
+
+
+class SimulatedLambda:
+    """The Lambda client of the provisioner trigger: an Event invoke starts a provisioner run."""
+
+    def __init__(self, start: Callable[[str, dict[str, Any]], None]) -> None:
+        self._start = start
+        self.invocations: list[tuple[str, dict[str, Any]]] = []
+
+    def invoke(self, **request: Any) -> dict[str, Any]:
+        """Accept the invoke (202, as Lambda answers an asynchronous one) and start the function."""
+        function = str(request.get("FunctionName", ""))
+        payload = request.get("Payload") or b"{}"
+        event = json.loads(payload.decode() if isinstance(payload, bytes) else str(payload))
+        self.invocations.append((function, event))
+        self._start(function, event)
+        return {"StatusCode": 202}
+
+
+class Account:
+    """The moto resources of one simulation (call `create` inside `mock_aws`)."""
+
+    def __init__(self, session: Any) -> None:
+        self.ec2 = session.client("ec2", region_name=REGION)
+        self.ssm = session.client("ssm", region_name=REGION)
+        self.dynamodb = session.client("dynamodb", region_name=REGION)
+        self.sqs = session.client("sqs", region_name=REGION)
+        self.events = session.client("events", region_name=REGION)
+        self.queue_url = ""
+        self.queue_arn = ""
+        self.images: dict[str, str] = {}
+        self.rules: dict[str, str] = {}
+
+    def create(
+        self, nodeclasses: Mapping[str, EC2NodeClass], zones: Sequence[str], interruption_timeout: float
+    ) -> None:
+        """The network, AMIs, tables, queue and rules the stack and the cluster would provide."""
+        self._network(nodeclasses, zones)
+        self._images()
+        create_table(self.dynamodb, STATE_TABLE)
+        self.dynamodb.create_table(
+            TableName=IDEMPOTENCY_TABLE,
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        self._queue(interruption_timeout)
+        for rule_id, pattern in INTERRUPTION_RULES.items():
+            name = f"nodewright-{rule_id}"
+            arn = self.events.put_rule(Name=name, EventPattern=json.dumps(pattern), State="ENABLED")["RuleArn"]
+            self.events.put_targets(Rule=name, Targets=[{"Id": "interruption-queue", "Arn": self.queue_arn}])
+            self.rules[rule_id] = arn
+
+    def _network(self, nodeclasses: Mapping[str, EC2NodeClass], zones: Sequence[str]) -> None:
+        subnet_tags: dict[str, str] = {}
+        group_tags: dict[str, str] = {}
+        group_names: set[str] = set()
+        for nodeclass in nodeclasses.values():
+            for term in nodeclass.subnet_selector_terms:
+                subnet_tags.update({k: "owned" if v == "*" else v for k, v in term.tags.items()})
+            for term in nodeclass.security_group_selector_terms:
+                group_tags.update({k: "owned" if v == "*" else v for k, v in term.tags.items()})
+                if term.name:
+                    group_names.add(term.name)
+        vpc = self.ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+        for index, zone in enumerate(zones):
+            tags = {**subnet_tags, "Name": f"simulated-{zone}"}
+            self.ec2.create_subnet(
+                VpcId=vpc,
+                CidrBlock=f"10.0.{index * 64}.0/18",
+                AvailabilityZone=zone,
+                TagSpecifications=[{"ResourceType": "subnet", "Tags": _tags(tags)}],
+            )
+        for name in sorted(group_names) or ["nodewright-simulated-nodes"]:
+            self.ec2.create_security_group(
+                GroupName=name,
+                Description="nodes of the simulated cluster",
+                VpcId=vpc,
+                TagSpecifications=[{"ResourceType": "security-group", "Tags": _tags(group_tags)}],
+            )
+
+    def _images(self) -> None:
+        # The AMIs AWS's public parameters point at (see PublicParameters): one per architecture.
+        for arch in ("x86_64", "arm64"):
+            image = self.ec2.register_image(
+                Name=f"simulated-eks-node-{arch}", Architecture=arch, RootDeviceName="/dev/xvda"
+            )
+            self.images[arch] = str(image["ImageId"])
+
+    def _queue(self, timeout: float) -> None:
+        dlq = self.sqs.create_queue(QueueName=DEAD_LETTER_QUEUE, Attributes={"MessageRetentionPeriod": "1209600"})
+        dlq_arn = self.sqs.get_queue_attributes(QueueUrl=dlq["QueueUrl"], AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+        redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": QUEUE_MAX_RECEIVE_COUNT}
+        self.queue_url = self.sqs.create_queue(
+            QueueName=QUEUE,
+            Attributes={
+                "MessageRetentionPeriod": str(QUEUE_RETENTION_SECONDS),
+                "VisibilityTimeout": str(int(timeout) + VISIBILITY_MARGIN_SECONDS),
+                "RedrivePolicy": json.dumps(redrive),
+            },
+        )["QueueUrl"]
+        self.queue_arn = self.sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+
+
+def _tags(tags: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
+
+
+def instance_arn(instance_id: str) -> str:
+    """The ARN EC2 events name an instance by."""
+    return f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/{instance_id}"

@@ -1,0 +1,247 @@
+"""What a simulation measures, and the summary it reports. Pure bookkeeping over plain records.
+
+Definitions (also written into report.md):
+
+* `pending_seconds`: per workload pod, from its creation (unbound, so Pending) to its binding;
+  pods bound at once count 0 s; pods still pending at the end count with their time so far.
+* `pending_to_launch_seconds`: per pod that a new node was launched for, from its creation to
+  the CreateFleet call of the first claim holding it (the provisioner's goal: 3 s p50, 12 s p99).
+* `displaced_pending_seconds`: the same, only for the pods that replace pods evicted or deleted
+  from a node, by cause: `interruption` (from a node that received a spot interruption signal)
+  or `other` (consolidation, a node removed for another reason).
+* `pods_lost`: workload pods still on a node when the node went away (its instance terminated,
+  or its Node deleted) without having been evicted.
+* `pdb_violations`: pods removed by a controller (evicted, or on a Node deleted or an instance
+  terminated by a controller) while a PodDisruptionBudget covering them allowed no disruption.
+* `do_not_disrupt_violations`: pods annotated do-not-disrupt removed that way, except from nodes
+  that had received a spot interruption warning (an involuntary disruption: the pods go anyway).
+* `interruption`: per interrupted instance, seconds from its spot interruption warning to the
+  cordon, to the first replacement request (a provisioner invoke or a CreateFleet after its first
+  signal) and to the moment its node held no workload pod (0 when done before the warning, e.g.
+  on the rebalance recommendation); the maximum over instances.
+* `cost_usd`: the sum over instances of hours running (launch to termination or the end of the
+  run) times the offering's price. `cost_without_consolidation_usd`: the same run as if
+  consolidation had removed nothing: instances the consolidator terminated are charged until the
+  end of the run, and the replacements it launched are not charged (the provisioner's own launches
+  are kept as they were, so it is an estimate of what consolidation saved, not a second run).
+* `limit_violations`: launches after which a NodePool's instances exceeded one of its limits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class InstanceRecord:
+    """One EC2 instance from launch to termination."""
+
+    instance_id: str
+    instance_type: str
+    zone: str
+    capacity_type: str
+    nodepool: str
+    price: float
+    launched_at: float
+    launched_by: str
+    nodeclaim: str = ""
+    image_id: str = ""
+    node: str = ""
+    ready_at: float | None = None
+    terminated_at: float | None = None
+    terminated_by: str = ""
+
+    def hours(self, end: float) -> float:
+        """Hours billed up to `end` (or the termination)."""
+        stop = self.terminated_at if self.terminated_at is not None else end
+        return max(0.0, stop - self.launched_at) / 3600
+
+
+@dataclass
+class InterruptionRecord:
+    """One interrupted spot instance: when each signal came and what the handlers did."""
+
+    instance_id: str
+    node: str
+    first_signal: float
+    warning_at: float
+    reclaim_at: float
+    rebalance_at: float | None = None
+    cordoned_at: float | None = None
+    drained_at: float | None = None
+    replacement_at: float | None = None
+    reclaimed: bool = False
+    pods_at_reclaim: int = 0
+
+    def since_warning(self, at: float | None, fallback: float) -> float:
+        """Seconds from the warning to `at` (0 when earlier); `fallback` when it never happened."""
+        if at is None:
+            return fallback
+        return max(0.0, at - self.warning_at)
+
+
+@dataclass
+class Sample:
+    """The cluster at one moment, for the plots."""
+
+    t: float
+    nodes: Mapping[str, int]
+    booting: int
+    pending: int
+    running: int
+    hourly_cost: float
+
+
+@dataclass
+class Violation:
+    """One PDB or do-not-disrupt violation, for the report."""
+
+    at: float
+    kind: str
+    pod: str
+    node: str
+    how: str
+    budget: str = ""
+
+
+@dataclass
+class Recorder:
+    """Everything measured during a run (filled in by the world)."""
+
+    start: float
+    instances: dict[str, InstanceRecord] = field(default_factory=dict)
+    interruptions: dict[str, InterruptionRecord] = field(default_factory=dict)
+    samples: list[Sample] = field(default_factory=list)
+    pending_since: dict[str, float] = field(default_factory=dict)
+    created: dict[str, float] = field(default_factory=dict)
+    pending_seconds: list[float] = field(default_factory=list)
+    pending_by_pod: dict[str, float] = field(default_factory=dict)
+    displaced: dict[str, str] = field(default_factory=dict)
+    launch_latency: dict[str, float] = field(default_factory=dict)
+    lost: list[tuple[float, str, str]] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    limit_violations: list[dict[str, Any]] = field(default_factory=list)
+    replacement_requests: list[float] = field(default_factory=list)
+    launches: list[float] = field(default_factory=list)
+    capacity_errors: list[tuple[float, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    invocations: Counter[str] = field(default_factory=Counter)
+    busy: Counter[str] = field(default_factory=Counter)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    timeouts: Counter[str] = field(default_factory=Counter)
+    wall: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+    # -- pods ----------------------------------------------------------------------------------------
+
+    def pod_created(self, key: str, at: float) -> None:
+        """A workload pod was created unbound."""
+        self.pending_since[key] = at
+        self.created[key] = at
+
+    def pod_bound(self, key: str, at: float) -> None:
+        """A pod was bound to a node."""
+        since = self.pending_since.pop(key, None)
+        if since is not None:
+            self.pending_seconds.append(at - since)
+            if key in self.displaced:
+                self.pending_by_pod[key] = at - since
+
+    def pod_gone(self, key: str) -> None:
+        """A pod was deleted (bound or not)."""
+        self.pending_since.pop(key, None)
+
+    def launched_for(self, pods: Iterable[str], at: float) -> None:
+        """A claim holding `pods` was launched at `at`."""
+        for pod in pods:
+            if pod not in self.launch_latency and pod in self.created:
+                self.launch_latency[pod] = at - self.created[pod]
+
+    # -- the summary -------------------------------------------------------------------------------
+
+    def cost(self, end: float) -> float:
+        """Instance-hours times price, up to `end`."""
+        return sum(r.hours(end) * r.price for r in self.instances.values())
+
+    def cost_without_consolidation(self, end: float) -> float:
+        """See the module docstring."""
+        total = 0.0
+        for record in self.instances.values():
+            if record.launched_by == "consolidator":
+                continue
+            if record.terminated_by == "consolidation":
+                total += max(0.0, end - record.launched_at) / 3600 * record.price
+            else:
+                total += record.hours(end) * record.price
+        return total
+
+    def summary(self, end: float, wall_seconds: float) -> dict[str, Any]:
+        """The figures of summary.json."""
+        pending = [*self.pending_seconds, *(end - since for since in self.pending_since.values())]
+        terminated = Counter(r.terminated_by for r in self.instances.values() if r.terminated_at is not None)
+        cordon, replace, drain = [], [], []
+        for record in self.interruptions.values():
+            cordon.append(record.since_warning(record.cordoned_at, record.reclaim_at - record.warning_at))
+            replace.append(record.since_warning(record.replacement_at, record.reclaim_at - record.warning_at))
+            drain.append(record.since_warning(record.drained_at, record.reclaim_at - record.warning_at))
+        by_kind = Counter(v.kind for v in self.violations)
+        cost = self.cost(end)
+        return {
+            "pods_lost": len(self.lost),
+            "pdb_violations": by_kind["pdb"],
+            "do_not_disrupt_violations": by_kind["do-not-disrupt"],
+            "limit_violations": len(self.limit_violations),
+            "pending_seconds": percentiles(pending),
+            "pending_to_launch_seconds": percentiles(list(self.launch_latency.values())),
+            "pods_created": len(self.created),
+            "displaced_pending_seconds": {
+                cause: percentiles(
+                    [
+                        self.pending_by_pod.get(key, end - self.pending_since.get(key, end))
+                        for key, why in self.displaced.items()
+                        if why == cause and (key in self.pending_by_pod or key in self.pending_since)
+                    ]
+                )
+                for cause in ("interruption", "other")
+            },
+            "interruption": {
+                "instances": len(self.interruptions),
+                "cordon_seconds_max": _max(cordon),
+                "replacement_request_seconds_max": _max(replace),
+                "drain_seconds_max": _max(drain),
+                "reclaimed_with_pods": sum(1 for r in self.interruptions.values() if r.pods_at_reclaim),
+            },
+            "nodes_launched": len(self.instances),
+            "nodes_launched_by": dict(sorted(Counter(r.launched_by for r in self.instances.values()).items())),
+            "nodes_terminated": dict(sorted(terminated.items())),
+            "nodes_at_end": sum(1 for r in self.instances.values() if r.terminated_at is None),
+            "capacity_errors": len(self.capacity_errors),
+            "cost_usd": round(cost, 4),
+            "cost_without_consolidation_usd": round(self.cost_without_consolidation(end), 4),
+            "invocations": dict(sorted(self.invocations.items())),
+            "invocations_lease_busy": dict(sorted(self.busy.items())),
+            "handler_errors": len(self.errors),
+            "handler_timeouts": dict(sorted(self.timeouts.items())),
+            "wall_seconds_by_part": {k: round(v, 2) for k, v in sorted(self.wall.items())},
+            "wall_seconds": round(wall_seconds, 2),
+        }
+
+
+def percentiles(values: Sequence[float]) -> dict[str, float | int]:
+    """p50/p95/p99/max (nearest rank) and the count; zeros for no values."""
+    if not values:
+        return {"p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0, "count": 0}
+    ordered = sorted(values)
+
+    def rank(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))], 3)
+
+    top = round(ordered[-1], 3)
+    return {"p50": rank(0.50), "p95": rank(0.95), "p99": rank(0.99), "max": top, "count": len(ordered)}
+
+
+def _max(values: Sequence[float]) -> float | None:
+    return round(max(values), 3) if values else None

@@ -1,0 +1,495 @@
+"""The report of a run: summary.json, report.md, report.html (self-contained) and PNG plots.
+
+The Markdown and HTML versions are rendered from the same list of blocks (headings, paragraphs,
+tables, images, lists, preformatted text), so they always say the same thing. Plots use
+matplotlib's Agg backend, imported here only, so the simulator runs without a display.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nodewright.model.duration import format_duration
+from nodewright.simulator import metrics
+
+if TYPE_CHECKING:
+    from nodewright.simulator.world import World
+
+PLOTS = ("nodes.png", "pending.png", "cost.png", "overview.png")
+COLORS = {"spot": "#2a9d8f", "on-demand": "#e9c46a", "reserved": "#8ab17d", "unknown": "#999999"}
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One piece of the report: kind is h1, h2, p, table, image, list or pre."""
+
+    kind: str
+    text: str = ""
+    rows: tuple[tuple[str, ...], ...] = ()
+    items: tuple[str, ...] = ()
+
+
+def write_report(world: World, summary: dict[str, Any], directory: Path, *, plots: bool = True) -> list[Path]:
+    """Write every file of the report into `directory`; returns their paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    files = []
+    path = directory / "summary.json"
+    path.write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    files.append(path)
+    images: list[Path] = []
+    if plots:
+        images = draw(world, directory)
+        files += images
+    blocks = build(world, summary, [p.name for p in images])
+    md = directory / "report.md"
+    md.write_text(to_markdown(blocks), encoding="utf-8")
+    page = directory / "report.html"
+    page.write_text(to_html(blocks, directory, world.scenario.name), encoding="utf-8")
+    return [*files, md, page]
+
+
+# --- content ---------------------------------------------------------------------------------------
+
+
+def _seconds(value: Any) -> str:
+    return "-" if value is None else f"{float(value):.1f} s"
+
+
+def _usd(value: float) -> str:
+    return f"${value:,.2f}"
+
+
+def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[Block]:
+    """The report's blocks."""
+    scenario = world.scenario
+    recorder = world.recorder
+    end = world.end
+    blocks = [Block("h1", f"Simulation: {scenario.name}")]
+    if scenario.description:
+        blocks.append(Block("p", scenario.description))
+    pending = summary["pending_seconds"]
+    launch = summary["pending_to_launch_seconds"]
+    interruption = summary["interruption"]
+    saved = summary["cost_without_consolidation_usd"] - summary["cost_usd"]
+    figures = [
+        ("pods lost", str(summary["pods_lost"])),
+        ("PDB violations", str(summary["pdb_violations"])),
+        ("do-not-disrupt violations", str(summary["do_not_disrupt_violations"])),
+        ("NodePool limit violations", str(summary["limit_violations"])),
+        (
+            "pending -> bound (p50 / p95 / p99)",
+            f"{pending['p50']:.1f} / {pending['p95']:.1f} / {pending['p99']:.1f} s over {pending['count']} pods",
+        ),
+        (
+            "pending -> CreateFleet (p50 / p95 / p99)",
+            f"{launch['p50']:.1f} / {launch['p95']:.1f} / {launch['p99']:.1f} s over {launch['count']} pods",
+        ),
+        ("nodes launched", f"{summary['nodes_launched']} ({_counts(summary['nodes_launched_by'])})"),
+        ("nodes terminated", _counts(summary["nodes_terminated"]) or "0"),
+        ("cost", _usd(summary["cost_usd"])),
+        ("cost without consolidation", f"{_usd(summary['cost_without_consolidation_usd'])} (saved {_usd(saved)})"),
+        ("wall time", f"{summary['wall_seconds']:.1f} s for {format_duration(scenario.duration)} of virtual time"),
+    ]
+    displaced = summary["displaced_pending_seconds"]
+    for cause, label in (("interruption", "interrupted nodes"), ("other", "other removed nodes")):
+        waited = displaced[cause]
+        if waited["count"]:
+            figures.insert(
+                6,
+                (
+                    f"pods moved off {label}: pending (p50 / p95 / max)",
+                    f"{waited['p50']:.1f} / {waited['p95']:.1f} / {waited['max']:.1f} s over {waited['count']} pods",
+                ),
+            )
+    if interruption["instances"]:
+        figures[4:4] = [
+            ("spot instances interrupted", str(interruption["instances"])),
+            ("warning -> cordon (max)", _seconds(interruption["cordon_seconds_max"])),
+            ("warning -> replacement requested (max)", _seconds(interruption["replacement_request_seconds_max"])),
+            ("warning -> drained (max)", _seconds(interruption["drain_seconds_max"])),
+        ]
+    blocks += [Block("h2", "Key figures"), Block("table", rows=(("figure", "value"), *figures))]
+    if summary["warnings"]:
+        blocks += [Block("h2", "Warnings"), Block("list", items=tuple(summary["warnings"]))]
+    if images:
+        blocks.append(Block("h2", "Plots"))
+        captions = {
+            "overview.png": "Nodes by capacity type, pending pods and $/h over time",
+            "nodes.png": "Ready nodes by capacity type (red: spot interruption warnings, green: consolidation)",
+            "pending.png": "Pending and running pods",
+            "cost.png": "Cost per hour and cumulative cost",
+        }
+        for name in images:
+            if name != "overview.png":
+                blocks.append(Block("image", text=name, items=(captions.get(name, name),)))
+    blocks += _what_ran(world)
+    blocks += _decisions(world)
+    if recorder.interruptions:
+        rows: list[tuple[str, ...]] = [
+            ("instance", "node", "warning at", "cordon", "replacement", "drained", "pods at reclaim")
+        ]
+        for record in sorted(recorder.interruptions.values(), key=lambda r: r.warning_at):
+            rows.append(
+                (
+                    record.instance_id,
+                    record.node,
+                    format_duration(round(record.warning_at - scenario.start)),
+                    _relative(record.cordoned_at, record.warning_at),
+                    _relative(record.replacement_at, record.warning_at),
+                    _relative(record.drained_at, record.warning_at),
+                    str(record.pods_at_reclaim),
+                )
+            )
+        blocks += [
+            Block("h2", "Interrupted spot instances"),
+            Block("p", "Seconds from each instance's interruption warning (negative: before it, on the rebalance)."),
+            Block("table", rows=tuple(rows[:101])),
+        ]
+    if recorder.violations:
+        rows = [("at", "kind", "pod", "node", "how", "budget")]
+        rows += [
+            (format_duration(round(v.at)), v.kind, v.pod, v.node, v.how, v.budget) for v in recorder.violations[:50]
+        ]
+        blocks += [Block("h2", "Violations"), Block("table", rows=tuple(rows))]
+    if recorder.lost:
+        lost = Counter(node for _, _, node in recorder.lost)
+        blocks += [
+            Block("h2", "Pods lost"),
+            Block("list", items=tuple(f"{count} on {node}" for node, count in lost.most_common(20))),
+        ]
+    if recorder.errors:
+        blocks.append(Block("h2", f"Handler errors ({len(recorder.errors)})"))
+        for error in recorder.errors[:3]:
+            blocks.append(Block("p", f"{error['function']} at {error['at']} s: {error['error']}"))
+            blocks.append(Block("pre", error["trace"]))
+    blocks += _method(world, end)
+    return blocks
+
+
+def _counts(values: dict[str, int]) -> str:
+    return ", ".join(f"{count} {name}" for name, count in values.items())
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def _relative(at: float | None, warning: float) -> str:
+    return "-" if at is None else f"{at - warning:+.1f} s"
+
+
+def _what_ran(world: World) -> list[Block]:
+    scenario = world.scenario
+    items = [
+        f"virtual time: {format_duration(scenario.duration)} from {_iso(scenario.start)} (seed {scenario.seed})",
+        f"zones: {', '.join(scenario.zones)}; node boot delay {format_duration(scenario.boot_delay)}",
+        "NodePools: "
+        + ", ".join(
+            f"{p.name} (limits {dict(p.limits.format()) if p.limits else 'none'}, rebalance {p.rebalance_policy})"
+            for p in scenario.nodepools
+        ),
+    ]
+    for workload in scenario.workloads:
+        requests = workload.template.requests.format()
+        shape = ", ".join(f"{k} {v}" for k, v in requests.items() if k != "pods")
+        plan = _plan(workload)
+        items.append(f"{workload.kind} {workload.key}: {shape} per pod; replicas {plan}")
+    for daemonset in scenario.daemonsets:
+        items.append(f"DaemonSet {daemonset.namespace}/{daemonset.name}")
+    for pdb in scenario.pdbs:
+        budget = (
+            f"minAvailable {pdb.min_available}"
+            if pdb.min_available is not None
+            else f"maxUnavailable {pdb.max_unavailable}"
+        )
+        items.append(f"PodDisruptionBudget {pdb.namespace}/{pdb.name}: {budget}")
+    for interruption in scenario.interruptions:
+        what = (
+            f"{interruption.count} spot nodes"
+            if interruption.count
+            else f"{interruption.fraction or 0:.0%} of spot nodes"
+        )
+        items.append(
+            f"spot interruptions at {format_duration(interruption.at)}: {what} within "
+            f"{format_duration(interruption.within)}; rebalance {format_duration(interruption.rebalance_lead)} "
+            f"before the warning: {'yes' if interruption.rebalance else 'no'}; terminated "
+            f"{format_duration(interruption.notice)} after it"
+        )
+    for error in scenario.capacity_errors:
+        until = format_duration(error.end) if error.end is not None else "the end"
+        items.append(
+            f"no capacity ({error.code}) for {error.capacity_type} {error.instance_type} in {error.zone} "
+            f"from {format_duration(error.start)} to {until}"
+        )
+    items.append(
+        f"functions: provisioner every {format_duration(scenario.provisioner.rate)} "
+        f"(timeout {format_duration(scenario.provisioner.timeout)}), consolidator "
+        + (
+            "off"
+            if scenario.consolidation == "off"
+            else f"every {format_duration(scenario.consolidator.rate)} ({scenario.consolidation} consolidation)"
+        )
+        + f", interruption on the queue (timeout {format_duration(scenario.interruption.timeout)})"
+    )
+    return [Block("h2", "What ran"), Block("list", items=tuple(items))]
+
+
+def _plan(workload: Any) -> str:
+    if not workload.schedule:
+        return str(workload.replicas)
+    parts = []
+    for segment in workload.schedule:
+        if segment.diurnal is not None:
+            curve = segment.diurnal
+            parts.append(
+                f"from {format_duration(segment.at)} daily curve {curve.minimum}-{curve.maximum} "
+                f"(peak at {format_duration(curve.peak)}, every {format_duration(curve.every)})"
+            )
+        else:
+            parts.append(f"{segment.replicas} at {format_duration(segment.at)}")
+    return "; ".join(parts)
+
+
+def _decisions(world: World) -> list[Block]:
+    blocks = [Block("h2", "Decisions")]
+    summary_rows: list[tuple[str, ...]] = [("function", "invocations", "lease busy", "decisions")]
+    for name, observer in world.observers.items():
+        kinds = Counter(str(d.get("decision")) for d in observer.decisions)
+        summary_rows.append(
+            (
+                name,
+                str(world.recorder.invocations.get(name, 0)),
+                str(world.recorder.busy.get(name, 0)),
+                ", ".join(f"{k} {v}" for k, v in kinds.most_common()) or "-",
+            )
+        )
+    blocks.append(Block("table", rows=tuple(summary_rows)))
+    launches: Counter[tuple[str, str]] = Counter()
+    for record in world.recorder.instances.values():
+        launches[(record.instance_type, record.capacity_type)] += 1
+    if launches:
+        rows = [("instance type", "capacity type", "launched")]
+        rows += [(t, c, str(n)) for (t, c), n in launches.most_common(15)]
+        blocks += [Block("p", "Instance types launched (most used first):"), Block("table", rows=tuple(rows))]
+    examples = [d for d in world.observers["provisioner"].decisions if d.get("decision") == "launch"][:5]
+    if examples:
+        items = []
+        for decision in examples:
+            pods = decision.get("pods") or []
+            options = decision.get("instance_type_options") or []
+            items.append(
+                f"{decision.get('nodeclaim')}: {decision.get('instance_type')} {decision.get('capacity_type')} in "
+                f"{decision.get('zone')} at ${_number(decision.get('price')):.4f}/h for "
+                f"{len(pods) if isinstance(pods, list) else 0} pods, "
+                f"out of {len(options) if isinstance(options, list) else 0} instance-type options"
+            )
+        blocks += [Block("p", "The first launch decisions:"), Block("list", items=tuple(items))]
+    return blocks
+
+
+def _method(world: World, end: float) -> list[Block]:
+    del end
+    notes = (
+        "The real Lambda handlers (functions/*/handler.py) ran against moto (EC2, DynamoDB, SQS, EventBridge, "
+        "in-process) and the in-memory cluster, on a virtual clock; invocations overlap as concurrent Lambdas do.",
+        "Spot interruptions were put on EventBridge as EC2 does and travelled the stack's rules to the SQS queue and "
+        "the interruption handler; capacity errors were EC2's documented CreateFleet errors.",
+        "The kube-scheduler stand-in binds pods with the scheduling engine's predicates; a kubelet stand-in turns "
+        "each instance into a Ready node after the boot delay, with the labels and taints of its user data.",
+        "Prices are the bundled catalog's estimates (on-demand per family; spot at 35% of on-demand).",
+        "Reads of node claims come from a write-through mirror of the DynamoDB state table (every write goes to "
+        "DynamoDB first); the mirror was compared with the table at the end.",
+    )
+    definitions = tuple(line.strip("* ").strip() for line in (metrics.__doc__ or "").split("\n* ")[1:] if line.strip())
+    return [
+        Block("h2", "How it was simulated"),
+        Block("list", items=notes),
+        Block("h2", "Definitions"),
+        Block("list", items=tuple(" ".join(d.split()) for d in definitions)),
+    ]
+
+
+def _iso(t: float) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+# --- rendering --------------------------------------------------------------------------------------
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(blocks: Sequence[Block]) -> str:
+    """The blocks as GitHub Markdown."""
+    out: list[str] = []
+    for block in blocks:
+        if block.kind == "h1":
+            out.append(f"# {block.text}\n")
+        elif block.kind == "h2":
+            out.append(f"## {block.text}\n")
+        elif block.kind == "p":
+            out.append(f"{block.text}\n")
+        elif block.kind == "list":
+            out.append("\n".join(f"- {item}" for item in block.items) + "\n")
+        elif block.kind == "table" and block.rows:
+            header, *rows = block.rows
+            lines = ["| " + " | ".join(_md_cell(c) for c in header) + " |", "|" + "---|" * len(header)]
+            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+            out.append("\n".join(lines) + "\n")
+        elif block.kind == "image":
+            caption = block.items[0] if block.items else block.text
+            out.append(f"![{caption}]({block.text})\n")
+        elif block.kind == "pre":
+            out.append("```\n" + block.text.rstrip() + "\n```\n")
+    return "\n".join(out)
+
+
+_STYLE = """
+body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; max-width: 1100px; margin: 2em auto;
+       padding: 0 1em; color: #222; line-height: 1.45; }
+h1 { border-bottom: 2px solid #2a9d8f; padding-bottom: .3em; }
+h2 { margin-top: 1.6em; color: #264653; }
+table { border-collapse: collapse; margin: .6em 0; font-size: 14px; }
+th, td { border: 1px solid #ddd; padding: 4px 10px; text-align: left; vertical-align: top; }
+th { background: #f3f6f6; }
+img { max-width: 100%; border: 1px solid #eee; margin: .4em 0; }
+figcaption { color: #555; font-size: 13px; margin-bottom: 1em; }
+pre { background: #f7f7f7; padding: .8em; overflow-x: auto; font-size: 12px; }
+"""
+
+
+def to_html(blocks: Sequence[Block], directory: Path, title: str) -> str:
+    """The blocks as one self-contained HTML page (images inlined)."""
+    out = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>Nodewright simulation: {html.escape(title)}</title><style>{_STYLE}</style></head><body>",
+    ]
+    for block in blocks:
+        text = html.escape(block.text)
+        if block.kind in ("h1", "h2"):
+            out.append(f"<{block.kind}>{text}</{block.kind}>")
+        elif block.kind == "p":
+            out.append(f"<p>{text}</p>")
+        elif block.kind == "list":
+            out.append("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in block.items) + "</ul>")
+        elif block.kind == "table" and block.rows:
+            header, *rows = block.rows
+            head = "".join(f"<th>{html.escape(c)}</th>" for c in header)
+            body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        elif block.kind == "image":
+            path = directory / block.text
+            data = base64.b64encode(path.read_bytes()).decode() if path.exists() else ""
+            caption = html.escape(block.items[0] if block.items else block.text)
+            out.append(
+                f'<figure><img alt="{caption}" src="data:image/png;base64,{data}"><figcaption>{caption}'
+                "</figcaption></figure>"
+            )
+        elif block.kind == "pre":
+            out.append(f"<pre>{text}</pre>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+# --- plots ------------------------------------------------------------------------------------------
+
+
+def draw(world: World, directory: Path) -> list[Path]:
+    """The PNG plots; returns their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    recorder = world.recorder
+    samples = recorder.samples
+    if not samples:
+        return []
+    hours = world.scenario.duration > 3 * 3600
+    scale, unit = (3600.0, "hours") if hours else (60.0, "minutes")
+    xs = [s.t / scale for s in samples]
+    kinds = [k for k in ("spot", "on-demand", "reserved", "unknown") if any(s.nodes.get(k) for s in samples)]
+    start = world.scenario.start
+    warnings = sorted(r.warning_at - start for r in recorder.interruptions.values())
+    consolidated = sorted(
+        r.terminated_at - start
+        for r in recorder.instances.values()
+        if r.terminated_at is not None and r.terminated_by == "consolidation"
+    )
+
+    def nodes(ax: Any) -> None:
+        series = [[s.nodes.get(k, 0) for s in samples] for k in kinds]
+        if series:
+            ax.stackplot(xs, *series, labels=kinds, colors=[COLORS[k] for k in kinds], alpha=0.9, step="post")
+        ax.plot(xs, [s.booting for s in samples], color="#555", linestyle="--", linewidth=1, label="booting")
+        ax.set_ylabel("nodes")
+        marks(ax)
+        ax.legend(loc="upper left", fontsize=8)
+
+    def pending(ax: Any) -> None:
+        ax.plot(xs, [s.pending for s in samples], color="#e76f51", linewidth=1.4, label="pending pods")
+        ax.set_ylabel("pending pods", color="#e76f51")
+        twin = ax.twinx()
+        twin.plot(xs, [s.running for s in samples], color="#264653", linewidth=1, label="running pods")
+        twin.set_ylabel("running pods", color="#264653")
+        marks(ax)
+
+    def cost(ax: Any) -> None:
+        ax.step(xs, [s.hourly_cost for s in samples], where="post", color="#264653", linewidth=1.4)
+        ax.set_ylabel("$ per hour")
+        cumulative, total, last = [], 0.0, 0.0
+        for sample in samples:
+            total += sample.hourly_cost * (sample.t - last) / 3600
+            last = sample.t
+            cumulative.append(total)
+        twin = ax.twinx()
+        twin.plot(xs, cumulative, color="#f4a261", linewidth=1, linestyle=":")
+        twin.set_ylabel("cumulative $", color="#f4a261")
+        marks(ax)
+
+    def marks(ax: Any) -> None:
+        for t in warnings:
+            ax.axvline(t / scale, color="#d62828", alpha=0.35, linewidth=0.8)
+        if consolidated:
+            top = ax.get_ylim()[1]
+            ax.plot([t / scale for t in consolidated], [top * 0.97] * len(consolidated), "v", color="#2b9348", ms=4)
+        ax.grid(alpha=0.25)
+
+    files = []
+    for name, painter, title in (
+        ("nodes.png", nodes, "Nodes by capacity type"),
+        ("pending.png", pending, "Pods"),
+        ("cost.png", cost, "Cost"),
+    ):
+        figure, ax = plt.subplots(figsize=(10, 3.6), dpi=100)
+        painter(ax)
+        ax.set_title(f"{world.scenario.name}: {title}", fontsize=11)
+        ax.set_xlabel(unit)
+        figure.tight_layout()
+        path = directory / name
+        figure.savefig(path)
+        plt.close(figure)
+        files.append(path)
+    figure, axes = plt.subplots(3, 1, figsize=(10, 8.4), dpi=100, sharex=True)
+    nodes(axes[0])
+    pending(axes[1])
+    cost(axes[2])
+    axes[0].set_title(f"Nodewright simulation: {world.scenario.name}", fontsize=12)
+    axes[2].set_xlabel(unit)
+    figure.tight_layout()
+    path = directory / "overview.png"
+    figure.savefig(path)
+    plt.close(figure)
+    files.append(path)
+    return files

@@ -1,0 +1,129 @@
+"""Run one scenario: moto in-process, the virtual clock patched in, the world built and run, the
+report written. The entry point of `nodewright simulate` and of the simulator's tests.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import os
+import pstats
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nodewright.simulator.lambdas import REGION
+from nodewright.simulator.scenario import Scenario
+from nodewright.simulator.timewarp import handlers_follow, moto_follows
+from nodewright.simulator.world import HANDLERS, World, functions_importable
+
+# Environment of the simulated functions: fake credentials for moto, and Powertools quiet (the
+# decisions are recorded by the simulator's observers; EMF lines would only fill the terminal).
+ENVIRONMENT = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SECURITY_TOKEN": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_REGION": REGION,
+    "POWERTOOLS_METRICS_DISABLED": "true",
+    "POWERTOOLS_LOG_LEVEL": "WARNING",
+    "POWERTOOLS_DEV": "false",
+}
+
+
+@dataclass
+class RunResult:
+    """What a run produced: the summary figures, the report's files and the world (for tests)."""
+
+    summary: dict[str, Any]
+    report_dir: Path | None
+    files: list[Path] = field(default_factory=list)
+    world: World | None = None
+
+
+@contextmanager
+def _environment(values: Mapping[str, str]) -> Iterator[None]:
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def run_scenario(
+    scenario: Scenario,
+    report_dir: Path | None = None,
+    *,
+    progress: Callable[[float], None] | None = None,
+    plots: bool = True,
+    profile: Path | None = None,
+) -> RunResult:
+    """Simulate `scenario` and, with `report_dir`, write its report there (see nodewright.simulator.report).
+
+    With `profile`, the run (the world and every invocation's thread) is profiled with cProfile and
+    the merged statistics are written to that file (read them with `python -m pstats FILE`).
+    """
+    started = time.perf_counter()
+    cpu_started = time.process_time()
+    with _environment(ENVIRONMENT), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*No application metrics to publish.*")
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        import boto3
+        from moto import mock_aws
+        from moto.moto_api._internal import mock_random
+
+        # Functions' modules are imported before the clock patches so their `time` can be swapped.
+        if not functions_importable():
+            raise RuntimeError("the `functions` package (the Lambda handlers) is not importable")
+        for module in HANDLERS.values():
+            try:
+                __import__(module)
+            except ModuleNotFoundError:
+                continue
+        with mock_aws():
+            mock_random.seed(scenario.seed)
+            session = boto3.session.Session(region_name=REGION)
+            world = World(scenario, session)
+            main = cProfile.Profile() if profile is not None else None
+            world.lambdas.profiling = main is not None
+            with moto_follows(world.clock), handlers_follow(world.clock, list(HANDLERS.values())):
+                if main is not None:
+                    main.enable()
+                build_started = time.perf_counter()
+                world.build()
+                world.recorder.wall["setup"] += time.perf_counter() - build_started
+                world.run(progress)
+                if main is not None:
+                    main.disable()
+            if main is not None and profile is not None:
+                stats = pstats.Stats(main)
+                for part in world.lambdas.profiles:
+                    stats.add(part)
+                stats.dump_stats(str(profile))
+            wall = time.perf_counter() - started
+            summary = world.recorder.summary(world.end, wall)
+            summary["cpu_seconds"] = round(time.process_time() - cpu_started, 2)
+            summary = {
+                "scenario": scenario.name,
+                "description": scenario.description,
+                "virtual_seconds": scenario.duration,
+                "seed": scenario.seed,
+                "consolidation": scenario.consolidation,
+                **summary,
+                "warnings": list(world.recorder.warnings),
+            }
+    result = RunResult(summary=summary, report_dir=report_dir, world=world)
+    if report_dir is not None:
+        from nodewright.simulator.report import write_report
+
+        result.files = write_report(world, summary, report_dir, plots=plots)
+    return result
