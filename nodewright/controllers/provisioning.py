@@ -302,7 +302,18 @@ class Provisioner:
         )
         types = {t.name: t for pool in pools for t in pool.instance_types}
         registered = {n.name for n in snapshot.nodes}
-        inflight = tuple(c for c in claims if c.state == "launched" and c.node_name not in registered)
+        # A node that registered during this invocation is already in the snapshot as a real Node;
+        # its claim learns its node_name only at the next housekeeping. Counting it in flight too
+        # would plan pods onto an empty phantom copy of the node, where they wait a whole minute.
+        joined = _nodes_by_claim(snapshot.nodes)
+        inflight = tuple(
+            c
+            for c in claims
+            if c.state == "launched"
+            and c.node_name not in registered
+            and c.name not in joined
+            and c.provider_id not in joined
+        )
         # Pods an in-flight claim already holds are bound to it for this plan, not planned again.
         holder = {pod: c.node_name or c.name for c in inflight for pod in c.pods}
         held = tuple(replace(p, node_name=holder[p.key]) for p in pending if p.key in holder)
@@ -571,12 +582,13 @@ def _used(
     """
     used: dict[str, Resources] = {}
     registered = {n.name for n in nodes}
+    joined = _nodes_by_claim(nodes)
     for node in nodes:
         if node.nodepool:
             used[node.nodepool] = used.get(node.nodepool, Resources()) + node.capacity
     for claim in claims:
-        if claim.node_name in registered and claim.node_name:
-            continue
+        if (claim.node_name and claim.node_name in registered) or claim.name in joined or claim.provider_id in joined:
+            continue  # counted as its Node above
         if claim.instance_type and claim.instance_type in types:
             capacity = types[claim.instance_type].capacity
         else:
