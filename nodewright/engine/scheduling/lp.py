@@ -8,7 +8,8 @@ Contract: `minimize(c, rows)` minimises c.x subject to `rows` (each a sparse row
 sense "<=", ">=" or "=", and a right-hand side) and x >= 0, and returns an optimal x, or None when
 the LP is infeasible, unbounded, or needs more pivots than the budget (callers then fall back to a
 heuristic). Deterministic: Dantzig's rule with ties to the lowest column, the ratio test with ties
-to the lowest row, and Bland's rule after a run of degenerate pivots so that it cannot cycle.
+to the row whose basic variable has the lowest index, and Bland's rule (lowest improving column)
+after a run of degenerate pivots, so that it cannot cycle.
 
 Sized for tens of rows and a few hundred columns: each pivot touches the whole dense tableau, so
 cost grows as rows x columns x pivots. Callers scale rows so coefficients are O(1).
