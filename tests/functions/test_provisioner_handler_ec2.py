@@ -122,10 +122,17 @@ def test_the_handler_launches_the_plan_on_ec2_records_every_claim_and_launches_n
     assert not expected.unschedulable
     assert first["passes"] == 1
     assert first["failed"] == {}
-    # moto holds exactly the plan's nodes: one per claim, of the planned type and capacity type.
-    planned = collections.Counter((c.instance_type.name, c.offering.capacity_type) for c in expected.claims)
+    # moto holds exactly the plan's nodes: one per claim, of the planned type, capacity type and zone.
+    planned = collections.Counter(
+        (c.instance_type.name, c.offering.capacity_type, c.offering.zone) for c in expected.claims
+    )
     held = collections.Counter(
-        (i["InstanceType"], "spot" if i.get("InstanceLifecycle") == "spot" else "on-demand") for i in launched
+        (
+            i["InstanceType"],
+            "spot" if i.get("InstanceLifecycle") == "spot" else "on-demand",
+            i["Placement"]["AvailabilityZone"],
+        )
+        for i in launched
     )
     assert held == planned
     assert len(world.ec2.fleet_requests) == len(expected.claims)
