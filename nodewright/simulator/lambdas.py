@@ -28,6 +28,7 @@ import traceback
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from nodewright.sim.clock import VirtualClock
@@ -156,11 +157,9 @@ class Lambdas:
             self.loop.run_until(self.clock.now() + seconds)  # outside any invocation: just let time pass
             return
         wake = self.clock.now() + max(0.0, seconds)
-        if wake > invocation.deadline:
-            # Lambda ends the invocation at its deadline, wherever it is.
-            wake = invocation.deadline
-            invocation._stop = "timeout"
-        self.loop.at(wake, lambda: self._enter(invocation))
+        # Lambda ends the invocation at its deadline, wherever it is.
+        timed_out = wake > invocation.deadline
+        self.loop.at(min(wake, invocation.deadline), partial(self._wake, invocation, timed_out))
         self._main.release()
         invocation.resume.acquire()
         if invocation._stop:
@@ -174,6 +173,11 @@ class Lambdas:
                 self._enter(invocation)
 
     # -- internals -----------------------------------------------------------------------------------
+
+    def _wake(self, invocation: Invocation, timed_out: bool) -> None:
+        if timed_out and not invocation._stop:
+            invocation._stop = "timeout"
+        self._enter(invocation)
 
     def _body(self, invocation: Invocation, handler: Callable[..., Any], event: dict[str, Any], context: Any) -> None:
         invocation.resume.acquire()

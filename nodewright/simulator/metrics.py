@@ -4,8 +4,8 @@ Definitions (also written into report.md):
 
 * `pending_seconds`: per workload pod, from its creation (unbound, so Pending) to its binding;
   pods bound at once count 0 s; pods still pending at the end count with their time so far.
-* `pending_to_launch_seconds`: per pod that a new node was launched for, from its creation to
-  the CreateFleet call of the first claim holding it (the provisioner's goal: 3 s p50, 12 s p99).
+* `pending_to_launch_seconds`: per pending pod that a new node was launched for, from its creation
+  to the CreateFleet call of the first claim holding it (the provisioner's goal: 3 s p50, 12 s p99).
 * `displaced_pending_seconds`: the same, only for the pods that replace pods evicted or deleted
   from a node, by cause: `interruption` (from a node that received a spot interruption signal)
   or `other` (consolidation, a node removed for another reason).
@@ -18,12 +18,16 @@ Definitions (also written into report.md):
 * `interruption`: per interrupted instance, seconds from its spot interruption warning to the
   cordon, to the first replacement request (a provisioner invoke or a CreateFleet after its first
   signal) and to the moment its node held no workload pod (0 when done before the warning, e.g.
-  on the rebalance recommendation); the maximum over instances.
+  on the rebalance recommendation; the time to the reclaim when it never happened); the maximum
+  over instances. Instances already gone when their first signal came are left out.
 * `cost_usd`: the sum over instances of hours running (launch to termination or the end of the
-  run) times the offering's price. `cost_without_consolidation_usd`: the same run as if
-  consolidation had removed nothing: instances the consolidator terminated are charged until the
-  end of the run, and the replacements it launched are not charged (the provisioner's own launches
-  are kept as they were, so it is an estimate of what consolidation saved, not a second run).
+  run) times the offering's price. `cost_without_consolidation_usd`: an estimate of the same run
+  with a cluster that never shrinks (no consolidation): at every moment it costs the highest $/h
+  reached so far. It ignores how packing would have differed, so compare runs with
+  `consolidation: off` for an exact figure.
+* `provisioner_launches_for_consolidated_pods`: provisioner launches whose pods were all still
+  bound to nodes a consolidation command was draining (the consolidator launches their
+  replacements itself, so these nodes are extra capacity).
 * `limit_violations`: launches after which a NodePool's instances exceeded one of its limits.
 """
 
@@ -128,6 +132,7 @@ class Recorder:
     replacement_requests: list[float] = field(default_factory=list)
     launches: list[float] = field(default_factory=list)
     capacity_errors: list[tuple[float, str]] = field(default_factory=list)
+    double_launches: int = 0
     warnings: list[str] = field(default_factory=list)
     invocations: Counter[str] = field(default_factory=Counter)
     busy: Counter[str] = field(default_factory=Counter)
@@ -155,10 +160,10 @@ class Recorder:
         self.pending_since.pop(key, None)
 
     def launched_for(self, pods: Iterable[str], at: float) -> None:
-        """A claim holding `pods` was launched at `at`."""
+        """A claim holding `pods` was launched at `at` (only pods still pending count)."""
         for pod in pods:
-            if pod not in self.launch_latency and pod in self.created:
-                self.launch_latency[pod] = at - self.created[pod]
+            if pod not in self.launch_latency and pod in self.pending_since:
+                self.launch_latency[pod] = at - self.pending_since[pod]
 
     # -- the summary -------------------------------------------------------------------------------
 
@@ -167,23 +172,39 @@ class Recorder:
         return sum(r.hours(end) * r.price for r in self.instances.values())
 
     def cost_without_consolidation(self, end: float) -> float:
-        """See the module docstring."""
-        total = 0.0
+        """See the module docstring: the integral of the highest $/h reached so far."""
+        changes: list[tuple[float, float]] = []
         for record in self.instances.values():
-            if record.launched_by == "consolidator":
-                continue
-            if record.terminated_by == "consolidation":
-                total += max(0.0, end - record.launched_at) / 3600 * record.price
-            else:
-                total += record.hours(end) * record.price
-        return total
+            changes.append((record.launched_at, record.price))
+            if record.terminated_at is not None:
+                changes.append((record.terminated_at, -record.price))
+        changes.sort(key=lambda change: (change[0], -change[1]))
+        hourly = peak = total = 0.0
+        last = self.start
+        for at, delta in changes:
+            if at > end:
+                break
+            total += peak * (at - last) / 3600
+            last = at
+            hourly += delta
+            peak = max(peak, hourly)
+        return total + peak * max(0.0, end - last) / 3600
 
     def summary(self, end: float, wall_seconds: float) -> dict[str, Any]:
         """The figures of summary.json."""
         pending = [*self.pending_seconds, *(end - since for since in self.pending_since.values())]
         terminated = Counter(r.terminated_by for r in self.instances.values() if r.terminated_at is not None)
         cordon, replace, drain = [], [], []
+        gone = 0
         for record in self.interruptions.values():
+            instance = self.instances.get(record.instance_id)
+            if (
+                instance is not None
+                and instance.terminated_at is not None
+                and instance.terminated_at < record.first_signal
+            ):
+                gone += 1  # removed (e.g. consolidated) before its first signal: nothing to handle
+                continue
             cordon.append(record.since_warning(record.cordoned_at, record.reclaim_at - record.warning_at))
             replace.append(record.since_warning(record.replacement_at, record.reclaim_at - record.warning_at))
             drain.append(record.since_warning(record.drained_at, record.reclaim_at - record.warning_at))
@@ -197,6 +218,7 @@ class Recorder:
             "pending_seconds": percentiles(pending),
             "pending_to_launch_seconds": percentiles(list(self.launch_latency.values())),
             "pods_created": len(self.created),
+            "pods_pending_at_end": len(self.pending_since),
             "displaced_pending_seconds": {
                 cause: percentiles(
                     [
@@ -208,7 +230,8 @@ class Recorder:
                 for cause in ("interruption", "other")
             },
             "interruption": {
-                "instances": len(self.interruptions),
+                "instances": len(self.interruptions) - gone,
+                "gone_before_the_signal": gone,
                 "cordon_seconds_max": _max(cordon),
                 "replacement_request_seconds_max": _max(replace),
                 "drain_seconds_max": _max(drain),
@@ -219,6 +242,7 @@ class Recorder:
             "nodes_terminated": dict(sorted(terminated.items())),
             "nodes_at_end": sum(1 for r in self.instances.values() if r.terminated_at is None),
             "capacity_errors": len(self.capacity_errors),
+            "provisioner_launches_for_consolidated_pods": self.double_launches,
             "cost_usd": round(cost, 4),
             "cost_without_consolidation_usd": round(self.cost_without_consolidation(end), 4),
             "invocations": dict(sorted(self.invocations.items())),

@@ -87,6 +87,7 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
             "pending -> bound (p50 / p95 / p99)",
             f"{pending['p50']:.1f} / {pending['p95']:.1f} / {pending['p99']:.1f} s over {pending['count']} pods",
         ),
+        ("pods still pending at the end", f"{summary['pods_pending_at_end']} of {summary['pods_created']} created"),
         (
             "pending -> CreateFleet (p50 / p95 / p99)",
             f"{launch['p50']:.1f} / {launch['p95']:.1f} / {launch['p99']:.1f} s over {launch['count']} pods",
@@ -108,6 +109,22 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
                     f"{waited['p50']:.1f} / {waited['p95']:.1f} / {waited['max']:.1f} s over {waited['count']} pods",
                 ),
             )
+    consolidator = Counter(str(d.get("decision")) for d in world.observers["consolidator"].decisions)
+    if consolidator["disruption"]:
+        figures.append(
+            (
+                "consolidation commands (done / dropped)",
+                f"{consolidator['disruption']} ({consolidator['disruption-done']} / "
+                f"{consolidator['disruption-dropped']})",
+            )
+        )
+    if summary["provisioner_launches_for_consolidated_pods"]:
+        figures.append(
+            (
+                "provisioner launches for pods of nodes being consolidated",
+                str(summary["provisioner_launches_for_consolidated_pods"]),
+            )
+        )
     if interruption["instances"]:
         figures[4:4] = [
             ("spot instances interrupted", str(interruption["instances"])),
@@ -122,7 +139,8 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
         blocks.append(Block("h2", "Plots"))
         captions = {
             "overview.png": "Nodes by capacity type, pending pods and $/h over time",
-            "nodes.png": "Ready nodes by capacity type (red: spot interruption warnings, green: consolidation)",
+            "nodes.png": "Ready nodes by capacity type (dotted orange: rebalance recommendations, red: spot "
+            "interruption warnings, green triangles: nodes removed by consolidation)",
             "pending.png": "Pending and running pods",
             "cost.png": "Cost per hour and cumulative cost",
         }
@@ -422,6 +440,7 @@ def draw(world: World, directory: Path) -> list[Path]:
     kinds = [k for k in ("spot", "on-demand", "reserved", "unknown") if any(s.nodes.get(k) for s in samples)]
     start = world.scenario.start
     warnings = sorted(r.warning_at - start for r in recorder.interruptions.values())
+    rebalances = sorted(r.rebalance_at - start for r in recorder.interruptions.values() if r.rebalance_at is not None)
     consolidated = sorted(
         r.terminated_at - start
         for r in recorder.instances.values()
@@ -459,6 +478,8 @@ def draw(world: World, directory: Path) -> list[Path]:
         marks(ax)
 
     def marks(ax: Any) -> None:
+        for t in rebalances:
+            ax.axvline(t / scale, color="#f4a261", alpha=0.5, linewidth=0.8, linestyle=":")
         for t in warnings:
             ax.axvline(t / scale, color="#d62828", alpha=0.35, linewidth=0.8)
         if consolidated:

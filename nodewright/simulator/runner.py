@@ -72,6 +72,8 @@ def run_scenario(
     With `profile`, the run (the world and every invocation's thread) is profiled with cProfile and
     the merged statistics are written to that file (read them with `python -m pstats FILE`).
     """
+    from nodewright.simulator.report import write_report  # before the run: a report needs its own version
+
     started = time.perf_counter()
     cpu_started = time.process_time()
     with _environment(ENVIRONMENT), warnings.catch_warnings():
@@ -98,12 +100,16 @@ def run_scenario(
             with moto_follows(world.clock), handlers_follow(world.clock, list(HANDLERS.values())):
                 if main is not None:
                     main.enable()
-                build_started = time.perf_counter()
-                world.build()
-                world.recorder.wall["setup"] += time.perf_counter() - build_started
-                world.run(progress)
-                if main is not None:
-                    main.disable()
+                try:
+                    build_started = time.perf_counter()
+                    world.build()
+                    world.recorder.wall["setup"] += time.perf_counter() - build_started
+                    world.run(progress)
+                finally:
+                    world.lambdas.shutdown()
+                    world.release()
+                    if main is not None:
+                        main.disable()
             if main is not None and profile is not None:
                 stats = pstats.Stats(main)
                 for part in world.lambdas.profiles:
@@ -123,7 +129,5 @@ def run_scenario(
             }
     result = RunResult(summary=summary, report_dir=report_dir, world=world)
     if report_dir is not None:
-        from nodewright.simulator.report import write_report
-
         result.files = write_report(world, summary, report_dir, plots=plots)
     return result

@@ -193,6 +193,7 @@ class World(Ec2Hooks):
         self.pools: dict[str, NodePool] = {p.name: p for p in scenario.nodepools}
         self.handlers: dict[str, Callable[[dict[str, Any], Any], Any]] = {}
         self.modules: dict[str, ModuleType] = {}
+        self._levels: dict[str, int] = {}
         self.store: MirroredStateStore | None = None
         self._seen = 0
         self._dirty = False
@@ -325,10 +326,18 @@ class World(Ec2Hooks):
     def _use(self, name: str, module: ModuleType) -> None:
         self.modules[name] = module
         self.handlers[name] = module.handler
-        for attribute in ("logger",):
-            logger = getattr(module, attribute, None)
-            if logger is not None and hasattr(logger, "setLevel"):
-                logger.setLevel(logging.WARNING)
+        logger = getattr(module, "logger", None)
+        if logger is not None and hasattr(logger, "setLevel"):
+            self._levels[name] = logger.log_level if hasattr(logger, "log_level") else logging.INFO
+            logger.setLevel(logging.WARNING)
+
+    def release(self) -> None:
+        """Hand the functions back their own controllers (built from the environment on next use)."""
+        for name, module in self.modules.items():
+            module.configure(None)
+            logger = getattr(module, "logger", None)
+            if name in self._levels and logger is not None:
+                logger.setLevel(self._levels[name])
 
     # -- running ---------------------------------------------------------------------------------------
 
@@ -492,10 +501,21 @@ class World(Ec2Hooks):
                 if kind == "launch":
                     pods = decision.get("pods")
                     keys = [str(p) for p in pods] if isinstance(pods, list) else []
-                    self.recorder.launched_for(keys, self.clock.now())
+                    at = decision.get("at")
+                    self.recorder.launched_for(keys, at if isinstance(at, float) else self.clock.now())
+                    if name == "provisioner" and keys and all(self._on_consolidated_node(k) for k in keys):
+                        self.recorder.double_launches += 1
                 elif kind == "capacity-error":
                     self.recorder.capacity_errors.append((self.clock.now(), str(decision.get("offerings"))))
             self._observed[name] = len(decisions)
+
+    def _on_consolidated_node(self, key: str) -> bool:
+        """True when the pod is still bound to a node a consolidation command has tainted."""
+        pod = self.cluster.get_pod(key)
+        node = self.cluster.get_node(pod.node_name) if pod is not None and pod.node_name else None
+        return node is not None and any(
+            t.key == wk.DISRUPTED_TAINT_KEY and t.value == "consolidation" for t in node.taints
+        )
 
     # -- the SQS event source mapping -----------------------------------------------------------------
 

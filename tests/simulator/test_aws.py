@@ -1,0 +1,143 @@
+"""The simulated account: moto on the virtual clock, the interruption rules, capacity errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from nodewright.engine.interruption.rules import INTERRUPTION_RULES
+from nodewright.model.nodeclass import AMIAlias, AMISelectorTerm, EC2NodeClass, SelectorTerm
+from nodewright.sim.clock import VirtualClock
+from nodewright.simulator.aws import Account, Ec2Hooks, Launched, SimulatedEc2, instance_arn
+from nodewright.simulator.timewarp import moto_follows
+
+START = 1_800_000_000.0
+NODECLASS = EC2NodeClass(
+    name="default",
+    subnet_selector_terms=(SelectorTerm(tags={"karpenter.sh/discovery": "simulated"}),),
+    security_group_selector_terms=(SelectorTerm(tags={"karpenter.sh/discovery": "simulated"}),),
+    ami_selector_terms=(AMISelectorTerm(alias=AMIAlias("al2023", "latest")),),
+    role="KarpenterNodeRole-simulated",
+)
+
+
+@pytest.fixture
+def account(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Account, VirtualClock]]:
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(key, "testing")
+    clock = VirtualClock(START)
+    with mock_aws(), moto_follows(clock):
+        account = Account(boto3.session.Session(region_name="us-east-1"))
+        account.create({"default": NODECLASS}, ("us-east-1a", "us-east-1b"), interruption_timeout=60)
+        yield account, clock
+
+
+def put(account: Account, detail_type: str, detail: dict[str, Any], instance_id: str = "i-0abc") -> None:
+    account.events.put_events(
+        Entries=[
+            {
+                "Time": datetime.fromtimestamp(START, UTC),
+                "Source": "aws.ec2",
+                "DetailType": detail_type,
+                "Detail": json.dumps(detail),
+                "Resources": [instance_arn(instance_id)],
+            }
+        ]
+    )
+
+
+def bodies(account: Account) -> list[dict[str, Any]]:
+    response = account.sqs.receive_message(QueueUrl=account.queue_url, MaxNumberOfMessages=10)
+    return [json.loads(m["Body"]) for m in response.get("Messages", [])]
+
+
+def test_the_five_rules_route_what_the_stack_routes_and_nothing_else(account: tuple[Account, VirtualClock]) -> None:
+    acc, _ = account
+    assert set(acc.rules) == set(INTERRUPTION_RULES)
+    put(acc, "EC2 Instance State-change Notification", {"instance-id": "i-0abc", "state": "running"})
+    assert bodies(acc) == []
+    put(acc, "EC2 Instance State-change Notification", {"instance-id": "i-0abc", "state": "terminated"})
+    put(acc, "EC2 Spot Instance Interruption Warning", {"instance-id": "i-0abc", "instance-action": "terminate"})
+    got = bodies(acc)
+    assert sorted(b["detail-type"] for b in got) == [
+        "EC2 Instance State-change Notification",
+        "EC2 Spot Instance Interruption Warning",
+    ]
+    assert all(b["source"] == "aws.ec2" and b["resources"] == [instance_arn("i-0abc")] for b in got)
+
+
+def test_sqs_delays_and_visibility_run_on_the_virtual_clock(account: tuple[Account, VirtualClock]) -> None:
+    acc, clock = account
+    acc.sqs.send_message(QueueUrl=acc.queue_url, MessageBody="{}", DelaySeconds=30)
+    assert bodies(acc) == []
+    clock.advance(31)
+    assert bodies(acc) == [{}]
+    assert bodies(acc) == []  # invisible for the visibility timeout (60 s + 30 s margin)
+    clock.advance(91)
+    assert bodies(acc) == [{}]
+
+
+class Recorded(Ec2Hooks):
+    def __init__(self) -> None:
+        self.launches: list[Launched] = []
+        self.terminations: list[Sequence[str]] = []
+
+    def capacity_error(self, instance_type: str, zone: str, capacity_type: str) -> str | None:
+        return "InsufficientInstanceCapacity" if (zone, capacity_type) == ("us-east-1a", "spot") else None
+
+    def launched(self, instance: Launched) -> None:
+        self.launches.append(instance)
+
+    def terminated(self, instance_ids: Sequence[str]) -> None:
+        self.terminations.append(instance_ids)
+
+
+def fleet(acc: Account, zones: Sequence[str]) -> dict[str, Any]:
+    subnets = {s["AvailabilityZone"]: s["SubnetId"] for s in acc.ec2.describe_subnets()["Subnets"]}
+    acc.ec2.create_launch_template(LaunchTemplateName="nodes", LaunchTemplateData={"ImageId": acc.images["x86_64"]})
+    return {
+        "Type": "instant",
+        "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": "spot"},
+        "LaunchTemplateConfigs": [
+            {
+                "LaunchTemplateSpecification": {"LaunchTemplateName": "nodes", "Version": "$Latest"},
+                "Overrides": [
+                    {"InstanceType": "m6a.large", "SubnetId": subnets[z], "AvailabilityZone": z} for z in zones
+                ],
+            }
+        ],
+        "TagSpecifications": [{"ResourceType": "instance", "Tags": [{"Key": "nodewright.io/nodepool", "Value": "a"}]}],
+    }
+
+
+def test_capacity_errors_answer_as_ec2_does_and_launch_from_the_rest(account: tuple[Account, VirtualClock]) -> None:
+    acc, clock = account
+    hooks = Recorded()
+    ec2 = SimulatedEc2(acc.ec2, hooks)
+    request = fleet(acc, ("us-east-1a", "us-east-1b"))
+    response = ec2.create_fleet(**request)
+    assert [e["ErrorCode"] for e in response["Errors"]] == ["InsufficientInstanceCapacity"]
+    assert response["Errors"][0]["LaunchTemplateAndOverrides"]["Overrides"]["AvailabilityZone"] == "us-east-1a"
+    (launched,) = hooks.launches
+    assert (launched.zone, launched.capacity_type, launched.tags["nodewright.io/nodepool"]) == (
+        "us-east-1b",
+        "spot",
+        "a",
+    )
+    described = acc.ec2.describe_instances(InstanceIds=[launched.instance_id])["Reservations"][0]["Instances"][0]
+    assert described["LaunchTime"].timestamp() == pytest.approx(clock.now(), abs=1)  # moto follows the clock
+    only_1a = {
+        **request,
+        "LaunchTemplateConfigs": [
+            {**request["LaunchTemplateConfigs"][0], "Overrides": request["LaunchTemplateConfigs"][0]["Overrides"][:1]}
+        ],
+    }
+    assert ec2.create_fleet(**only_1a)["Instances"] == []
+    ec2.terminate_instances(InstanceIds=[launched.instance_id])
+    assert hooks.terminations == [[launched.instance_id]]
