@@ -28,9 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.controllers.drain import Drainer
-from nodewright.controllers.provisioning import Catalog, Configuration, Provisioner, claim_name
+from nodewright.controllers.provisioning import Catalog, Configuration, Provisioner, claim_name, pool_capacities
 from nodewright.engine.disruption import Command, DisruptionInput, DisruptionOptions, compute_commands, validate
-from nodewright.engine.scheduling import PoolCapacity
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
 from nodewright.model.node import Node
@@ -141,10 +140,7 @@ class Consolidator:
         """A fresh view for the engine: snapshot, claims, NodePools with their instance types."""
         snapshot = self.cluster.snapshot()
         nodepools, nodeclasses = self.config.load()
-        pools = tuple(
-            PoolCapacity(pool, tuple(self.catalog.instance_types(nodeclasses.get(pool.node_class_ref.name))))
-            for pool in nodepools
-        )
+        pools = pool_capacities(nodepools, nodeclasses, self.catalog)
         now = self.clock.now()
         in_progress = frozenset(n for r in self.store.commands() for n in r.candidates)
         return DisruptionInput(

@@ -296,10 +296,7 @@ class Provisioner:
         claims: Sequence[NodeClaim],
         now: float,
     ) -> SchedulingInput:
-        pools = tuple(
-            PoolCapacity(pool, tuple(self.catalog.instance_types(nodeclasses.get(pool.node_class_ref.name))))
-            for pool in nodepools
-        )
+        pools = pool_capacities(nodepools, nodeclasses, self.catalog)
         types = {t.name: t for pool in pools for t in pool.instance_types}
         registered = {n.name for n in snapshot.nodes}
         # A node that registered during this invocation is already in the snapshot as a real Node;
@@ -523,6 +520,16 @@ class Provisioner:
                 counts["stale_nodes"] += 1
                 self.observer.decision("stale-node-deleted", node=node.name, instance_id=node.instance_id)
         return counts
+
+
+def pool_capacities(
+    nodepools: Sequence[NodePool], nodeclasses: Mapping[str, EC2NodeClass], catalog: Catalog
+) -> tuple[PoolCapacity, ...]:
+    """Each NodePool with the instance types its EC2NodeClass's catalog offers (for the engines)."""
+    return tuple(
+        PoolCapacity(pool, tuple(catalog.instance_types(nodeclasses.get(pool.node_class_ref.name))))
+        for pool in nodepools
+    )
 
 
 def claim_name(nodepool: str, suffix: str | None = None) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 
 from nodewright.controllers.disruption import TAINT, Consolidator, ConsolidatorOptions
-from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisioning import StaticConfiguration
 from nodewright.engine.disruption import DisruptionOptions
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
@@ -26,17 +26,7 @@ from tests.controllers.test_provisioning import FixedCatalog
 @dataclass
 class ConsolidationWorld(World):
     def consolidator(self, **options: float) -> Consolidator:
-        launcher = Provisioner(
-            cluster=self.cluster,
-            cloud=self.cloud,
-            store=self.store,
-            clock=self.clock,
-            config=StaticConfiguration(self.pools),
-            catalog=FixedCatalog(),
-            observer=self.observer,
-            options=ProvisionerOptions(),
-            sleep=lambda _: None,
-        )
+        launcher = self.provisioner()
         return Consolidator(
             cluster=self.cluster,
             cloud=self.cloud,

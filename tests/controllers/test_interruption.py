@@ -74,8 +74,9 @@ class World:
 
     # -- the cluster's other actors -----------------------------------------------------------
 
-    def provision(self) -> None:
-        provisioner = Provisioner(
+    def provisioner(self) -> Provisioner:
+        """The real provisioner over this world's fakes (one pass at a time: no sleeping)."""
+        return Provisioner(
             cluster=self.cluster,
             cloud=self.cloud,
             store=self.store,
@@ -86,8 +87,10 @@ class World:
             options=ProvisionerOptions(),
             sleep=lambda _: None,
         )
+
+    def provision(self) -> None:
         self.schedule()
-        provisioner.provision(self.cluster.snapshot())
+        self.provisioner().provision(self.cluster.snapshot())
 
     def schedule(self) -> None:
         """Bind pending pods first-fit to ready, schedulable nodes; mark the rest unschedulable."""
