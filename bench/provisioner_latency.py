@@ -16,7 +16,7 @@ The model, and what is real:
   by one second, as it would in the Lambda. The world's own work (creating pods, registering
   nodes, binding) is not charged.
 * Schedule (infra/config.py): an EventBridge tick every `--rate` s (60), the function's timeout
-  `--timeout` s (90), the loop stopping `deadline_margin` (10 s) before it, reserved concurrency
+  `--timeout` s (68), the loop stopping `deadline_margin` (10 s) before it, reserved concurrency
   1. A tick that finds the previous invocation still running is throttled and retried by Lambda
   1, 2, 4, 8, 16, ... s later (exponential backoff from 1 s) until the event is older than
   its maximum age (one tick, `configure_single_flight`); then it is dropped. Between
@@ -449,7 +449,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pattern", action="append", help="run only this pattern (repeatable)")
     p.add_argument("--quick", action="store_true", help="fewer repetitions and 2-minute streams")
     p.add_argument("--rate", type=float, default=60.0, help="schedule period, seconds (infra: 1 minute)")
-    p.add_argument("--timeout", type=float, default=90.0, help="Lambda timeout, seconds (infra: 90)")
+    p.add_argument("--timeout", type=float, default=68.0, help="Lambda timeout, seconds (infra: 68)")
     p.add_argument("--boot-seconds", type=float, default=40.0, help="CreateFleet to Ready node")
     p.add_argument("--fleet-seconds", type=float, default=0.0, help="CreateFleet response time")
     p.add_argument("--cpu-scale", type=float, default=1.0, help="virtual seconds per CPU second (0: free)")

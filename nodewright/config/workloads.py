@@ -30,9 +30,11 @@ _REPLICATED = {"Deployment": "replicas", "StatefulSet": "replicas", "ReplicaSet"
 WORKLOAD_KINDS = ("Pod", *_REPLICATED, "DaemonSet", "Node")
 ALL_KINDS = (*WORKLOAD_KINDS, *KINDS)
 # Kinds that say nothing about capacity; accepted and ignored so a whole app directory can be planned.
+# `Scenario` is a `nodewright simulate` file (examples/scenarios/): it describes a run, not pods.
 _IGNORED = frozenset(
     {"Service", "ConfigMap", "Secret", "ServiceAccount", "Namespace", "Ingress", "PodDisruptionBudget",
-     "HorizontalPodAutoscaler", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "NetworkPolicy"}
+     "HorizontalPodAutoscaler", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "NetworkPolicy",
+     "Scenario"}
 )  # fmt: skip
 
 

@@ -246,7 +246,9 @@ class InterruptionController:
         pods = {p.key for p in self.cluster.pods_on(cont.node) if reschedulable(p)}
         if not pods:
             return True
-        holders = [c for c in self.store.claims() if pods.intersection(c.pods)]
+        # Only claims made after the cordon replace the node: the node's own claim, and claims whose
+        # planned pods kube-scheduler put elsewhere, list these pods too but bring nothing new.
+        holders = [c for c in self.store.claims() if c.created_at >= cont.started and pods.intersection(c.pods)]
         if not holders:
             return now - cont.started >= self.options.replacement_grace
         for claim in holders:

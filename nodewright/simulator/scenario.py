@@ -2,6 +2,8 @@
 
 A scenario is one YAML document (see examples/scenarios/ for complete ones):
 
+    apiVersion: nodewright.io/v1alpha1    # optional; with kind, lets `nodewright plan -f` skip the file
+    kind: Scenario
     name: spot-storm                      # required; names the report directory
     description: 30% of spot nodes warned within 5 minutes
     duration: 40m                         # required: virtual time to simulate
@@ -23,7 +25,7 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
     capacity_errors:
       - {instance_type: "*", zone: us-east-1a, capacity_type: spot, from: 0s, until: 2h}
     functions:
-      provisioner: {rate: 1m, timeout: 90s}
+      provisioner: {rate: 1m, timeout: 68s}
       consolidator: {rate: 1m, timeout: 120s}
       interruption: {timeout: 60s}
     consolidation: nodewright            # karpenter | nodewright | off
@@ -60,7 +62,11 @@ CONSOLIDATION_MODES = ("karpenter", "nodewright", "off")
 REPLICATED = {"Deployment": "ReplicaSet", "ReplicaSet": "ReplicaSet", "StatefulSet": "StatefulSet"}
 # Kinds a workload manifest may hold besides workloads; they say nothing about capacity.
 _IGNORED_KINDS = frozenset({"Namespace", "Service", "ConfigMap", "Secret", "ServiceAccount", "Ingress"})
+SCENARIO_API_VERSION = "nodewright.io/v1alpha1"
+SCENARIO_KIND = "Scenario"
 _TOP = (
+    "apiVersion",
+    "kind",
     "name",
     "description",
     "duration",
@@ -228,7 +234,7 @@ class Scenario:
     pdbs: tuple[PodDisruptionBudget, ...] = ()
     interruptions: tuple[Interruption, ...] = ()
     capacity_errors: tuple[CapacityError, ...] = ()
-    provisioner: FunctionSettings = FunctionSettings(rate=60.0, timeout=90.0)
+    provisioner: FunctionSettings = FunctionSettings(rate=60.0, timeout=68.0)
     consolidator: FunctionSettings = FunctionSettings(rate=60.0, timeout=120.0, offset=30.0)
     interruption: FunctionSettings = FunctionSettings(rate=0.0, timeout=60.0)
     consolidation: str = "nodewright"
@@ -349,6 +355,9 @@ class _Reader:
                 at.error("the scenario is empty")
             self._collect(at)
             return None
+        for key, expected in (("apiVersion", SCENARIO_API_VERSION), ("kind", SCENARIO_KIND)):
+            if key in top and top[key] != expected:
+                (at / key).error(f"must be {expected}, got {show(top[key])}")
         name = f.dns_subdomain(at / "name", f.required(at, top, "name"), max_length=63)
         if name:
             self.label = f"Scenario/{name}"
@@ -701,7 +710,7 @@ class _Reader:
     def _functions(self, at: At, raw: Any) -> dict[str, FunctionSettings]:
         entry = f.obj(at, raw, ("provisioner", "consolidator", "interruption")) or {}
         defaults = {
-            "provisioner": FunctionSettings(rate=60.0, timeout=90.0),
+            "provisioner": FunctionSettings(rate=60.0, timeout=68.0),
             "consolidator": FunctionSettings(rate=60.0, timeout=120.0, offset=30.0),
             "interruption": FunctionSettings(rate=0.0, timeout=60.0),
         }

@@ -30,7 +30,7 @@ def plan_json(*paths: Path) -> dict[str, Any]:
 
 
 def test_plan_of_the_examples_prints_the_documented_shape() -> None:
-    report = plan_json(EXAMPLES / "nodepools", EXAMPLES / "workloads")
+    report = plan_json(EXAMPLES)
     assert set(report) >= {"nodeclaims", "existing", "unschedulable", "total_price_per_hour", "solve_seconds"}
     assert report["nodeclaims"], "the examples have pending pods"
     for claim in report["nodeclaims"]:
@@ -45,7 +45,7 @@ def test_plan_of_the_examples_prints_the_documented_shape() -> None:
 
 
 def test_every_placed_pod_fits_and_no_pod_is_both_placed_and_unschedulable() -> None:
-    report = plan_json(EXAMPLES / "nodepools", EXAMPLES / "workloads")
+    report = plan_json(EXAMPLES)
     placed: list[str] = []
     for claim in report["nodeclaims"]:
         placed += claim["pods"]
@@ -56,6 +56,14 @@ def test_every_placed_pod_fits_and_no_pod_is_both_placed_and_unschedulable() -> 
         placed += pods
     assert len(placed) == len(set(placed))
     assert not set(placed) & {u["pod"] for u in report["unschedulable"]}
+
+
+def test_simulator_scenarios_beside_the_manifests_are_skipped() -> None:
+    """examples/ holds `kind: Scenario` files; planning the whole directory equals planning the manifests."""
+    whole = plan_json(EXAMPLES)
+    manifests = plan_json(EXAMPLES / "nodepools", EXAMPLES / "workloads")
+    assert [c["pods"] for c in whole["nodeclaims"]] == [c["pods"] for c in manifests["nodeclaims"]]
+    assert whole["total_price_per_hour"] == manifests["total_price_per_hour"]
 
 
 def test_workloads_expand_into_pods_named_after_them(tmp_path: Path) -> None:

@@ -159,6 +159,8 @@ class World:
                 provider_id=instance.provider_id,
                 node_name=name,
                 created_at=START - 3600,
+                # As the provisioner records them: the pods the node was launched for.
+                pods=tuple(f"default/{app}-{name}-{i}" for i in range(pods)),
             )
         )
         node = self.cluster.add_node(replace(_node_for(instance), name=name))
@@ -375,6 +377,21 @@ def test_replace_then_drain_waits_for_the_replacement_before_evicting() -> None:
     assert min(c.at for c in evicted) >= START + BOOT
     world.tick(5)
     assert all(p.node_name for p in world.workload_pods())
+    assert world.cluster.lost_pods() == []
+
+
+def test_replace_then_drain_waits_for_a_provisioner_that_runs_later() -> None:
+    """In AWS the trigger is asynchronous: the first check sees only the node's own claim."""
+    world = World()
+    world.trigger = RecordingTrigger(world.clock)  # records the request; nothing runs yet
+    world.controller.provisioner = world.trigger
+    world.spot_node(pods=4)
+    world.controller.handle(world.message(REBALANCE, "i-spot-1"))
+    world.tick(10)
+    assert world.cluster.changes_of("pod_evicted") == [], "the node's own claim is not a replacement"
+    world.provision()  # the provisioner's invocation starts
+    world.tick(BOOT + 15)
+    assert len(world.cluster.changes_of("pod_evicted")) == 4
     assert world.cluster.lost_pods() == []
 
 

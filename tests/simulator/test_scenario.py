@@ -77,6 +77,8 @@ BASE = f"name: bad\nduration: 5m\nnodepools:{nodepool()}nodeclasses:{NODECLASS}"
             BASE + "pdbs: [{kind: PodDisruptionBudget, metadata: {name: x}, spec: {}}]\n", "pdbs[0].spec", id="pdb"
         ),
         pytest.param(BASE.replace("nodepools:", "nodepools:\n  - missing.yaml", 1), "cannot read", id="missing-file"),
+        pytest.param("kind: Simulation\n" + BASE, 'kind: must be Scenario, got "Simulation"', id="kind"),
+        pytest.param("apiVersion: v1\n" + BASE, "apiVersion: must be nodewright.io/v1alpha1", id="api-version"),
     ],
 )
 def test_problems_name_the_file_and_the_field(text: str, expected: str, tmp_path: Path) -> None:
