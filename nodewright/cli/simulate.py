@@ -79,16 +79,20 @@ def _print(summary: dict[str, Any], directory: Path) -> None:
         ("wall time", f"{summary['wall_seconds']:.1f} s on {platform.machine()} ({platform.python_version()})"),
     ]
     if interruption["instances"]:
-        rows.insert(
-            3,
+        moved = summary["displaced_pending_seconds"]["interruption"]
+        rows[3:3] = [
             (
-                f"spot interruptions ({interruption['instances']}): cordon/replace/drain max",
+                f"interruptions ({interruption['instances']}): cordon/replace/drain after warning",
                 " / ".join(
                     "-" if interruption[k] is None else f"{interruption[k]:.1f} s"
                     for k in ("cordon_seconds_max", "replacement_request_seconds_max", "drain_seconds_max")
                 ),
             ),
-        )
+            (
+                f"pods moved by interruptions ({moved['count']}): pending p95/max",
+                f"{moved['p95']:.1f} / {moved['max']:.1f} s",
+            ),
+        ]
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)

@@ -314,11 +314,14 @@ class Provisioner:
         # Pods an in-flight claim already holds are bound to it for this plan, not planned again.
         holder = {pod: c.node_name or c.name for c in inflight for pod in c.pods}
         held = tuple(replace(p, node_name=holder[p.key]) for p in pending if p.key in holder)
+        moving = {p.key for p in pending if p.node_name}
         return SchedulingInput(
             pods=tuple(p for p in pending if p.key not in holder),
             pools=pools,
             nodes=snapshot.nodes,
-            bound_pods=tuple(p for p in snapshot.pods if p.node_name) + held,
+            # A draining node's pods are being placed anew: counting them where they are too would
+            # skew topology spread (kube-scheduler will not see them there once evicted).
+            bound_pods=tuple(p for p in snapshot.pods if p.node_name and p.key not in moving) + held,
             inflight=inflight,
             daemonsets=snapshot.daemonsets,
             blocked=self.store.blocked_offerings(now),

@@ -23,15 +23,17 @@ from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
-from nodewright.model.pod import Pod
+from nodewright.model.pod import Pod, SpreadConstraint
 from nodewright.model.resources import Resources
+from nodewright.model.selectors import LabelSelector
+from nodewright.model.taints import Taint
 from nodewright.sim import catalog
 from nodewright.sim.clock import VirtualClock
 from nodewright.sim.cloud import FakeCloudProvider
 from nodewright.sim.cluster import InMemoryCluster
 from nodewright.sim.state import InMemoryStateStore
 from nodewright.sim.timeline import Timeline, Waits, capacity_committed
-from tests.builders import instance_type, node_pool, pod
+from tests.builders import ZONES, instance_type, node, node_pool, pod
 
 START = 1_800_000_000.0
 TYPES = (
@@ -312,3 +314,23 @@ def test_a_batch_still_doubling_keeps_waiting_until_it_stops_growing() -> None:
     assert len({d["at"] for d in launches}) == 1
     assert sum(len(d["pods"]) for d in launches) == 127  # type: ignore[arg-type, misc]
     assert world.provisioner().options.batch_growth == 0.5
+
+
+def test_a_draining_nodes_pods_are_spread_as_if_already_gone() -> None:
+    """Zone spread counts a draining node's pods where they will be, not where they are: the
+    replacement goes to the zone they leave, which is where kube-scheduler will want them.
+    """
+    world = World()
+    spread = SpreadConstraint(1, wk.ZONE, "DoNotSchedule", LabelSelector((("app", "api"),)))
+    for zone in ZONES:
+        world.cluster.add_node(node(f"node-{zone}", cpu="1", labels={wk.ZONE: zone, wk.NODEPOOL: "default"}))
+        for i in range(2):
+            p = world.cluster.add_pod(pod(f"api-{zone}-{i}", cpu="500m", labels={"app": "api"}, spread=(spread,)))
+            world.cluster.bind(p, f"node-{zone}")
+    world.cluster.cordon(f"node-{ZONES[0]}", Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule", wk.DISRUPTED_REPLACE))
+
+    world.provisioner().provision(world.cluster.snapshot())
+
+    claims = world.store.claims()
+    assert sorted(p for c in claims for p in c.pods) == [f"default/api-{ZONES[0]}-{i}" for i in range(2)]
+    assert {c.zone for c in claims} == {ZONES[0]}
