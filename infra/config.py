@@ -35,6 +35,15 @@ class RebalancePolicy(StrEnum):
     REPLACE_THEN_DRAIN = "ReplaceThenDrain"
 
 
+class ConsolidationMode(StrEnum):
+    """Which moves the consolidator may make: `karpenter` (delete, or replace N nodes by one) or
+    `nodewright` (those plus many-to-many replacement).
+    """
+
+    NODEWRIGHT = "nodewright"
+    KARPENTER = "karpenter"
+
+
 class ConfigSource(StrEnum):
     """Where the functions read NodePools and EC2NodeClasses from."""
 
@@ -102,6 +111,11 @@ class DeployConfig:
     rebalance_policy: RebalancePolicy = RebalancePolicy.REPLACE_THEN_DRAIN
     alarm_topic_arn: str | None = None
     bundle_dependencies: bool = True
+    consolidation_mode: ConsolidationMode = ConsolidationMode.NODEWRIGHT
+    # The stability guard: a consolidation move must save at least this $/h and this percentage
+    # of the removed nodes' price, so small savings do not churn pods (Karpenter #7146).
+    consolidation_min_savings: float = 0.0
+    consolidation_min_savings_percent: float = 0.0
 
     @property
     def stack_name(self) -> str:
@@ -129,6 +143,19 @@ def _as_int(value: object) -> int:
     if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
         return int(value)
     raise ValueError(f"expected an integer, got {value!r}")
+
+
+def _as_float(value: object) -> float:
+    if isinstance(value, bool):
+        raise ValueError("expected a number, got a boolean")
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            pass
+    raise ValueError(f"expected a number, got {value!r}")
 
 
 def _as_bool(value: object) -> bool:
@@ -182,6 +209,9 @@ _KEYS: Mapping[str, tuple[str, Callable[[object], Any]]] = {
     "rebalancePolicy": ("rebalance_policy", _as_enum(RebalancePolicy)),
     "alarmTopicArn": ("alarm_topic_arn", _as_optional_str),
     "bundle": ("bundle_dependencies", _as_bool),
+    "consolidationMode": ("consolidation_mode", _as_enum(ConsolidationMode)),
+    "consolidationMinSavings": ("consolidation_min_savings", _as_float),
+    "consolidationMinSavingsPercent": ("consolidation_min_savings_percent", _as_float),
 }
 
 CONTEXT_KEYS: frozenset[str] = frozenset({"environment", *_KEYS})
@@ -263,6 +293,14 @@ def validate(config: DeployConfig) -> list[str]:
         )
     if not _TAG_VALUE.match(config.discovery_tag_value):
         problems.append(f"context key 'discoveryTagValue': {config.discovery_tag_value!r} is not a valid EC2 tag value")
+    if not 0 <= config.consolidation_min_savings <= 1000:
+        problems.append(
+            f"context key 'consolidationMinSavings': {config.consolidation_min_savings} is outside 0-1000 $/h"
+        )
+    if not 0 <= config.consolidation_min_savings_percent <= 100:
+        problems.append(
+            f"context key 'consolidationMinSavingsPercent': {config.consolidation_min_savings_percent} is outside 0-100"
+        )
     if config.log_retention_days not in LOG_RETENTION_DAYS:
         allowed = ", ".join(str(days) for days in sorted(LOG_RETENTION_DAYS))
         problems.append(f"context key 'logRetentionDays': {config.log_retention_days} is not one of {allowed}")

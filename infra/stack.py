@@ -93,7 +93,12 @@ class NodewrightStack(cdk.Stack):
             code=code,
             settings=config.consolidator,
             rate_minutes=config.consolidator_rate_minutes,
-            environment=environment,
+            environment={
+                **environment,
+                "CONSOLIDATION_MODE": config.consolidation_mode.value,
+                "CONSOLIDATION_MIN_SAVINGS": f"{config.consolidation_min_savings:g}",
+                "CONSOLIDATION_MIN_SAVINGS_PERCENT": f"{config.consolidation_min_savings_percent:g}",
+            },
             node_role=self.access.node_role,
             log_retention_days=config.log_retention_days,
             log_level=config.log_level,

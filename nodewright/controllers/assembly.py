@@ -26,7 +26,6 @@ from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
 from nodewright.controllers.interruption import InterruptionController
 from nodewright.controllers.provisioning import Configuration, Provisioner
 from nodewright.controllers.settings import Settings
-from nodewright.engine.disruption import DisruptionOptions
 from nodewright.ports import Observer
 
 
@@ -99,9 +98,7 @@ def consolidator_from_settings(settings: Settings, observer: Observer) -> Consol
         catalog=launcher.catalog,
         observer=observer,
         launcher=launcher,
-        options=ConsolidatorOptions(
-            disruption=DisruptionOptions(many_to_many=settings.consolidation == "nodewright"),
-        ),
+        options=ConsolidatorOptions(disruption=settings.disruption_options()),
     )
 
 

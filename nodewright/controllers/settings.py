@@ -9,11 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from nodewright.engine.disruption import DisruptionOptions
 from nodewright.model.nodepool import REBALANCE_POLICIES
 
 CONFIG_SOURCES = ("dynamodb", "crd")
 # `nodewright` adds many-to-many replacement; `karpenter` limits consolidation to delete or N->1.
 CONSOLIDATION_MODES = ("nodewright", "karpenter")
+# The consolidation stability guard's defaults ($/h, and percent of the removed nodes' price).
+DEFAULT_MIN_SAVINGS = 0.0
+DEFAULT_MIN_SAVINGS_PERCENT = 0.0
 
 
 class SettingsError(ValueError):
@@ -38,6 +42,10 @@ class Settings:
     provisioner_function: str = ""
     region: str = ""
     consolidation: str = "nodewright"
+    # The consolidation stability guard: a move must save at least this many $/h and this
+    # percentage of what the nodes it removes cost (Karpenter #7146: small savings churn pods).
+    consolidation_min_savings: float = DEFAULT_MIN_SAVINGS
+    consolidation_min_savings_percent: float = DEFAULT_MIN_SAVINGS_PERCENT
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -48,6 +56,20 @@ class Settings:
             value = env.get(name, "").strip()
             if not value:
                 problems.append(f"{name} is not set")
+            return value
+
+        def number(name: str, default: float, high: float) -> float:
+            raw = env.get(name, "").strip()
+            if not raw:
+                return default
+            try:
+                value = float(raw)
+            except ValueError:
+                problems.append(f"{name} {raw!r} is not a number")
+                return default
+            if not 0 <= value <= high:
+                problems.append(f"{name} {raw!r} is outside 0-{high:g}")
+                return default
             return value
 
         settings = cls(
@@ -65,6 +87,10 @@ class Settings:
             provisioner_function=env.get("PROVISIONER_FUNCTION_NAME", ""),
             region=env.get("AWS_REGION", env.get("AWS_DEFAULT_REGION", "")),
             consolidation=env.get("CONSOLIDATION_MODE", "nodewright"),
+            consolidation_min_savings=number("CONSOLIDATION_MIN_SAVINGS", DEFAULT_MIN_SAVINGS, 1000.0),
+            consolidation_min_savings_percent=number(
+                "CONSOLIDATION_MIN_SAVINGS_PERCENT", DEFAULT_MIN_SAVINGS_PERCENT, 100.0
+            ),
         )
         if settings.config_source not in CONFIG_SOURCES:
             problems.append(f"CONFIG_SOURCE {settings.config_source!r} is not one of {', '.join(CONFIG_SOURCES)}")
@@ -81,3 +107,11 @@ class Settings:
         if problems:
             raise SettingsError("; ".join(problems))
         return settings
+
+    def disruption_options(self) -> DisruptionOptions:
+        """The consolidator's decision knobs these settings choose."""
+        return DisruptionOptions(
+            many_to_many=self.consolidation == "nodewright",
+            min_savings=self.consolidation_min_savings,
+            min_savings_fraction=self.consolidation_min_savings_percent / 100,
+        )

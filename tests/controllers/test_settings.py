@@ -26,6 +26,8 @@ def test_defaults_follow_the_stack() -> None:
         ({"CONFIG_SOURCE": "etcd"}, "CONFIG_SOURCE 'etcd' is not one of dynamodb, crd"),
         ({"REBALANCE_POLICY": "Panic"}, "REBALANCE_POLICY 'Panic' is not one of"),
         ({"CONSOLIDATION_MODE": "aggressive"}, "CONSOLIDATION_MODE 'aggressive' is not one of nodewright, karpenter"),
+        ({"CONSOLIDATION_MIN_SAVINGS": "cheap"}, "CONSOLIDATION_MIN_SAVINGS 'cheap' is not a number"),
+        ({"CONSOLIDATION_MIN_SAVINGS_PERCENT": "150"}, "CONSOLIDATION_MIN_SAVINGS_PERCENT '150' is outside 0-100"),
     ],
 )
 def test_a_bad_environment_names_the_variable(env: dict[str, str], words: str) -> None:
@@ -37,3 +39,19 @@ def test_every_problem_is_reported_at_once() -> None:
     with pytest.raises(SettingsError) as error:
         Settings.from_env({"CONSOLIDATION_MODE": "x"})
     assert str(error.value).count(";") >= 2
+
+
+def test_the_consolidation_settings_choose_the_disruption_options() -> None:
+    settings = Settings.from_env(
+        {
+            **BASE,
+            "CONSOLIDATION_MODE": "karpenter",
+            "CONSOLIDATION_MIN_SAVINGS": "0.05",
+            "CONSOLIDATION_MIN_SAVINGS_PERCENT": "10",
+        }
+    )
+    options = settings.disruption_options()
+    assert options.many_to_many is False
+    assert options.min_savings == pytest.approx(0.05)
+    assert options.min_savings_fraction == pytest.approx(0.10)
+    assert Settings.from_env(BASE).disruption_options().many_to_many is True

@@ -8,6 +8,7 @@ from infra.config import (
     ENVIRONMENTS,
     ConfigError,
     ConfigSource,
+    ConsolidationMode,
     DeployConfig,
     FunctionConfig,
     RebalancePolicy,
@@ -44,6 +45,9 @@ def test_string_context_values_override_the_chosen_preset() -> None:
             "discoveryTagKey": "karpenter.sh/discovery",
             "alarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:ops",
             "bundle": "false",
+            "consolidationMode": "Karpenter",
+            "consolidationMinSavings": "0.02",
+            "consolidationMinSavingsPercent": 5,
         }
     )
 
@@ -62,6 +66,9 @@ def test_string_context_values_override_the_chosen_preset() -> None:
         discovery_tag_key="karpenter.sh/discovery",
         alarm_topic_arn="arn:aws:sns:eu-west-1:123456789012:ops",
         bundle_dependencies=False,
+        consolidation_mode=ConsolidationMode.KARPENTER,
+        consolidation_min_savings=0.02,
+        consolidation_min_savings_percent=5.0,
     )
     assert config.effective_discovery_tag_value == "payments"
 
@@ -105,6 +112,9 @@ def test_every_invalid_key_is_named_in_one_error() -> None:
         pytest.param({"provisionerMemoryMb": "64"}, "128-10240", id="memory-too-small"),
         pytest.param({"discoveryTagKey": "aws:reserved"}, "'discoveryTagKey'", id="aws-tag-prefix"),
         pytest.param({"logLevel": "verbose"}, "'logLevel'", id="log-level"),
+        pytest.param({"consolidationMode": "eager"}, "'consolidationMode'", id="consolidation-mode"),
+        pytest.param({"consolidationMinSavings": "-1"}, "0-1000", id="negative-savings"),
+        pytest.param({"consolidationMinSavingsPercent": "lots"}, "'consolidationMinSavingsPercent'", id="percent"),
     ],
 )
 def test_invalid_value_is_rejected_with_the_key_named(context: dict[str, object], fragment: str) -> None:

@@ -85,3 +85,21 @@ def test_every_function_has_its_own_role(synthesized: Synthesized) -> None:
 def test_no_role_uses_the_aws_managed_lambda_execution_policy(synthesized: Synthesized) -> None:
     for role in synthesized.resources("AWS::IAM::Role").values():
         assert "AWSLambdaBasicExecutionRole" not in str(role["Properties"].get("ManagedPolicyArns", []))
+
+
+def test_the_consolidator_learns_its_mode_and_stability_guard(synthesized: Synthesized) -> None:
+    synthesized.template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Handler": "functions.consolidator.handler.handler",
+            "Environment": {
+                "Variables": Match.object_like(
+                    {
+                        "CONSOLIDATION_MODE": "nodewright",
+                        "CONSOLIDATION_MIN_SAVINGS": "0",
+                        "CONSOLIDATION_MIN_SAVINGS_PERCENT": "0",
+                    }
+                )
+            },
+        },
+    )
