@@ -37,7 +37,7 @@ from nodewright.model.taints import Taint
 from nodewright.ports import Clock, CloudProvider, Cluster, Observer, StateStore
 
 LEASE = "consolidator"
-TAINT = Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule", "consolidation")
+TAINT = Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule", wk.DISRUPTED_CONSOLIDATION)
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,7 @@ DISRUPTED_TAINT_KEY = "nodewright.io/disrupted"
 # pending), or the node is only cordoned (a rebalance policy of Cordon: nothing moves).
 DISRUPTED_REPLACE = "replace"
 DISRUPTED_CORDON_ONLY = "cordon-only"
+DISRUPTED_CONSOLIDATION = "consolidation"  # a consolidation command's candidate
 KARPENTER_DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"
 
 CAPACITY_TYPES = ("reserved", "spot", "on-demand")

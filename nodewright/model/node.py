@@ -10,6 +10,9 @@ from nodewright.model import labels as wk
 from nodewright.model.resources import EMPTY, Resources
 from nodewright.model.taints import Taint
 
+# Disrupted-taint values whose pods the provisioner leaves alone (see Node.draining).
+_KEEPS_ITS_PODS_PLANNED = frozenset({wk.DISRUPTED_CORDON_ONLY, wk.DISRUPTED_CONSOLIDATION})
+
 
 @dataclass(frozen=True, slots=True)
 class Node:
@@ -45,11 +48,16 @@ class Node:
 
     @property
     def draining(self) -> bool:
-        """True when the node is going away: being deleted, or carrying Nodewright's disrupted
-        taint (other than a cordon-only one), so its pods need a new home.
+        """True when the node is going away and its pods need capacity the provisioner must find:
+        being deleted, or tainted disrupted by an interruption that asks for replacement.
+
+        Not for a cordon-only taint (the node stays), nor for a consolidation command's taint: the
+        consolidator planned where those pods go and launched the replacements itself before
+        tainting; a provisioner planning them again launched a second set of nodes. Pods a
+        consolidation drain evicts become ordinary pending pods.
         """
         return self.deleting or any(
-            t.key == wk.DISRUPTED_TAINT_KEY and t.value != wk.DISRUPTED_CORDON_ONLY for t in self.taints
+            t.key == wk.DISRUPTED_TAINT_KEY and t.value not in _KEEPS_ITS_PODS_PLANNED for t in self.taints
         )
 
     @property

@@ -252,7 +252,9 @@ def _what_ran(world: World) -> list[Block]:
         + (
             "off"
             if scenario.consolidation == "off"
-            else f"every {format_duration(scenario.consolidator.rate)} ({scenario.consolidation} consolidation)"
+            else f"every {format_duration(scenario.consolidator.rate)} ({scenario.consolidation} consolidation, "
+            f"stability guard ${scenario.consolidation_min_savings:g}/h and "
+            f"{scenario.consolidation_min_savings_percent:g}%)"
         )
         + f", interruption on the queue (timeout {format_duration(scenario.interruption.timeout)})"
     )

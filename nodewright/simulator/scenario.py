@@ -29,6 +29,8 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
       consolidator: {rate: 1m, timeout: 120s}
       interruption: {timeout: 60s}
     consolidation: nodewright            # karpenter | nodewright | off
+    consolidation_min_savings: 0.01      # stability guard, $/h (default 0)
+    consolidation_min_savings_percent: 5 # and percent of the removed nodes' price (default 0)
 
 Validation reports every problem at once, each naming the file, line and field, like the rest of
 the project's configuration (`nodewright.config.problems`); NodePools and EC2NodeClasses go through
@@ -83,6 +85,8 @@ _TOP = (
     "functions",
     "consolidation",
     "sample_interval",
+    "consolidation_min_savings",
+    "consolidation_min_savings_percent",
 )
 
 
@@ -239,6 +243,9 @@ class Scenario:
     interruption: FunctionSettings = FunctionSettings(rate=0.0, timeout=60.0)
     consolidation: str = "nodewright"
     sample_interval: float = 0.0
+    # The stability guard, as the deploy settings of the same names set it.
+    consolidation_min_savings: float = 0.0
+    consolidation_min_savings_percent: float = 0.0
 
     def with_seed(self, seed: int) -> Scenario:
         """The same scenario with another seed."""
@@ -373,6 +380,10 @@ class _Reader:
             "off" if raw_mode is False else f.string(at / "consolidation", raw_mode, enum=CONSOLIDATION_MODES)
         )
         sample = _duration(at / "sample_interval", top.get("sample_interval"), positive=True)
+        min_savings = _number(at / "consolidation_min_savings", top.get("consolidation_min_savings"), low=0, high=1000)
+        min_percent = _number(
+            at / "consolidation_min_savings_percent", top.get("consolidation_min_savings_percent"), low=0, high=100
+        )
         nodepools, nodeclasses = self._config(at, top)
         workloads, daemonsets, pdbs = self._workloads(at, top, duration)
         for index, raw in enumerate(f.array(at / "pdbs", top.get("pdbs")) or ()):
@@ -407,6 +418,8 @@ class _Reader:
             capacity_errors=errors,
             consolidation=consolidation or "nodewright",
             sample_interval=sample or 0.0,
+            consolidation_min_savings=min_savings or 0.0,
+            consolidation_min_savings_percent=min_percent or 0.0,
             **functions,
         )
 

@@ -281,7 +281,11 @@ class World(Ec2Hooks):
             from nodewright.engine.disruption import DisruptionOptions
 
             options = ConsolidatorOptions(
-                disruption=DisruptionOptions(many_to_many=scenario.consolidation == "nodewright")
+                disruption=DisruptionOptions(
+                    many_to_many=scenario.consolidation == "nodewright",
+                    min_savings=scenario.consolidation_min_savings,
+                    min_savings_fraction=scenario.consolidation_min_savings_percent / 100,
+                )
             )
             observer = self.observers["consolidator"]
             controller = Consolidator(
@@ -514,7 +518,7 @@ class World(Ec2Hooks):
         pod = self.cluster.get_pod(key)
         node = self.cluster.get_node(pod.node_name) if pod is not None and pod.node_name else None
         return node is not None and any(
-            t.key == wk.DISRUPTED_TAINT_KEY and t.value == "consolidation" for t in node.taints
+            t.key == wk.DISRUPTED_TAINT_KEY and t.value == wk.DISRUPTED_CONSOLIDATION for t in node.taints
         )
 
     # -- the SQS event source mapping -----------------------------------------------------------------

@@ -183,3 +183,25 @@ def test_an_orphaned_consolidation_taint_is_removed() -> None:
     report = world.run(30)
     assert report["untainted"] == ["a"]
     assert world.tainted() == []
+
+
+def test_the_provisioner_leaves_a_commands_pods_to_its_replacements() -> None:
+    """The consolidator launched capacity for its candidates' pods before tainting them; a
+    provisioner pass during the command must not launch a second set of nodes for them.
+    """
+    world = ConsolidationWorld()
+    world.node_with("big", 2, capacity_type="on-demand")
+    consolidator = world.consolidator()
+
+    def tick_and_provision(seconds: float) -> None:
+        world.tick(max(1.0, seconds))
+        world.provision()
+
+    consolidator.sleep = tick_and_provision
+    consolidator.run(world.clock.now() + 180)
+    world.tick(5)
+
+    assert world.cluster.get_node("big") is None
+    assert len(world.cloud.calls_to("launch")) == 1  # the consolidator's replacement, nothing more
+    assert world.cluster.lost_pods() == []
+    assert all(p.node_name for p in world.workload_pods())

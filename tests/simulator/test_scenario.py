@@ -77,6 +77,11 @@ BASE = f"name: bad\nduration: 5m\nnodepools:{nodepool()}nodeclasses:{NODECLASS}"
             BASE + "pdbs: [{kind: PodDisruptionBudget, metadata: {name: x}, spec: {}}]\n", "pdbs[0].spec", id="pdb"
         ),
         pytest.param(BASE.replace("nodepools:", "nodepools:\n  - missing.yaml", 1), "cannot read", id="missing-file"),
+        pytest.param(
+            BASE + "consolidation_min_savings_percent: 150\n",
+            "consolidation_min_savings_percent: must be between 0 and 100",
+            id="guard-percent",
+        ),
         pytest.param("kind: Simulation\n" + BASE, 'kind: must be Scenario, got "Simulation"', id="kind"),
         pytest.param("apiVersion: v1\n" + BASE, "apiVersion: must be nodewright.io/v1alpha1", id="api-version"),
     ],
@@ -125,3 +130,10 @@ def test_inline_documents_report_lines_of_the_scenario_file(tmp_path: Path) -> N
         parse_scenario(text, tmp_path / "inline.yaml")
     (problem,) = [p for p in raised.value.problems if "operator" in p.path]
     assert problem.line == text.splitlines().index(next(line for line in text.splitlines() if "Greater" in line)) + 1
+
+
+def test_the_stability_guard_is_read_from_the_scenario(scenario: Callable[[str], Scenario]) -> None:
+    text = BASE.replace("name: bad", "name: guarded")
+    loaded = scenario(text + "consolidation_min_savings: 0.02\nconsolidation_min_savings_percent: 5\n")
+    assert (loaded.consolidation_min_savings, loaded.consolidation_min_savings_percent) == (0.02, 5.0)
+    assert (scenario(text).consolidation_min_savings, scenario(text).consolidation_min_savings_percent) == (0.0, 0.0)
