@@ -22,8 +22,9 @@ NodePools' budgets and `max_candidates`:
    without a solve.
 3. *Many-to-many* (beyond Karpenter, #5944; `options.many_to_many`): the same prefixes re-solved
    together onto the rest of the cluster plus M < N new nodes, by a binary search on N for the
-   largest prefix that qualifies; the plan that saves the most wins, and it replaces the result of
-   1./2. only when it saves more than that.
+   largest prefix that qualifies; the plan that saves the most per node it disrupts wins (then the
+   one that saves the most), and it replaces the result of 1./2. only when it is better by that
+   measure.
 
 Bounds: at most `max_candidates` candidates, about log2(N) solves per binary search, N solves for
 single-node at worst (usually one), and a simulation cache shared with the other methods.
@@ -112,6 +113,14 @@ def evaluate(
     )
 
 
+def _value(command: Command) -> tuple[float, float]:
+    """How good a command is: savings per node disrupted first (budgets ration disrupted nodes,
+    and each one moves pods; on the 6-hour diurnal run choosing by total savings instead moved
+    2.8x the pods for 0.1% less cost), then total savings.
+    """
+    return round(command.savings / max(1, len(command.candidates)), 9), command.savings
+
+
 def describe(candidates: Sequence[Candidate], replacements: Sequence[PlannedClaim], savings: float) -> str:
     """A sentence saying what the command does and what it saves."""
     total = sum(c.price for c in candidates)
@@ -170,7 +179,7 @@ class Consolidator:
             found = self._single(candidates)
         if self.options.many_to_many and len(candidates) >= 2:
             many = self._many(candidates)
-            if many is not None and (found is None or many.savings > found.savings + EPSILON):
+            if many is not None and (found is None or _value(many) > _value(found)):
                 return many
         return found
 
@@ -206,7 +215,7 @@ class Consolidator:
         whole = self._judge(candidates, many_to_many=True).command
         if whole is not None:
             found.append(whole)
-        return max(found, key=lambda c: (c.savings, -len(c.candidates)), default=None)
+        return max(found, key=_value, default=None)
 
     def _single(self, candidates: Sequence[Candidate]) -> Command | None:
         for candidate in candidates:
