@@ -82,7 +82,10 @@ def evaluate(
         return Verdict(None, f"no cheaper placement: ${new:.4f}/h of new nodes against ${total:.4f}/h")
     if savings < threshold:
         return Verdict(None, f"would save ${savings:.4f}/h, under the stability guard of ${threshold:.4f}/h")
-    slack = savings - threshold
+    # What the replacements may cost above their planned type without the move losing its worth.
+    # CreateFleet may launch any option (spot uses price-capacity-optimized, not the cheapest), so
+    # each of the M replacements gets an M-th of the slack: together they still save the guard.
+    slack = (savings - threshold) / max(1, len(claims))
     all_spot = all(c.capacity_type == "spot" for c in candidates)
     replacements: list[PlannedClaim] = []
     for claim in claims:

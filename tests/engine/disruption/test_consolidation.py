@@ -31,9 +31,9 @@ def expect_cheaper(world: World, command: Command) -> None:
     assert after < before
     assert command.savings == pytest.approx(before - after)
     assert command.reason == "Underutilized"
-    for r in command.replacements:
-        # Every option the launch may fall back to still keeps the move cheaper.
-        assert all(min(o.price for o in it.offerings) < before for it in r.options)
+    # Whichever options the launches land on, together they still keep the move cheaper.
+    worst = sum(max(min(o.price for o in it.offerings) for it in r.options) for r in command.replacements)
+    assert worst < before
 
 
 def test_a_node_whose_pods_fit_elsewhere_is_deleted() -> None:
@@ -216,6 +216,22 @@ def test_many_to_many_beats_the_best_one_node_replacement() -> None:
     assert set(command.candidates) == {"a", "b", "c", "d"}
     assert [r.instance_type.name for r in command.replacements] == ["m.xlarge", "m.xlarge"]
     assert command.savings == pytest.approx(0.10)
+    expect_cheaper(world, command)
+
+
+def test_many_to_many_replacements_share_the_slack() -> None:
+    """Four $0.10 nodes onto two $0.15 nodes saves $0.10/h. A dearer 4-cpu type at $0.24 fits each
+    replacement's own price plus the whole slack, but two of them would cost $0.48 > $0.40:
+    each replacement may only spend half the slack, so the dearer type is no option.
+    """
+    world = four_small_nodes()
+    world.types = (*world.types, instance_type("d.xlarge", cpu="4", memory="16Gi", price=0.24))
+
+    command = consolidation(world)
+
+    assert command is not None
+    assert len(command.replacements) == 2
+    assert all([it.name for it in r.options] == ["m.xlarge"] for r in command.replacements)
     expect_cheaper(world, command)
 
 
