@@ -40,6 +40,12 @@ class LabelSelector:
     expressions: tuple[Expression, ...] = ()
 
     @classmethod
+    def nothing(cls) -> LabelSelector:
+        """The selector that matches no labels: what a null selector means where Kubernetes says
+        so (a PodDisruptionBudget without `spec.selector` covers no pod)."""
+        return cls((), (Expression("", "In", frozenset()),))
+
+    @classmethod
     def parse(cls, manifest: Mapping[str, Any] | None) -> LabelSelector:
         """Build from a manifest; raise InvalidValue on an unknown operator."""
         if not manifest:

@@ -58,7 +58,8 @@ class PodDisruptionBudget:
         return cls(
             namespace=str(meta.get("namespace") or "default"),
             name=str(meta.get("name") or ""),
-            selector=LabelSelector.parse(spec.get("selector")),
+            # policy/v1: a null selector selects no pods, an empty one every pod of the namespace.
+            selector=LabelSelector.nothing() if spec.get("selector") is None else LabelSelector.parse(spec["selector"]),
             min_available=spec.get("minAvailable"),
             max_unavailable=spec.get("maxUnavailable"),
             disruptions_allowed=None if allowed is None else int(allowed),

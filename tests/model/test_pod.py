@@ -584,3 +584,16 @@ def test_a_pdb_reads_its_status_and_covers_only_matching_pods_in_its_namespace()
     assert not budget.selects(replace(web, namespace="other"))
     assert not budget.selects(replace(web, labels={"app": "api"}))
     assert covering([budget], web) == [budget]
+
+
+def test_a_pdb_without_a_selector_covers_no_pod_and_an_empty_one_every_pod_of_its_namespace() -> None:
+    web = pod("web-1", namespace="shop", labels={"app": "web"})
+    null = PodDisruptionBudget.parse({"metadata": {"name": "n", "namespace": "shop"}, "spec": {"minAvailable": 1}})
+    empty = PodDisruptionBudget.parse(
+        {"metadata": {"name": "e", "namespace": "shop"}, "spec": {"selector": {}, "minAvailable": 1}}
+    )
+    assert not null.selects(web)
+    assert not null.selects(replace(web, labels={}))
+    assert empty.selects(web)
+    assert empty.selects(replace(web, labels={}))
+    assert not empty.selects(replace(web, namespace="other"))
