@@ -7,7 +7,6 @@ Thin by design: read settings, build dependencies once per cold start, call the 
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -35,5 +34,6 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, object]:
     global _provisioner  # noqa: PLW0603
     if _provisioner is None:
         _provisioner = provisioner_from_settings(Settings.from_env(os.environ), PowertoolsObserver(logger, metrics))
-    deadline = time.time() + context.get_remaining_time_in_millis() / 1000
-    return _provisioner.run(deadline, invocation=context.aws_request_id).as_dict()
+    # The remaining time, not a wall-clock deadline: the controller measures it with its own clock.
+    remaining = context.get_remaining_time_in_millis() / 1000
+    return _provisioner.run_for(remaining, invocation=context.aws_request_id).as_dict()

@@ -109,6 +109,12 @@ class Consolidator:
 
     # -- the invocation ----------------------------------------------------------------------------
 
+    def run_for(self, remaining: float, invocation: str | None = None) -> ConsolidationReport:
+        """`run` with the deadline `remaining` seconds from now by this controller's clock (what a
+        Lambda handler knows: its context's remaining time).
+        """
+        return self.run(self.clock.now() + remaining, invocation)
+
     def run(self, deadline: float, invocation: str | None = None) -> ConsolidationReport:
         """Advance or start commands until `deadline - margin` (epoch seconds, by `clock`)."""
         report = ConsolidationReport()

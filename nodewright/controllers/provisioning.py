@@ -173,6 +173,12 @@ class Provisioner:
 
     # -- the invocation ------------------------------------------------------------------------
 
+    def run_for(self, remaining: float, invocation: str | None = None) -> RunReport:
+        """`run` with the deadline `remaining` seconds from now by this controller's clock (what a
+        Lambda handler knows: its context's remaining time).
+        """
+        return self.run(self.clock.now() + remaining, invocation)
+
     def run(self, deadline: float, invocation: str | None = None) -> RunReport:
         """Provision until `deadline - margin` (seconds since the epoch, by `clock`).
 

@@ -42,7 +42,8 @@ class LabelSelector:
     @classmethod
     def nothing(cls) -> LabelSelector:
         """The selector that matches no labels: what a null selector means where Kubernetes says
-        so (a PodDisruptionBudget without `spec.selector` covers no pod)."""
+        so (a PodDisruptionBudget without `spec.selector` covers no pod).
+        """
         return cls((), (Expression("", "In", frozenset()),))
 
     @classmethod
