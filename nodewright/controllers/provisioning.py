@@ -319,8 +319,12 @@ class Provisioner:
         )
         # Pods an in-flight claim already holds are bound to it for this plan, not planned again.
         holder = {pod: c.node_name or c.name for c in inflight for pod in c.pods}
-        held = tuple(replace(p, node_name=holder[p.key]) for p in pending if p.key in holder)
-        moving = {p.key for p in pending if p.node_name}
+        # Every pod a claim in flight holds, not only those of this plan: after a capacity error the
+        # re-plan's `pending` leaves out the pods of the claims just launched, whose topology still
+        # counts (zone spread, anti-affinity).
+        unplaced = snapshot.pending() if holder else pending
+        held = tuple(replace(p, node_name=holder[p.key]) for p in unplaced if p.key in holder)
+        moving = {p.key for p in unplaced if p.node_name}
         return SchedulingInput(
             pods=tuple(p for p in pending if p.key not in holder),
             pools=pools,

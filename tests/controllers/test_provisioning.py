@@ -334,3 +334,24 @@ def test_a_draining_nodes_pods_are_spread_as_if_already_gone() -> None:
     claims = world.store.claims()
     assert sorted(p for c in claims for p in c.pods) == [f"default/api-{ZONES[0]}-{i}" for i in range(2)]
     assert {c.zone for c in claims} == {ZONES[0]}
+
+
+def test_a_replan_after_a_capacity_error_keeps_zone_spread_across_the_claims_just_launched() -> None:
+    """Spot is out in one zone: its claim fails, and the re-plan of that claim's pods must count
+    the pods of the claims launched a moment ago in the other zones, or it piles them there and
+    kube-scheduler (counting them once bound) refuses them.
+    """
+    world = World()
+    world.cloud.insufficient("spot", zone=ZONES[0])
+    spread = SpreadConstraint(1, wk.ZONE, "DoNotSchedule", LabelSelector((("app", "checkout"),)))
+    world.pending(30, prefix="checkout", labels={"app": "checkout"}, spread=(spread,))
+    world.pending(20, prefix="free")
+
+    world.provisioner().provision(world.cluster.snapshot())
+
+    per_zone = dict.fromkeys(ZONES, 0)
+    for claim in world.store.claims():
+        per_zone[claim.zone] += sum(1 for p in claim.pods if p.startswith("default/checkout"))
+    assert sum(per_zone.values()) == 30
+    assert max(per_zone.values()) - min(per_zone.values()) <= 1, per_zone
+    assert world.observer.of("capacity-error")  # the spot claim in that zone did fail first

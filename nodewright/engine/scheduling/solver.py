@@ -373,17 +373,30 @@ class _Solver:
                 continue
             name = claim.node_name or claim.name
             load = used.get(name, [0] * len(self.names))
-            self.existing.append(
-                _Bin(
-                    name,
-                    "inflight",
-                    claim.requirements.intersection(Requirements.from_labels(claim.labels)),
-                    claim.taints,
-                    [c - u for c, u in zip(t.cap, load, strict=True)],
-                    pool=pool,
-                    target=t,
-                )
+            # A launched claim is where it launched: its zone, capacity type and type are known.
+            launched = {
+                wk.ZONE: claim.zone,
+                wk.CAPACITY_TYPE: claim.capacity_type,
+                wk.INSTANCE_TYPE: claim.instance_type,
+            }
+            b = _Bin(
+                name,
+                "inflight",
+                claim.requirements.intersection(Requirements.from_labels(claim.labels)).intersection(
+                    Requirements([Requirement.new(k, "In", [v]) for k, v in launched.items() if v])
+                ),
+                claim.taints,
+                [c - u for c, u in zip(t.cap, load, strict=True)],
+                pool=pool,
+                target=t,
             )
+            self.existing.append(b)
+            # The pods a claim in flight holds count where it will be, as kube-scheduler will count
+            # them once it binds them; without this a re-plan after a capacity error spread pods
+            # as if the claims launched a moment ago were empty.
+            domains = {k: b.domain(k) for k in keys}
+            for pod in bound_by_node.get(name, ()):
+                self.topology.record(pod, domains)
 
     def _groups(self) -> list[Group]:
         groups: list[Group] = []
