@@ -96,10 +96,11 @@ class DeployConfig:
     region: str | None = None
     provisioner_rate_minutes: int = 1
     consolidator_rate_minutes: int = 1
-    # The provisioner's loop stops 10 s before its timeout; 68 s ends it at 58 s, just before the next
-    # one-minute tick, so the tick is never throttled behind a running invocation (Lambda would retry
-    # it 1, 2, 4, 8... s later) and pods are never left unwatched for long. `python -m
-    # bench.provisioner_latency` measured 90 s missing the p99 goal on steady streams, 68 s meeting it.
+    # The provisioner's loop stops 10 s before its timeout; 68 s ends it at 58 s, just before the
+    # next one-minute tick, so the tick does not find it running and get throttled (Lambda would
+    # retry it 1, 2, 4, 8... s later) unless a last pass overruns, and its lease expires with it.
+    # `python -m bench.provisioner_latency` measured 90 s missing the p99 goal on steady streams,
+    # 68 s meeting it.
     provisioner: FunctionConfig = FunctionConfig(memory_mb=1024, timeout_seconds=68)
     interruption: FunctionConfig = FunctionConfig(memory_mb=512, timeout_seconds=60)
     consolidator: FunctionConfig = FunctionConfig(memory_mb=1024, timeout_seconds=120)

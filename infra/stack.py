@@ -96,8 +96,8 @@ class NodewrightStack(cdk.Stack):
             environment={
                 **environment,
                 "CONSOLIDATION_MODE": config.consolidation_mode.value,
-                "CONSOLIDATION_MIN_SAVINGS": f"{config.consolidation_min_savings:g}",
-                "CONSOLIDATION_MIN_SAVINGS_PERCENT": f"{config.consolidation_min_savings_percent:g}",
+                "CONSOLIDATION_MIN_SAVINGS": repr(config.consolidation_min_savings),
+                "CONSOLIDATION_MIN_SAVINGS_PERCENT": repr(config.consolidation_min_savings_percent),
             },
             node_role=self.access.node_role,
             log_retention_days=config.log_retention_days,

@@ -109,6 +109,12 @@ class Consolidator:
 
     # -- the invocation ----------------------------------------------------------------------------
 
+    def _lease_ttl(self, deadline: float) -> float:
+        """The lease never outlives the invocation: a Lambda killed at its timeout runs no
+        `finally`, and a lease held past it would turn the next ticks away as busy.
+        """
+        return max(1.0, min(self.options.lease_ttl, deadline - self.clock.now()))
+
     def run_for(self, remaining: float, invocation: str | None = None) -> ConsolidationReport:
         """`run` with the deadline `remaining` seconds from now by this controller's clock (what a
         Lambda handler knows: its context's remaining time).
@@ -120,7 +126,7 @@ class Consolidator:
         report = ConsolidationReport()
         opts = self.options
         holder = invocation or uuid.uuid4().hex
-        if not self.store.acquire_lease(LEASE, holder, self.clock.now(), opts.lease_ttl):
+        if not self.store.acquire_lease(LEASE, holder, self.clock.now(), self._lease_ttl(deadline)):
             report.lease = False
             return report
         try:
@@ -135,7 +141,7 @@ class Consolidator:
                     wait = 0.0
                 if wait:
                     self.sleep(wait)
-                self.store.acquire_lease(LEASE, holder, self.clock.now(), opts.lease_ttl)
+                self.store.acquire_lease(LEASE, holder, self.clock.now(), self._lease_ttl(deadline))
         finally:
             self.store.release_lease(LEASE, holder)
         return report
@@ -305,8 +311,12 @@ class Consolidator:
         """Roll back: untaint the candidates, forget the command. Launched replacements stay (they
         are ordinary nodes now: pods may use them, and emptiness removes them if not).
         """
-        for node in record.candidates:
-            self.cluster.uncordon(node, wk.DISRUPTED_TAINT_KEY)
+        for name in record.candidates:
+            node = self.cluster.get_node(name)
+            # Only our own taint: an interruption may have re-tainted the node meanwhile, and that
+            # node must stay cordoned with its pods pending for the provisioner.
+            if node is not None and TAINT in node.taints:
+                self.cluster.uncordon(name, wk.DISRUPTED_TAINT_KEY)
         self.store.delete_command(record.id)
         report.aborted[record.id] = why
         self.observer.metric("CommandsFailed", 1)

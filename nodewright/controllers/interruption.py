@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.controllers.drain import Drainer
-from nodewright.controllers.provisioning import Configuration
+from nodewright.controllers.provisioning import IN_FLIGHT, Configuration
 from nodewright.engine.interruption import (
     CONTINUATION,
     REBALANCE,
@@ -246,9 +246,17 @@ class InterruptionController:
         pods = {p.key for p in self.cluster.pods_on(cont.node) if reschedulable(p)}
         if not pods:
             return True
-        # Only claims made after the cordon replace the node: the node's own claim, and claims whose
-        # planned pods kube-scheduler put elsewhere, list these pods too but bring nothing new.
-        holders = [c for c in self.store.claims() if c.created_at >= cont.started and pods.intersection(c.pods)]
+        # A replacement is a claim made after the cordon, or one still in flight that a pass put
+        # these pods on. The node's own claim, and ready claims whose planned pods kube-scheduler
+        # put elsewhere, list these pods too but bring nothing new.
+        holders = [
+            c
+            for c in self.store.claims()
+            if pods.intersection(c.pods)
+            and c.instance_id != cont.instance_id
+            and c.node_name != cont.node
+            and (c.created_at >= cont.started or c.state in IN_FLIGHT)
+        ]
         if not holders:
             return now - cont.started >= self.options.replacement_grace
         for claim in holders:

@@ -173,6 +173,12 @@ class Provisioner:
 
     # -- the invocation ------------------------------------------------------------------------
 
+    def _lease_ttl(self, deadline: float) -> float:
+        """The lease never outlives the invocation: a Lambda killed at its timeout runs no
+        `finally`, and a lease held past it would turn the next ticks away as busy.
+        """
+        return max(1.0, min(self.options.lease_ttl, deadline - self.clock.now()))
+
     def run_for(self, remaining: float, invocation: str | None = None) -> RunReport:
         """`run` with the deadline `remaining` seconds from now by this controller's clock (what a
         Lambda handler knows: its context's remaining time).
@@ -188,7 +194,7 @@ class Provisioner:
         report = RunReport()
         opts = self.options
         holder = invocation or uuid.uuid4().hex
-        if not self.store.acquire_lease(LEASE, holder, self.clock.now(), opts.lease_ttl):
+        if not self.store.acquire_lease(LEASE, holder, self.clock.now(), self._lease_ttl(deadline)):
             self.observer.decision("lease-busy", lease=LEASE)
             report.lease = False
             return report
@@ -223,7 +229,7 @@ class Provisioner:
                     report.launched += result.launched
                     report.failed.update(result.failed)
                     first_seen = None
-                    self.store.acquire_lease(LEASE, holder, self.clock.now(), opts.lease_ttl)
+                    self.store.acquire_lease(LEASE, holder, self.clock.now(), self._lease_ttl(deadline))
                     continue
                 self.sleep(opts.poll)
         finally:
@@ -319,18 +325,25 @@ class Provisioner:
         )
         # Pods an in-flight claim already holds are bound to it for this plan, not planned again.
         holder = {pod: c.node_name or c.name for c in inflight for pod in c.pods}
-        # Every pod a claim in flight holds, not only those of this plan: after a capacity error the
-        # re-plan's `pending` leaves out the pods of the claims just launched, whose topology still
-        # counts (zone spread, anti-affinity).
-        unplaced = snapshot.pending() if holder else pending
-        held = tuple(replace(p, node_name=holder[p.key]) for p in unplaced if p.key in holder)
-        moving = {p.key for p in unplaced if p.node_name}
+        # Every pod a claim in flight holds counts on that claim (its room and its topology), not
+        # only this plan's pods: after a capacity error the re-plan's `pending` leaves out the pods
+        # of the claims just launched; a consolidation replacement holds pods still bound to the
+        # tainted candidate, which are not pending at all. Without them those claims look empty.
+        leaving = {
+            n.name for n in snapshot.nodes if n.deleting or any(t.key == wk.DISRUPTED_TAINT_KEY for t in n.taints)
+        }
+        held = tuple(
+            replace(p, node_name=holder[p.key])
+            for p in snapshot.pods
+            if p.key in holder and (not p.node_name or p.node_name in leaving)
+        )
+        # Pods being placed anew (a draining node's) or held elsewhere count there, not where they
+        # are: kube-scheduler will not see them on their old node once evicted.
+        moving = {p.key for p in pending if p.node_name} | {p.key for p in held}
         return SchedulingInput(
             pods=tuple(p for p in pending if p.key not in holder),
             pools=pools,
             nodes=snapshot.nodes,
-            # A draining node's pods are being placed anew: counting them where they are too would
-            # skew topology spread (kube-scheduler will not see them there once evicted).
             bound_pods=tuple(p for p in snapshot.pods if p.node_name and p.key not in moving) + held,
             inflight=inflight,
             daemonsets=snapshot.daemonsets,

@@ -56,7 +56,8 @@ class ClusterSnapshot:
 
     def pending(self) -> list[Pod]:
         """Pods that need capacity: provisionable ones plus reschedulable pods of draining nodes
-        (being deleted, or tainted disrupted by an interruption or a consolidation).
+        (being deleted, or tainted disrupted by an interruption that asks for replacement; see
+        `Node.draining`).
         """
         deleting = {n.name for n in self.nodes if n.draining}
         return [p for p in self.pods if provisionable(p) or (p.node_name in deleting and reschedulable(p))]

@@ -17,6 +17,7 @@ from nodewright.engine.disruption import DisruptionOptions
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
 from nodewright.model.node import Node
+from nodewright.model.taints import Taint
 from nodewright.sim.state import InMemoryStateStore
 from tests.builders import pod
 from tests.controllers.test_interruption import World, _pdb
@@ -205,3 +206,61 @@ def test_the_provisioner_leaves_a_commands_pods_to_its_replacements() -> None:
     assert len(world.cloud.calls_to("launch")) == 1  # the consolidator's replacement, nothing more
     assert world.cluster.lost_pods() == []
     assert all(p.node_name for p in world.workload_pods())
+
+
+def test_a_booting_replacement_keeps_the_room_for_the_pods_it_was_launched_for() -> None:
+    """The candidate's pods are still bound to it while its replacement boots; pods that become
+    pending meanwhile may only take what the replacement has left beyond them.
+    """
+    world = ConsolidationWorld()
+    world.node_with("big", 2, capacity_type="on-demand")  # 2 x 500m; replaced by an m5.large (2 cpu)
+    consolidator = world.consolidator()
+    seen: list[tuple[str, ...]] = []
+
+    def pods_arrive_while_it_boots(seconds: float) -> None:
+        commands = world.store.commands()
+        if not seen and commands and commands[0].state == "tainted":
+            name = commands[0].replacements[0]
+            for i in range(6):
+                world.cluster.add_pod(pod(f"late-{i}", cpu="500m", memory="1Gi"))
+            world.provision()
+            seen.append(next(c.pods for c in world.store.claims() if c.name == name))
+        world.tick(max(1.0, seconds))
+
+    consolidator.sleep = pods_arrive_while_it_boots
+    consolidator.run(world.clock.now() + 180)
+    world.tick(30)
+
+    assert seen, "the command reached its tainted state"
+    held = seen[0]
+    assert {"default/web-big-0", "default/web-big-1"} <= set(held)
+    assert len(held) <= 4  # 2 cpu: the two pods it was launched for and at most two 500m others
+    assert world.cluster.lost_pods() == []
+    assert all(p.node_name for p in world.workload_pods())
+
+
+def test_an_aborted_command_leaves_an_interruptions_taint_alone() -> None:
+    """A spot warning re-taints a candidate mid-command; when the command then aborts, the node
+    stays cordoned for the interruption (its pods pending for the provisioner)."""
+    world = ConsolidationWorld()
+    world.node_with("big", 2, capacity_type="on-demand")
+    consolidator = world.consolidator()
+    interrupted = Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule", wk.DISRUPTED_REPLACE)
+
+    def warning_arrives_and_the_replacement_vanishes(seconds: float) -> None:
+        commands = world.store.commands()
+        if commands and commands[0].state == "tainted":
+            world.cluster.cordon("big", interrupted)
+            for name in commands[0].replacements:
+                world.store.delete_claim(name)
+        world.tick(max(1.0, seconds))
+
+    consolidator.sleep = warning_arrives_and_the_replacement_vanishes
+    report = consolidator.run(world.clock.now() + 120)
+
+    assert report.aborted
+    node = world.cluster.get_node("big")
+    assert node is not None
+    assert interrupted in node.taints
+    assert node.unschedulable
+    assert node.draining

@@ -391,7 +391,59 @@ def test_replace_then_drain_waits_for_a_provisioner_that_runs_later() -> None:
     assert world.cluster.changes_of("pod_evicted") == [], "the node's own claim is not a replacement"
     world.provision()  # the provisioner's invocation starts
     world.tick(BOOT + 15)
-    assert len(world.cluster.changes_of("pod_evicted")) == 4
+    evicted = world.cluster.changes_of("pod_evicted")
+    assert len(evicted) == 4
+    replacement = [c for c in world.cluster.changes_of("node_added") if c.name != "spot-1"]
+    assert replacement
+    assert min(c.at for c in evicted) >= replacement[0].at  # not at the 30 s grace: after it is Ready
+    assert world.cluster.lost_pods() == []
+
+
+def test_replace_then_drain_waits_for_a_claim_in_flight_that_took_the_pods() -> None:
+    """A claim launched a moment before the cordon, by an earlier pass, takes the node's pods: it
+    is the replacement even though it is older than the cordon.
+    """
+    world = World()
+    world.spot_node(pods=30)
+    now = world.clock.now()
+    instance = world.cloud.add_instance(
+        Instance(
+            instance_id="i-fly",
+            instance_type="m5.4xlarge",
+            zone=ZONE,
+            capacity_type="on-demand",
+            state="running",
+            launched_at=now,
+            nodeclaim="claim-fly",
+            nodepool="default",
+            price=0.768,
+        )
+    )
+    world.store.create_claim(
+        NodeClaim(
+            name="claim-fly",
+            nodepool="default",
+            state="launched",
+            instance_type="m5.4xlarge",
+            capacity_type="on-demand",
+            zone=ZONE,
+            price=0.768,
+            instance_id="i-fly",
+            provider_id=instance.provider_id,
+            created_at=now - 1,
+            launched_at=now - 1,
+            labels={wk.NODEPOOL: "default", wk.ZONE: ZONE},
+        )
+    )
+    world.tick(2)
+    world.controller.handle(world.message(REBALANCE, "i-spot-1"))
+    assert any(len(c.pods) == 30 for c in world.store.claims() if c.name == "claim-fly"), "the pass put them there"
+    world.tick(BOOT + 10)
+    evicted = world.cluster.changes_of("pod_evicted")
+    ready = [c for c in world.cluster.changes_of("node_added") if c.name != "spot-1"]
+    assert evicted
+    assert ready
+    assert min(c.at for c in evicted) >= ready[0].at
     assert world.cluster.lost_pods() == []
 
 

@@ -355,3 +355,23 @@ def test_a_replan_after_a_capacity_error_keeps_zone_spread_across_the_claims_jus
     assert sum(per_zone.values()) == 30
     assert max(per_zone.values()) - min(per_zone.values()) <= 1, per_zone
     assert world.observer.of("capacity-error")  # the spot claim in that zone did fail first
+
+
+def test_the_lease_never_outlives_the_invocation() -> None:
+    """A Lambda killed at its timeout releases nothing; its lease must expire by then, or the next
+    ticks find it busy."""
+    world = World()
+    world.pending(3)
+    provisioner = world.provisioner()
+    deadline = world.clock.now() + 68
+    expiries: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        expiries.append(world.store._leases["provisioner"][1])
+        world.clock.advance(seconds)
+
+    provisioner.sleep = sleep
+    provisioner.run(deadline)
+
+    assert expiries
+    assert max(expiries) <= deadline

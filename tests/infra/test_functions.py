@@ -96,8 +96,8 @@ def test_the_consolidator_learns_its_mode_and_stability_guard(synthesized: Synth
                 "Variables": Match.object_like(
                     {
                         "CONSOLIDATION_MODE": "nodewright",
-                        "CONSOLIDATION_MIN_SAVINGS": "0",
-                        "CONSOLIDATION_MIN_SAVINGS_PERCENT": "0",
+                        "CONSOLIDATION_MIN_SAVINGS": "0.0",
+                        "CONSOLIDATION_MIN_SAVINGS_PERCENT": "0.0",
                     }
                 )
             },

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.scheduling.types import PoolCapacity
+from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
@@ -187,6 +188,8 @@ class ClusterView:
             return "not ready", ""
         if node.name in in_progress:
             return "already part of a running disruption command", ""
+        if any(t.key == wk.DISRUPTED_TAINT_KEY and t.value != wk.DISRUPTED_CONSOLIDATION for t in node.taints):
+            return "the interruption function has cordoned it", ""
         if node.do_not_disrupt:
             return "the node is annotated karpenter.sh/do-not-disrupt", ""
         pods = self.pods_by_node.get(node.name, ())

@@ -16,6 +16,7 @@ from nodewright.engine.disruption import eviction_cost
 from nodewright.model import labels as wk
 from nodewright.model.node import Node
 from nodewright.model.selectors import LabelSelector
+from nodewright.model.taints import Taint
 from nodewright.model.workloads import PodDisruptionBudget
 from tests.builders import pod
 from tests.engine.disruption.scenario import HOUR, NOW, World, only, pool
@@ -71,6 +72,12 @@ CASES: list[tuple[str, Callable[[World], None], dict[str, object], str]] = [
     ("not-initialized", lambda w: w.edit_claim("n", state="registered"), {}, "not initialized yet"),
     ("not-ready", lambda w: w.edit_node("n", ready=False), {}, "not ready"),
     ("in-progress", lambda w: None, {"in_progress": frozenset({"n"})}, "already part of a running"),
+    (
+        "interruption-cordoned",
+        lambda w: w.edit_node("n", taints=(Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule", wk.DISRUPTED_REPLACE),)),
+        {},
+        "the interruption function has cordoned it",
+    ),
     (
         "node-do-not-disrupt",
         lambda w: w.edit_node("n", annotations={wk.DO_NOT_DISRUPT: "true"}),
