@@ -16,23 +16,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from nodewright.adapters.aws.config_store import (
-    ConfigStore,
-    ConfigStoreError,
-    StoredDocument,
-    split_key,
-)
-from nodewright.adapters.aws.session import client as aws_client
 from nodewright.cli import app
 from nodewright.config.documents import KINDS, Loaded, dump_yaml
 from nodewright.config.files import read_paths
 from nodewright.config.problems import ConfigError
+
+if TYPE_CHECKING:
+    from nodewright.adapters.aws.config_store import ConfigStore, StoredDocument
 
 nodepool_app = typer.Typer(
     help="Validate NodePool and EC2NodeClass documents and manage the config table.",
@@ -59,7 +55,19 @@ EndpointUrl = Annotated[
 
 
 def _store(table: str, region: str | None, endpoint_url: str | None) -> ConfigStore:
+    # boto3 is imported here, not with the module: `plan`, `validate` and `--help` never need it
+    # and it is most of the CLI's start-up time.
+    from nodewright.adapters.aws.config_store import ConfigStore
+    from nodewright.adapters.aws.session import client as aws_client
+
     return ConfigStore(table, client=aws_client("dynamodb", region=region, endpoint_url=endpoint_url))
+
+
+def _store_errors() -> tuple[type[Exception], ...]:
+    """What a config table operation raises (evaluated only when one did)."""
+    from nodewright.adapters.aws.config_store import ConfigStoreError
+
+    return (ConfigStoreError, ConfigError)
 
 
 def _report(loaded: Loaded) -> None:
@@ -78,6 +86,8 @@ def _fail(message: str) -> typer.Exit:
 def _find(store: ConfigStore, ref: str) -> StoredDocument:
     """`Kind/name` or a bare name (unique across kinds)."""
     if "/" in ref:
+        from nodewright.adapters.aws.config_store import split_key
+
         kind, name = split_key(ref)
         stored = store.get(kind, name)
         if stored is None:
@@ -115,7 +125,7 @@ def apply(filename: Files, table: TableName, region: Region = None, endpoint_url
         raise _fail("no documents found")
     try:
         applied = _store(table, region, endpoint_url).apply(loaded.documents)
-    except ConfigStoreError as error:
+    except _store_errors() as error:
         raise _fail(str(error)) from None
     for item in applied:
         out.print(f"{item.key} {item.action} (version {item.version})", markup=False)
@@ -134,7 +144,7 @@ def get(
         raise _fail(f"--output must be yaml or json, got {output!r}")
     try:
         stored = _find(_store(table, region, endpoint_url), ref)
-    except (ConfigStoreError, ConfigError) as error:
+    except _store_errors() as error:
         raise _fail(str(error)) from None
     manifest = stored.document.to_manifest()
     text = json.dumps(manifest, indent=2) + "\n" if output == "json" else dump_yaml([manifest])
@@ -146,7 +156,7 @@ def list_documents(table: TableName, region: Region = None, endpoint_url: Endpoi
     """List the stored documents with their versions."""
     try:
         stored = _store(table, region, endpoint_url).list()
-    except (ConfigStoreError, ConfigError) as error:
+    except _store_errors() as error:
         raise _fail(str(error)) from None
     view = Table("KIND", "NAME", "VERSION", "DETAIL", box=None, pad_edge=False)
     for item in stored:
@@ -173,6 +183,6 @@ def delete(
     try:
         stored = _find(store, ref)
         store.delete(stored.document.kind, stored.document.name, expected_version=stored.version)
-    except (ConfigStoreError, ConfigError) as error:
+    except _store_errors() as error:
         raise _fail(str(error)) from None
     out.print(f"{stored.key} deleted", markup=False)
