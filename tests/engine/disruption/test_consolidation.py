@@ -235,29 +235,6 @@ def test_many_to_many_replacements_share_the_slack() -> None:
     expect_cheaper(world, command)
 
 
-def test_many_to_many_must_save_more_per_disrupted_node() -> None:
-    """All four onto two 4-cpu nodes saves $0.06/h (0.015 per node disrupted); a and b onto one
-    saves $0.05/h (0.025 per node): budgets ration disrupted nodes, so the smaller move wins.
-    """
-    world = World(
-        types=(
-            instance_type("s.large", cpu="2", memory="8Gi", price=0.10),
-            instance_type("t.large", cpu="2", memory="8Gi", price=0.08),
-            instance_type("m.xlarge", cpu="4", memory="16Gi", price=0.15),
-        )
-    )
-    for name, kind in (("a", "s.large"), ("b", "s.large"), ("c", "t.large"), ("d", "t.large")):
-        world.node(name, kind)
-        world.put(name, 1, cpu="1500m", memory="1Gi")
-
-    command = consolidation(world)
-
-    assert command is not None
-    assert set(command.candidates) == {"a", "b"}
-    assert [r.instance_type.name for r in command.replacements] == ["m.xlarge"]
-    assert command.savings == pytest.approx(0.05)
-
-
 def test_without_many_to_many_only_karpenters_moves_are_made() -> None:
     world = four_small_nodes()
 
