@@ -96,7 +96,12 @@ class Simulator:
         self._cheapest = {pc.nodepool.name: _by_price(pc.instance_types) for pc in inp.pools}
         self._pool_requirements = {pc.nodepool.name: _pool_requirements(pc.nodepool) for pc in inp.pools}
         self._cache: dict[tuple[frozenset[str], bool], SchedulingResult] = {}
+        self._cuts: dict[tuple[str, int], tuple[InstanceType, ...]] = {}
         self._shadows: dict[tuple[str, frozenset[str]], Node] = {}
+        self._shadow_labels: dict[tuple[str, frozenset[str]], Mapping[str, str]] = {}
+        self._busy_shadows: dict[tuple[str, frozenset[str], frozenset[Combo]], Node] = {}
+        self._ghosts: dict[tuple[str, frozenset[str]], Node] = {}
+        self._mine_cache: dict[tuple[str, frozenset[Combo]], tuple[tuple[Pod, ...], Resources]] = {}
         self._pool_fits: dict[tuple[str, tuple[Requirements, ...], tuple[Toleration, ...]], bool] = {}
         self._node_fits: dict[tuple[str, tuple[tuple[Requirements, ...], tuple[Toleration, ...]]], bool] = {}
         # Roomiest first: when more nodes have room than ROOMY_LIMIT, these are the ones offered.
@@ -110,24 +115,33 @@ class Simulator:
         return claim is None or claim.state == "initialized"
 
     def _prepare(self, node: Node, pods: Sequence[Pod]) -> _Destination:
-        used = Resources()
+        # Sums are kept in plain dicts and made Resources once: the same values, in the same key
+        # order, as adding Resources pod by pod, without a new Resources per pod.
+        used: dict[str, int] = {}
         combos: dict[Combo, list[Pod]] = {}
-        combo_used: dict[Combo, Resources] = {}
+        combo_used: dict[Combo, dict[str, int]] = {}
         anti: list[Pod] = []
-        anti_used = Resources()
+        anti_used: dict[str, int] = {}
         for p in pods:
-            used = used + p.requests
+            _accumulate(used, p.requests)
             if p.anti_affinity:
                 anti.append(p)
-                anti_used = anti_used + p.requests
+                _accumulate(anti_used, p.requests)
                 continue
             combo = (p.namespace, tuple(sorted(p.labels.items())))
             if combo not in self.combos:
                 self.combos[combo] = (p.namespace, p.labels)
             combos.setdefault(combo, []).append(p)
-            combo_used[combo] = combo_used.get(combo, Resources()) + p.requests
-        free = (node.allocatable - used).clamped()
-        return _Destination(node, free, combos, combo_used, anti, anti_used)
+            _accumulate(combo_used.setdefault(combo, {}), p.requests)
+        free = (node.allocatable - Resources(used)).clamped()
+        return _Destination(
+            node,
+            free,
+            combos,
+            {combo: Resources(total) for combo, total in combo_used.items()},
+            anti,
+            Resources(anti_used),
+        )
 
     def free_room(self) -> dict[str, tuple[int, int]]:
         """Free cpu and memory (milli-units) of every destination node."""
@@ -166,7 +180,13 @@ class Simulator:
 
     def _below(self, pool: str, cap: float) -> tuple[InstanceType, ...]:
         cheapest = self._cheapest[pool]
-        return tuple(cheapest.types[: bisect.bisect_left(cheapest.prices, cap)])
+        key = (pool, bisect.bisect_left(cheapest.prices, cap))
+        # The same cut is the same tuple object: the solver recognises a list it has prepared
+        # for this NodePool by identity, and skips looking up each type again.
+        cut = self._cuts.get(key)
+        if cut is None:
+            cut = self._cuts[key] = tuple(cheapest.types[: key[1]])
+        return cut
 
     def _pools(self, pods: Sequence[Pod]) -> tuple[PoolCapacity, ...]:
         """The NodePools some moving pod could use (its node selection and tolerations allow it):
@@ -203,15 +223,14 @@ class Simulator:
         nodes: list[Node] = []
         bound: list[Pod] = []
         roomy = 0
+        # Questions of a pass share few relevant sets: a node's relevant pods and its shadow are
+        # made once per set (and label keys), and the same objects are given to every solve.
+        shared = frozenset(relevant)
         for d in self.by_room:
             node = d.node
             if node.name in leaving:
                 continue
-            mine = list(d.anti)
-            mine_used = d.anti_used
-            for combo in relevant.intersection(d.combos) if relevant else ():
-                mine += d.combos[combo]
-                mine_used = mine_used + d.combo_used[combo]
+            mine, mine_used = self._mine(d, relevant, shared)
             useful = (
                 roomy < ROOMY_LIMIT
                 and all(d.free[name] >= need for name, need in smallest.items())
@@ -224,13 +243,37 @@ class Simulator:
                 if shadow is None:
                     shadow = self._shadows[(node.name, keys)] = self._shadow(node, keys, d.free)
             elif useful:
-                shadow = self._shadow(node, keys, d.free + mine_used)
+                busy = (node.name, keys, shared)
+                shadow = self._busy_shadows.get(busy)
+                if shadow is None:
+                    shadow = self._busy_shadows[busy] = self._shadow(node, keys, d.free + mine_used)
             else:
-                shadow = Node(node.name, labels=_only(node.labels, keys), unschedulable=True, ready=True)
+                shadow = self._ghosts.get((node.name, keys))
+                if shadow is None:
+                    shadow = self._ghosts[(node.name, keys)] = Node(
+                        node.name, labels=self._labels(node, keys), unschedulable=True, ready=True
+                    )
             roomy += useful
             nodes.append(shadow)
             bound += mine
         return tuple(nodes), tuple(bound)
+
+    def _mine(
+        self, d: _Destination, relevant: set[Combo], shared: frozenset[Combo]
+    ) -> tuple[tuple[Pod, ...], Resources]:
+        """The destination's pods a topology constraint counts (required anti-affinity, or in a
+        `relevant` combo), and what they request; remembered per node and relevant set.
+        """
+        key = (d.node.name, shared)
+        hit = self._mine_cache.get(key)
+        if hit is None:
+            mine = list(d.anti)
+            mine_used = d.anti_used
+            for combo in relevant.intersection(d.combos) if relevant else ():
+                mine += d.combos[combo]
+                mine_used = mine_used + d.combo_used[combo]
+            hit = self._mine_cache[key] = (tuple(mine), mine_used)
+        return hit
 
     def _takes(self, node: Node, kind: tuple[tuple[Requirements, ...], tuple[Toleration, ...]]) -> bool:
         """True when pods of this kind (node selection, tolerations) may run on `node`."""
@@ -243,9 +286,25 @@ class Simulator:
             )
         return hit
 
-    @staticmethod
-    def _shadow(node: Node, keys: frozenset[str], allocatable: Resources) -> Node:
-        return Node(node.name, labels=_only(node.labels, keys), taints=node.taints, allocatable=allocatable, ready=True)
+    def _shadow(self, node: Node, keys: frozenset[str], allocatable: Resources) -> Node:
+        return Node(node.name, labels=self._labels(node, keys), taints=node.taints, allocatable=allocatable, ready=True)
+
+    def _labels(self, node: Node, keys: frozenset[str]) -> Mapping[str, str]:
+        """The node's labels the moving pods read (`keys`): one dict per node and keys, shared by
+        the shadows of every question (nothing changes a node's labels).
+        """
+        key = (node.name, keys)
+        hit = self._shadow_labels.get(key)
+        if hit is None:
+            hit = self._shadow_labels[key] = _only(node.labels, keys)
+        return hit
+
+
+def _accumulate(total: dict[str, int], requests: Mapping[str, int]) -> None:
+    """Add `requests` into `total`, as `Resources.__add__` would (same keys, same order)."""
+    # Keys then indexing: Mapping.items() walks a Resources through a Python generator.
+    for key in requests:
+        total[key] = total.get(key, 0) + requests[key]
 
 
 def _only(labels: Mapping[str, str], keys: frozenset[str]) -> dict[str, str]:

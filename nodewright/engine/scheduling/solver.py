@@ -40,14 +40,17 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from nodewright.engine.scheduling.classes import PodClass, group
 from nodewright.engine.scheduling.topology import Group, Topology, spread_group, term_group
 from nodewright.engine.scheduling.typemix import Assignment, Column, apportion, assign, cheapest_mix, node_slices
 from nodewright.engine.scheduling.types import (
     MAX_INSTANCE_TYPE_OPTIONS,
+    BlockedOffering,
     PlannedClaim,
     PoolCapacity,
     SchedulingInput,
@@ -55,11 +58,13 @@ from nodewright.engine.scheduling.types import (
 )
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType, Offering
+from nodewright.model.node import Node
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import AffinityTerm, Pod, SpreadConstraint
 from nodewright.model.requirements import Requirement, Requirements, label_matches
 from nodewright.model.resources import ACCELERATORS, CPU, MEMORY, PODS, Resources
 from nodewright.model.taints import BLOCKING, Taint, Toleration
+from nodewright.model.workloads import DaemonSet
 
 # How many of this pass's open claims a class scans before it opens a new one. Bounds the work per
 # class on huge plans; the claims scanned first are the oldest (first fit decreasing).
@@ -75,6 +80,8 @@ PLAN_MIN_NODES = 3
 TARGET_REFRESH = 0.5
 # How much dearer (as a fraction) a smaller target type may be than the most cost-efficient one.
 TARGET_SLACK = 0.02
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 _CAPACITY_PRIORITY = {"reserved": 0, "spot": 1, "on-demand": 2}
 _IGNORED_NODE_TAINTS = frozenset(
     {
@@ -129,20 +136,25 @@ def solve(inp: SchedulingInput, strategy: Strategy | None = None) -> SchedulingR
         return _Solver(inp, DEFAULT_STRATEGY).run()
     plans: list[SchedulingResult] = []
     plannable = False
+    shared = _Shared()
     for candidate in PORTFOLIO:
         if candidate.lp_plan and not plannable:
             # The shape-mixing pass (earlier in PORTFOLIO) met nothing to plan, so this pass
             # would repeat it step for step.
             continue
-        solver = _Solver(inp, candidate)
+        solver = _Solver(inp, candidate, shared)
         plans.append(solver.run())
         plannable = plannable or solver.plannable
     return min(plans, key=lambda r: (len(r.unschedulable), round(r.price_per_hour, 9)))
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Type:
-    """An instance type as one pool sees it: capacity left for pods, price, allowed offerings."""
+    """An instance type as one pool sees it: capacity left for pods, price, allowed offerings.
+
+    Shared by the solves that prepare the same NodePool (`_Prepared`), so never changed (`prices`
+    included).
+    """
 
     it: InstanceType
     cap: tuple[int, ...]
@@ -161,8 +173,9 @@ class _Pool:
     weight: int
     requirements: Requirements
     taints: tuple[Taint, ...]
-    types: list[_Type]
-    by_name: dict[str, _Type]
+    types: tuple[_Type, ...]  # shared across solves, like everything `prepared` answers
+    by_name: Mapping[str, _Type]  # likewise: never changed
+    prepared: _Prepared
     remaining: list[int] | None
     limit_version: int = 0
     # Remaining unplaced requests of the pods whose first choice is this pool, by capacity types.
@@ -216,9 +229,10 @@ class _Planning:
 
 
 class _Solver:
-    def __init__(self, inp: SchedulingInput, strategy: Strategy) -> None:
+    def __init__(self, inp: SchedulingInput, strategy: Strategy, shared: _Shared | None = None) -> None:
         self.inp = inp
         self.strategy = strategy
+        self.shared = shared if shared is not None else _Shared()
         self.classes = group(inp.pods)
         self.names = _resource_names(inp, self.classes)
         self.index = {n: i for i, n in enumerate(self.names)}
@@ -231,7 +245,6 @@ class _Solver:
         # Caches keyed by values, never by object ids (ids of short-lived classes are reused).
         self._node_fits: dict[tuple[str, Requirements], bool] = {}
         self._claim_fits: dict[tuple[Requirements, Requirements, str], bool] = {}
-        self._option_lists: dict[tuple[str, Requirements], list[_Option]] = {}
         self._bound_cache: dict[tuple[object, ...], bool] = {}
         self._prices: dict[tuple[object, ...], float] = {}
         self._largest: dict[str, tuple[int, int]] = {}
@@ -245,81 +258,17 @@ class _Solver:
         # Set by a shape-mixing pass that met pods a planned fill could plan (see `solve`).
         self.plannable = False
         self.topology_keys: list[str] = []
+        self._tracked: list[Group] = []  # the topology groups `run` tracks
         self._min_cpu = min((c.requests[CPU] for c in self.classes), default=0)
 
     # -- preparation ---------------------------------------------------------------------------
 
     def vec(self, resources: Mapping[str, int]) -> tuple[int, ...]:
-        return tuple(resources.get(n, 0) for n in self.names)
+        return _vec(resources, self.names)
 
     def _pool(self, nodepool: NodePool, instance_types: Sequence[InstanceType]) -> _Pool:
-        reqs = nodepool.requirements.intersection(Requirements.from_labels(nodepool.labels)).intersection(
-            Requirements([Requirement.new(wk.NODEPOOL, "In", [nodepool.name])])
-        )
-        zone_req = reqs.get(wk.ZONE)
-        ct_req = reqs.get(wk.CAPACITY_TYPE)
-        daemons = [
-            ds
-            for ds in self.inp.daemonsets
-            if _tolerated(ds.template.tolerations, nodepool.taints, prefer=False)
-            and any(reqs.compatible(alt) for alt in ds.template.node_requirements())
-        ]
-        types: list[_Type] = []
-        for it in instance_types:
-            if not it.requirements.intersects(reqs):
-                continue
-            offerings = tuple(
-                sorted(
-                    (
-                        o
-                        for o in it.offerings
-                        if o.available
-                        and (o.capacity_type, it.name, o.zone) not in self.inp.blocked
-                        and (zone_req is None or zone_req.has(o.zone))
-                        and (ct_req is None or ct_req.has(o.capacity_type))
-                    ),
-                    key=_offering_order,
-                )
-            )
-            if not offerings:
-                continue
-            overhead = Resources()
-            for ds in daemons:
-                if any(it.requirements.intersects(alt) for alt in ds.template.node_requirements()):
-                    overhead = overhead + ds.template.requests
-            cap = self.vec(it.allocatable - overhead)
-            if min(cap) < 0:
-                continue
-            offer_reqs = it.requirements.intersection(
-                Requirements(
-                    [
-                        Requirement.new(wk.ZONE, "In", sorted({o.zone for o in offerings})),
-                        Requirement.new(wk.CAPACITY_TYPE, "In", sorted({o.capacity_type for o in offerings})),
-                    ]
-                )
-            )
-            exotic = (
-                any(it.capacity[a] for a in ACCELERATORS)
-                or it.name.endswith(".metal")
-                or "metal" in (it.label(wk.INSTANCE_SIZE) or "")
-            )
-            prices: dict[str, float] = {}
-            for o in offerings:
-                prices.setdefault(o.capacity_type, o.price)
-            types.append(
-                _Type(
-                    it,
-                    cap,
-                    self.vec(overhead),
-                    self.vec(it.capacity),
-                    offerings[0].price,
-                    prices,
-                    offerings,
-                    offer_reqs,
-                    exotic,
-                )
-            )
-        types.sort(key=lambda t: (t.price, t.it.name))
+        prepared = _PREPARED.get(nodepool, self.inp.daemonsets, self.inp.blocked, self.names)
+        types, by_name = prepared.types(instance_types)
         remaining = None
         if nodepool.limits is not None:
             used = self.inp.used.get(nodepool.name, Resources())
@@ -328,38 +277,31 @@ class _Solver:
         return _Pool(
             nodepool.name,
             nodepool.weight,
-            reqs,
+            prepared.requirements,
             nodepool.taints,
             types,
-            {t.it.name: t for t in types},
+            by_name,
+            prepared,
             remaining,
         )
 
     def _existing_bins(self) -> None:
-        used: dict[str, list[int]] = {}
-        bound_by_node: dict[str, list[Pod]] = {}
-        for pod in self.inp.bound_pods:
-            if pod.terminal or not pod.node_name:
-                continue
-            bound_by_node.setdefault(pod.node_name, []).append(pod)
-            acc = used.setdefault(pod.node_name, [0] * len(self.names))
-            for i, v in enumerate(self.vec(pod.requests)):
-                acc[i] += v
-        keys = {g.key for g in self._groups()}
+        bound = self.shared.bound(self.inp.bound_pods, self.names)
+        used, bound_by_node = bound.used, bound.pods
+        keys = {g.key for g in self._tracked}
         for node in sorted(self.inp.nodes, key=lambda n: n.name):
-            cap = self.vec(node.allocatable)
+            cap, node_reqs, taints = _NODE_FACTS.get(node, self.names)
             load = used.get(node.name, [0] * len(cap))
             domains = {k: (node.name if k == wk.HOSTNAME else node.labels.get(k)) for k in keys}
-            for pod in bound_by_node.get(node.name, ()):
-                self.topology.record(pod, domains)
+            for pod, count in bound.alike.get(node.name, ()):
+                self.topology.record(pod, domains, count)
             if node.unschedulable or node.deleting:
                 continue
-            taints = tuple(t for t in node.taints if t.key not in _IGNORED_NODE_TAINTS)
             self.existing.append(
                 _Bin(
                     node.name,
                     "node",
-                    Requirements.from_labels(node.labels),
+                    node_reqs,
                     taints,
                     [c - u for c, u in zip(cap, load, strict=True)],
                     labels=node.labels,
@@ -369,9 +311,13 @@ class _Solver:
         for claim in sorted(self.inp.inflight, key=lambda c: c.name):
             pool = pools.get(claim.nodepool)
             t = pool.by_name.get(claim.instance_type) if pool else None
-            if pool is None or t is None:
-                continue
             name = claim.node_name or claim.name
+            if pool is None or t is None:
+                # No room to offer (its NodePool or type is gone), but its pods still land there.
+                where = {wk.HOSTNAME: name, wk.ZONE: claim.zone or None, wk.CAPACITY_TYPE: claim.capacity_type or None}
+                for pod in bound_by_node.get(name, ()):
+                    self.topology.record(pod, where)
+                continue
             load = used.get(name, [0] * len(self.names))
             # A launched claim is where it launched: its zone, capacity type and type are known.
             launched = {
@@ -414,7 +360,7 @@ class _Solver:
     # -- the pass ------------------------------------------------------------------------------
 
     def run(self) -> SchedulingResult:
-        groups = self._groups()
+        groups = self._tracked = self._groups()
         self.topology.track(groups)
         self.topology_keys = sorted({wk.HOSTNAME, wk.ZONE, wk.CAPACITY_TYPE} | {g.key for g in groups})
         self._existing_bins()
@@ -1060,46 +1006,43 @@ class _Solver:
     def _choose_target(
         self, pool: _Pool, alt: Requirements, req: tuple[int, ...], cts: frozenset[str], pool_demand: list[int]
     ) -> tuple[_Type | None, str]:
-        compatible = [t for t in pool.types if t.offer_reqs.intersects(alt)]
-        if not compatible:
+        # What depends only on the types, `alt`, `req` and `cts` comes from `_Prepared.targets`,
+        # computed once across solves; the limits and the demand are applied here.
+        base = pool.prepared.targets(pool.types, alt, req)
+        if not base.compatible:
             return None, f"no instance type satisfies {alt!r}" if alt else "no instance type is offered"
-        fitting = [t for t in compatible if all(c >= r for c, r in zip(t.cap, req, strict=True))]
+        fitting = base.fitting
         if not fitting:
-            return None, self._too_big(req, compatible)
+            return None, self._too_big(req, base.compatible)
         if pool.remaining is not None:
             remaining = pool.remaining
-            fitting = [t for t in fitting if all(c <= r for c, r in zip(t.capacity, remaining, strict=True))]
-            if not fitting:
-                return None, "limits reached"
-        plain = [t for t in fitting if not t.exotic]
-        candidates = [t for t in (plain or fitting) if any(ct in t.prices for ct in cts)]
-        if not candidates:
+            # When the largest of the fitting types is within the limits, every one is.
+            if not all(c <= r for c, r in zip(base.peak, remaining, strict=True)):
+                fitting = [t for t in fitting if all(c <= r for c, r in zip(t.capacity, remaining, strict=True))]
+                if not fitting:
+                    return None, "limits reached"
+        priced = base.priced(cts) if fitting is base.fitting else _priced(fitting, req, cts)
+        if not priced:
             return None, f"no instance type that fits is offered as {' or '.join(sorted(cts))}"
 
-        def price(t: _Type) -> float:
-            return min(p for ct, p in t.prices.items() if ct in cts)
-
         demand = [max(d, r) for d, r in zip(pool_demand, req, strict=True)]
-        dims = [i for i, d in enumerate(demand) if d > 0]
-
-        def cost(t: _Type) -> float:
+        costs: list[tuple[float, float, _Type]] = []
+        for t, price, usable in priced:
             # Serve the remaining demand with this type alone: whole nodes, each holding whole
             # pods of the size that opens the claim (so a 7.9-cpu node counts as 7 one-cpu pods).
+            # `usable` leaves out resources the type lacks: demand for them (other pods' GPUs) is
+            # not its to serve.
             worst = 0.0
-            for i in dims:
-                cap = t.cap[i]
-                if not cap:
-                    continue  # demand for a resource the type lacks (other pods' GPUs) is not its to serve
-                usable = (cap // req[i]) * req[i] if req[i] else cap
-                worst = max(worst, demand[i] / usable)
-            return price(t) * max(1, math.ceil(worst - 1e-9))
-
-        costs = [(cost(t), t) for t in candidates]
-        best = min(c for c, _ in costs)
+            for i, room in usable:
+                d = demand[i]
+                if d > 0:
+                    worst = max(worst, d / room)
+            costs.append((price * max(1, math.ceil(worst - 1e-9)), price, t))
+        best = min(c for c, _, _ in costs)
         # Within TARGET_SLACK of the cheapest way to serve the demand, prefer the smallest type:
         # the bill barely moves and an interruption or a failed launch hits fewer pods.
-        near = [t for c, t in costs if c <= best * (1 + TARGET_SLACK)]
-        return min(near, key=lambda t: (price(t), t.it.name)), ""
+        near = [(price, t) for c, price, t in costs if c <= best * (1 + TARGET_SLACK)]
+        return min(near, key=lambda n: (n[0], n[1].it.name))[1], ""
 
     def _too_big(self, req: tuple[int, ...], types: Sequence[_Type]) -> str:
         for i, name in enumerate(self.names):
@@ -1274,26 +1217,450 @@ class _Solver:
     def _candidates(self, pool: _Pool, reqs: Requirements) -> list[_Option]:
         """The pool's types that `reqs` allow, with the offerings they allow, cheapest first.
 
-        Claims of one pass share few distinct requirement sets, so this is computed once per set.
+        Claims share few distinct requirement sets, within a pass and across passes, so this is
+        computed once per set (`_Prepared.options`). The list is shared: never change it.
         """
-        key = (pool.name, reqs)
-        hit = self._option_lists.get(key)
-        if hit is None:
-            zone_req, ct_req = reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE)
-            hit = []
-            for t in pool.types:
-                if not t.offer_reqs.intersects(reqs):
-                    continue
-                offers = tuple(
-                    o
-                    for o in t.offerings
-                    if (zone_req is None or zone_req.has(o.zone)) and (ct_req is None or ct_req.has(o.capacity_type))
-                )
-                if offers:
-                    hit.append((offers[0].price, t.it.name, t, offers))
-            hit.sort(key=lambda o: (o[0], o[1]))
-            self._option_lists[key] = hit
+        return pool.prepared.options(pool.types, reqs)
+
+
+# -- what every strategy of one solve() computes alike ------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """The bound pods by node (`pods`, in input order), what they request there (`used`, a vector
+    over the solver's resource names), and for topology each node's pods as (pod, count): pods
+    topology counts alike (same namespace, labels and required anti-affinity) once, with how many
+    there are, in order of first appearance. Shared by the strategies: never changed.
+    """
+
+    used: Mapping[str, list[int]]
+    pods: Mapping[str, list[Pod]]
+    alike: Mapping[str, list[tuple[Pod, int]]]
+
+
+class _Shared:
+    """Work that every strategy of one `solve()` call would repeat on the same input, done once.
+
+    Lives for one call, so it can only ever see one input; keyed by what else it depends on.
+    """
+
+    def __init__(self) -> None:
+        self._bound: dict[tuple[str, ...], _Bound] = {}
+
+    def bound(self, bound_pods: Sequence[Pod], names: tuple[str, ...]) -> _Bound:
+        """`bound_pods` (the input's) by node (see `_Bound`), for these resource names."""
+        hit = self._bound.get(names)
+        if hit is not None:
+            return hit
+        used: dict[str, list[int]] = {}
+        pods: dict[str, list[Pod]] = {}
+        alike: dict[str, dict[tuple[object, ...], list[Any]]] = {}
+        for pod in bound_pods:
+            if pod.terminal or not pod.node_name:
+                continue
+            pods.setdefault(pod.node_name, []).append(pod)
+            acc = used.setdefault(pod.node_name, [0] * len(names))
+            requests, key = _POD_FACTS.get(pod, names)
+            for i, v in enumerate(requests):
+                acc[i] += v
+            seen = alike.setdefault(pod.node_name, {}).get(key)
+            if seen is None:
+                alike[pod.node_name][key] = [pod, 1]
+            else:
+                seen[1] += 1
+        hit = _Bound(
+            used,
+            pods,
+            {node: [(p, n) for p, n in runs.values()] for node, runs in alike.items()},
+        )
+        self._bound[names] = hit
         return hit
+
+
+class _PodFacts:
+    """What `_Shared.bound` reads of a bound pod, remembered across solves: its requests as a
+    vector over some resource names, and what Topology.record reads of it (namespace, labels,
+    required anti-affinity; pods equal in these are recorded alike).
+
+    Consolidation asks dozens of questions per pass about the same few hundred bound pods (those a
+    topology constraint counts), and the provisioner passes every bound pod on each invocation;
+    the pods are mostly the same objects from one question or pass to the next. Valid because the
+    facts are a pure function of the (immutable) pod and the names: pods are remembered by id, and
+    each entry holds its pod, so the id cannot be reused by another object while it is remembered.
+    Bounded: everything is forgotten when `limit` pods are remembered.
+    """
+
+    def __init__(self, limit: int = 100_000) -> None:
+        self.limit = limit
+        self._facts: dict[int, tuple[Pod, tuple[str, ...], tuple[int, ...], tuple[object, ...]]] = {}
+
+    def get(self, pod: Pod, names: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[object, ...]]:
+        """(requests as a vector over `names`, the pod's topology key)."""
+        known = self._facts.get(id(pod))
+        if known is not None and known[0] is pod and known[1] == names:
+            return known[2], known[3]
+        requests = _vec(pod.requests, names)
+        key = (pod.namespace, tuple(sorted(pod.labels.items())), pod.anti_affinity)
+        if len(self._facts) >= self.limit:
+            self._facts.clear()
+        self._facts[id(pod)] = (pod, names, requests, key)
+        return requests, key
+
+
+_POD_FACTS = _PodFacts()
+
+
+class _NodeFacts:
+    """What `_existing_bins` derives from a node, remembered across solves like `_PodFacts` (and
+    valid for the same reasons; consolidation hands every solve of a pass the same node objects):
+    its allocatable as a vector over some resource names, its labels as requirements, and the
+    taints that keep pods off it.
+    """
+
+    def __init__(self, limit: int = 20_000) -> None:
+        self.limit = limit
+        self._facts: dict[
+            int, tuple[Node, tuple[str, ...], tuple[tuple[int, ...], Requirements, tuple[Taint, ...]]]
+        ] = {}
+
+    def get(self, node: Node, names: tuple[str, ...]) -> tuple[tuple[int, ...], Requirements, tuple[Taint, ...]]:
+        """(allocatable over `names`, labels as requirements, taints that count)."""
+        known = self._facts.get(id(node))
+        if known is not None and known[0] is node and known[1] == names:
+            return known[2]
+        facts = (
+            _vec(node.allocatable, names),
+            Requirements.from_labels(node.labels),
+            tuple(t for t in node.taints if t.key not in _IGNORED_NODE_TAINTS),
+        )
+        if len(self._facts) >= self.limit:
+            self._facts.clear()
+        self._facts[id(node)] = (node, names, facts)
+        return facts
+
+
+_NODE_FACTS = _NodeFacts()
+
+
+# -- instance types as a NodePool sees them, shared across solves ---------------------------------
+
+
+# A type that may be a claim's target, with its price for some capacity types and, per resource it
+# has, how much of it pods of the opening size can use: [(resource index, usable amount)].
+_Priced = tuple["_Type", float, list[tuple[int, int]]]
+
+
+def _priced(fitting: Sequence[_Type], req: tuple[int, ...], cts: frozenset[str]) -> list[_Priced]:
+    """The types a claim opened for pods of size `req` in capacity types `cts` may target, among
+    `fitting` (types that hold one such pod): the plain ones (no accelerator, not metal) unless
+    there are none, offered in one of `cts`; each with its cheapest price there and usable room.
+    """
+    plain = [t for t in fitting if not t.exotic]
+    out: list[_Priced] = []
+    for t in plain or fitting:
+        if not any(ct in t.prices for ct in cts):
+            continue
+        price = min(p for ct, p in t.prices.items() if ct in cts)
+        usable = [(i, (cap // req[i]) * req[i] if req[i] else cap) for i, cap in enumerate(t.cap) if cap]
+        out.append((t, price, usable))
+    return out
+
+
+class _Targets:
+    """For one list of types, node requirements `alt` and pod size `req`: the types `alt` allows
+    (`compatible`), those of them one pod fits (`fitting`), the largest capacity among those
+    (`peak`, per resource), and `_priced` per capacity types. Shared across solves: never changed.
+    """
+
+    __slots__ = ("_priced", "compatible", "fitting", "peak", "req")
+
+    def __init__(self, compatible: list[_Type], req: tuple[int, ...]) -> None:
+        self.req = req
+        self.compatible = compatible
+        self.fitting = [t for t in compatible if all(c >= r for c, r in zip(t.cap, req, strict=True))]
+        self.peak = [max(t.capacity[i] for t in self.fitting) for i in range(len(req))] if self.fitting else []
+        self._priced: dict[frozenset[str], list[_Priced]] = {}
+
+    def priced(self, cts: frozenset[str]) -> list[_Priced]:
+        """`_priced(self.fitting, ...)`, remembered."""
+        hit = self._priced.get(cts)
+        if hit is None:
+            hit = self._priced[cts] = _priced(self.fitting, self.req, cts)
+        return hit
+
+
+class _Prepared:
+    """One NodePool's view of the catalog, for given daemonsets, blocked offerings and resource
+    names: the pool's requirements, and each instance type as the pool sees it (`_Type`, or None
+    when the pool cannot use it).
+
+    Preparing a type (requirements intersection, offering filtering and sorting, daemonset
+    overhead) is most of a small solve, and it depends on nothing else, so one consolidation pass
+    (dozens of solves) or one provisioner invocation prepares each type once instead of once per
+    solve and strategy. Valid because everything here is a pure function of the key
+    (`nodepool`, `daemonsets`, `blocked`, `names`, compared by value) and of the instance type, and
+    every object involved is immutable: types are remembered by `id`, and the entry keeps a
+    reference to each, so an id cannot be reused by another object while it is remembered.
+    """
+
+    # Bounds on what one entry remembers (a catalog has ~800 types; a pass cuts a few lists).
+    MAX_TYPES = 8192
+    MAX_LISTS = 64
+    MAX_QUESTIONS = 4096
+    MAX_REQUIREMENTS = 512
+
+    def __init__(
+        self,
+        nodepool: NodePool,
+        daemonsets: Sequence[DaemonSet],
+        blocked: frozenset[BlockedOffering],
+        names: tuple[str, ...],
+    ) -> None:
+        self.nodepool = nodepool
+        self.daemonsets = daemonsets
+        self.blocked = blocked
+        self.names = names
+        reqs = nodepool.requirements.intersection(Requirements.from_labels(nodepool.labels)).intersection(
+            Requirements([Requirement.new(wk.NODEPOOL, "In", [nodepool.name])])
+        )
+        self.requirements = reqs
+        self._zone_req = reqs.get(wk.ZONE)
+        self._ct_req = reqs.get(wk.CAPACITY_TYPE)
+        self._daemons = [
+            ds
+            for ds in daemonsets
+            if _tolerated(ds.template.tolerations, nodepool.taints, prefer=False)
+            and any(reqs.compatible(alt) for alt in ds.template.node_requirements())
+        ]
+        self._by_type: dict[int, tuple[InstanceType, _Type | None]] = {}
+        self._lists: dict[int, tuple[Sequence[InstanceType], tuple[_Type, ...], Mapping[str, _Type]]] = {}
+        # By list of types this entry made (held, so its id stays its own) and requirements.
+        self._matching: dict[tuple[int, Requirements], tuple[tuple[_Type, ...], list[_Type]]] = {}
+        self._options: dict[tuple[int, Requirements], tuple[tuple[_Type, ...], list[_Option]]] = {}
+        self._by_requirements: dict[Requirements, dict[int, tuple[_Type, bool, _Option | None]]] = {}
+        self._targets: dict[tuple[int, Requirements, tuple[int, ...]], tuple[tuple[_Type, ...], _Targets]] = {}
+
+    def matches(
+        self,
+        nodepool: NodePool,
+        daemonsets: Sequence[DaemonSet],
+        blocked: frozenset[BlockedOffering],
+        names: tuple[str, ...],
+    ) -> bool:
+        """True when this entry was prepared for equal inputs (identity first: it is the usual case)."""
+        return (
+            (self.nodepool is nodepool or self.nodepool == nodepool)
+            and (self.daemonsets is daemonsets or self.daemonsets == daemonsets)
+            and (self.blocked is blocked or self.blocked == blocked)
+            and self.names == names
+        )
+
+    def types(self, instance_types: Sequence[InstanceType]) -> tuple[tuple[_Type, ...], Mapping[str, _Type]]:
+        """The pool's usable types among `instance_types`, cheapest first (then by name), and by name."""
+        hit = self._lists.get(id(instance_types))
+        if hit is not None and hit[0] is instance_types:
+            return hit[1], hit[2]
+        out: list[_Type] = []
+        for it in instance_types:
+            known = self._by_type.get(id(it))
+            if known is not None and known[0] is it:
+                t = known[1]
+            else:
+                t = self._prepare(it)
+                if len(self._by_type) >= self.MAX_TYPES:
+                    self._by_type.clear()
+                self._by_type[id(it)] = (it, t)
+            if t is not None:
+                out.append(t)
+        out.sort(key=lambda t: (t.price, t.it.name))
+        types = tuple(out)
+        by_name = {t.it.name: t for t in types}
+        # Only an immutable sequence may be recognised by identity next time.
+        if type(instance_types) is tuple:
+            _bounded_put(self._lists, id(instance_types), (instance_types, types, by_name), self.MAX_LISTS)
+        return types, by_name
+
+    def matching(self, types: tuple[_Type, ...], reqs: Requirements) -> list[_Type]:
+        """The types of `types` (a list `types()` made) whose offerings `reqs` allow, in order.
+
+        A fresh list each call (callers may keep or change it).
+        """
+        key = (id(types), reqs)
+        hit = self._matching.get(key)
+        if hit is None or hit[0] is not types:
+            answers = self._answers(reqs)
+            hit = (types, [t for t in types if self._answer(answers, t, reqs)[1]])
+            _bounded_put(self._matching, key, hit, self.MAX_QUESTIONS)
+        return list(hit[1])
+
+    def targets(self, types: tuple[_Type, ...], alt: Requirements, req: tuple[int, ...]) -> _Targets:
+        """What a claim's target is chosen from, for pods of size `req` needing `alt` (`_Targets`)."""
+        key = (id(types), alt, req)
+        hit = self._targets.get(key)
+        if hit is not None and hit[0] is types:
+            return hit[1]
+        found = _Targets(self.matching(types, alt), req)
+        _bounded_put(self._targets, key, (types, found), self.MAX_QUESTIONS)
+        return found
+
+    def options(self, types: tuple[_Type, ...], reqs: Requirements) -> list[_Option]:
+        """The types of `types` (a list `types()` made) that `reqs` allow, each with the offerings
+        `reqs` allow, cheapest first (then by name). Shared between callers: never change it.
+        """
+        key = (id(types), reqs)
+        hit = self._options.get(key)
+        if hit is not None and hit[0] is types:
+            return hit[1]
+        answers = self._answers(reqs)
+        out: list[_Option] = []
+        for t in types:
+            option = self._answer(answers, t, reqs)[2]
+            if option is not None:
+                out.append(option)
+        out.sort(key=lambda o: (o[0], o[1]))
+        _bounded_put(self._options, key, (types, out), self.MAX_QUESTIONS)
+        return out
+
+    def _answers(self, reqs: Requirements) -> dict[int, tuple[_Type, bool, _Option | None]]:
+        """What `_answer` found for `reqs` so far, by type id. Kept per type, not only per list:
+        consolidation cuts the catalog at another price for almost every solve.
+        """
+        answers = self._by_requirements.get(reqs)
+        if answers is None:
+            answers = {}
+            _bounded_put(self._by_requirements, reqs, answers, self.MAX_REQUIREMENTS)
+        return answers
+
+    @staticmethod
+    def _answer(
+        answers: dict[int, tuple[_Type, bool, _Option | None]], t: _Type, reqs: Requirements
+    ) -> tuple[_Type, bool, _Option | None]:
+        """Whether `reqs` allow `t`'s offerings, and if so `t` with the offerings they allow (None
+        when none is left), remembered in `answers` (which holds `t`, so its id stays its own).
+        """
+        known = answers.get(id(t))
+        if known is not None and known[0] is t:
+            return known
+        option: _Option | None = None
+        allowed = t.offer_reqs.intersects(reqs)
+        if allowed:
+            zone_req, ct_req = reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE)
+            offers = tuple(
+                o
+                for o in t.offerings
+                if (zone_req is None or zone_req.has(o.zone)) and (ct_req is None or ct_req.has(o.capacity_type))
+            )
+            if offers:
+                option = (offers[0].price, t.it.name, t, offers)
+        known = (t, allowed, option)
+        answers[id(t)] = known
+        return known
+
+    def _prepare(self, it: InstanceType) -> _Type | None:
+        """`it` as this pool sees it, or None when the pool's requirements, the blocked offerings or
+        the daemonsets' overhead leave nothing to launch.
+        """
+        if not it.requirements.intersects(self.requirements):
+            return None
+        zone_req, ct_req = self._zone_req, self._ct_req
+        offerings = tuple(
+            sorted(
+                (
+                    o
+                    for o in it.offerings
+                    if o.available
+                    and (o.capacity_type, it.name, o.zone) not in self.blocked
+                    and (zone_req is None or zone_req.has(o.zone))
+                    and (ct_req is None or ct_req.has(o.capacity_type))
+                ),
+                key=_offering_order,
+            )
+        )
+        if not offerings:
+            return None
+        overhead = Resources()
+        for ds in self._daemons:
+            if any(it.requirements.intersects(alt) for alt in ds.template.node_requirements()):
+                overhead = overhead + ds.template.requests
+        cap = _vec(it.allocatable - overhead, self.names)
+        if min(cap) < 0:
+            return None
+        offer_reqs = it.requirements.intersection(
+            Requirements(
+                [
+                    Requirement.new(wk.ZONE, "In", sorted({o.zone for o in offerings})),
+                    Requirement.new(wk.CAPACITY_TYPE, "In", sorted({o.capacity_type for o in offerings})),
+                ]
+            )
+        )
+        exotic = (
+            any(it.capacity[a] for a in ACCELERATORS)
+            or it.name.endswith(".metal")
+            or "metal" in (it.label(wk.INSTANCE_SIZE) or "")
+        )
+        prices: dict[str, float] = {}
+        for o in offerings:
+            prices.setdefault(o.capacity_type, o.price)
+        return _Type(
+            it,
+            cap,
+            _vec(overhead, self.names),
+            _vec(it.capacity, self.names),
+            offerings[0].price,
+            prices,
+            offerings,
+            offer_reqs,
+            exotic,
+        )
+
+
+class _PreparedCache:
+    """The few most recently used `_Prepared` entries (a small LRU, compared by value).
+
+    A cache of pure results: a hit returns exactly what preparing afresh would. Safe to share
+    between threads: at worst two threads prepare the same entry and one copy is kept.
+    """
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self._entries: list[_Prepared] = []
+        self._lock = threading.Lock()
+
+    def get(
+        self,
+        nodepool: NodePool,
+        daemonsets: Sequence[DaemonSet],
+        blocked: frozenset[BlockedOffering],
+        names: tuple[str, ...],
+    ) -> _Prepared:
+        """The entry for these inputs, made when none matches."""
+        with self._lock:
+            for i, entry in enumerate(self._entries):
+                if entry.matches(nodepool, daemonsets, blocked, names):
+                    if i:
+                        del self._entries[i]
+                        self._entries.insert(0, entry)
+                    return entry
+            entry = _Prepared(nodepool, daemonsets, blocked, names)
+            self._entries.insert(0, entry)
+            del self._entries[self.size :]
+            return entry
+
+    def clear(self) -> None:
+        """Forget every entry (tests compare cached and fresh results with it)."""
+        with self._lock:
+            self._entries.clear()
+
+
+_PREPARED = _PreparedCache()
+
+
+def _bounded_put(memo: dict[_K, _V], key: _K, value: _V, limit: int) -> None:
+    """Remember `value`, forgetting the oldest entry first when `memo` holds `limit` already."""
+    if len(memo) >= limit and key not in memo:
+        del memo[next(iter(memo))]
+    memo[key] = value
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -1313,6 +1680,13 @@ def _resource_names(inp: SchedulingInput, classes: Iterable[PodClass]) -> tuple[
         if pc.nodepool.limits is not None:
             names |= set(pc.nodepool.limits)
     return tuple(sorted(names))
+
+
+def _vec(resources: Mapping[str, int], names: Sequence[str]) -> tuple[int, ...]:
+    if type(resources) is Resources:
+        # Resources reads an absent name as 0 itself; indexing skips Mapping.get's slow path.
+        return tuple([resources[n] for n in names])
+    return tuple(resources.get(n, 0) for n in names)
 
 
 def _add(target: list[int], delta: Sequence[int], times: int) -> None:
