@@ -6,7 +6,7 @@ missing keys read as zero. Pure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, Mapping
 from typing import Any
 
 from nodewright.model.errors import InvalidValue
@@ -55,6 +55,17 @@ class Resources(Mapping[str, int]):
 
     def __getitem__(self, key: str) -> int:
         return self._values.get(key, 0)
+
+    # Mapping's generic get() and items() go through __getitem__ and a view object; these are on
+    # the solver's hot path. Same answers: since __getitem__ never raises KeyError, Mapping.get
+    # always returned self[key], 0 for an absent name whatever the default.
+    def get(self, key: str, default: object = None) -> int:
+        """The amount of `key`; 0 when absent."""
+        return self._values.get(key, 0)
+
+    def items(self) -> ItemsView[str, int]:
+        """(name, milli-units) pairs, explicit zeros included."""
+        return self._values.items()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)
