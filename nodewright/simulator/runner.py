@@ -17,7 +17,7 @@ from typing import Any
 
 from nodewright.simulator.lambdas import REGION
 from nodewright.simulator.scenario import Scenario
-from nodewright.simulator.timewarp import handlers_follow, moto_follows
+from nodewright.simulator.timewarp import moto_follows
 from nodewright.simulator.world import HANDLERS, World, functions_importable
 
 # Environment of the simulated functions: fake credentials for moto, and Powertools quiet (the
@@ -83,7 +83,7 @@ def run_scenario(
         from moto import mock_aws
         from moto.moto_api._internal import mock_random
 
-        # Functions' modules are imported before the clock patches so their `time` can be swapped.
+        # The handlers are imported first, outside moto's mock, as Lambda imports them at a cold start.
         if not functions_importable():
             raise RuntimeError("the `functions` package (the Lambda handlers) is not importable")
         for module in HANDLERS.values():
@@ -97,7 +97,7 @@ def run_scenario(
             world = World(scenario, session)
             main = cProfile.Profile() if profile is not None else None
             world.lambdas.profiling = main is not None
-            with moto_follows(world.clock), handlers_follow(world.clock, list(HANDLERS.values())):
+            with moto_follows(world.clock):
                 if main is not None:
                     main.enable()
                 try:
