@@ -37,6 +37,7 @@ from typing import Protocol
 
 from nodewright.engine.disruption import template_hash
 from nodewright.engine.scheduling import PlannedClaim, PoolCapacity, SchedulingInput, SchedulingResult, solve
+from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model import labels as wk
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
@@ -309,7 +310,6 @@ class Provisioner:
         now: float,
     ) -> SchedulingInput:
         pools = pool_capacities(nodepools, nodeclasses, self.catalog)
-        types = {t.name: t for pool in pools for t in pool.instance_types}
         registered = {n.name for n in snapshot.nodes}
         # A node that registered during this invocation is already in the snapshot as a real Node;
         # its claim learns its node_name only at the next housekeeping. Counting it in flight too
@@ -348,7 +348,9 @@ class Provisioner:
             inflight=inflight,
             daemonsets=snapshot.daemonsets,
             blocked=self.store.blocked_offerings(now),
-            used=_used(snapshot.nodes, claims, types),
+            used=pool_usage(
+                snapshot.nodes, claims, {pc.nodepool.name: {t.name: t for t in pc.instance_types} for pc in pools}
+            ),
             now=now,
         )
 
@@ -605,29 +607,3 @@ def _initialized(node: Node, claim: NodeClaim) -> bool:
     """Ready, and every startup taint the claim declared is gone."""
     startup = {(t.key, t.effect) for t in claim.startup_taints}
     return node.ready and not any((t.key, t.effect) in startup for t in node.taints)
-
-
-def _used(
-    nodes: Sequence[Node], claims: Sequence[NodeClaim], types: Mapping[str, InstanceType]
-) -> dict[str, Resources]:
-    """Capacity each NodePool has now: its nodes, plus its claims not yet registered as nodes
-    (launched ones by their type, unlaunched ones by their largest option).
-    """
-    used: dict[str, Resources] = {}
-    registered = {n.name for n in nodes}
-    joined = _nodes_by_claim(nodes)
-    for node in nodes:
-        if node.nodepool:
-            used[node.nodepool] = used.get(node.nodepool, Resources()) + node.capacity
-    for claim in claims:
-        if (claim.node_name and claim.node_name in registered) or claim.name in joined or claim.provider_id in joined:
-            continue  # counted as its Node above
-        if claim.instance_type and claim.instance_type in types:
-            capacity = types[claim.instance_type].capacity
-        else:
-            capacity = Resources()
-            for name in claim.instance_type_options:
-                if name in types:
-                    capacity = capacity.maximum(types[name].capacity)
-        used[claim.nodepool] = used.get(claim.nodepool, Resources()) + capacity
-    return used

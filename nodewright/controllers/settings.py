@@ -110,8 +110,17 @@ class Settings:
 
     def disruption_options(self) -> DisruptionOptions:
         """The consolidator's decision knobs these settings choose."""
-        return DisruptionOptions(
-            many_to_many=self.consolidation == "nodewright",
-            min_savings=self.consolidation_min_savings,
-            min_savings_fraction=self.consolidation_min_savings_percent / 100,
+        return disruption_options(
+            self.consolidation, self.consolidation_min_savings, self.consolidation_min_savings_percent
         )
+
+
+def disruption_options(mode: str, min_savings: float, min_savings_percent: float) -> DisruptionOptions:
+    """The consolidator's knobs for a consolidation mode and stability guard ($/h and percent),
+    as the deploy settings (and a simulator scenario) name them.
+    """
+    return DisruptionOptions(
+        many_to_many=mode == "nodewright",
+        min_savings=min_savings,
+        min_savings_fraction=min_savings_percent / 100,
+    )

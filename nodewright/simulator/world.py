@@ -278,13 +278,13 @@ class World(Ec2Hooks):
             return
         try:
             from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
-            from nodewright.engine.disruption import DisruptionOptions
+            from nodewright.controllers.settings import disruption_options
 
             options = ConsolidatorOptions(
-                disruption=DisruptionOptions(
-                    many_to_many=scenario.consolidation == "nodewright",
-                    min_savings=scenario.consolidation_min_savings,
-                    min_savings_fraction=scenario.consolidation_min_savings_percent / 100,
+                disruption=disruption_options(
+                    scenario.consolidation,
+                    scenario.consolidation_min_savings,
+                    scenario.consolidation_min_savings_percent,
                 )
             )
             observer = self.observers["consolidator"]

@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult, Strategy, solve
 from nodewright.engine.scheduling.topology import Group, spread_group, term_group
+from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
-from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirement, Requirements, label_matches
@@ -92,7 +92,7 @@ class Simulator:
             if self._destination(node, inp.in_progress):
                 self.destinations.append(self._prepare(node, view.pods_by_node.get(node.name, [])))
         self.anti_keys = frozenset(t.topology_key for d in self.destinations for p in d.anti for t in p.anti_affinity)
-        self.used = _used(inp.snapshot.nodes, inp.claims, view.types)
+        self.used = pool_usage(inp.snapshot.nodes, inp.claims, view.types)
         self._cheapest = {pc.nodepool.name: _by_price(pc.instance_types) for pc in inp.pools}
         self._pool_requirements = {pc.nodepool.name: _pool_requirements(pc.nodepool) for pc in inp.pools}
         self._cache: dict[tuple[frozenset[str], bool], SchedulingResult] = {}
@@ -357,30 +357,3 @@ def _by_price(types: Iterable[InstanceType]) -> _Cheapest:
             priced.append((offer.price, it.name, it))
     priced.sort(key=lambda x: (x[0], x[1]))
     return _Cheapest([p for p, _, _ in priced], [t for _, _, t in priced])
-
-
-def _used(
-    nodes: Iterable[Node], claims: Iterable[NodeClaim], types: Mapping[str, Mapping[str, InstanceType]]
-) -> dict[str, Resources]:
-    """Capacity each NodePool has now, for its limits: its nodes, plus its claims not registered as
-    nodes yet (by their type, or their largest option before launch). Same rule as the provisioner.
-    """
-    used: dict[str, Resources] = {}
-    nodes = list(nodes)
-    registered = {n.name for n in nodes}
-    for node in nodes:
-        if node.nodepool:
-            used[node.nodepool] = used.get(node.nodepool, Resources()) + node.capacity
-    for claim in claims:
-        if claim.node_name and claim.node_name in registered:
-            continue
-        catalog = types.get(claim.nodepool, {})
-        if claim.instance_type in catalog:
-            capacity = catalog[claim.instance_type].capacity
-        else:
-            capacity = Resources()
-            for name in claim.instance_type_options:
-                if name in catalog:
-                    capacity = capacity.maximum(catalog[name].capacity)
-        used[claim.nodepool] = used.get(claim.nodepool, Resources()) + capacity
-    return used
