@@ -34,6 +34,7 @@ from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
+from nodewright.model.resources import CPU, MEMORY
 from nodewright.model.snapshot import reschedulable
 from nodewright.model.workloads import PodDisruptionBudget
 
@@ -81,6 +82,16 @@ class Candidate:
         """Disruption cost per dollar saved (ascending), then name: the consolidation order."""
         per_dollar = self.disruption_cost / self.price if self.price > 0 else float("inf")
         return (per_dollar, self.name)
+
+    @property
+    def load(self) -> float:
+        """The largest share of the node's allocatable cpu or memory its movable pods request."""
+        shares = []
+        for name in (CPU, MEMORY):
+            capacity = self.node.allocatable[name]
+            if capacity > 0:
+                shares.append(sum(p.requests[name] for p in self.pods) / capacity)
+        return max(shares, default=0.0)
 
     def describe(self) -> str:
         """`name (type, capacity type, $/h)` for details a person reads."""

@@ -6,10 +6,12 @@ Every question is "if these candidates went away, where would their pods go?", a
 scheduling engine (`simulate.py`). A plan is acceptable (`evaluate`) when every pod finds a home,
 it opens fewer new nodes than it removes, it costs less than the candidates (by more than the
 stability guard: `min_savings` $/h and `min_savings_fraction` of the candidates' price), and, when
-every candidate is spot and a replacement would be spot too, that replacement keeps at least
-`spot_to_spot_min_types` instance types cheaper than the candidates (so the launch does not land
-on the cheapest spot pool, the one most likely to be interrupted, and bounce back next pass).
-Each replacement's instance type options are cut to those that keep the move worth making.
+ONE spot node would be replaced by one spot node, that replacement keeps at least
+`spot_to_spot_min_types` instance types cheaper than the candidate and launches among the cheapest
+that many only (so the launch does not walk down to the cheapest spot pool, the one most likely to
+be interrupted, one replacement at a time). As in Karpenter, moves that remove several nodes have
+no such rule. Each replacement's instance type options are cut to those that keep the move worth
+making.
 
 The searches, on the candidates in order (most savings per disruption cost first), limited by the
 NodePools' budgets and `max_candidates`:
@@ -24,9 +26,13 @@ NodePools' budgets and `max_candidates`:
    together onto the rest of the cluster plus M < N new nodes, by a binary search on N for the
    largest prefix that qualifies; the plan that saves the most wins (then the one touching the
    fewest nodes), and it replaces the result of 1./2. only when it is better by that measure.
+   The same search also runs on the candidates in other orders (`methods.repacking_orders`:
+   least loaded first, smallest first), each cut by the budgets on its own: Karpenter's order
+   finds the nodes cheapest to disrupt, not the sets that re-pack best.
 
-Bounds: at most `max_candidates` candidates, about log2(N) solves per binary search, N solves for
-single-node at worst (usually one), and a simulation cache shared with the other methods.
+Bounds: at most `max_candidates` candidates, about log2(N) solves per binary search (one search
+per order), N solves for single-node at worst (usually one), and a simulation cache shared with
+the other methods.
 """
 
 from __future__ import annotations
@@ -86,22 +92,29 @@ def evaluate(
     # each of the M replacements gets an M-th of the slack: together, each at its option's
     # cheapest allowed offering, they still save the guard.
     slack = (savings - threshold) / max(1, len(claims))
-    all_spot = all(c.capacity_type == "spot" for c in candidates)
+    # Karpenter's flexibility rule (consolidation.go, computeSpotToSpotConsolidation) is for one
+    # spot node replaced by one spot node: that is the move that, repeated, walks a node down to
+    # the cheapest and most interrupted spot pool. Removing several nodes cannot repeat forever.
+    spot_to_spot = n == 1 and candidates[0].capacity_type == "spot"
     replacements: list[PlannedClaim] = []
     for claim in claims:
         limit = min(claim.price + slack, total - EPSILON)
-        kept = tuple(
+        kept = tuple(  # in the claim's order: cheapest first
             it
             for it in claim.options
             if (price := _option_price(it, claim.requirements, blocked)) is not None
             and (it is claim.instance_type or price <= limit + EPSILON)
         )
-        if all_spot and claim.offering.capacity_type == "spot" and len(kept) < options.spot_to_spot_min_types:
-            return Verdict(
-                None,
-                f"spot-to-spot replacement needs {options.spot_to_spot_min_types} cheaper instance types; "
-                f"only {len(kept)} are",
-            )
+        if spot_to_spot and claim.offering.capacity_type == "spot":
+            if len(kept) < options.spot_to_spot_min_types:
+                return Verdict(
+                    None,
+                    f"spot-to-spot replacement needs {options.spot_to_spot_min_types} cheaper instance types; "
+                    f"only {len(kept)} are",
+                )
+            # Launch among the cheapest ones only, so whichever spot pool CreateFleet picks, the
+            # next pass does not find a cheaper set of 15 again (Karpenter does the same).
+            kept = kept[: options.spot_to_spot_min_types]
         replacements.append(replace(claim, options=kept))
     return Verdict(
         Command(
@@ -176,15 +189,24 @@ class Consolidator:
         self._free = (sum(c for c, _ in self._room.values()), sum(m for _, m in self._room.values()))
         self._cheapest = self._cheapest_types()
 
-    def run(self, candidates: Sequence[Candidate]) -> Command | None:
-        """The best command over `candidates` (already ordered and within budgets), or None."""
+    def run(self, candidates: Sequence[Candidate], others: Sequence[Sequence[Candidate]] = ()) -> Command | None:
+        """The best command over `candidates` (already ordered and within budgets), or None;
+        many-to-many also searches the `others` orders (each within budgets too).
+        """
         found = self._multi(candidates)
         if found is None:
             found = self._single(candidates)
-        if self.options.many_to_many and len(candidates) >= 2:
-            many = self._many(candidates)
+        if not self.options.many_to_many:
+            return found
+        searched: set[tuple[str, ...]] = set()
+        for order in (candidates, *others):
+            names = tuple(c.name for c in order)
+            if len(order) < 2 or names in searched:
+                continue
+            searched.add(names)
+            many = self._many(order)
             if many is not None and (found is None or _value(many) > _value(found)):
-                return many
+                found = many
         return found
 
     def _judge(self, prefix: Sequence[Candidate], *, many_to_many: bool) -> Verdict:

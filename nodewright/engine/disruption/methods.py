@@ -35,6 +35,7 @@ from nodewright.engine.disruption.types import (
 )
 from nodewright.model.duration import format_duration
 from nodewright.model.nodepool import CONSOLIDATION_POLICIES
+from nodewright.model.resources import CPU
 
 UNDERUTILIZED_POLICY = "WhenEmptyOrUnderutilized"
 
@@ -86,6 +87,17 @@ def waiting(candidate: Candidate, now: float) -> str:
 def ordered(candidates: Sequence[Candidate]) -> list[Candidate]:
     """Most savings per disruption cost first; among equals the dearest node first."""
     return sorted(candidates, key=lambda c: (c.order_key[0], -c.price, c.name))
+
+
+def repacking_orders(candidates: Sequence[Candidate]) -> list[list[Candidate]]:
+    """The other orders many-to-many searches (beyond Karpenter's one): least loaded first (what
+    is left when the load falls), and smallest first, least loaded among equals (many small nodes
+    re-packed onto fewer large ones carry fewer copies of daemons and kubelet reserves).
+    """
+    return [
+        sorted(candidates, key=lambda c: (c.load, c.name)),
+        sorted(candidates, key=lambda c: (c.node.allocatable[CPU], c.load, c.name)),
+    ]
 
 
 def emptiness(view: ClusterView, sim: Simulator, why: dict[str, str]) -> Command | None:
@@ -215,15 +227,20 @@ def consolidation(view: ClusterView, sim: Simulator, why: dict[str, str]) -> Com
             note(why, c.name, reason)
             continue
         pool.append(c)
-    kept = within_budget(ordered(pool), quotas(view, REASONS[CONSOLIDATION]), REASONS[CONSOLIDATION], why)
+    quota = quotas(view, REASONS[CONSOLIDATION])
+    kept = within_budget(ordered(pool), quota, REASONS[CONSOLIDATION], why)
     limit = view.inp.options.max_candidates
     for c in kept[limit:]:
         note(why, c.name, f"beyond max_candidates ({limit}) this pass")
     kept = kept[:limit]
     if not kept:
         return None
+    others = []
+    if view.inp.options.many_to_many:
+        # The budgets cut each order on its own; a node they leave out here was noted above.
+        others = [within_budget(order, quota, REASONS[CONSOLIDATION], {})[:limit] for order in repacking_orders(pool)]
     consolidator = Consolidator(view, sim)
-    command = consolidator.run(kept)
+    command = consolidator.run(kept, others)
     for name, text in consolidator.why.items():
         note(why, name, text)
     return command

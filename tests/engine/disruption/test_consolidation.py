@@ -1,7 +1,7 @@
 """Consolidation: delete a node whose pods fit elsewhere, replace nodes by one cheaper node
 (Karpenter's multi-node and single-node searches), and beyond Karpenter replace N nodes by M < N
-when that saves more; never for less than the stability guard, never spot-to-spot without 15
-cheaper types, never beyond the "Underutilized" budgets.
+when that saves more; never for less than the stability guard, never one spot node by one spot
+node without 15 cheaper types, never beyond the "Underutilized" budgets.
 
 Faked: nothing; each case builds a small cluster (`World`) and runs the real `compute_commands`,
 which asks the real scheduler where pods would go.
@@ -116,6 +116,37 @@ def test_spot_to_spot_needs_15_cheaper_instance_types(node_type: str, replaced: 
         expect_cheaper(world, command)
     else:
         assert "spot-to-spot replacement needs 15 cheaper instance types; only 14" in result.rejected["spot"]
+
+
+def test_one_spot_node_replaced_by_spot_launches_among_the_15_cheapest_types_only() -> None:
+    world = World(types=spot_catalog(20))
+    world.node("spot", "t19.large", capacity_type="spot")
+    world.put("spot", 1, cpu="1")
+
+    command = only(world.run())
+
+    # 19 types are cheaper; whichever of them CreateFleet picks must not leave 15 cheaper ones
+    # for the next pass to walk down to (Karpenter cuts the launch to the 15 cheapest too).
+    assert [it.name for it in command.replacements[0].options] == [f"t{i}.large" for i in range(15)]
+    expect_cheaper(world, command)
+
+
+def test_several_spot_nodes_may_be_replaced_by_one_spot_node_without_15_cheaper_types() -> None:
+    # As in Karpenter (computeSpotToSpotConsolidation): the flexibility rule is for one node
+    # replaced by one; removing two nodes cannot repeat itself forever.
+    world = World(types=spot_catalog(8))
+    for name in ("a", "b"):
+        world.node(name, "t7.large", capacity_type="spot")
+        world.put(name, 1, cpu="700m")
+
+    command = consolidation(world, many_to_many=False)
+
+    assert command is not None
+    assert sorted(command.candidates) == ["a", "b"]
+    assert len(command.replacements) == 1
+    assert command.replacements[0].offering.capacity_type == "spot"
+    assert len(command.replacements[0].options) < 15
+    expect_cheaper(world, command)
 
 
 def test_the_spot_to_spot_threshold_is_an_option() -> None:
@@ -258,3 +289,30 @@ def test_many_to_many_never_opens_as_many_nodes_as_it_removes() -> None:
         world.put(name, 1, cpu="1500m", memory="1Gi")
 
     assert world.run().commands == ()
+
+
+def test_many_to_many_also_searches_the_least_loaded_nodes_first() -> None:
+    # Karpenter's order (fewest pods per dollar first) puts the two nodes with one big pod each
+    # first, and the budget (2 nodes) stops there: neither can go. The two nodes with many tiny
+    # pods, last in that order, can both be deleted: their pods fit on the anchor's free room.
+    world = World(
+        types=(instance_type("m5.large", cpu="2", memory="8Gi", price=0.1),),
+        pools=[pool(budgets=[Budget(nodes="2")])],
+    )
+    for name in ("big-a", "big-b"):
+        world.node(name, "m5.large")
+        world.put(name, 1, cpu="1900m")
+    for name in ("tiny-c", "tiny-d"):
+        world.node(name, "m5.large")
+        world.put(name, 4, cpu="100m", memory="100Mi")
+    world.node("anchor", "m5.large", annotations={wk.DO_NOT_DISRUPT: "true"})
+    world.put("anchor", 1, cpu="1")
+
+    assert consolidation(world, many_to_many=False) is None  # Karpenter's moves, Karpenter's order
+
+    command = consolidation(world)
+
+    assert command is not None
+    assert sorted(command.candidates) == ["tiny-c", "tiny-d"]
+    assert command.replacements == ()
+    expect_cheaper(world, command)
