@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.controllers.drain import Drainer
+from nodewright.controllers.lease import InvocationLease
 from nodewright.controllers.provisioning import Catalog, Configuration, Provisioner, claim_name, pool_capacities
 from nodewright.engine.disruption import Command, DisruptionInput, DisruptionOptions, compute_commands, validate
 from nodewright.model import labels as wk
@@ -109,12 +110,6 @@ class Consolidator:
 
     # -- the invocation ----------------------------------------------------------------------------
 
-    def _lease_ttl(self, deadline: float) -> float:
-        """The lease never outlives the invocation: a Lambda killed at its timeout runs no
-        `finally`, and a lease held past it would turn the next ticks away as busy.
-        """
-        return max(1.0, min(self.options.lease_ttl, deadline - self.clock.now()))
-
     def run_for(self, remaining: float, invocation: str | None = None) -> ConsolidationReport:
         """`run` with the deadline `remaining` seconds from now by this controller's clock (what a
         Lambda handler knows: its context's remaining time).
@@ -126,7 +121,8 @@ class Consolidator:
         report = ConsolidationReport()
         opts = self.options
         holder = invocation or uuid.uuid4().hex
-        if not self.store.acquire_lease(LEASE, holder, self.clock.now(), self._lease_ttl(deadline)):
+        lease = InvocationLease(self.store, self.clock, LEASE, holder, longest=opts.lease_ttl, deadline=deadline)
+        if not lease.acquire():
             report.lease = False
             return report
         try:
@@ -141,9 +137,9 @@ class Consolidator:
                     wait = 0.0
                 if wait:
                     self.sleep(wait)
-                self.store.acquire_lease(LEASE, holder, self.clock.now(), self._lease_ttl(deadline))
+                lease.renew()
         finally:
-            self.store.release_lease(LEASE, holder)
+            lease.release()
         return report
 
     # -- deciding ----------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from nodewright.controllers.lease import InvocationLease
 from nodewright.engine.disruption import template_hash
 from nodewright.engine.scheduling import PlannedClaim, PoolCapacity, SchedulingInput, SchedulingResult, solve
 from nodewright.engine.scheduling.usage import pool_usage
@@ -174,12 +175,6 @@ class Provisioner:
 
     # -- the invocation ------------------------------------------------------------------------
 
-    def _lease_ttl(self, deadline: float) -> float:
-        """The lease never outlives the invocation: a Lambda killed at its timeout runs no
-        `finally`, and a lease held past it would turn the next ticks away as busy.
-        """
-        return max(1.0, min(self.options.lease_ttl, deadline - self.clock.now()))
-
     def run_for(self, remaining: float, invocation: str | None = None) -> RunReport:
         """`run` with the deadline `remaining` seconds from now by this controller's clock (what a
         Lambda handler knows: its context's remaining time).
@@ -195,7 +190,8 @@ class Provisioner:
         report = RunReport()
         opts = self.options
         holder = invocation or uuid.uuid4().hex
-        if not self.store.acquire_lease(LEASE, holder, self.clock.now(), self._lease_ttl(deadline)):
+        lease = InvocationLease(self.store, self.clock, LEASE, holder, longest=opts.lease_ttl, deadline=deadline)
+        if not lease.acquire():
             self.observer.decision("lease-busy", lease=LEASE)
             report.lease = False
             return report
@@ -230,11 +226,11 @@ class Provisioner:
                     report.launched += result.launched
                     report.failed.update(result.failed)
                     first_seen = None
-                    self.store.acquire_lease(LEASE, holder, self.clock.now(), self._lease_ttl(deadline))
+                    lease.renew()
                     continue
                 self.sleep(opts.poll)
         finally:
-            self.store.release_lease(LEASE, holder)
+            lease.release()
         return report
 
     def _handled(self) -> frozenset[str]:
