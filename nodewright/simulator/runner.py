@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from nodewright.simulator.lambdas import REGION
+from nodewright.simulator.motofast import moto_faster
 from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.timewarp import moto_follows
 from nodewright.simulator.world import HANDLERS, World, functions_importable
@@ -97,7 +98,7 @@ def run_scenario(
             world = World(scenario, session)
             main = cProfile.Profile() if profile is not None else None
             world.lambdas.profiling = main is not None
-            with moto_follows(world.clock):
+            with moto_follows(world.clock), moto_faster():
                 if main is not None:
                     main.enable()
                 try:

@@ -24,12 +24,15 @@ each question hands it an equivalent, smaller cluster:
   no dearer type can be part of a plan that saves money.
 
 Results are cached by the candidate names (and whether types were cut), so the methods of one
-pass and the searches inside consolidation never solve the same question twice.
+pass and the searches inside consolidation never solve the same question twice. Each node's
+destination summary is remembered across passes while the node and its pods are the same objects
+(`_Destinations`), so a pass only re-reads the nodes that changed.
 """
 
 from __future__ import annotations
 
 import bisect
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -62,6 +65,10 @@ Combo = tuple[str, tuple[tuple[str, str], ...]]  # (namespace, sorted labels): w
 
 @dataclass(slots=True)
 class _Destination:
+    """A node that can take the moving pods, with its free room and its pods as topology counts
+    them. Shared by the passes that see the same node and pods (`_Destinations`): never changed.
+    """
+
     node: Node
     free: Resources
     # Bound pods by namespace and labels, with what each set requests: a selector either counts
@@ -70,6 +77,71 @@ class _Destination:
     combo_used: dict[Combo, Resources]
     anti: list[Pod]  # pods with required anti-affinity: always relevant
     anti_used: Resources
+
+
+def _prepare(node: Node, pods: Sequence[Pod]) -> _Destination:
+    """The node as a destination: its free room, and its pods by combo (or with anti-affinity)."""
+    # Sums are kept in plain dicts and made Resources once: the same values, in the same key
+    # order, as adding Resources pod by pod, without a new Resources per pod.
+    used: dict[str, int] = {}
+    combos: dict[Combo, list[Pod]] = {}
+    combo_used: dict[Combo, dict[str, int]] = {}
+    anti: list[Pod] = []
+    anti_used: dict[str, int] = {}
+    for p in pods:
+        _accumulate(used, p.requests)
+        if p.anti_affinity:
+            anti.append(p)
+            _accumulate(anti_used, p.requests)
+            continue
+        combo = (p.namespace, tuple(sorted(p.labels.items())))
+        combos.setdefault(combo, []).append(p)
+        _accumulate(combo_used.setdefault(combo, {}), p.requests)
+    free = (node.allocatable - Resources(used)).clamped()
+    return _Destination(
+        node,
+        free,
+        combos,
+        {combo: Resources(total) for combo, total in combo_used.items()},
+        anti,
+        Resources(anti_used),
+    )
+
+
+class _Destinations:
+    """`_prepare(node, pods)`, remembered across passes.
+
+    Every pass prepares every node that can take pods, but from one pass to the next most nodes
+    are the same object holding the same pod objects (the cluster hands out unchanged objects, as
+    `_PodFacts` in the solver relies on too). Valid because a destination is a pure function of
+    the (immutable) node and pods: an entry is reused only when its node is the same object and
+    its pods are the same objects in the same order, and it holds them, so no id is reused while
+    it is remembered. Destinations are shared: never changed. Bounded: everything is forgotten
+    when `limit` nodes are remembered.
+    """
+
+    def __init__(self, limit: int = 20_000) -> None:
+        self.limit = limit
+        self._known: dict[str, tuple[Node, tuple[Pod, ...], _Destination]] = {}
+
+    def get(self, node: Node, pods: Sequence[Pod]) -> _Destination:
+        """`_prepare(node, pods)`."""
+        known = self._known.get(node.name)
+        if (
+            known is not None
+            and known[0] is node
+            and len(known[1]) == len(pods)
+            and all(map(operator.is_, known[1], pods))
+        ):
+            return known[2]
+        d = _prepare(node, pods)
+        if len(self._known) >= self.limit:
+            self._known.clear()
+        self._known[node.name] = (node, tuple(pods), d)
+        return d
+
+
+_DESTINATIONS = _Destinations()
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +162,11 @@ class Simulator:
         self.combos: dict[Combo, tuple[str, Mapping[str, str]]] = {}
         for node in sorted(inp.snapshot.nodes, key=lambda n: n.name):
             if self._destination(node, inp.in_progress):
-                self.destinations.append(self._prepare(node, view.pods_by_node.get(node.name, [])))
+                d = _DESTINATIONS.get(node, view.pods_by_node.get(node.name, ()))
+                for combo, pods in d.combos.items():
+                    if combo not in self.combos:
+                        self.combos[combo] = (pods[0].namespace, pods[0].labels)
+                self.destinations.append(d)
         self.anti_keys = frozenset(t.topology_key for d in self.destinations for p in d.anti for t in p.anti_affinity)
         self.used = pool_usage(inp.snapshot.nodes, inp.claims, view.types)
         self._cheapest = {pc.nodepool.name: _by_price(pc.instance_types) for pc in inp.pools}
@@ -113,35 +189,6 @@ class Simulator:
             return False
         claim = self.view.claim_by_node.get(node.name)
         return claim is None or claim.state == "initialized"
-
-    def _prepare(self, node: Node, pods: Sequence[Pod]) -> _Destination:
-        # Sums are kept in plain dicts and made Resources once: the same values, in the same key
-        # order, as adding Resources pod by pod, without a new Resources per pod.
-        used: dict[str, int] = {}
-        combos: dict[Combo, list[Pod]] = {}
-        combo_used: dict[Combo, dict[str, int]] = {}
-        anti: list[Pod] = []
-        anti_used: dict[str, int] = {}
-        for p in pods:
-            _accumulate(used, p.requests)
-            if p.anti_affinity:
-                anti.append(p)
-                _accumulate(anti_used, p.requests)
-                continue
-            combo = (p.namespace, tuple(sorted(p.labels.items())))
-            if combo not in self.combos:
-                self.combos[combo] = (p.namespace, p.labels)
-            combos.setdefault(combo, []).append(p)
-            _accumulate(combo_used.setdefault(combo, {}), p.requests)
-        free = (node.allocatable - Resources(used)).clamped()
-        return _Destination(
-            node,
-            free,
-            combos,
-            {combo: Resources(total) for combo, total in combo_used.items()},
-            anti,
-            Resources(anti_used),
-        )
 
     def free_room(self) -> dict[str, tuple[int, int]]:
         """Free cpu and memory (milli-units) of every destination node."""

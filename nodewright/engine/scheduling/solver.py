@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -1021,28 +1022,19 @@ class _Solver:
                 fitting = [t for t in fitting if all(c <= r for c, r in zip(t.capacity, remaining, strict=True))]
                 if not fitting:
                     return None, "limits reached"
-        priced = base.priced(cts) if fitting is base.fitting else _priced(fitting, req, cts)
-        if not priced:
+        demand = tuple([max(d, r) for d, r in zip(pool_demand, req, strict=True)])
+        if fitting is base.fitting:
+            # Unless the limits cut the types, the choice depends on nothing else: remembered.
+            best = base.best(cts, demand)
+        elif any(not t.exotic for t in fitting):
+            # The cut keeps plain types, so its priced list is the whole one's, less the types cut.
+            kept = {id(t) for t in fitting}
+            best = _best_target([p for p in base.priced(cts) if id(p[0]) in kept], demand)
+        else:
+            best = _best_target(_priced(fitting, req, cts), demand)
+        if best is None:
             return None, f"no instance type that fits is offered as {' or '.join(sorted(cts))}"
-
-        demand = [max(d, r) for d, r in zip(pool_demand, req, strict=True)]
-        costs: list[tuple[float, float, _Type]] = []
-        for t, price, usable in priced:
-            # Serve the remaining demand with this type alone: whole nodes, each holding whole
-            # pods of the size that opens the claim (so a 7.9-cpu node counts as 7 one-cpu pods).
-            # `usable` leaves out resources the type lacks: demand for them (other pods' GPUs) is
-            # not its to serve.
-            worst = 0.0
-            for i, room in usable:
-                d = demand[i]
-                if d > 0:
-                    worst = max(worst, d / room)
-            costs.append((price * max(1, math.ceil(worst - 1e-9)), price, t))
-        best = min(c for c, _, _ in costs)
-        # Within TARGET_SLACK of the cheapest way to serve the demand, prefer the smallest type:
-        # the bill barely moves and an interruption or a failed launch hits fewer pods.
-        near = [(price, t) for c, price, t in costs if c <= best * (1 + TARGET_SLACK)]
-        return min(near, key=lambda n: (n[0], n[1].it.name))[1], ""
+        return best, ""
 
     def _too_big(self, req: tuple[int, ...], types: Sequence[_Type]) -> str:
         for i, name in enumerate(self.names):
@@ -1163,32 +1155,12 @@ class _Solver:
             pool = b.pool
             assert pool is not None
             assert b.target is not None
-            used = [c - f for c, f in zip(b.target.cap, b.free, strict=True)]
+            used = tuple([c - f for c, f in zip(b.target.cap, b.free, strict=True)])
             reqs = b.requirements
             budget = None
             if pool.remaining is not None and b.reserved is not None:
-                budget = [r + v for r, v in zip(pool.remaining, b.reserved, strict=True)]
-            flexible = any(r.min_values for r in reqs.values())
-            options: list[_Option] = []
-            plain = 0
-            ci, mi = self.index[CPU], self.index[MEMORY]
-            used_cpu, used_memory = used[ci], used[mi]
-            for option in self._candidates(pool, reqs):
-                t = option[2]
-                if t.cap[ci] < used_cpu or t.cap[mi] < used_memory:
-                    continue
-                if not all(c >= u for c, u in zip(t.cap, used, strict=True)):
-                    continue
-                if budget is not None and not all(c <= r for c, r in zip(t.capacity, budget, strict=True)):
-                    continue
-                options.append(option)
-                plain += not t.exotic
-                # Cheapest first: once 60 plain types fit, no later type can make the list.
-                if plain >= MAX_INSTANCE_TYPE_OPTIONS and not flexible:
-                    break
-            if plain:
-                options = [o for o in options if not o[2].exotic]
-            options, why = _keep_min_values(options, reqs)
+                budget = tuple([r + v for r, v in zip(pool.remaining, b.reserved, strict=True)])
+            options, why = pool.prepared.claim_options(pool.types, reqs, used, budget)
             if not options:
                 for pod in b.pods:
                     self.unschedulable[pod.key] = f"nodepool {pool.name}: {why}"
@@ -1256,19 +1228,25 @@ class _Shared:
         used: dict[str, list[int]] = {}
         pods: dict[str, list[Pod]] = {}
         alike: dict[str, dict[tuple[object, ...], list[Any]]] = {}
-        for pod in bound_pods:
-            if pod.terminal or not pod.node_name:
+        # Run by run (see `_BoundRuns`): adding up a run's sums is adding up its pods one by one.
+        start, end = 0, len(bound_pods)
+        while start < end:
+            run = _BOUND_RUNS.get(bound_pods, start, names)
+            start += len(run.pods) or 1
+            if not run.pods:  # a terminal or unbound pod: nowhere to count it
                 continue
-            pods.setdefault(pod.node_name, []).append(pod)
-            acc = used.setdefault(pod.node_name, [0] * len(names))
-            requests, key = _POD_FACTS.get(pod, names)
-            for i, v in enumerate(requests):
+            node = run.pods[0].node_name
+            pods.setdefault(node, []).extend(run.pods)
+            acc = used.setdefault(node, [0] * len(names))
+            for i, v in enumerate(run.used):
                 acc[i] += v
-            seen = alike.setdefault(pod.node_name, {}).get(key)
-            if seen is None:
-                alike[pod.node_name][key] = [pod, 1]
-            else:
-                seen[1] += 1
+            runs = alike.setdefault(node, {})
+            for key, pod, count in run.alike:
+                seen = runs.get(key)
+                if seen is None:
+                    runs[key] = [pod, count]
+                else:
+                    seen[1] += count
         hit = _Bound(
             used,
             pods,
@@ -1276,6 +1254,94 @@ class _Shared:
         )
         self._bound[names] = hit
         return hit
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """Consecutive bound pods on one node (`pods`; empty for one pod that is terminal or on no
+    node), what they request (`used`, over some resource names) and, for topology, (key, first
+    pod, count) per key in order of first appearance, as `_Shared.bound` counts them.
+    """
+
+    pods: tuple[Pod, ...]
+    names: tuple[str, ...]
+    used: tuple[int, ...]
+    alike: tuple[tuple[tuple[object, ...], Pod, int], ...]
+
+
+_NO_RUN = _Run((), (), (), ())
+
+
+class _BoundRuns:
+    """The runs `_Shared.bound` adds up, remembered across solves by their first pod.
+
+    Each consolidation question passes the solver the few hundred bound pods a topology
+    constraint counts, node after node, and the next question passes mostly the same nodes' pods
+    again: the same pod objects in the same order (the simulator of a pass hands out one tuple per
+    node, and the cluster hands out unchanged pods from pass to pass). So a run of pods on one node
+    is added up once, and is reused wherever the same pods follow each other again: the sums of a
+    run are the sums of its pods, so `_Shared.bound` gets exactly what it would pod by pod.
+    Valid because a run's facts are a pure function of its (immutable) pods and the names; an
+    entry is found by its first pod's id and used only when the pods that follow are the very
+    objects it holds, so no id can be reused while it is remembered. Bounded: everything is
+    forgotten when `limit` runs are remembered; a few runs are kept per first pod.
+    """
+
+    PER_POD = 4
+
+    def __init__(self, limit: int = 50_000) -> None:
+        self.limit = limit
+        self._runs: dict[int, list[_Run]] = {}
+
+    def get(self, pods: Sequence[Pod], start: int, names: tuple[str, ...]) -> _Run:
+        """A run of pods on one node starting at `pods[start]`: the latest remembered one that the
+        pods there repeat, else the whole run there; `_NO_RUN` when that pod is not counted.
+        """
+        first = pods[start]
+        if first.terminal or not first.node_name:
+            return _NO_RUN
+        for run in self._runs.get(id(first), ()):
+            n = len(run.pods)
+            if (
+                run.pods[0] is first
+                and run.names == names
+                and len(pods) - start >= n
+                and all(map(operator.is_, run.pods, pods[start : start + n]))
+            ):
+                return run
+        return self._remember(self._add_up(pods, start, names))
+
+    @staticmethod
+    def _add_up(pods: Sequence[Pod], start: int, names: tuple[str, ...]) -> _Run:
+        node = pods[start].node_name
+        end = start
+        used = [0] * len(names)
+        alike: dict[tuple[object, ...], list[Any]] = {}
+        while end < len(pods):
+            pod = pods[end]
+            if pod.node_name != node or pod.terminal:
+                break
+            requests, key = _POD_FACTS.get(pod, names)
+            for i, v in enumerate(requests):
+                used[i] += v
+            seen = alike.get(key)
+            if seen is None:
+                alike[key] = [pod, 1]
+            else:
+                seen[1] += 1
+            end += 1
+        return _Run(tuple(pods[start:end]), names, tuple(used), tuple((key, p, n) for key, (p, n) in alike.items()))
+
+    def _remember(self, run: _Run) -> _Run:
+        if len(self._runs) >= self.limit:
+            self._runs.clear()
+        known = self._runs.setdefault(id(run.pods[0]), [])
+        known.insert(0, run)
+        del known[self.PER_POD :]
+        return run
+
+
+_BOUND_RUNS = _BoundRuns()
 
 
 class _PodFacts:
@@ -1354,7 +1420,8 @@ _Priced = tuple["_Type", float, list[tuple[int, int]]]
 def _priced(fitting: Sequence[_Type], req: tuple[int, ...], cts: frozenset[str]) -> list[_Priced]:
     """The types a claim opened for pods of size `req` in capacity types `cts` may target, among
     `fitting` (types that hold one such pod): the plain ones (no accelerator, not metal) unless
-    there are none, offered in one of `cts`; each with its cheapest price there and usable room.
+    there are none, offered in one of `cts`; each with its cheapest price there and usable room;
+    cheapest first (then by name), as `_best_target` relies on.
     """
     plain = [t for t in fitting if not t.exotic]
     out: list[_Priced] = []
@@ -1364,16 +1431,51 @@ def _priced(fitting: Sequence[_Type], req: tuple[int, ...], cts: frozenset[str])
         price = min(p for ct, p in t.prices.items() if ct in cts)
         usable = [(i, (cap // req[i]) * req[i] if req[i] else cap) for i, cap in enumerate(t.cap) if cap]
         out.append((t, price, usable))
+    out.sort(key=lambda p: (p[1], p[0].it.name))
     return out
+
+
+def _best_target(priced: Sequence[_Priced], demand: Sequence[int]) -> _Type | None:
+    """The type a new claim aims to fill among `priced` (cheapest first), for the pool's remaining
+    `demand` (at least one pod of the opening size); None when `priced` is empty.
+    """
+    costs: list[tuple[float, float, _Type]] = []
+    cheapest = math.inf
+    for t, price, usable in priced:
+        # A type costs at least its price (one node), so once the price is beyond TARGET_SLACK of
+        # the cheapest cost so far, neither this type nor any dearer one can be chosen below.
+        if price > cheapest * (1 + TARGET_SLACK):
+            break
+        # Serve the remaining demand with this type alone: whole nodes, each holding whole
+        # pods of the size that opens the claim (so a 7.9-cpu node counts as 7 one-cpu pods).
+        # `usable` leaves out resources the type lacks: demand for them (other pods' GPUs) is
+        # not its to serve.
+        worst = 0.0
+        for i, room in usable:
+            d = demand[i]
+            if d > 0:
+                worst = max(worst, d / room)
+        cost = price * max(1, math.ceil(worst - 1e-9))
+        costs.append((cost, price, t))
+        cheapest = min(cheapest, cost)
+    if not costs:
+        return None
+    # Within TARGET_SLACK of the cheapest way to serve the demand, prefer the smallest type:
+    # the bill barely moves and an interruption or a failed launch hits fewer pods.
+    near = [(price, t) for c, price, t in costs if c <= cheapest * (1 + TARGET_SLACK)]
+    return min(near, key=lambda n: (n[0], n[1].it.name))[1]
 
 
 class _Targets:
     """For one list of types, node requirements `alt` and pod size `req`: the types `alt` allows
     (`compatible`), those of them one pod fits (`fitting`), the largest capacity among those
-    (`peak`, per resource), and `_priced` per capacity types. Shared across solves: never changed.
+    (`peak`, per resource), `_priced` per capacity types, and the target `best` chooses for a
+    demand. Shared across solves: never changed (but for what it remembers).
     """
 
-    __slots__ = ("_priced", "compatible", "fitting", "peak", "req")
+    # Targets remembered per capacity types and demand (a pass asks about a few hundred demands).
+    MAX_CHOICES = 1024
+    __slots__ = ("_chosen", "_priced", "compatible", "fitting", "peak", "req")
 
     def __init__(self, compatible: list[_Type], req: tuple[int, ...]) -> None:
         self.req = req
@@ -1381,6 +1483,7 @@ class _Targets:
         self.fitting = [t for t in compatible if all(c >= r for c, r in zip(t.cap, req, strict=True))]
         self.peak = [max(t.capacity[i] for t in self.fitting) for i in range(len(req))] if self.fitting else []
         self._priced: dict[frozenset[str], list[_Priced]] = {}
+        self._chosen: dict[tuple[frozenset[str], tuple[int, ...]], _Type | None] = {}
 
     def priced(self, cts: frozenset[str]) -> list[_Priced]:
         """`_priced(self.fitting, ...)`, remembered."""
@@ -1388,6 +1491,17 @@ class _Targets:
         if hit is None:
             hit = self._priced[cts] = _priced(self.fitting, self.req, cts)
         return hit
+
+    def best(self, cts: frozenset[str], demand: tuple[int, ...]) -> _Type | None:
+        """`_best_target(self.priced(cts), demand)`, remembered: consolidation asks again about the
+        same pods (the same demand) in every pass, and the answer is a pure function of the key.
+        """
+        key = (cts, demand)
+        if key in self._chosen:
+            return self._chosen[key]
+        best = _best_target(self.priced(cts), demand)
+        _bounded_put(self._chosen, key, best, self.MAX_CHOICES)
+        return best
 
 
 class _Prepared:
@@ -1440,6 +1554,10 @@ class _Prepared:
         self._options: dict[tuple[int, Requirements], tuple[tuple[_Type, ...], list[_Option]]] = {}
         self._by_requirements: dict[Requirements, dict[int, tuple[_Type, bool, _Option | None]]] = {}
         self._targets: dict[tuple[int, Requirements, tuple[int, ...]], tuple[tuple[_Type, ...], _Targets]] = {}
+        self._claims: dict[
+            tuple[int, Requirements, tuple[int, ...], tuple[int, ...] | None],
+            tuple[tuple[_Type, ...], tuple[list[_Option], str]],
+        ] = {}
 
     def matches(
         self,
@@ -1521,6 +1639,45 @@ class _Prepared:
         out.sort(key=lambda o: (o[0], o[1]))
         _bounded_put(self._options, key, (types, out), self.MAX_QUESTIONS)
         return out
+
+    def claim_options(
+        self, types: tuple[_Type, ...], reqs: Requirements, used: tuple[int, ...], budget: tuple[int, ...] | None
+    ) -> tuple[list[_Option], str]:
+        """A claim's instance type options: those of `options(types, reqs)` that hold `used` (a
+        vector over this entry's names) and, with a `budget` (the pool's remaining limits), whose
+        capacity is within it, plain types only when any fits, cut as `_keep_min_values` says;
+        and why there are none, when none fit.
+
+        Remembered by all four: consolidation finalizes claims for the same pods in every pass.
+        The list is shared between callers: never change it.
+        """
+        key = (id(types), reqs, used, budget)
+        hit = self._claims.get(key)
+        if hit is not None and hit[0] is types:
+            return hit[1]
+        flexible = any(r.min_values for r in reqs.values())
+        options: list[_Option] = []
+        plain = 0
+        ci, mi = self.names.index(CPU), self.names.index(MEMORY)
+        used_cpu, used_memory = used[ci], used[mi]
+        for option in self.options(types, reqs):
+            t = option[2]
+            if t.cap[ci] < used_cpu or t.cap[mi] < used_memory:
+                continue
+            if not all(c >= u for c, u in zip(t.cap, used, strict=True)):
+                continue
+            if budget is not None and not all(c <= r for c, r in zip(t.capacity, budget, strict=True)):
+                continue
+            options.append(option)
+            plain += not t.exotic
+            # Cheapest first: once 60 plain types fit, no later type can make the list.
+            if plain >= MAX_INSTANCE_TYPE_OPTIONS and not flexible:
+                break
+        if plain:
+            options = [o for o in options if not o[2].exotic]
+        answer = _keep_min_values(options, reqs)
+        _bounded_put(self._claims, key, (types, answer), self.MAX_QUESTIONS)
+        return answer
 
     def _answers(self, reqs: Requirements) -> dict[int, tuple[_Type, bool, _Option | None]]:
         """What `_answer` found for `reqs` so far, by type id. Kept per type, not only per list:

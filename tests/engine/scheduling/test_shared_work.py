@@ -75,6 +75,7 @@ def _fresh(inp: SchedulingInput, monkeypatch: pytest.MonkeyPatch, strategy: obje
         m.setattr(solver_module, "_PREPARED", solver_module._PreparedCache(size=0))
         m.setattr(solver_module, "_POD_FACTS", solver_module._PodFacts(limit=0))
         m.setattr(solver_module, "_NODE_FACTS", solver_module._NodeFacts(limit=0))
+        m.setattr(solver_module, "_BOUND_RUNS", solver_module._BoundRuns(limit=0))
         return solve(inp) if strategy is None else solve(inp, strategy)  # type: ignore[arg-type]
 
 
