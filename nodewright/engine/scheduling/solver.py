@@ -38,6 +38,7 @@ iteration order leaks into the result.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import operator
@@ -1497,7 +1498,8 @@ class _Targets:
         same pods (the same demand) in every pass, and the answer is a pure function of the key.
         """
         key = (cts, demand)
-        if key in self._chosen:
+        # One lookup, not `in` then index: another thread's put may evict the key in between.
+        with contextlib.suppress(KeyError):
             return self._chosen[key]
         best = _best_target(self.priced(cts), demand)
         _bounded_put(self._chosen, key, best, self.MAX_CHOICES)
