@@ -44,11 +44,47 @@ class Eviction:
     message: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class ApiUsage:
+    """What one kind of Kubernetes request cost: `requests` sent and `bytes` received, for a
+    `verb` (list, watch, get, patch, delete, create) on a `resource` (pods, nodes, pods/eviction...).
+    """
+
+    verb: str
+    resource: str
+    requests: int
+    bytes: int
+
+
 class Cluster(Protocol):
-    """The Kubernetes API as the controllers use it."""
+    """The Kubernetes API as the controllers use it.
+
+    Reads come from a view the implementation keeps current (the real adapter: one LIST per kind,
+    then WATCH), so `snapshot`, `pending` and `version` cost no request once it is synced.
+    """
+
+    def follow(self, seconds: float) -> None:
+        """Keep the view current for the next `seconds` (an invocation's remaining time): the real
+        adapter starts or extends its watches; an in-memory cluster has nothing to do.
+        """
+        ...
 
     def snapshot(self) -> ClusterSnapshot:
         """Nodes first, then pods, daemonsets and PDBs (the conservative read order)."""
+        ...
+
+    def pending(self) -> list[Pod]:
+        """`snapshot().pending()`, sorted by key, without building a snapshot."""
+        ...
+
+    def version(self) -> int:
+        """A number that changes whenever `pending()` may have changed (a pod became or stopped
+        being pending, a node started or stopped draining, a node came or went). Never blocks.
+        """
+        ...
+
+    def usage(self) -> list[ApiUsage]:
+        """The API requests sent and bytes received since the last call, by verb and resource."""
         ...
 
     def get_node(self, name: str) -> Node | None:

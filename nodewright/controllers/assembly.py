@@ -20,6 +20,7 @@ from nodewright.adapters.clock import SystemClock
 from nodewright.adapters.kube.client import from_cluster_info
 from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.kube.crd_config import read_config
+from nodewright.adapters.kube.store import KINDS, NODES
 from nodewright.config.documents import Document
 from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
@@ -30,16 +31,20 @@ from nodewright.ports import Observer
 
 
 class _Aws:
-    """The AWS side every function shares: clients, the cluster, EC2, the state store, config."""
+    """The AWS side every function shares: clients, the cluster, EC2, the state store, config.
 
-    def __init__(self, settings: Settings, observer: Observer) -> None:
+    `kinds` are what the cluster adapter watches: everything for the provisioner and the
+    consolidator, nodes only for the interruption function (it reads pods per node).
+    """
+
+    def __init__(self, settings: Settings, observer: Observer, kinds: tuple[str, ...] = KINDS) -> None:
         self.clock = SystemClock()
         region = settings.region or None
         self.region = region
         info = describe_cluster(session.client("eks", region=region), settings.cluster_name)
         tokens = EksTokenSource(session.client("sts", region=region), info.name, self.clock)
         self.api_client = from_cluster_info(info, tokens)
-        self.cluster = KubeCluster(self.api_client, on_unauthorized=tokens.invalidate)
+        self.cluster = KubeCluster(self.api_client, on_unauthorized=tokens.invalidate, kinds=kinds)
         self.ec2 = session.client("ec2", region=region)
         self.cloud = Ec2CloudProvider(
             self.ec2,
@@ -82,6 +87,7 @@ def _provisioner(aws: _Aws, settings: Settings, observer: Observer) -> Provision
         config=aws.config,
         catalog=LiveCatalog(aws.ec2, prices, aws.clock),
         observer=observer,
+        wait=aws.cluster.wait,
     )
 
 
@@ -104,7 +110,7 @@ def consolidator_from_settings(settings: Settings, observer: Observer) -> Consol
 
 def interruption_from_settings(settings: Settings, observer: Observer) -> InterruptionController:
     """The interruption controller wired to EKS, EC2, DynamoDB, its own queue and the provisioner."""
-    aws = _Aws(settings, observer)
+    aws = _Aws(settings, observer, kinds=(NODES,))
     return InterruptionController(
         cluster=aws.cluster,
         store=aws.store,

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.controllers.drain import Drainer
+from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.lease import InvocationLease
 from nodewright.controllers.provisioning import Catalog, Configuration, Provisioner, claim_name, pool_capacities
 from nodewright.engine.disruption import Command, DisruptionInput, DisruptionOptions, compute_commands, validate
@@ -126,6 +127,7 @@ class Consolidator:
             report.lease = False
             return report
         try:
+            self.cluster.follow(deadline - self.clock.now())
             self._sweep(report)
             while self.clock.now() < deadline - opts.deadline_margin:
                 records = self.store.commands()
@@ -140,6 +142,7 @@ class Consolidator:
                 lease.renew()
         finally:
             lease.release()
+            publish_api_usage(self.cluster, self.observer)
         return report
 
     # -- deciding ----------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.controllers.drain import Drainer
+from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.provisioning import IN_FLIGHT, Configuration
 from nodewright.engine.interruption import (
     CONTINUATION,
@@ -51,6 +52,9 @@ from nodewright.ports import Clock, CloudProvider, Cluster, Continuations, Obser
 KEEP_NODE_POLICIES = ("Cordon", "CordonAndDrain")
 # SQS caps DelaySeconds at 15 minutes.
 MAX_DELAY = 900.0
+
+# How long after a message the node watch is kept current (extended by every message).
+FOLLOW_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +120,13 @@ class InterruptionController:
             self.observer.metric("MalformedMessages", 1)
             self.observer.decision("interruption-malformed", error=str(error))
             return {"malformed": str(error)}
-        return self.handle(message).as_dict()
+        # Nodes are read from the adapter's watch while messages keep coming (a storm is many
+        # messages a minute); pods are read per node, with a field selector.
+        self.cluster.follow(FOLLOW_SECONDS)
+        try:
+            return self.handle(message).as_dict()
+        finally:
+            publish_api_usage(self.cluster, self.observer)
 
     def handle(self, message: Message) -> Handled:
         """Act on one message (see the module docstring); raises only when a call failed, so the

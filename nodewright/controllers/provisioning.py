@@ -8,10 +8,11 @@ runs `Provisioner.run(deadline)`:
    but whose record was not updated (a crash between CreateFleet and the write), give up claims
    that never launched, mark claims registered and initialized as their nodes come up, terminate
    claims whose node never registered, orphan instances and Node objects whose instance is gone;
-3. loop until `margin` seconds before the deadline: poll for pods that need capacity about every
-   second, batch them (a pass starts after `batch_idle` seconds without a new pod, or `batch_max`
-   after the first, or, once the batch is `batch_idle` old, at a poll that grew it by less than
-   `batch_growth` of its size), solve, launch (`provision`).
+3. loop until `margin` seconds before the deadline: wait for the pods that need capacity to
+   change (the cluster's watch wakes the loop; nothing is re-read while nothing changes), batch
+   them (a pass starts after `batch_idle` seconds without a new pod, or `batch_max` after the
+   first, or, once the batch is `batch_idle` old, at a check, once a `poll`, that grew it by less
+   than `batch_growth` of its size), solve, launch (`provision`).
 
 Why batch, and why not always: waiting lets a burst (a Deployment scaled up, a Job started)
 arrive whole, so it is packed onto few right-sized nodes rather than launched piecemeal. A steady
@@ -28,6 +29,7 @@ to on-demand within the same invocation.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 import uuid
@@ -35,6 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.lease import InvocationLease
 from nodewright.engine.disruption import template_hash
 from nodewright.engine.scheduling import PlannedClaim, PoolCapacity, SchedulingInput, SchedulingResult, solve
@@ -96,6 +99,8 @@ class StaticConfiguration:
 class ProvisionerOptions:
     """Timings of the loop and of housekeeping, in seconds (Karpenter's values by default)."""
 
+    # While a batch is open its growth is checked this often; with nothing pending the loop only
+    # wakes on a change (or polls this often when its `sleep` cannot be woken).
     poll: float = 1.0
     batch_idle: float = 1.0
     batch_max: float = 10.0
@@ -162,6 +167,7 @@ class Provisioner:
         observer: Observer,
         options: ProvisionerOptions = ProvisionerOptions(),
         sleep: Callable[[float], None] = time.sleep,
+        wait: Callable[[float, Callable[[], bool]], None] | None = None,
     ) -> None:
         self.cluster = cluster
         self.cloud = cloud
@@ -172,6 +178,9 @@ class Provisioner:
         self.observer = observer
         self.options = options
         self.sleep = sleep
+        # wait(seconds, woken): up to `seconds`, less once woken() holds (the cluster's watch,
+        # the simulator's world). Without one the loop polls with `sleep`.
+        self.wait = wait
 
     # -- the invocation ------------------------------------------------------------------------
 
@@ -196,17 +205,19 @@ class Provisioner:
             report.lease = False
             return report
         try:
+            self.cluster.follow(deadline - self.clock.now())
             report.housekeeping = self.reconcile(self.cluster.snapshot())
             first_seen: float | None = None
             last_change = 0.0
             seen: frozenset[str] = frozenset()
             parked: dict[str, float] = {}
-            while self.clock.now() < deadline - opts.deadline_margin:
-                snapshot = self.cluster.snapshot()
-                now = self.clock.now()
-                resting = frozenset(pod for pod, until in parked.items() if until > now)
-                waiting = frozenset(p.key for p in snapshot.pending()) - resting
-                if waiting:  # the claims are read only when something waits: most polls find nothing
+            end = deadline - opts.deadline_margin
+            while (now := self.clock.now()) < end:
+                # Read the version first: a change after it, even during this check, wakes the wait.
+                version = self.cluster.version()
+                parked = {pod: until for pod, until in parked.items() if until > now}
+                waiting = frozenset(p.key for p in self.cluster.pending()) - parked.keys()
+                if waiting:  # the claims are read only when something waits: most checks find nothing
                     waiting -= self._handled()
                 added = len(waiting - seen)
                 if not waiting:
@@ -220,7 +231,7 @@ class Provisioner:
                     or now - first_seen >= opts.batch_max
                     or (now - first_seen >= opts.batch_idle and added < opts.batch_growth * (len(waiting) - added))
                 ):
-                    result = self.provision(snapshot)
+                    result = self.provision(self.cluster.snapshot())
                     parked.update(dict.fromkeys(result.unschedulable, self.clock.now() + opts.unschedulable_retry))
                     report.passes += 1
                     report.launched += result.launched
@@ -228,10 +239,26 @@ class Provisioner:
                     first_seen = None
                     lease.renew()
                     continue
-                self.sleep(opts.poll)
+                # Until something changes, or a batch rule or a parked pod's retry comes due.
+                wake = end
+                if first_seen is not None:
+                    wake = min(wake, now + opts.poll, last_change + opts.batch_idle, first_seen + opts.batch_max)
+                if parked:
+                    wake = min(wake, *parked.values())
+                self._wait(max(0.0, wake - now), functools.partial(self._changed, version))
         finally:
             lease.release()
+            publish_api_usage(self.cluster, self.observer)
         return report
+
+    def _changed(self, since: int) -> bool:
+        return self.cluster.version() != since
+
+    def _wait(self, seconds: float, woken: Callable[[], bool]) -> None:
+        if self.wait is not None:
+            self.wait(seconds, woken)
+        else:  # a sleep nothing can wake: poll
+            self.sleep(min(seconds, self.options.poll))
 
     def _handled(self) -> frozenset[str]:
         """Pods that in-flight claims already hold: they wait for their node, not for a pass."""

@@ -36,6 +36,13 @@ def reschedulable(pod: Pod) -> bool:
     return not pod.daemon and not pod.mirror and not pod.terminal and not pod.deleting
 
 
+def needs_capacity(pod: Pod, draining: bool) -> bool:
+    """True for a pod `ClusterSnapshot.pending` returns; `draining` says whether the pod's node
+    is draining (see `Node.draining`).
+    """
+    return provisionable(pod) or (draining and bool(pod.node_name) and reschedulable(pod))
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
     """Everything one decision pass reads, taken nodes first (the conservative order)."""
@@ -60,4 +67,4 @@ class ClusterSnapshot:
         `Node.draining`).
         """
         deleting = {n.name for n in self.nodes if n.draining}
-        return [p for p in self.pods if provisionable(p) or (p.node_name in deleting and reschedulable(p))]
+        return [p for p in self.pods if needs_capacity(p, p.node_name in deleting)]

@@ -25,6 +25,9 @@ the log for the simulator to account for, and nodes being deleted are set with
 
 What is observed
   * `calls`: every call of a `Cluster` port method, in order (setup methods are not recorded).
+  * `listeners`: called on every change of a stored object, with the kind, the watch event type
+    (ADDED, MODIFIED, DELETED), the object and the cluster revision the change got: what an API
+    server's watch would send (the HTTP emulator serves watches from it).
   * `changes`: a time-stamped log (from the injected clock) of what happened, for assertions and
     the simulator's metrics: pods created, bound, evicted (with their grace period) and deleted,
     evictions a budget refused, nodes added, cordoned, deleted (with the workload pods still on
@@ -54,24 +57,44 @@ and each PDB's healthy/expected counts are kept current, so an eviction never sc
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import label_matches
-from nodewright.model.snapshot import ClusterSnapshot, reschedulable
+from nodewright.model.snapshot import ClusterSnapshot, needs_capacity, reschedulable
 from nodewright.model.taints import Taint, tolerates_all
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget, covering
-from nodewright.ports import Eviction
+from nodewright.ports import ApiUsage, Eviction
 from nodewright.sim.clock import VirtualClock
 
 if TYPE_CHECKING:
     from nodewright.ports import Clock, Cluster
 
-# The Cluster port methods: the only ones recorded in `calls` and open to `fail_next`.
-PORT_METHODS = ("snapshot", "get_node", "node_by_instance", "pods_on", "cordon", "uncordon", "evict", "delete_node")
+# The Cluster port methods that read or write: the only ones recorded in `calls` and open to
+# `fail_next` (`version`, `follow` and `usage` ask nothing of the API server).
+PORT_METHODS = (
+    "snapshot",
+    "pending",
+    "get_node",
+    "node_by_instance",
+    "pods_on",
+    "cordon",
+    "uncordon",
+    "evict",
+    "delete_node",
+)
+
+# Watch event types, as the API server names them, passed to `InMemoryCluster.listeners`.
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+DELETED = "DELETED"
+
+# A listener: (kind: "node" | "pod" | "daemonset" | "pdb", event type, the object as stored (the
+# last state for DELETED), the cluster revision of this change).
+Listener = Callable[[str, str, object, int], None]
 
 # Kinds of entries in `InMemoryCluster.changes`.
 NODE_ADDED = "node_added"
@@ -158,6 +181,10 @@ class InMemoryCluster:
         self._budget_counts: dict[str, list[int]] = {}
         self._versions: dict[tuple[str, str], int] = {}
         self._revision = 0
+        self.listeners: list[Listener] = []
+        # Bumped when the pods needing capacity may have changed (the port's `version`).
+        self._pending_version = 0
+        self._usage_from = 0
         self._uids = itertools.count(1)
         self._suffixes = itertools.count(1)
         # Sorted lists handed out by snapshot(), rebuilt only after a write to that kind.
@@ -175,6 +202,10 @@ class InMemoryCluster:
         disruption controller would have written).
         """
         self._enter("snapshot")
+        return self.snapshot_unrecorded()
+
+    def snapshot_unrecorded(self) -> ClusterSnapshot:
+        """`snapshot()` without recording a call (for `pending` and subclasses)."""
         if self._node_list is None:
             self._node_list = tuple(self._nodes[k] for k in sorted(self._nodes))
         if self._pod_list is None:
@@ -189,6 +220,26 @@ class InMemoryCluster:
         return ClusterSnapshot(
             nodes=self._node_list, pods=self._pod_list, daemonsets=self._daemonset_list, pdbs=self._pdb_list
         )
+
+    def follow(self, seconds: float) -> None:
+        """Nothing to do: this cluster is its own view, always current."""
+
+    def pending(self) -> list[Pod]:
+        """The pods that need capacity now, sorted by key (`ClusterSnapshot.pending`)."""
+        self._enter("pending")
+        return self.snapshot_unrecorded().pending()
+
+    def version(self) -> int:
+        """Changes whenever the pods needing capacity may have changed (see `_put_pod`)."""
+        return self._pending_version
+
+    def usage(self) -> list[ApiUsage]:
+        """The port calls since the last `usage()`, one entry per method (no bytes: no HTTP)."""
+        counts: dict[str, int] = {}
+        for call in self.calls[self._usage_from :]:
+            counts[call.method] = counts.get(call.method, 0) + 1
+        self._usage_from = len(self.calls)
+        return [ApiUsage(method, "inmemory", n, 0) for method, n in sorted(counts.items())]
 
     def get_node(self, name: str) -> Node | None:
         """The node, or None when it does not exist."""
@@ -269,6 +320,7 @@ class InMemoryCluster:
     def reset(self) -> None:
         """Forget recorded calls and pending failures (objects and the changes log stay)."""
         self.calls.clear()
+        self._usage_from = 0
         self._failures.clear()
 
     def calls_to(self, method: str) -> list[Call]:
@@ -423,17 +475,22 @@ class InMemoryCluster:
     def add_daemonset(self, daemonset: DaemonSet) -> None:
         """Create or overwrite a DaemonSet (its pods appear on `reconcile_daemonsets`)."""
         key = f"{daemonset.namespace}/{daemonset.name}"
+        added = key not in self._daemonsets
         self._daemonsets[key] = daemonset
         self._bump("daemonset", key)
         self._daemonset_list = None
+        self._notify("daemonset", ADDED if added else MODIFIED, daemonset)
 
     def remove_daemonset(self, namespace: str, name: str) -> None:
         """Delete a DaemonSet and, as the garbage collector would, the pods it owns."""
         key = f"{namespace}/{name}"
-        if self._daemonsets.pop(key, None) is None:
+        gone = self._daemonsets.pop(key, None)
+        if gone is None:
             return
         self._versions.pop(("daemonset", key), None)
         self._daemonset_list = None
+        self._revision += 1
+        self._notify("daemonset", DELETED, gone)
         owned = [p for p in self._pods_by_namespace.get(namespace, {}).values() if p.daemon and p.owner_name == name]
         for pod in owned:
             self._delete_pod(pod, POD_DELETED, f"daemonset {key} was deleted")
@@ -441,7 +498,8 @@ class InMemoryCluster:
     def add_pdb(self, pdb: PodDisruptionBudget) -> None:
         """Create or overwrite a PodDisruptionBudget."""
         key = f"{pdb.namespace}/{pdb.name}"
-        self.remove_pdb(pdb.namespace, pdb.name)
+        added = key not in self._pdbs
+        self._remove_pdb(pdb.namespace, pdb.name)
         self._pdbs[key] = pdb
         self._pdbs_by_namespace.setdefault(pdb.namespace, {})[key] = pdb
         counts = [0, 0]
@@ -452,18 +510,31 @@ class InMemoryCluster:
         self._budget_counts[key] = counts
         self._bump("pdb", key)
         self._pdb_list = None
+        self._notify("pdb", ADDED if added else MODIFIED, pdb)
 
     def remove_pdb(self, namespace: str, name: str) -> None:
         """Delete a PodDisruptionBudget; a missing one is fine."""
+        gone = self._remove_pdb(namespace, name)
+        if gone is not None:
+            self._revision += 1
+            self._notify("pdb", DELETED, gone)
+
+    def budget_allowed(self, pdb: PodDisruptionBudget) -> int:
+        """How many disruptions the budget allows now (its status.disruptionsAllowed)."""
+        return self._allowed(pdb)
+
+    def _remove_pdb(self, namespace: str, name: str) -> PodDisruptionBudget | None:
         key = f"{namespace}/{name}"
-        if self._pdbs.pop(key, None) is None:
-            return
+        gone = self._pdbs.pop(key, None)
+        if gone is None:
+            return None
         del self._pdbs_by_namespace[namespace][key]
         if not self._pdbs_by_namespace[namespace]:
             del self._pdbs_by_namespace[namespace]
         del self._budget_counts[key]
         self._versions.pop(("pdb", key), None)
         self._pdb_list = None
+        return gone
 
     def reconcile_daemonsets(self) -> list[Pod]:
         """Play the DaemonSet controller once; returns the pods it created.
@@ -539,6 +610,14 @@ class InMemoryCluster:
         self._revision += 1
         self._versions[(kind, key)] = self._revision
 
+    def _notify(self, kind: str, event: str, obj: object) -> None:
+        for listener in self.listeners:
+            listener(kind, event, obj, self._revision)
+
+    def _draining(self, node: str) -> bool:
+        stored = self._nodes.get(node) if node else None
+        return stored is not None and stored.draining
+
     def _require_node(self, name: str) -> Node:
         node = self._nodes.get(name)
         if node is None:
@@ -553,11 +632,15 @@ class InMemoryCluster:
 
     def _put_node(self, node: Node) -> bool:
         """Store `node`; False (and no new resourceVersion) when nothing changed."""
-        if self._nodes.get(node.name) == node:
+        old = self._nodes.get(node.name)
+        if old == node:
             return False
         self._nodes[node.name] = node
         self._bump("node", node.name)
         self._node_list = None
+        if old is None or old.draining != node.draining:
+            self._pending_version += 1
+        self._notify("node", ADDED if old is None else MODIFIED, node)
         return True
 
     def _put_pod(self, pod: Pod) -> None:
@@ -575,6 +658,11 @@ class InMemoryCluster:
         self._bump("pod", key)
         self._pod_list = None
         self._pdb_list = None
+        if (old is not None and needs_capacity(old, self._draining(old.node_name))) or needs_capacity(
+            pod, self._draining(pod.node_name)
+        ):
+            self._pending_version += 1
+        self._notify("pod", ADDED if old is None else MODIFIED, pod)
 
     def _unindex(self, pod: Pod) -> None:
         key = pod.key
@@ -597,6 +685,10 @@ class InMemoryCluster:
         self._versions.pop(("pod", pod.key), None)
         self._pod_list = None
         self._pdb_list = None
+        if needs_capacity(pod, self._draining(pod.node_name)):
+            self._pending_version += 1
+        self._revision += 1
+        self._notify("pod", DELETED, pod)
         self._log(kind, pod.key, node=pod.node_name, grace_seconds=pod.termination_grace_seconds, message=why)
         if self.recreate_owned_pods and pod.owner_kind in _RECREATING_OWNERS and not pod.terminal:
             self._recreate(pod)
@@ -622,16 +714,22 @@ class InMemoryCluster:
         )
 
     def _remove_node(self, name: str, why: str) -> None:
-        node = self._nodes.pop(name, None)
+        node = self._nodes.get(name)
         if node is None:
             return
-        self._versions.pop(("node", name), None)
-        self._node_list = None
         on_node = self._bound(name)
         lost = tuple(p.key for p in on_node if reschedulable(p))
         self._log(NODE_DELETED, name, pods=lost, message=why)
+        # The pods first, while their node is still known (whether it was draining matters for
+        # `version`), then the node: the pod GC deletes them as the node goes.
         for pod in on_node:
             self._delete_pod(pod, POD_DELETED, f"node {name} was deleted")
+        del self._nodes[name]
+        self._versions.pop(("node", name), None)
+        self._node_list = None
+        self._pending_version += 1
+        self._revision += 1
+        self._notify("node", DELETED, node)
 
     def _refusal(self, pod: Pod) -> str:
         """Why the budgets covering `pod` refuse its eviction now, or ''."""

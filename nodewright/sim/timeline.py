@@ -47,13 +47,17 @@ class Timeline:
         """Run `action()` when the clock reaches `t`."""
         heapq.heappush(self._events, (t, next(self._order), action))
 
-    def sleep(self, seconds: float) -> None:
-        """Move the clock `seconds` forward, running every event due on the way at its time."""
+    def sleep(self, seconds: float, woken: Callable[[], bool] | None = None) -> None:
+        """Move the clock `seconds` forward, running every event due on the way at its time; with
+        `woken`, stop at the first event after which it is true (a wait a watch event ends).
+        """
         target = self.clock.now() + seconds
         while self._events and self._events[0][0] <= target:
             t, _, action = heapq.heappop(self._events)
             self.clock.advance_to(max(t, self.clock.now()))
             action()
+            if woken is not None and woken():
+                return
         self.clock.advance_to(max(target, self.clock.now()))
 
     def run_due(self) -> int:

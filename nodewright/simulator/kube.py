@@ -68,9 +68,9 @@ class SimulatedCluster(InMemoryCluster):
         self.after_evict: Callable[[Pod, Eviction], None] = lambda pod, result: None
         self.before_delete_node: Callable[[str], None] = lambda name: None
 
-    def snapshot(self) -> ClusterSnapshot:
+    def snapshot_unrecorded(self) -> ClusterSnapshot:
         """The API server's snapshot, the same object until something in it changes."""
-        base = super().snapshot()
+        base = super().snapshot_unrecorded()
         cached = self._snapshot
         if (
             cached is not None

@@ -10,7 +10,9 @@ finishing or by sleeping. An invocation's `sleep(s)` (the `sleep` the simulator 
 controllers) schedules its own wake-up at now + s and hands control back, so everything else that
 happens in those s virtual seconds (other invocations, nodes becoming Ready, pods being bound,
 interruption events) happens while it waits, as with concurrent Lambdas; no invocation's waiting
-delays another's. The handoff is two semaphores, so the world stays deterministic.
+delays another's. The handoff is two semaphores, so the world stays deterministic. A sleep may
+also be woken early: `sleep(s, woken)` ends at the first step after which `woken()` is true (a
+controller waiting on the cluster's watch), as a real watch event would end the wait.
 
 A Lambda stops an invocation at its timeout: here an invocation that sleeps past its deadline is
 stopped there (`Stopped` is raised inside it, unwinding its `finally` blocks) and counted as timed
@@ -49,6 +51,8 @@ class EventLoop:
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
         self.after_step: Callable[[], None] = lambda: None
+        # Called after `after_step`: whoever waits on what a step may have changed (Lambdas).
+        self.on_step: list[Callable[[], None]] = []
 
     def at(self, when: float, action: Callable[[], None]) -> None:
         """Run `action` at virtual time `when` (now, if `when` has passed)."""
@@ -67,6 +71,8 @@ class EventLoop:
                 self.clock.advance_to(when)
             action()
             self.after_step()
+            for hook in self.on_step:
+                hook()
         if t > self.clock.now():
             self.clock.advance_to(t)
 
@@ -108,6 +114,7 @@ class Invocation:
     thread: threading.Thread | None = field(default=None, repr=False)
     resume: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0), repr=False)
     _stop: str = field(default="", repr=False)
+    _sleep: object = field(default=None, repr=False)  # the token of the sleep in progress
 
 
 class Lambdas:
@@ -127,6 +134,8 @@ class Lambdas:
         self.profiling = False
         self.profiles: list[cProfile.Profile] = []
         self.wall: dict[str, float] = {}  # wall seconds spent running each function's invocations
+        self._waiting: dict[Invocation, tuple[Callable[[], bool], object]] = {}
+        loop.on_step.append(self._check_waiting)
 
     def invoke(
         self,
@@ -150,8 +159,10 @@ class Lambdas:
         self._enter(invocation)
         return invocation
 
-    def sleep(self, seconds: float) -> None:
-        """The `sleep` given to controllers: wait `seconds` of virtual time while the world goes on."""
+    def sleep(self, seconds: float, woken: Callable[[], bool] | None = None) -> None:
+        """The `sleep` given to controllers: wait `seconds` of virtual time while the world goes on,
+        or less when `woken` is given and turns true after some step of the world.
+        """
         invocation = self.current
         if invocation is None or threading.current_thread() is not invocation.thread:
             self.loop.run_until(self.clock.now() + seconds)  # outside any invocation: just let time pass
@@ -159,7 +170,11 @@ class Lambdas:
         wake = self.clock.now() + max(0.0, seconds)
         # Lambda ends the invocation at its deadline, wherever it is.
         timed_out = wake > invocation.deadline
-        self.loop.at(min(wake, invocation.deadline), partial(self._wake, invocation, timed_out))
+        token = object()
+        invocation._sleep = token
+        self.loop.at(min(wake, invocation.deadline), partial(self._wake, invocation, timed_out, token))
+        if woken is not None:
+            self._waiting[invocation] = (woken, token)
         self._main.release()
         invocation.resume.acquire()
         if invocation._stop:
@@ -174,7 +189,21 @@ class Lambdas:
 
     # -- internals -----------------------------------------------------------------------------------
 
-    def _wake(self, invocation: Invocation, timed_out: bool) -> None:
+    def _check_waiting(self) -> None:
+        """After a step: wake, at the current time, each sleeper whose condition now holds."""
+        if not self._waiting:
+            return
+        for invocation, (woken, token) in list(self._waiting.items()):
+            if woken():
+                del self._waiting[invocation]
+                self.loop.at(self.clock.now(), partial(self._wake, invocation, False, token))
+
+    def _wake(self, invocation: Invocation, timed_out: bool, token: object = None) -> None:
+        if token is not None:
+            if invocation._sleep is not token:
+                return  # that sleep already ended (woken early): this is its stale timer
+            invocation._sleep = None
+            self._waiting.pop(invocation, None)
         if timed_out and not invocation._stop:
             invocation._stop = "timeout"
         self._enter(invocation)

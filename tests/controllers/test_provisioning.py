@@ -375,3 +375,34 @@ def test_the_lease_never_outlives_the_invocation() -> None:
 
     assert expiries
     assert max(expiries) <= deadline
+
+
+def test_a_loop_that_can_be_woken_waits_for_the_pod_instead_of_polling_and_launches_a_second_later() -> None:
+    world = World()
+    timeline = Timeline(world.clock)
+    timeline.at(START + 30, partial(world.pending, 3))
+    waits: list[float] = []
+
+    def wait(seconds: float, woken: object) -> None:
+        waits.append(seconds)
+        timeline.sleep(seconds, woken)  # type: ignore[arg-type]
+
+    provisioner = world.provisioner()
+    provisioner.wait = wait
+    provisioner.run(START + 68)
+
+    committed = capacity_committed(world.observer.decisions)
+    assert sorted(committed) == [f"default/web-{i}" for i in range(3)]
+    assert set(committed.values()) == {START + 31}  # woken at 30, passed after 1 s idle
+    assert len(waits) <= 4  # until the pods, the idle second, after the pass: no 1 s polling
+    assert len(world.cluster.calls_to("snapshot")) == 2  # housekeeping and the one pass
+
+
+def test_the_invocation_publishes_its_kubernetes_requests_as_metrics() -> None:
+    world = World()
+    world.pending(2)
+    world.run()
+    requests = [(value, dims) for name, value, _, dims in world.observer.metrics if name == "KubeApiRequests"]
+    assert requests
+    assert all(value > 0 for value, _ in requests)
+    assert {dims["verb"] for _, dims in requests} >= {"snapshot", "pending"}

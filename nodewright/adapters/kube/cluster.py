@@ -3,14 +3,24 @@
 Role: implement the Cluster port against a real API server with the same contract as the
 in-memory cluster (`nodewright.sim.cluster`), so controllers cannot tell them apart.
 
-Reading (`snapshot`) follows Karpenter's conservative order: nodes first, then pods, daemonsets
-and PDBs, so a pod is never seen bound to a node the snapshot does not know. Every list is paged
-with `limit`/`continue`; pods are listed with a server-side field selector that drops Succeeded
-and Failed pods (they hold no resources, and on busy clusters they are most of the list). Lists
-are read as raw JSON (`_preload_content=False`) and each page is parsed straight into the frozen
-model (`Pod.parse`, `Node.parse`, ...) and dropped: building the client's model objects for
-10,000 pods costs seconds of CPU and several times the memory. Items come back in the API
-server's key order (namespace, then name), which is the order the in-memory cluster uses too.
+Two ways of reading. Following (after `follow(seconds)`: the functions): each kind (nodes, active
+pods, daemonsets, PDBs) is LISTed once and then WATCHed by a `Watcher` thread into a
+`ClusterStore` (see `nodewright.adapters.kube.watch` and `.store`); `snapshot`, `pending`,
+`version` and `node_by_instance` answer from the store once every kind has synced, so a warm
+function sends no request per read, only the watches' few per minute. The watches outlive the
+invocation with the adapter (one per cold start) and resume from their resourceVersions at the
+next `follow`. Not following (the CLI, one-off reads): every read is a LIST, as below.
+
+Reading by LIST (`snapshot` when not following) follows Karpenter's conservative order: nodes
+first, then pods, daemonsets and PDBs, so a pod is never seen bound to a node the snapshot does
+not know. (Watched kinds are independent streams, as in any informer: a just-bound pod can show
+a moment before its new node does, never a node without the pods it held when it was listed.)
+Every list is paged with `limit`/`continue`; pods are listed with a server-side field selector
+that drops Succeeded and Failed pods (they hold no resources, and on busy clusters they are most
+of the list). Lists are read as raw JSON (`_preload_content=False`) and each page is parsed
+straight into the frozen model (`Pod.parse`, `Node.parse`, ...) and dropped: building the
+client's model objects for 10,000 pods costs seconds of CPU and several times the memory. Items
+come back in the API server's key order (namespace, then name), which the store keeps too.
 A continue token that expired mid-list (HTTP 410) restarts that list once from the beginning.
 
 Writing:
@@ -26,6 +36,8 @@ Writing:
 
 Authentication: on a 401 the call asks `on_unauthorized` (e.g. `EksTokenSource.invalidate`) to
 drop the cached token and retries once. Every other failure raises `KubeApiError` naming the call.
+
+Accounting: every request is counted by verb and resource with the bytes received (`usage`).
 """
 
 from __future__ import annotations
@@ -34,7 +46,8 @@ import contextlib
 import functools
 import gc
 import json
-from collections.abc import Callable, Iterator, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -42,12 +55,15 @@ from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, PolicyV1Api
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from nodewright.adapters.kube.store import DAEMONSETS, KINDS, NODES, PDBS, PODS, ClusterStore, object_key
+from nodewright.adapters.kube.usage import ApiMeter
+from nodewright.adapters.kube.watch import READ_SLACK_SECONDS, Gone, Watcher
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
 from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.model.taints import Taint
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
-from nodewright.ports import Eviction
+from nodewright.ports import ApiUsage, Eviction
 
 T = TypeVar("T")
 
@@ -94,7 +110,9 @@ class KubeCluster:
 
     `page_size` is the `limit` of each list request; `on_unauthorized` is called after a 401,
     before the one retry (without it a 401 raises at once); `request_timeout` bounds each HTTP
-    request in seconds so a stuck connection cannot eat a Lambda's whole run.
+    request in seconds so a stuck connection cannot eat a Lambda's whole run. `kinds` are the
+    kinds `follow` watches (the interruption function needs only nodes); `sync_timeout` bounds how
+    long a read waits for the first LIST of each before it raises the watch's error.
     """
 
     def __init__(
@@ -104,6 +122,9 @@ class KubeCluster:
         page_size: int = 500,
         on_unauthorized: Callable[[], None] | None = None,
         request_timeout: float = 30.0,
+        kinds: Iterable[str] = KINDS,
+        sync_timeout: float = 60.0,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, got {page_size}")
@@ -113,11 +134,151 @@ class KubeCluster:
         self._page_size = page_size
         self._on_unauthorized = on_unauthorized
         self._timeout = request_timeout
+        self._sync_timeout = sync_timeout
+        self._monotonic = monotonic
+        self.meter = ApiMeter()
+        self.store = ClusterStore(kinds)
+        self._kinds = tuple(kinds)
+        self._watchers: dict[str, Watcher] = {}
+
+    # ------------------------------------------------------------------ following
+
+    def follow(self, seconds: float) -> None:
+        """Keep the store current for `seconds` more: start each kind's watcher, or extend it."""
+        until = self._monotonic() + max(0.0, seconds)
+        for kind in self._kinds:
+            watcher = self._watchers.get(kind)
+            if watcher is None:
+                watcher = self._watchers[kind] = self._watcher(kind)
+            watcher.follow(until)
+
+    @property
+    def following(self) -> bool:
+        """True once `follow` has been called: reads come from the store."""
+        return bool(self._watchers)
+
+    def close(self) -> None:
+        """Stop every watch (tests, the simulator, the benchmark: a Lambda never needs to)."""
+        for watcher in self._watchers.values():
+            watcher.close()
+
+    def watchers(self) -> dict[str, Watcher]:
+        """The watcher of each followed kind (for reports and tests)."""
+        return dict(self._watchers)
+
+    def wait(self, seconds: float, woken: Callable[[], bool]) -> None:
+        """Block up to `seconds` until `woken()` is true, checked whenever a watch event arrives.
+        Not following, nothing wakes a sleeper: it polls, a second at a time.
+        """
+        if self.following:
+            self.store.wait(seconds, woken)
+        else:
+            time.sleep(max(0.0, min(seconds, 1.0)))
+
+    def seen(self, versions: Mapping[str, int], timeout: float = 10.0) -> bool:
+        """Wait until each kind's watch has delivered at least resourceVersion `versions[kind]`
+        (an emulator's integer resourceVersions; a barrier for the simulator). False on timeout.
+        """
+        end = self._monotonic() + timeout
+
+        def caught_up() -> bool:
+            return all(int(self._watchers[k].resource_version or 0) >= v for k, v in versions.items())
+
+        while not caught_up():
+            if self._monotonic() >= end:
+                return False
+            self.store.wait(0.005, caught_up)
+        return True
+
+    def _synced(self) -> ClusterStore:
+        """The store, once every followed kind has been listed; raises the watches' error if
+        that takes longer than `sync_timeout`.
+        """
+        if not self.store.synced():
+            end = self._monotonic() + self._sync_timeout
+            while not self.store.wait(min(1.0, max(0.0, end - self._monotonic())), self.store.synced):
+                if self._monotonic() >= end:
+                    errors = [f"{k}: {w.error}" for k, w in self._watchers.items() if w.error is not None]
+                    raise KubeApiError("sync", 0, "; ".join(errors) or "the first LIST did not complete in time")
+        return self.store
+
+    def _watcher(self, kind: str) -> Watcher:
+        list_call, parse, params = self._kind(kind)
+
+        def lister() -> tuple[dict[str, Any], str]:
+            return self._list_keyed(kind, list_call, parse, params)
+
+        def opener(resource_version: str, timeout: int) -> Any:
+            call = f"watch {kind}"
+            try:
+                return self._request(
+                    "watch",
+                    kind,
+                    call,
+                    functools.partial(
+                        list_call,
+                        watch=True,
+                        resource_version=resource_version,
+                        allow_watch_bookmarks=True,
+                        timeout_seconds=timeout,
+                        _preload_content=False,
+                        _request_timeout=(self._timeout, timeout + READ_SLACK_SECONDS),
+                        **params,
+                    ),
+                    mapped=(410,),
+                )
+            except ApiException as error:
+                raise Gone(_status_message(error)) from error
+
+        return Watcher(
+            kind,
+            lister=lister,
+            opener=opener,
+            parse=parse,
+            key=object_key,
+            on_list=functools.partial(self.store.replace, kind),
+            on_put=functools.partial(self.store.put, kind),
+            on_delete=functools.partial(self.store.delete, kind),
+            received=functools.partial(self.meter.received, "watch", kind),
+            monotonic=self._monotonic,
+        )
+
+    def _kind(self, kind: str) -> tuple[Callable[..., Any], Callable[[Mapping[str, Any]], Any], dict[str, Any]]:
+        """The list call, parser and list parameters of a kind."""
+        if kind == NODES:
+            return self._core.list_node, _node, {}
+        if kind == PODS:
+            return self._core.list_pod_for_all_namespaces, Pod.parse, {"field_selector": ACTIVE_PODS}
+        if kind == DAEMONSETS:
+            return self._apps.list_daemon_set_for_all_namespaces, DaemonSet.parse, {}
+        if kind == PDBS:
+            return self._policy.list_pod_disruption_budget_for_all_namespaces, PodDisruptionBudget.parse, {}
+        raise ValueError(f"unknown kind {kind!r}")
 
     # ------------------------------------------------------------------ the Cluster port
 
+    def pending(self) -> list[Pod]:
+        """The pods that need capacity, sorted by key: from the store when following."""
+        if self.following:
+            return self._synced().pending()
+        return self.snapshot().pending()
+
+    def version(self) -> int:
+        """The store's pending version when following; 0 otherwise (nothing tells of changes,
+        so `wait` polls).
+        """
+        return self.store.version() if self.following else 0
+
+    def usage(self) -> list[ApiUsage]:
+        """Requests and bytes since the last call, by verb and resource (the watches' included)."""
+        return self.meter.take()
+
     def snapshot(self) -> ClusterSnapshot:
-        """Nodes, then active pods, daemonsets and PDBs, each read completely (all pages)."""
+        """Nodes, then active pods, daemonsets and PDBs: the store when following, otherwise
+        each read completely (all pages).
+        """
+        if self.following:
+            return self._synced().snapshot()
         nodes = self._list("nodes", self._core.list_node, _node)
         pods = self._list("pods", self._core.list_pod_for_all_namespaces, Pod.parse, field_selector=ACTIVE_PODS)
         daemonsets = self._list("daemonsets", self._apps.list_daemon_set_for_all_namespaces, DaemonSet.parse)
@@ -134,10 +295,14 @@ class KubeCluster:
         return None if raw is None else _node(raw)
 
     def node_by_instance(self, instance_id: str) -> Node | None:
-        """The node whose providerID names `instance_id` (nodes are listed: the providerID is not a
-        field selector the API server offers), or None.
+        """The node whose providerID names `instance_id`, or None: from the store when following
+        nodes, otherwise by listing them (the providerID is not a field selector the API server
+        offers).
         """
-        nodes = self._list("nodes", self._core.list_node, _node)
+        if NODES in self._watchers:
+            nodes = self._synced().nodes()
+        else:
+            nodes = self._list("nodes", self._core.list_node, _node)
         return next((n for n in nodes if instance_id and n.instance_id == instance_id), None)
 
     def pods_on(self, node: str) -> list[Pod]:
@@ -191,6 +356,8 @@ class KubeCluster:
         call = f"evict pod {pod.key}"
         try:
             response = self._request(
+                "create",
+                "pods/eviction",
                 call,
                 lambda: self._core.create_namespaced_pod_eviction(
                     pod.name, pod.namespace, body, _preload_content=False, _request_timeout=self._timeout
@@ -206,7 +373,7 @@ class KubeCluster:
             if error.status == 500 and _MULTIPLE_BUDGETS in message:
                 return Eviction(pod.key, "blocked", f"{message} (500)")
             raise _error(call, error) from error
-        _drain(response)
+        self._read(response, "create", "pods/eviction")
         return Eviction(pod.key, "evicted")
 
     def delete_node(self, name: str) -> None:
@@ -214,6 +381,8 @@ class KubeCluster:
         call = f"delete node {name}"
         try:
             response = self._request(
+                "delete",
+                "nodes",
                 call,
                 lambda: self._core.delete_node(name, _preload_content=False, _request_timeout=self._timeout),
                 mapped=(404,),
@@ -222,27 +391,32 @@ class KubeCluster:
             if error.status == 404:
                 return
             raise _error(call, error) from error
-        _drain(response)
+        self._read(response, "delete", "nodes")
 
     # ------------------------------------------------------------------ internals
 
-    def _request(self, call: str, send: Callable[[], T], mapped: tuple[int, ...] = ()) -> T:
-        """`send()`, retried once after a 401 when `on_unauthorized` is set. ApiExceptions with a
-        status in `mapped` propagate for the caller to interpret; any other failure, transport
-        errors (connection refused, TLS verification, timeouts) included, raises KubeApiError.
+    def _request(self, verb: str, resource: str, call: str, send: Callable[[], T], mapped: tuple[int, ...] = ()) -> T:
+        """`send()`, counted as a `verb` on `resource`, retried once after a 401 when
+        `on_unauthorized` is set. ApiExceptions with a status in `mapped` propagate for the
+        caller to interpret; any other failure, transport errors (connection refused, TLS
+        verification, timeouts) included, raises KubeApiError.
         """
         try:
+            self.meter.request(verb, resource)
             return send()
         except HTTPError as failure:
             raise KubeApiError(call, 0, str(failure)) from failure
         except ApiException as error:
+            self.meter.received(verb, resource, len(error.body or b""))
             if error.status == 401 and self._on_unauthorized is not None:
                 self._on_unauthorized()
                 try:
+                    self.meter.request(verb, resource)
                     return send()
                 except HTTPError as failure:
                     raise KubeApiError(call, 0, str(failure)) from failure
                 except ApiException as retried:
+                    self.meter.received(verb, resource, len(retried.body or b""))
                     error = retried
             if error.status in mapped:
                 raise error from None
@@ -258,6 +432,16 @@ class KubeCluster:
         """Every object of `kind`, parsed, following `continue` page by page; starts over once
         when a continue token expired (410).
         """
+        return list(self._list_keyed(kind, list_call, parse, params)[0].values())
+
+    def _list_keyed(
+        self,
+        kind: str,
+        list_call: Callable[..., Any],
+        parse: Callable[[Mapping[str, Any]], T],
+        params: Mapping[str, Any],
+    ) -> tuple[dict[str, T], str]:
+        """`_list`'s objects by key (`namespace/name`), with the list's resourceVersion."""
         try:
             return self._list_once(kind, list_call, parse, params)
         except _ContinueExpired:
@@ -272,36 +456,41 @@ class KubeCluster:
         list_call: Callable[..., Any],
         parse: Callable[[Mapping[str, Any]], T],
         params: Mapping[str, Any],
-    ) -> list[T]:
+    ) -> tuple[dict[str, T], str]:
         call = f"list {kind}"
-        parsed: list[T] = []
+        parsed: dict[str, T] = {}
         token = ""
+        version = ""
         while True:
             page = dict(params, limit=self._page_size, _preload_content=False, _request_timeout=self._timeout)
             if token:
                 page["_continue"] = token
             try:
-                response = self._request(call, functools.partial(list_call, **page), mapped=(410,))
+                response = self._request("list", kind, call, functools.partial(list_call, **page), mapped=(410,))
             except ApiException as error:
                 if token:
                     raise _ContinueExpired from error
                 raise _error(call, error) from error
             with _collector_paused():
-                token = _parse_page(_drain(response), parse, parsed, call)
+                token, page_version = _parse_page(self._read(response, "list", kind), parse, parsed, call)
+            # A paged list is one consistent read at the first page's resourceVersion.
+            version = version or page_version
             if not token:
-                return parsed
+                return parsed, version
 
     def _read_node(self, name: str) -> dict[str, Any] | None:
         call = f"read node {name}"
         try:
             response = self._request(
+                "get",
+                "nodes",
                 call,
                 lambda: self._core.read_node(name, _preload_content=False, _request_timeout=self._timeout),
                 mapped=(404,),
             )
         except ApiException:
             return None  # only 404 is mapped
-        raw: dict[str, Any] = json.loads(_drain(response))
+        raw: dict[str, Any] = json.loads(self._read(response, "get", "nodes"))
         return raw
 
     def _update_node(self, name: str, verb: str, change: Callable[[Mapping[str, Any]], dict[str, Any] | None]) -> None:
@@ -322,6 +511,8 @@ class KubeCluster:
             }
             try:
                 response = self._request(
+                    "patch",
+                    "nodes",
                     call,
                     functools.partial(
                         self._core.patch_node,
@@ -337,13 +528,20 @@ class KubeCluster:
                 if error.status == 404:
                     return
                 continue  # 409: someone changed the node since we read it
-            _drain(response)
+            self._read(response, "patch", "nodes")
             return
         raise KubeApiError(call, 409, f"the node kept changing under us ({_CONFLICT_RETRIES} conflicts)")
 
+    def _read(self, response: Any, verb: str, resource: str) -> bytes:
+        """The whole body of a raw response, counted; the connection goes back to the pool."""
+        data = _drain(response)
+        self.meter.received(verb, resource, len(data))
+        return data
 
-def _parse_page(body: bytes, parse: Callable[[Mapping[str, Any]], T], into: list[T], call: str) -> str:
-    """Decode one list page, append its parsed items to `into` and return the continue token.
+
+def _parse_page(body: bytes, parse: Callable[[Mapping[str, Any]], T], into: dict[str, T], call: str) -> tuple[str, str]:
+    """Decode one list page, add its parsed items to `into` by key and return the continue token
+    and the list's resourceVersion.
 
     A function of its own so the page's raw JSON is freed on return, before the collector
     resumes (otherwise its first pass would walk the whole page).
@@ -351,12 +549,13 @@ def _parse_page(body: bytes, parse: Callable[[Mapping[str, Any]], T], into: list
     listing = json.loads(body)
     for item in listing.get("items") or ():
         try:
-            into.append(parse(item))
+            into[object_key(item)] = parse(item)
         except (KeyError, ValueError, TypeError, AttributeError) as error:
             meta = item.get("metadata") or {}
             where = "/".join(p for p in (meta.get("namespace"), meta.get("name")) if p) or "an item"
             raise UnreadableObject(f"{call}: cannot read {where}: {error}") from error
-    return str((listing.get("metadata") or {}).get("continue") or "")
+    meta = listing.get("metadata") or {}
+    return str(meta.get("continue") or ""), str(meta.get("resourceVersion") or "")
 
 
 @contextlib.contextmanager
