@@ -1,13 +1,16 @@
 """`nodewright nodepool ...`: validate NodePool/EC2NodeClass files and manage the DynamoDB config table.
 
-    nodewright nodepool validate -f FILE_OR_DIR [-f ...]
-    nodewright nodepool apply    -f FILE_OR_DIR --table NAME
+    nodewright nodepool validate -f FILE_OR_DIR [-f ...] [--strict]
+    nodewright nodepool apply    -f FILE_OR_DIR --table NAME [--strict]
     nodewright nodepool get      [KIND/]NAME --table NAME [-o yaml|json]
     nodewright nodepool list     --table NAME
     nodewright nodepool delete   [KIND/]NAME --table NAME
 
+Files may hold YAML or JSON, including what `kubectl get nodepools -o yaml` prints (a `kind: List`).
 Problems and errors go to stderr, one per line (`file:line: Kind/name: field.path: rule`), and
 make the command exit 1. `apply` stores nothing unless every document of every file is valid.
+Warnings (`file:line: warning: ...`: an unknown field, which is dropped as the API server drops
+it, or a field Nodewright does not act on) go to stderr too; `--strict` makes them problems.
 AWS settings come from the usual places (AWS_REGION/AWS_DEFAULT_REGION, AWS_ENDPOINT_URL,
 credentials chain), or --region/--endpoint-url.
 """
@@ -42,7 +45,10 @@ err = Console(stderr=True, soft_wrap=True, highlight=False)
 
 Files = Annotated[
     list[Path],
-    typer.Option("-f", "--filename", help="A YAML file or a directory (searched recursively for *.yaml, *.yml)."),
+    typer.Option("-f", "--filename", help="A YAML or JSON file, or a directory (searched for *.yaml, *.yml, *.json)."),
+]
+Strict = Annotated[
+    bool, typer.Option("--strict", help="Treat warnings (unknown or ignored fields) as problems: refuse them.")
 ]
 TableName = Annotated[str, typer.Option("--table", envvar="NODEWRIGHT_CONFIG_TABLE", help="The DynamoDB config table.")]
 Region = Annotated[
@@ -70,12 +76,19 @@ def _store_errors() -> tuple[type[Exception], ...]:
     return (ConfigStoreError, ConfigError)
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'s' if number != 1 else ''}" if number else ""
+
+
 def _report(loaded: Loaded) -> None:
-    for problem in loaded.problems:
-        err.print(str(problem), markup=False)
-    count = len(loaded.problems)
-    if count:
-        err.print(f"{count} problem{'s' if count != 1 else ''} found", style="bold red", markup=False)
+    """Every problem and warning, in file order, then how many of each."""
+    for finding in loaded.findings:
+        err.print(str(finding), markup=False)
+    summary = " and ".join(
+        c for c in (_count(len(loaded.problems), "problem"), _count(len(loaded.warnings), "warning")) if c
+    )
+    if summary:
+        err.print(f"{summary} found", style="bold red" if loaded.problems else "yellow", markup=False)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -102,11 +115,15 @@ def _find(store: ConfigStore, ref: str) -> StoredDocument:
 
 
 @nodepool_app.command()
-def validate(filename: Files) -> None:
-    """Check every document of the given files; list every problem with its field path."""
+def validate(filename: Files, strict: Strict = False) -> None:
+    """Check every document of the given files; list every problem and warning with its field path."""
     loaded = read_paths(filename)
+    if strict:
+        loaded = loaded.strict()
+    refused = {(p.source, p.document) for p in loaded.problems}
     for document in loaded.documents:
-        out.print(f"ok  {document.source}: {document.key}", markup=False)
+        if (document.source, document.key) not in refused:  # under --strict, a warning refuses its document
+            out.print(f"ok  {document.source}: {document.key}", markup=False)
     _report(loaded)
     if not loaded.ok:
         raise typer.Exit(1)
@@ -115,11 +132,19 @@ def validate(filename: Files) -> None:
 
 
 @nodepool_app.command()
-def apply(filename: Files, table: TableName, region: Region = None, endpoint_url: EndpointUrl = None) -> None:
+def apply(
+    filename: Files,
+    table: TableName,
+    region: Region = None,
+    endpoint_url: EndpointUrl = None,
+    strict: Strict = False,
+) -> None:
     """Store the documents in the config table: all of them, or none if any is invalid or changed."""
     loaded = read_paths(filename)
+    if strict:
+        loaded = loaded.strict()
+    _report(loaded)
     if not loaded.ok:
-        _report(loaded)
         raise _fail("nothing was stored")
     if not loaded.documents:
         raise _fail("no documents found")

@@ -1,10 +1,11 @@
 """`nodewright plan`: an offline what-if planner over manifests.
 
-Reads workloads, Nodes, DaemonSets, NodePools and EC2NodeClasses from YAML files or directories,
-runs the same `solve()` the provisioner Lambda runs, and prints the node claims it would launch,
-where existing nodes would take pods, and why any pod could not be placed. Nothing is contacted:
-instance types come from the bundled us-east-1 catalog and prices from `--prices` or the
-documented per-family estimate.
+Reads workloads, Nodes, DaemonSets, NodePools and EC2NodeClasses from YAML or JSON files or
+directories (what `kubectl get ... -o yaml|json` prints is fine), runs the same `solve()` the
+provisioner Lambda runs, and prints the node claims it would launch, where existing nodes would
+take pods, and why any pod could not be placed. Warnings (unknown or ignored fields) go to
+stderr; `--strict` refuses them. Nothing is contacted: instance types come from the bundled
+us-east-1 catalog and prices from `--prices` or the documented per-family estimate.
 """
 
 from __future__ import annotations
@@ -47,12 +48,15 @@ DEFAULT_NODEPOOL = NodePool(
 
 @app.command()
 def plan(
-    files: Annotated[list[Path], typer.Option("-f", "--file", help="YAML file or directory (repeatable).")],
+    files: Annotated[list[Path], typer.Option("-f", "--file", help="YAML or JSON file, or directory (repeatable).")],
     prices: Annotated[
         Path | None, typer.Option("--prices", help="CSV instance_type,usd_per_hour; types absent are not offered.")
     ] = None,
     zones: Annotated[str, typer.Option("--zones", help="Comma-separated zones.")] = ",".join(DEFAULT_ZONES),
     output: Annotated[str, typer.Option("--output", "-o", help="table or json.")] = "table",
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Treat warnings (unknown or ignored fields) as problems: plan nothing.")
+    ] = False,
 ) -> None:
     """Plan the nodes Nodewright would launch for the pending pods in FILES, offline."""
     if output not in ("table", "json"):
@@ -65,11 +69,15 @@ def plan(
         except (OSError, UnicodeDecodeError) as error:
             _fail(f"{path}: cannot read: {error}")
     planned = read_workloads(texts)
+    if strict:
+        planned = planned.strict()
     problems = [*missing, *planned.problems]
     if problems:
         _fail(
             "\n".join([f"{len(problems)} problem(s) in the input; nothing was planned:", *(f"  {p}" for p in problems)])
         )
+    for warning in planned.warnings:  # on stderr, so `--output json` stays one JSON document on stdout
+        typer.secho(str(warning), err=True, fg=typer.colors.YELLOW)
     try:
         price_list = read_prices_csv(prices) if prices is not None else None
         zone_list = tuple(z.strip() for z in zones.split(",") if z.strip())

@@ -9,6 +9,12 @@ set unless `Loaded.ok` (see `Loaded.require`).
 
 Accepted kinds: NodePool (`karpenter.sh/v1`, `nodewright.io/v1`) and EC2NodeClass
 (`karpenter.k8s.aws/v1`, `nodewright.io/v1`), so unchanged Karpenter manifests work.
+
+What `kubectl get -o yaml` or `-o json` prints is input too: a stream may be JSON, a `kind: List`
+(or `NodePoolList`, any `*List`) stands for each of its `items`, and the fields the server writes
+(`status`, `uid`, `resourceVersion`, `managedFields`, the last-applied annotation, ...) are
+accepted and left out of the stored form. Unknown fields are warnings (`Loaded.warnings`) and are
+dropped, as the API server drops them; `Loaded.strict()` makes them problems.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
@@ -67,6 +73,9 @@ _SERVER_METADATA = (
     "selfLink",
 )
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+# A list as kubectl prints it (`kind: List`, or `NodePoolList`, `DeploymentList`, ...) and its ListMeta.
+_LIST = ("apiVersion", "kind", "metadata", "items")
+_LIST_METADATA = ("resourceVersion", "continue", "remainingItemCount", "selfLink")
 
 Model = NodePool | EC2NodeClass
 
@@ -118,15 +127,39 @@ class Document:
 
 @dataclass(frozen=True, slots=True)
 class Loaded:
-    """The result of reading configuration: every valid document and every problem found."""
+    """The result of reading configuration: every valid document, every problem and every warning.
+
+    Warnings (unknown fields, fields Nodewright does not act on) never make a document invalid.
+    """
 
     documents: tuple[Document, ...] = ()
     problems: tuple[Problem, ...] = ()
+    warnings: tuple[Problem, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """True when there are no problems at all."""
+        """True when there are no problems at all (warnings allowed)."""
         return not self.problems
+
+    @property
+    def findings(self) -> tuple[Problem, ...]:
+        """Every problem and warning, file by file in the order read, each file top to bottom."""
+        order: dict[str, int] = {}
+        for found in (*self.problems, *self.warnings):
+            order.setdefault(found.source, len(order))
+        return tuple(
+            sorted(
+                (*self.problems, *self.warnings),
+                key=lambda p: (order[p.source], p.line if p.line is not None else 0),
+            )
+        )
+
+    def strict(self) -> Loaded:
+        """The same reading with every warning counted as a problem (`--strict`)."""
+        if not self.warnings:
+            return self
+        promoted = tuple(replace(w, warning=False) for w in self.warnings)
+        return Loaded(self.documents, Loaded(problems=(*self.problems, *promoted)).findings)
 
     def require(self) -> tuple[Document, ...]:
         """The documents, or ConfigError with every problem when there is any."""
@@ -139,18 +172,22 @@ class Loaded:
         return tuple(d for d in self.documents if d.kind == kind)
 
 
-def document_label(body: Any, index: int) -> str:
-    """How problems name a document: `Kind/name`, or `Kind #n` / `document #n` when unnamed."""
+def document_label(body: Any, index: int, within: str = "") -> str:
+    """How problems name a document: `Kind/name`, or `Kind #n` / `document #n` when unnamed.
+
+    `within` places an unnamed list item: `NodePool #1 items[2]`.
+    """
     kind = body.get("kind") if isinstance(body, Mapping) else None
     metadata = body.get("metadata") if isinstance(body, Mapping) else None
     name = metadata.get("name") if isinstance(metadata, Mapping) else None
     kind_text = kind if isinstance(kind, str) and kind else None
     if kind_text and isinstance(name, str) and name:
         return f"{kind_text}/{name}"
-    return f"{kind_text or 'document'} #{index + 1}"
+    return f"{kind_text or 'document'} #{index + 1}{' ' + within if within else ''}"
 
 
-def _line_of(lines: Mapping[SegmentPath, int] | None, segments: SegmentPath) -> int | None:
+def line_of(lines: Mapping[SegmentPath, int] | None, segments: SegmentPath) -> int | None:
+    """The line of the deepest known segment of `segments` (None without line information)."""
     if not lines:
         return None
     for end in range(len(segments), -1, -1):
@@ -160,6 +197,89 @@ def _line_of(lines: Mapping[SegmentPath, int] | None, segments: SegmentPath) -> 
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """One object as read: a whole YAML/JSON document, or one item of a `kind: List` in it.
+
+    `lines` maps the object's own field paths to 1-based lines; `label` names it in problems.
+    """
+
+    body: Any
+    index: int
+    label: str
+    lines: Mapping[SegmentPath, int] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> Any:
+        """The object's `kind` as written (any type: checking it is the reader's job)."""
+        return self.body.get("kind") if isinstance(self.body, Mapping) else None
+
+    @property
+    def line(self) -> int | None:
+        """The line the object starts on."""
+        return line_of(self.lines, ())
+
+
+def is_list(body: Any) -> bool:
+    """True for what `kubectl get` prints for several objects: `kind: List`, `NodePoolList`, any `*List`."""
+    kind = body.get("kind") if isinstance(body, Mapping) else None
+    return isinstance(kind, str) and kind.endswith("List")
+
+
+def _problems(
+    sink: list[tuple[SegmentPath, str]], source: str, label: str, lines: Mapping[SegmentPath, int], *, warning: bool
+) -> list[Problem]:
+    found = [
+        Problem(source, label, format_path(segments), message, line_of(lines, segments), warning)
+        for segments, message in sink
+    ]
+    # In file order, so the list reads top to bottom (stable: same-line problems keep their order).
+    found.sort(key=lambda p: p.line if p.line is not None else 0)
+    return found
+
+
+def unwrap(
+    body: Any, *, source: str, index: int = 0, lines: Mapping[SegmentPath, int] | None = None
+) -> tuple[list[Manifest], Loaded]:
+    """The objects a document stands for (itself, or each item of a List) and the List's own problems.
+
+    Items of a typed list (`NodePoolList`) without kind or apiVersion, as the API returns them,
+    take the list's.
+    """
+    lines = lines or {}
+    if not is_list(body):
+        return [Manifest(body, index, document_label(body, index), lines)], Loaded()
+    label = document_label(body, index)
+    at = At.root()
+    top = f.kube_obj(at, body, _LIST) or {}
+    list_kind = f.string(at / "kind", top.get("kind")) or ""
+    api_version = f.string(at / "apiVersion", top.get("apiVersion"))
+    f.kube_obj(at / "metadata", top.get("metadata"), _LIST_METADATA)
+    raw_items = f.array(at / "items", f.required(at, top, "items")) or []
+    item_kind = list_kind.removesuffix("List") if list_kind != "List" else None
+    manifests: list[Manifest] = []
+    parts: list[Loaded] = []
+    for position, raw in enumerate(raw_items):
+        item = raw
+        if item_kind and isinstance(raw, Mapping):
+            defaults = {"kind": item_kind, **({"apiVersion": api_version} if api_version else {})}
+            item = {**defaults, **raw}
+        prefix: SegmentPath = ("items", position)
+        item_lines = {s[2:]: n for s, n in lines.items() if s[:2] == prefix}
+        within = f"items[{position}]"
+        if is_list(item):
+            found, loaded = unwrap(item, source=source, index=index, lines=item_lines)
+            manifests.extend(found)
+            parts.append(loaded)
+        else:
+            manifests.append(Manifest(item, index, document_label(item, index, within), item_lines))
+    own = Loaded(
+        problems=tuple(_problems(at.sink, source, label, lines, warning=False)),
+        warnings=tuple(_problems(at.warnings, source, label, lines, warning=True)),
+    )
+    return manifests, combine([own, *parts])
+
+
 def parse_manifest(
     body: Any,
     *,
@@ -167,24 +287,41 @@ def parse_manifest(
     index: int = 0,
     lines: Mapping[SegmentPath, int] | None = None,
 ) -> Loaded:
-    """Validate one manifest; a Loaded with its Document, or with every problem it has.
+    """Validate one manifest (a List: each of its items); a Loaded with its Documents, problems and warnings.
 
     `lines` maps field paths to 1-based line numbers (from YAML) so problems can point at them.
     """
-    label = document_label(body, index)
+    manifests, loaded = unwrap(body, source=source, index=index, lines=lines)
+    return combine([loaded, *(parse_document(m, source) for m in manifests)])
+
+
+def _pruned(body: Any, unknown: list[SegmentPath]) -> Any:
+    """A copy of `body` without the fields at the `unknown` paths (what the API server would store)."""
+    out = copy.deepcopy(body)
+    for path in unknown:
+        parent = out
+        for segment in path[:-1]:
+            parent = parent[segment]
+        parent.pop(path[-1], None)
+    return out
+
+
+def parse_document(manifest: Manifest, source: str) -> Loaded:
+    """Validate one NodePool or EC2NodeClass object; a Loaded with its Document, or its problems."""
+    body, index, label, lines = manifest.body, manifest.index, manifest.label, manifest.lines
     at = At.root()
     model: Model | None = None
     kind: str | None = None
     api_version: str | None = None
     name: str | None = None
-    top = f.obj(at, body, _TOP)
+    top = f.kube_obj(at, body, _TOP)
     if top is not None:
         kind = f.string(at / "kind", f.required(at, top, "kind"), enum=KINDS)
         api_version = f.string(at / "apiVersion", f.required(at, top, "apiVersion"))
         if kind is not None and api_version is not None and api_version not in API_VERSIONS[kind]:
             (at / "apiVersion").error(f"{show(api_version)} is not one of {', '.join(API_VERSIONS[kind])} for {kind}")
             api_version = None
-        metadata = f.obj(at / "metadata", f.required(at, top, "metadata"), _METADATA) or {}
+        metadata = f.kube_obj(at / "metadata", f.required(at, top, "metadata"), _METADATA) or {}
         max_name = 63 if kind == NODEPOOL else 253  # a NodePool's name is also a node label value
         name = f.dns_subdomain(
             at / "metadata" / "name", f.required(at / "metadata", metadata, "name"), max_length=max_name
@@ -194,17 +331,12 @@ def parse_manifest(
         if kind is not None and api_version is not None:
             parse = parse_nodepool if kind == NODEPOOL else parse_nodeclass
             model = parse(at, name or "", metadata, top.get("spec"), api_version)
-    line = _line_of(lines, ())
+    warnings = tuple(_problems(at.warnings, source, label, lines, warning=True))
     if at.failed_since() or model is None or kind is None or api_version is None or name is None:
-        found = [
-            Problem(source, label, format_path(segments), message, _line_of(lines, segments))
-            for segments, message in at.sink
-        ]
-        # In file order, so the list reads top to bottom (stable: same-line problems keep their order).
-        found.sort(key=lambda p: p.line if p.line is not None else 0)
-        return Loaded(problems=tuple(found))
-    document = Document(source, index, kind, name, api_version, copy.deepcopy(dict(body)), model, line)
-    return Loaded(documents=(document,))
+        return Loaded(problems=tuple(_problems(at.sink, source, label, lines, warning=False)), warnings=warnings)
+    stored = _pruned(dict(body), at.unknown)
+    document = Document(source, index, kind, name, api_version, stored, model, manifest.line)
+    return Loaded(documents=(document,), warnings=warnings)
 
 
 def _walk(node: yaml.Node, here: SegmentPath, lines: dict[SegmentPath, int], dupes: list[SegmentPath]) -> None:
@@ -226,12 +358,9 @@ def _walk(node: yaml.Node, here: SegmentPath, lines: dict[SegmentPath, int], dup
             _walk(item, (*here, position), lines, dupes)
 
 
-def parse_yaml(text: str, source: str) -> Loaded:
-    """Every document of a YAML stream, validated; broken YAML is a problem naming its line."""
-    documents: list[Document] = []
-    problems: list[Problem] = []
+def _yaml_documents(text: str) -> Iterable[tuple[Any, dict[SegmentPath, int], list[SegmentPath]]]:
+    """Each non-empty document of a YAML stream with its field lines and duplicated keys."""
     loader = yaml.SafeLoader(text)
-    index = 0
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -240,33 +369,83 @@ def parse_yaml(text: str, source: str) -> Loaded:
             if node is not None:
                 _walk(node, (), lines, dupes)
             body = loader.construct_document(node) if node is not None else None
-            if body is None:  # an empty document between `---` separators, as kubectl skips it
-                continue
-            label = document_label(body, index)
-            for path in dupes:
-                problems.append(Problem(source, label, format_path(path), "duplicate key", lines.get(path)))
-            loaded = parse_manifest(body, source=source, index=index, lines=lines)
-            documents.extend(loaded.documents)
-            problems.extend(loaded.problems)
-            index += 1
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        reason = getattr(error, "problem", None) or str(error)
-        column = f" (column {mark.column + 1})" if mark is not None else ""
-        problems.append(Problem(source, f"document #{index + 1}", "", f"invalid YAML: {reason}{column}", line))
+            if body is not None:  # an empty document between `---` separators, as kubectl skips it
+                yield body, lines, dupes
     finally:
         loader.dispose()
-    return Loaded(tuple(documents), tuple(problems))
+
+
+def _json_document(text: str) -> tuple[Any, dict[SegmentPath, int], list[SegmentPath]] | None:
+    """A JSON text (`kubectl get -o json`) read as JSON, so its values keep JSON's types; None if not JSON.
+
+    Lines and duplicated keys come from reading the same text as YAML, when that works.
+    """
+    if not text.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return None
+    try:
+        as_yaml = list(_yaml_documents(text))
+    except yaml.YAMLError:  # valid JSON that YAML 1.1 cannot read (e.g. tabs): no line numbers then
+        as_yaml = []
+    _, lines, dupes = as_yaml[0] if len(as_yaml) == 1 else (None, {}, [])
+    return body, lines, dupes
+
+
+def read_stream(text: str, source: str) -> tuple[list[Manifest], Loaded]:
+    """Every object of a YAML stream or a JSON text, Lists unwrapped; broken input is a problem naming its line."""
+    manifests: list[Manifest] = []
+    parts: list[Loaded] = []
+    index = 0
+    try:
+        as_json = _json_document(text)
+        for body, lines, dupes in [as_json] if as_json is not None else _yaml_documents(text):
+            if body is None:  # JSON `null`, or an empty YAML document
+                continue
+            label = document_label(body, index)
+            duplicated = [Problem(source, label, format_path(p), "duplicate key", lines.get(p)) for p in dupes]
+            found, loaded = unwrap(body, source=source, index=index, lines=lines)
+            manifests.extend(found)
+            parts.extend([Loaded(problems=tuple(duplicated)), loaded])
+            index += 1
+    except yaml.YAMLError as error:
+        parts.append(Loaded(problems=(_syntax_problem(text, error, source, index),)))
+    return manifests, combine(parts)
+
+
+def _syntax_problem(text: str, error: yaml.YAMLError, source: str, index: int) -> Problem:
+    if text.lstrip().startswith("{"):
+        try:
+            json.loads(text)
+        except ValueError as json_error:  # it was meant as JSON: JSON's own message is the clearer one
+            line = getattr(json_error, "lineno", None)
+            reason = getattr(json_error, "msg", str(json_error))
+            column = getattr(json_error, "colno", None)
+            return Problem(source, f"document #{index + 1}", "", f"invalid JSON: {reason} (column {column})", line)
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    reason = getattr(error, "problem", None) or str(error)
+    column = f" (column {mark.column + 1})" if mark is not None else ""
+    return Problem(source, f"document #{index + 1}", "", f"invalid YAML: {reason}{column}", line)
+
+
+def parse_yaml(text: str, source: str) -> Loaded:
+    """Every document of a YAML stream (or a JSON text), validated; broken input is a problem naming its line."""
+    manifests, loaded = read_stream(text, source)
+    return combine([loaded, *(parse_document(m, source) for m in manifests)])
 
 
 def combine(parts: Iterable[Loaded]) -> Loaded:
     """Several sources as one configuration; a `Kind/name` defined twice is a problem."""
     documents: list[Document] = []
     problems: list[Problem] = []
+    warnings: list[Problem] = []
     first: dict[str, Document] = {}
     for part in parts:
         problems.extend(part.problems)
+        warnings.extend(part.warnings)
         for document in part.documents:
             earlier = first.get(document.key)
             if earlier is not None:
@@ -283,7 +462,7 @@ def combine(parts: Iterable[Loaded]) -> Loaded:
                 continue
             first[document.key] = document
             documents.append(document)
-    return Loaded(tuple(documents), tuple(problems))
+    return Loaded(tuple(documents), tuple(problems), tuple(warnings))
 
 
 class _Dumper(yaml.SafeDumper):

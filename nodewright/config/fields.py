@@ -2,12 +2,18 @@
 
 Each reader takes a cursor and a raw value, reports what is wrong at the cursor's path and
 returns the value in the expected type, or None when it is absent or wrong. Absent (missing or
-YAML `null`) is never an error here; callers use `required` for that. Objects are structural, as
-in Karpenter's CRDs: a field the schema does not name is an error.
+YAML `null`) is never an error here; callers use `required` for that.
+
+Unknown fields, two rules: in a Kubernetes object (`kube_obj`, `kube_item`: NodePools,
+EC2NodeClasses, their envelopes) a field the schema does not name is a warning and is dropped,
+as `kubectl apply` with strict field validation `Warn` and the API server's pruning treat it; in
+Nodewright's own formats (`obj`, `item`: scenarios) it is an error. Either way a near miss is
+named ("did you mean ...").
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
@@ -50,14 +56,28 @@ def wrong_type(at: At, expected: type, value: Any) -> None:
     at.error(f"must be {_TYPE_NAMES.get(expected, expected.__name__)}, got {_kind_of(value)} {show(value)}")
 
 
-def obj(
-    at: At,
-    value: Any,
-    fields: Collection[str],
-    *,
-    hints: Mapping[str, str] | None = None,
+def closest(name: str, known: Collection[str]) -> str | None:
+    """The known field `name` is most likely a typo of (case-insensitive), or None when none is close."""
+    by_lower = {k.lower(): k for k in known}
+    if name.lower() in by_lower:
+        return by_lower[name.lower()]
+    found = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.75)
+    return by_lower[found[0]] if found else None
+
+
+def _unknown_reason(key: str, fields: Collection[str], hints: Mapping[str, str] | None) -> str:
+    hint = (hints or {}).get(key)
+    if hint:
+        return hint
+    near = closest(key, fields)
+    if near is not None:
+        return f"did you mean {show(near)}?"
+    return f"expected one of {', '.join(sorted(fields))}"
+
+
+def _checked(
+    at: At, value: Any, fields: Collection[str], hints: Mapping[str, str] | None, *, warn: bool
 ) -> Mapping[str, Any] | None:
-    """An object with only the named fields; unknown fields are reported (with a hint if given)."""
     if value is None:
         return None
     if not isinstance(value, Mapping):
@@ -65,11 +85,23 @@ def obj(
         return None
     for key in value:
         if key not in fields:
-            hint = (hints or {}).get(str(key))
-            known = ", ".join(sorted(fields))
-            at_key = at / str(key)
-            at_key.error(f"unknown field ({hint})" if hint else f"unknown field; expected one of {known}")
+            reason = _unknown_reason(str(key), fields, hints)
+            if warn:
+                (at / str(key)).drop(f"unknown field, ignored ({reason})")
+            else:
+                (at / str(key)).error(f"unknown field ({reason})")
     return value
+
+
+def obj(
+    at: At,
+    value: Any,
+    fields: Collection[str],
+    *,
+    hints: Mapping[str, str] | None = None,
+) -> Mapping[str, Any] | None:
+    """An object of one of Nodewright's own formats: an unknown field is an error (with a hint if given)."""
+    return _checked(at, value, fields, hints, warn=False)
 
 
 def item(at: At, value: Any, fields: Collection[str]) -> Mapping[str, Any] | None:
@@ -78,6 +110,25 @@ def item(at: At, value: Any, fields: Collection[str]) -> Mapping[str, Any] | Non
         at.error("must be an object, got null")
         return None
     return obj(at, value, fields)
+
+
+def kube_obj(
+    at: At,
+    value: Any,
+    fields: Collection[str],
+    *,
+    hints: Mapping[str, str] | None = None,
+) -> Mapping[str, Any] | None:
+    """An object of a Kubernetes resource: an unknown field is a warning and is dropped."""
+    return _checked(at, value, fields, hints, warn=True)
+
+
+def kube_item(at: At, value: Any, fields: Collection[str]) -> Mapping[str, Any] | None:
+    """A list item of a Kubernetes resource: an object (null is an error); unknown fields warn."""
+    if value is None:
+        at.error("must be an object, got null")
+        return None
+    return kube_obj(at, value, fields)
 
 
 def required(at: At, value: Mapping[str, Any] | None, name: str) -> Any:

@@ -1,8 +1,8 @@
 """Read configuration files and directories. The config package's one I/O function.
 
-`read_paths` expands directories (recursively, `*.yaml` and `*.yml`, in sorted order so output
-is stable), reads every file and validates every document; unreadable files are problems like
-any other, so one run reports everything that is wrong.
+`read_paths` expands directories (recursively, `*.yaml`, `*.yml` and `*.json`, as `kubectl apply
+-f DIR` does, in sorted order so output is stable), reads every file and validates every
+document; unreadable files are problems like any other, so one run reports everything that is wrong.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from nodewright.config.documents import Loaded, combine, parse_yaml
 from nodewright.config.problems import Problem
 
-SUFFIXES = (".yaml", ".yml")
+SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[Problem]]:
@@ -25,7 +25,7 @@ def expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[Problem]]:
         if path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
             if not found:
-                problems.append(Problem(str(path), "", "", "no *.yaml or *.yml files in this directory"))
+                problems.append(Problem(str(path), "", "", "no *.yaml, *.yml or *.json files in this directory"))
             files.extend(found)
         elif path.is_file():
             files.append(path)

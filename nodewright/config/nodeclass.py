@@ -5,6 +5,11 @@ rules its CRD carries (exactly one of role/instanceProfile, an alias is the only
 terms stand alone, restricted tags, one root volume, iops/throughput only where EBS allows them,
 kubelet image GC thresholds ordered, soft evictions paired with grace periods), and reports
 every problem through the cursor. `render_nodeclass` prints a model back as a manifest.
+
+Fields Nodewright validates but does not act on yet (`NOT_ACTED_ON`: capacity reservations,
+placement groups, connection tracking, network interfaces; Windows AMIs) are kept in the model
+and each warns that it is ignored, so a Karpenter manifest is accepted without hiding what
+Nodewright will not do with it.
 """
 
 from __future__ import annotations
@@ -21,20 +26,27 @@ from nodewright.model.errors import InvalidValue
 from nodewright.model.nodeclass import (
     AMI_FAMILIES,
     EBS,
+    INSTANCE_MATCH_CRITERIA,
     INSTANCE_STORE_POLICIES,
+    INTERFACE_TYPES,
     VOLUME_TYPES,
     AMIAlias,
     AMISelectorTerm,
     BlockDeviceMapping,
+    ConnectionTracking,
     EC2NodeClass,
     KubeletConfiguration,
     MetadataOptions,
+    NetworkInterface,
+    PlacementGroupSelector,
     SelectorTerm,
 )
 from nodewright.model.resources import Resources
 
 MAX_TERMS = 30
 MAX_BLOCK_DEVICES = 50
+MAX_NETWORK_INTERFACES = 150
+INT32_MAX = 2**31 - 1
 MAX_VOLUME_BYTES = 64 * 10**12  # EBS's largest volume: 64 TB
 RESTRICTED_TAG_PREFIXES = ("kubernetes.io/cluster/",)
 RESTRICTED_TAGS = frozenset(
@@ -78,11 +90,25 @@ SPEC_FIELDS = (
     "detailedMonitoring",
     "kubelet",
     "context",
+    "placementGroupSelector",
+    "connectionTracking",
+    "networkInterfaces",
 )
+# Fields accepted and validated as Karpenter does, but not acted on yet: each warns that it is ignored.
+NOT_ACTED_ON = {
+    "capacityReservationSelectorTerms": "Nodewright does not launch into capacity reservations yet: ignored",
+    "placementGroupSelector": "Nodewright does not launch into placement groups yet: ignored",
+    "connectionTracking": "Nodewright does not set connection tracking on launched instances yet: ignored",
+    "networkInterfaces": "Nodewright launches instances with their default network interface only: ignored",
+}
+WINDOWS_NOT_LAUNCHED = "Nodewright does not launch Windows nodes yet: NodePools using this EC2NodeClass launch nothing"
 _SPEC_HINTS = {"amiSelector": "use amiSelectorTerms", "subnetSelector": "use subnetSelectorTerms"}
 _SUBNET_TERM = ("tags", "id")
 _SG_TERM = ("tags", "id", "name")
-_CR_TERM = ("tags", "id", "ownerID")
+_CR_TERM = ("tags", "id", "ownerID", "instanceMatchCriteria")
+_PLACEMENT_GROUP = ("name", "id")
+_CONNECTION_TRACKING = ("tcpEstablishedTimeout", "udpStreamTimeout", "udpTimeout")
+_NETWORK_INTERFACE = ("networkCardIndex", "deviceIndex", "interfaceType")
 _AMI_TERM = ("alias", "id", "name", "owner", "tags", "ssmParameter")
 _BDM = ("deviceName", "ebs", "rootVolume")
 _EBS = (
@@ -135,7 +161,7 @@ def _selector_tags(at: At, value: Any) -> dict[str, str]:
 def _selector_term(allowed: tuple[str, ...], exclusive: tuple[str, ...]) -> Callable[[At, Any], SelectorTerm | None]:
     def read(at: At, value: Any) -> SelectorTerm | None:
         start = at.mark()
-        term = f.item(at, value, allowed)
+        term = f.kube_item(at, value, allowed)
         if term is None:
             return None
         present = [name for name in allowed if term.get(name) is not None]
@@ -155,9 +181,113 @@ def _selector_term(allowed: tuple[str, ...], exclusive: tuple[str, ...]) -> Call
     return read
 
 
+def _reservation_term(at: At, value: Any) -> SelectorTerm | None:
+    start = at.mark()
+    term = f.kube_item(at, value, _CR_TERM)
+    if term is None:
+        return None
+    present = [name for name in _CR_TERM if term.get(name) is not None]
+    if not any(term.get(name) is not None for name in ("tags", "id", "instanceMatchCriteria")):
+        at.error("must set at least one of tags, id, instanceMatchCriteria")
+    if "id" in present and len(present) > 1:
+        at.error("'id' cannot be combined with other fields in a term")
+    tags = _selector_tags(at / "tags", term.get("tags"))
+    ident = f.string(
+        at / "id",
+        term.get("id"),
+        pattern=re.compile(r"^cr-[0-9a-z]+$"),
+        rule="is not a capacity reservation id (cr-...)",
+    )
+    owner = f.string(
+        at / "ownerID", term.get("ownerID"), pattern=re.compile(r"^[0-9]{12}$"), rule="is not a 12-digit AWS account id"
+    )
+    criteria = f.string(at / "instanceMatchCriteria", term.get("instanceMatchCriteria"), enum=INSTANCE_MATCH_CRITERIA)
+    if at.failed_since(start):
+        return None
+    return SelectorTerm(tags=tags, id=ident, owner_id=owner, instance_match_criteria=criteria)
+
+
+def _placement_group(at: At, value: Any) -> PlacementGroupSelector | None:
+    start = at.mark()
+    selector = f.kube_obj(at, value, _PLACEMENT_GROUP)
+    if selector is None:
+        return None
+    name = f.string(at / "name", selector.get("name"), non_empty=True)
+    ident = f.string(
+        at / "id",
+        selector.get("id"),
+        pattern=re.compile(r"^pg-[0-9a-z]+$"),
+        rule="is not a placement group id (pg-...)",
+    )
+    if (selector.get("name") is None) == (selector.get("id") is None):
+        at.error("must set exactly one of name, id")
+    if at.failed_since(start):
+        return None
+    return PlacementGroupSelector(name=name, id=ident)
+
+
+def _connection_tracking(at: At, value: Any) -> ConnectionTracking | None:
+    start = at.mark()
+    tracking = f.kube_obj(at, value, _CONNECTION_TRACKING)
+    if tracking is None:
+        return None
+    if all(tracking.get(name) is None for name in _CONNECTION_TRACKING):
+        at.error(f"must set at least one of {', '.join(_CONNECTION_TRACKING)}")
+    parsed = ConnectionTracking(
+        tcp_established_timeout=f.integer(
+            at / "tcpEstablishedTimeout", tracking.get("tcpEstablishedTimeout"), minimum=60, maximum=432000
+        ),
+        udp_stream_timeout=f.integer(
+            at / "udpStreamTimeout", tracking.get("udpStreamTimeout"), minimum=60, maximum=180
+        ),
+        udp_timeout=f.integer(at / "udpTimeout", tracking.get("udpTimeout"), minimum=30, maximum=60),
+    )
+    return None if at.failed_since(start) else parsed
+
+
+def _network_interface(at: At, value: Any) -> NetworkInterface | None:
+    start = at.mark()
+    entry = f.kube_item(at, value, _NETWORK_INTERFACE)
+    if entry is None:
+        return None
+    card = f.integer(at / "networkCardIndex", f.required(at, entry, "networkCardIndex"), minimum=0, maximum=INT32_MAX)
+    device = f.integer(at / "deviceIndex", f.required(at, entry, "deviceIndex"), minimum=0, maximum=INT32_MAX)
+    kind = f.string(at / "interfaceType", f.required(at, entry, "interfaceType"), enum=INTERFACE_TYPES)
+    if card is None or device is None or kind is None or at.failed_since(start):
+        return None
+    return NetworkInterface(network_card_index=card, device_index=device, interface_type=kind)
+
+
+def _network_interfaces(at: At, value: Any) -> tuple[NetworkInterface, ...] | None:
+    interfaces = f.items(at, value, _network_interface, max_items=MAX_NETWORK_INTERFACES)
+    if not interfaces:
+        return interfaces
+    if not any(
+        i.network_card_index == 0 and i.device_index == 0 and i.interface_type == "interface" for i in interfaces
+    ):
+        at.error("must include the primary interface (networkCardIndex 0, deviceIndex 0, interfaceType interface)")
+    seen: set[tuple[int, int]] = set()
+    efa_cards: set[int] = set()
+    for index, interface in enumerate(interfaces):
+        slot = (interface.network_card_index, interface.device_index)
+        if slot in seen:
+            (at / index).error(
+                f"networkCardIndex {slot[0]} with deviceIndex {slot[1]} is already used by another interface"
+            )
+        seen.add(slot)
+        if interface.interface_type == "efa-only":
+            if interface.network_card_index in efa_cards:
+                (at / index).error(
+                    f"network card {interface.network_card_index} already has an efa-only interface "
+                    "(at most one per card)"
+                )
+            efa_cards.add(interface.network_card_index)
+    return interfaces
+
+
 def _ami_term(at: At, value: Any) -> AMISelectorTerm | None:
     start = at.mark()
-    term = f.item(at, value, _AMI_TERM)
+    term = f.kube_item(at, value, _AMI_TERM)
     if term is None:
         return None
     present = [name for name in _AMI_TERM if term.get(name) is not None]
@@ -203,7 +333,7 @@ def _volume_size(at: At, value: Any) -> int | None:
 
 def _ebs(at: At, value: Any) -> EBS | None:
     start = at.mark()
-    ebs = f.obj(at, value, _EBS)
+    ebs = f.kube_obj(at, value, _EBS)
     if ebs is None:
         return None
     volume_type = f.string(at / "volumeType", ebs.get("volumeType"), enum=VOLUME_TYPES)
@@ -232,7 +362,7 @@ def _ebs(at: At, value: Any) -> EBS | None:
 
 def _block_device(at: At, value: Any) -> BlockDeviceMapping | None:
     start = at.mark()
-    bdm = f.item(at, value, _BDM)
+    bdm = f.kube_item(at, value, _BDM)
     if bdm is None:
         return None
     device = f.string(
@@ -249,7 +379,7 @@ def _block_device(at: At, value: Any) -> BlockDeviceMapping | None:
 
 
 def _metadata_options(at: At, value: Any) -> MetadataOptions | None:
-    options = f.obj(at, value, _METADATA)
+    options = f.kube_obj(at, value, _METADATA)
     if options is None:
         return MetadataOptions() if value is None else None
     default = MetadataOptions()
@@ -301,7 +431,7 @@ def _eviction(at: At, value: Any) -> dict[str, str]:
 
 def _kubelet(at: At, value: Any) -> KubeletConfiguration | None:
     start = at.mark()
-    kubelet = f.obj(at, value, _KUBELET)
+    kubelet = f.kube_obj(at, value, _KUBELET)
     if kubelet is None:
         return None
     grace_raw = f.string_map(
@@ -362,7 +492,7 @@ def parse_nodeclass(
     `at` points at the document root; every problem is reported through it.
     """
     at_spec = at / "spec"
-    spec = f.obj(at_spec, spec_value, SPEC_FIELDS, hints=_SPEC_HINTS)
+    spec = f.kube_obj(at_spec, spec_value, SPEC_FIELDS, hints=_SPEC_HINTS)
     if spec is None:
         if spec_value is None:
             at_spec.error("is required")
@@ -384,7 +514,7 @@ def parse_nodeclass(
     reservations = f.items(
         at_spec / "capacityReservationSelectorTerms",
         spec.get("capacityReservationSelectorTerms"),
-        _selector_term(_CR_TERM, ("id",)),
+        _reservation_term,
         max_items=MAX_TERMS,
     )
     amis = f.items(
@@ -403,8 +533,17 @@ def parse_nodeclass(
     alias = next((t.alias for t in amis or () if t.alias is not None), None)
     if not has_alias and spec.get("amiSelectorTerms") is not None and spec.get("amiFamily") is None:
         (at_spec / "amiFamily").error("is required when amiSelectorTerms has no alias")
-    if alias is not None and ami_family is not None and ami_family != alias.ami_family:
-        (at_spec / "amiFamily").error(f"{show(ami_family)} does not match the alias family {show(alias.ami_family)}")
+    # With an alias, amiFamily may restate the alias's family, or be Custom: the AMI comes from
+    # the alias and the user data is the user's own, unchanged (Karpenter's custom-family-with-alias).
+    if alias is not None and ami_family is not None and ami_family not in (alias.ami_family, "Custom"):
+        (at_spec / "amiFamily").error(
+            f"{show(ami_family)} does not match the alias: with alias {show(str(alias))}, amiFamily must be "
+            f'{show(alias.ami_family)} or "Custom" if set'
+        )
+    if alias is not None and alias.ami_family.startswith("Windows"):
+        (at_spec / "amiSelectorTerms" / 0 / "alias").warn(WINDOWS_NOT_LAUNCHED)
+    elif alias is None and ami_family is not None and ami_family.startswith("Windows"):
+        (at_spec / "amiFamily").warn(WINDOWS_NOT_LAUNCHED)
     role = f.string(at_spec / "role", spec.get("role"), non_empty=True, max_length=64)
     profile = f.string(at_spec / "instanceProfile", spec.get("instanceProfile"), non_empty=True, max_length=128)
     if (spec.get("role") is None) == (spec.get("instanceProfile") is None):
@@ -437,9 +576,17 @@ def parse_nodeclass(
         ),
         capacity_reservation_selector_terms=reservations or (),
         context=f.string(at_spec / "context", spec.get("context"), non_empty=True),
+        placement_group_selector=_placement_group(
+            at_spec / "placementGroupSelector", spec.get("placementGroupSelector")
+        ),
+        connection_tracking=_connection_tracking(at_spec / "connectionTracking", spec.get("connectionTracking")),
+        network_interfaces=_network_interfaces(at_spec / "networkInterfaces", spec.get("networkInterfaces")) or (),
         api_version=api_version,
         resource_version=str(metadata.get("resourceVersion") or ""),
     )
+    for field_name, message in NOT_ACTED_ON.items():
+        if spec.get(field_name) not in (None, [], {}):
+            (at_spec / field_name).warn(message)
     return None if at.failed_since() else nodeclass
 
 
@@ -453,6 +600,8 @@ def _render_term(term: SelectorTerm, owner_field: str = "ownerID") -> dict[str, 
         out["name"] = term.name
     if term.owner_id is not None:
         out[owner_field] = term.owner_id
+    if term.instance_match_criteria is not None:
+        out["instanceMatchCriteria"] = term.instance_match_criteria
     return out
 
 
@@ -523,6 +672,27 @@ def _render_kubelet(kubelet: KubeletConfiguration) -> dict[str, Any]:
     return {key: value for key, value in pairs if value is not None}
 
 
+def _render_network(nodeclass: EC2NodeClass) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    group = nodeclass.placement_group_selector
+    if group is not None:
+        out["placementGroupSelector"] = {"name": group.name} if group.name is not None else {"id": group.id}
+    tracking = nodeclass.connection_tracking
+    if tracking is not None:
+        pairs = (
+            ("tcpEstablishedTimeout", tracking.tcp_established_timeout),
+            ("udpStreamTimeout", tracking.udp_stream_timeout),
+            ("udpTimeout", tracking.udp_timeout),
+        )
+        out["connectionTracking"] = {key: value for key, value in pairs if value is not None}
+    if nodeclass.network_interfaces:
+        out["networkInterfaces"] = [
+            {"networkCardIndex": i.network_card_index, "deviceIndex": i.device_index, "interfaceType": i.interface_type}
+            for i in nodeclass.network_interfaces
+        ]
+    return out
+
+
 def render_nodeclass(nodeclass: EC2NodeClass) -> dict[str, Any]:
     """The manifest of an EC2NodeClass model; parsing it gives an equal model."""
     spec: dict[str, Any] = {
@@ -566,6 +736,7 @@ def render_nodeclass(nodeclass: EC2NodeClass) -> dict[str, Any]:
         spec["detailedMonitoring"] = True
     if nodeclass.kubelet is not None:
         spec["kubelet"] = _render_kubelet(nodeclass.kubelet)
+    spec.update(_render_network(nodeclass))
     return {
         "apiVersion": nodeclass.api_version,
         "kind": "EC2NodeClass",

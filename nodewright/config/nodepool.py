@@ -3,7 +3,8 @@
 `parse_nodepool` checks every field of Karpenter's v1 NodePool schema (its OpenAPI types and
 its CEL rules) and reports every problem through the cursor; `render_nodepool` prints a model
 back as a manifest that parses to an equal model. Nodewright's one addition is the
-`nodewright.io/rebalance-policy` annotation on the NodePool's own metadata.
+`nodewright.io/rebalance-policy` annotation on the NodePool's own metadata. Unknown fields and
+fields Nodewright does not act on yet (`spec.replicas`) are warnings, not errors.
 """
 
 from __future__ import annotations
@@ -51,7 +52,12 @@ RESTRICTED_LABELS = frozenset(
 RESTRICTED_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh")
 DOMAIN_EXCEPTIONS = ("node.kubernetes.io", "node-restriction.kubernetes.io", "kops.k8s.io")
 
-SPEC_FIELDS = ("template", "disruption", "limits", "weight")
+SPEC_FIELDS = ("template", "disruption", "limits", "weight", "replicas")
+# Fields accepted and validated as Karpenter does, but not acted on yet: each warns that it is ignored.
+NOT_ACTED_ON = {
+    "replicas": "static NodePools are not supported yet: replicas is ignored and Nodewright provisions "
+    "this NodePool for pending pods like any other",
+}
 _TEMPLATE = ("metadata", "spec")
 _TEMPLATE_METADATA = ("labels", "annotations")
 TEMPLATE_SPEC_FIELDS = (
@@ -104,7 +110,7 @@ def _labels(at: At, value: Any) -> dict[str, str] | None:
 
 def _requirement(at: At, value: Any) -> Requirement | None:
     start = at.mark()
-    term = f.item(at, value, _REQUIREMENT)
+    term = f.kube_item(at, value, _REQUIREMENT)
     if term is None:
         return None
     key = f.string(at / "key", f.required(at, term, "key"), non_empty=True)
@@ -138,7 +144,7 @@ def _requirement(at: At, value: Any) -> Requirement | None:
 
 
 def _taint(at: At, value: Any) -> Taint | None:
-    taint = f.obj(at, value, _TAINT)
+    taint = f.kube_obj(at, value, _TAINT)
     if taint is None:
         return None
     key = f.string(at / "key", f.required(at, taint, "key"), non_empty=True)
@@ -155,7 +161,7 @@ def _taint(at: At, value: Any) -> Taint | None:
 
 
 def _node_class_ref(at: At, value: Any) -> NodeClassRef | None:
-    ref = f.obj(at, value, _NODE_CLASS_REF)
+    ref = f.kube_obj(at, value, _NODE_CLASS_REF)
     if ref is None:
         return None
     group = f.string(at / "group", f.required(at, ref, "group"), enum=NODE_CLASS_GROUPS)
@@ -168,7 +174,7 @@ def _node_class_ref(at: At, value: Any) -> NodeClassRef | None:
 
 def _budget(at: At, value: Any) -> Budget | None:
     start = at.mark()
-    budget = f.obj(at, value, BUDGET_FIELDS)
+    budget = f.kube_obj(at, value, BUDGET_FIELDS)
     if budget is None:
         return None
     nodes = f.string(
@@ -199,7 +205,7 @@ def _budget(at: At, value: Any) -> Budget | None:
 
 
 def _disruption(at: At, value: Any) -> Disruption | None:
-    disruption = f.obj(at, value, DISRUPTION_FIELDS, hints=_DISRUPTION_HINTS)
+    disruption = f.kube_obj(at, value, DISRUPTION_FIELDS, hints=_DISRUPTION_HINTS)
     if disruption is None:
         return Disruption() if value is None else None
     policy = f.string(at / "consolidationPolicy", disruption.get("consolidationPolicy"), enum=CONSOLIDATION_POLICIES)
@@ -237,19 +243,21 @@ def parse_nodepool(
             )
             or rebalance
         )
-    spec = f.obj(at / "spec", spec_value, SPEC_FIELDS)
+    spec = f.kube_obj(at / "spec", spec_value, SPEC_FIELDS)
     if spec is None:
         if spec_value is None:
             (at / "spec").error("is required")
         return None
     at_spec = at / "spec"
-    template = f.obj(at_spec / "template", f.required(at_spec, spec, "template"), _TEMPLATE)
+    template = f.kube_obj(at_spec / "template", f.required(at_spec, spec, "template"), _TEMPLATE)
     at_tpl = at_spec / "template"
-    tpl_meta = f.obj(at_tpl / "metadata", (template or {}).get("metadata"), _TEMPLATE_METADATA) or {}
+    tpl_meta = f.kube_obj(at_tpl / "metadata", (template or {}).get("metadata"), _TEMPLATE_METADATA) or {}
     labels = _labels(at_tpl / "metadata" / "labels", tpl_meta.get("labels")) or {}
     node_annotations = f.string_map(at_tpl / "metadata" / "annotations", tpl_meta.get("annotations")) or {}
     at_ts = at_tpl / "spec"
-    tpl_spec_raw = f.obj(at_ts, f.required(at_tpl, template, "spec"), TEMPLATE_SPEC_FIELDS, hints=_TEMPLATE_SPEC_HINTS)
+    tpl_spec_raw = f.kube_obj(
+        at_ts, f.required(at_tpl, template, "spec"), TEMPLATE_SPEC_FIELDS, hints=_TEMPLATE_SPEC_HINTS
+    )
     tpl_spec = tpl_spec_raw or {}
     requirements = f.items(
         at_ts / "requirements",
@@ -271,6 +279,7 @@ def parse_nodepool(
     node_class_ref = _node_class_ref(at_ts / "nodeClassRef", f.required(at_ts, tpl_spec_raw, "nodeClassRef"))
     limits = _limits(at_spec / "limits", spec.get("limits"))
     weight = f.integer(at_spec / "weight", spec.get("weight"), minimum=0, maximum=100)
+    replicas = _replicas(at_spec, spec)
     disruption = _disruption(at_spec / "disruption", spec.get("disruption"))
     if at.failed_since() or node_class_ref is None or disruption is None:
         return None
@@ -289,9 +298,25 @@ def parse_nodepool(
         weight=weight or 0,
         disruption=disruption,
         rebalance_policy=rebalance,
+        replicas=replicas,
         api_version=api_version,
         resource_version=str(metadata.get("resourceVersion") or ""),
     )
+
+
+def _replicas(at_spec: At, spec: Mapping[str, Any]) -> int | None:
+    """`spec.replicas` with the static NodePool rules of Karpenter's CRD (only limits.nodes, no weight)."""
+    replicas = f.integer(at_spec / "replicas", spec.get("replicas"), minimum=0)
+    if spec.get("replicas") is None:
+        return None
+    limits = spec.get("limits")
+    if isinstance(limits, Mapping) and any(key != "nodes" for key in limits):
+        (at_spec / "limits").error("only limits.nodes is supported on a static NodePool (one with replicas)")
+    if spec.get("weight") is not None:
+        (at_spec / "weight").error("weight is not supported on a static NodePool (one with replicas)")
+    if replicas is not None:
+        (at_spec / "replicas").warn(NOT_ACTED_ON["replicas"])
+    return replicas
 
 
 def _limits(at: At, value: Any) -> Resources | None:
@@ -342,6 +367,8 @@ def render_nodepool(pool: NodePool) -> dict[str, Any]:
         spec["limits"] = pool.limits.format()
     if pool.weight:
         spec["weight"] = pool.weight
+    if pool.replicas is not None:
+        spec["replicas"] = pool.replicas
     return {"apiVersion": pool.api_version, "kind": "NodePool", "metadata": metadata, "spec": spec}
 
 

@@ -6,6 +6,12 @@ turns the sink into `Problem`s that name the file, the line, the document and th
 
     nodepools.yaml:14: NodePool/default: spec.template.spec.requirements[2].operator: "Greater" is not one of ...
 
+Warnings go to a second sink: what `kubectl apply` would only warn about (an unknown field, which
+the API server drops) and fields Nodewright accepts but does not act on. They never make a
+document invalid; `--strict` turns them into problems (`Loaded.strict`):
+
+    nodepools.yaml:21: warning: NodePool/default: spec.template.spec.terminationGracePeirod: unknown field, ...
+
 A path is kept as segments (field names, map keys and list indexes) so that the YAML layer can
 look up the line of the deepest segment it knows.
 """
@@ -14,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Segment = str | int
@@ -50,10 +56,16 @@ def show(value: Any) -> str:
 
 @dataclass(frozen=True, slots=True)
 class At:
-    """A cursor: where in a document we are, and the sink every problem found there goes to."""
+    """A cursor: where in a document we are, and the sinks every problem and warning found there go to.
+
+    `unknown` collects the paths of unknown fields, which the document's stored form leaves out
+    (as the API server prunes them).
+    """
 
     sink: list[tuple[SegmentPath, str]]
     segments: SegmentPath = ()
+    warnings: list[tuple[SegmentPath, str]] = field(default_factory=list)
+    unknown: list[SegmentPath] = field(default_factory=list)
 
     @classmethod
     def root(cls) -> At:
@@ -62,7 +74,7 @@ class At:
 
     def __truediv__(self, segment: Segment) -> At:
         """The cursor one level down: `at / "spec" / "requirements" / 2`."""
-        return At(self.sink, (*self.segments, segment))
+        return At(self.sink, (*self.segments, segment), self.warnings, self.unknown)
 
     @property
     def path(self) -> str:
@@ -72,6 +84,15 @@ class At:
     def error(self, message: str) -> None:
         """Report a problem at this path."""
         self.sink.append((self.segments, message))
+
+    def warn(self, message: str) -> None:
+        """Report a warning at this path: worth saying, but the document stays valid."""
+        self.warnings.append((self.segments, message))
+
+    def drop(self, message: str) -> None:
+        """Warn that the field at this path is unknown and is left out of the document."""
+        self.warn(message)
+        self.unknown.append(self.segments)
 
     def mark(self) -> int:
         """A bookmark in the sink, for `failed_since`."""
@@ -84,13 +105,14 @@ class At:
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One validation problem: which file (and line), which document, which field, what rule."""
+    """One validation problem (or warning): which file (and line), which document, which field, what rule."""
 
     source: str
     document: str
     path: str
     message: str
     line: int | None = None
+    warning: bool = False
 
     @property
     def detail(self) -> str:
@@ -104,7 +126,7 @@ class Problem:
         return f"{self.source}:{self.line}" if self.line is not None else self.source
 
     def __str__(self) -> str:
-        return f"{self.location}: {self.detail}"
+        return f"{self.location}: {'warning: ' if self.warning else ''}{self.detail}"
 
 
 class ConfigError(ValueError):

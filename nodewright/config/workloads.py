@@ -2,24 +2,25 @@
 
 Role: turn a YAML stream of Pods, Deployments, StatefulSets, ReplicaSets, Jobs, DaemonSets, Nodes,
 NodePools and EC2NodeClasses into the inputs of a scheduling pass, reporting every problem (file,
-document, field) instead of stopping at the first. Workloads expand into their pending pods,
+line, document, field) instead of stopping at the first. Workloads expand into their pending pods,
 named `<workload>-<index>` in the workload's namespace (`default` when absent); a Pod with
 `spec.nodeName` is bound to that Node. NodePools and EC2NodeClasses are validated by
-`nodewright.config.documents`, exactly as `nodewright nodepool validate` does.
+`nodewright.config.documents`, exactly as `nodewright nodepool validate` does. Streams are read
+as `documents.read_stream` reads them, so `kubectl get deployments -o json` (a `kind: List`) and
+objects with the server's fields (`status`, `managedFields`, ...) are input too.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from nodewright.config.documents import KINDS, Document, Loaded, combine, document_label, parse_manifest
-from nodewright.config.problems import Problem
+from nodewright.config.documents import KINDS, Document, Loaded, Manifest, combine, line_of, parse_document, read_stream
+from nodewright.config.problems import Problem, SegmentPath
 from nodewright.model.errors import InvalidValue
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
@@ -41,7 +42,8 @@ _IGNORED = frozenset(
 @dataclass(frozen=True, slots=True)
 class PlanInput:
     """Everything read for a plan: pending pods, existing nodes and their pods, daemonsets, and
-    the validated NodePool/EC2NodeClass documents; `problems` lists everything wrong.
+    the validated NodePool/EC2NodeClass documents; `problems` lists everything wrong, `warnings`
+    what is only worth saying (unknown or ignored fields of NodePools and EC2NodeClasses).
     """
 
     pending: tuple[Pod, ...] = ()
@@ -50,37 +52,39 @@ class PlanInput:
     daemonsets: tuple[DaemonSet, ...] = ()
     config: Loaded = field(default_factory=Loaded)
     problems: tuple[Problem, ...] = ()
+    warnings: tuple[Problem, ...] = ()
 
     @property
     def ok(self) -> bool:
         """True when nothing is wrong with the input."""
         return not self.problems
 
+    def strict(self) -> PlanInput:
+        """The same input with every warning counted as a problem (`--strict`)."""
+        if not self.warnings:
+            return self
+        promoted = tuple(dataclasses.replace(w, warning=False) for w in self.warnings)
+        return dataclasses.replace(self, problems=(*self.problems, *promoted), warnings=())
+
 
 def read_workloads(texts: Iterable[tuple[str, str]]) -> PlanInput:
-    """Read `(source, yaml text)` pairs into one PlanInput (every problem of every file)."""
+    """Read `(source, YAML or JSON text)` pairs into one PlanInput (every problem of every file)."""
     pending: list[Pod] = []
     nodes: list[Node] = []
     bound: list[Pod] = []
     daemonsets: list[DaemonSet] = []
-    configs: list[Loaded] = []
+    parts: list[Loaded] = []
     problems: list[Problem] = []
     for source, text in texts:
-        try:
-            bodies = [b for b in yaml.safe_load_all(text) if b is not None]
-        except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            reason = getattr(error, "problem", None) or str(error)
-            problems.append(
-                Problem(source, "", "", f"invalid YAML: {reason}", mark.line + 1 if mark is not None else None)
-            )
-            continue
-        for index, body in enumerate(bodies):
-            label = document_label(body, index)
-            kind = body.get("kind") if isinstance(body, Mapping) else None
+        manifests, envelopes = read_stream(text, source)
+        parts.append(envelopes)
+        for manifest in manifests:
+            body, kind = manifest.body, manifest.kind
             try:
                 if kind in KINDS:
-                    configs.append(parse_manifest(body, source=source, index=index))
+                    parts.append(parse_document(manifest, source))
+                elif not isinstance(body, Mapping):
+                    raise _FieldError("", f"must be an object, got {type(body).__name__}")
                 elif kind == "Pod":
                     pod = _pod(body, body.get("metadata") or {})
                     (bound if pod.node_name else pending).append(pod)
@@ -91,12 +95,12 @@ def read_workloads(texts: Iterable[tuple[str, str]]) -> PlanInput:
                 elif kind == "Node":
                     nodes.append(_node(body))
                 elif kind not in _IGNORED:
-                    problems.append(Problem(source, label, "kind", f"{kind!r} is not one of {', '.join(ALL_KINDS)}"))
+                    raise _FieldError("kind", f"{kind!r} is not one of {', '.join(ALL_KINDS)}")
             except _FieldError as error:
-                problems.append(Problem(source, label, error.path, error.message))
-            except (InvalidValue, KeyError, TypeError, ValueError) as error:
-                problems.append(Problem(source, label, "", _describe(error)))
-    config = combine(configs)
+                problems.append(_problem(source, manifest, error.path, error.message))
+            except (InvalidValue, KeyError, TypeError, ValueError, AttributeError) as error:
+                problems.append(_problem(source, manifest, "", _describe(error)))
+    config = combine(parts)
     known_nodes = {n.name for n in nodes}
     for pod in bound:
         if pod.node_name not in known_nodes:
@@ -104,8 +108,23 @@ def read_workloads(texts: Iterable[tuple[str, str]]) -> PlanInput:
                 Problem("", f"Pod/{pod.name}", "spec.nodeName", f"node {pod.node_name!r} is not in the input")
             )
     return PlanInput(
-        tuple(pending), tuple(nodes), tuple(bound), tuple(daemonsets), config, (*problems, *config.problems)
+        tuple(pending),
+        tuple(nodes),
+        tuple(bound),
+        tuple(daemonsets),
+        config,
+        (*problems, *config.problems),
+        config.warnings,
     )
+
+
+_SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _problem(source: str, manifest: Manifest, path: str, message: str) -> Problem:
+    """A problem of a workload document, on the line of the deepest part of `path` the file shows."""
+    segments: SegmentPath = tuple(int(i) if i else name for name, i in _SEGMENT.findall(path))
+    return Problem(source, manifest.label, path, message, line_of(manifest.lines, segments))
 
 
 class _FieldError(ValueError):

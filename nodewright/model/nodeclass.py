@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from nodewright.model.errors import InvalidValue
 from nodewright.model.resources import Resources
 
-AMI_FAMILIES = ("AL2", "AL2023", "Bottlerocket", "Windows2019", "Windows2022", "Custom")
+AMI_FAMILIES = ("AL2", "AL2023", "Bottlerocket", "Windows2019", "Windows2022", "Windows2025", "Custom")
 # alias family (lower case, as written in `al2023@latest`) -> amiFamily it implies
 ALIAS_FAMILIES = {
     "al2": "AL2",
@@ -23,9 +23,12 @@ ALIAS_FAMILIES = {
     "bottlerocket": "Bottlerocket",
     "windows2019": "Windows2019",
     "windows2022": "Windows2022",
+    "windows2025": "Windows2025",
 }
 VOLUME_TYPES = ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3")
 INSTANCE_STORE_POLICIES = ("RAID0",)
+INSTANCE_MATCH_CRITERIA = ("open", "targeted")
+INTERFACE_TYPES = ("interface", "efa-only")
 # Version part of an alias: "latest" or a release name such as v20240807 or v1.20.0.
 _ALIAS_VERSION = re.compile(r"^(latest|v[0-9][0-9A-Za-z.\-]*)$")
 
@@ -66,12 +69,14 @@ class SelectorTerm:
     """One subnet / security group / capacity reservation selector term: match by tags, id or name.
 
     Terms are ORed; within a term, every tag must match (a tag value `*` matches any value).
+    `instance_match_criteria` (open or targeted) only appears in capacity reservation terms.
     """
 
     tags: Mapping[str, str] = field(default_factory=dict)
     id: str | None = None
     name: str | None = None
     owner_id: str | None = None
+    instance_match_criteria: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +156,32 @@ class KubeletConfiguration:
 
 
 @dataclass(frozen=True, slots=True)
+class PlacementGroupSelector:
+    """The placement group instances launch into, by name or by id (exactly one is set)."""
+
+    name: str | None = None
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionTracking:
+    """Idle connection tracking timeouts (seconds) of the launched network interfaces; None is EC2's default."""
+
+    tcp_established_timeout: int | None = None
+    udp_stream_timeout: int | None = None
+    udp_timeout: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkInterface:
+    """One network interface of the launched instance: which card and device slot, and its type."""
+
+    network_card_index: int
+    device_index: int
+    interface_type: str = "interface"
+
+
+@dataclass(frozen=True, slots=True)
 class EC2NodeClass:
     """An EC2NodeClass (Karpenter v1 schema). Exactly one of `role` and `instance_profile` is set."""
 
@@ -171,6 +202,9 @@ class EC2NodeClass:
     instance_store_policy: str | None = None
     capacity_reservation_selector_terms: tuple[SelectorTerm, ...] = ()
     context: str | None = None
+    placement_group_selector: PlacementGroupSelector | None = None
+    connection_tracking: ConnectionTracking | None = None
+    network_interfaces: tuple[NetworkInterface, ...] = ()
     api_version: str = "karpenter.k8s.aws/v1"
     resource_version: str = ""
 

@@ -65,6 +65,8 @@ class NodePool:
     weight: int = 0
     disruption: Disruption = Disruption()
     rebalance_policy: str = "ReplaceThenDrain"
+    # Karpenter's static NodePools (`spec.replicas`): read and kept, not acted on yet.
+    replicas: int | None = None
     # kubelet settings carried by the template in v1beta1 and by the EC2NodeClass in v1.
     api_version: str = "karpenter.sh/v1"
     resource_version: str = ""

@@ -13,7 +13,15 @@ import pytest
 from nodewright.config.documents import parse_manifest
 from nodewright.config.files import read_paths
 from nodewright.config.nodeclass import render_nodeclass
-from nodewright.model.nodeclass import EBS, AMIAlias, EC2NodeClass, MetadataOptions
+from nodewright.model.nodeclass import (
+    EBS,
+    AMIAlias,
+    ConnectionTracking,
+    EC2NodeClass,
+    MetadataOptions,
+    NetworkInterface,
+    PlacementGroupSelector,
+)
 from nodewright.model.resources import Resources
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -120,6 +128,7 @@ def test_every_field_of_a_full_nodeclass_is_read() -> None:
         pytest.param("bottlerocket@v1.20.0", "Bottlerocket", id="bottlerocket-pinned"),
         pytest.param("al2023@v20240807", "AL2023", id="al2023-pinned"),
         pytest.param("windows2022@latest", "Windows2022", id="windows-latest"),
+        pytest.param("windows2025@latest", "Windows2025", id="windows2025-latest"),
     ],
 )
 def test_an_alias_implies_its_ami_family(alias: str, family: str) -> None:
@@ -145,7 +154,7 @@ def test_an_alias_implies_its_ami_family(alias: str, family: str) -> None:
         pytest.param(
             {"amiSelectorTerms": [{"alias": "ubuntu@latest"}]},
             "EC2NodeClass/default: spec.amiSelectorTerms[0].alias: alias family 'ubuntu' is not one of "
-            "al2, al2023, bottlerocket, windows2019, windows2022",
+            "al2, al2023, bottlerocket, windows2019, windows2022, windows2025",
             id="unknown-alias-family",
         ),
         pytest.param(
@@ -177,7 +186,8 @@ def test_an_alias_implies_its_ami_family(alias: str, family: str) -> None:
         ),
         pytest.param(
             {"amiFamily": "Bottlerocket"},
-            'EC2NodeClass/default: spec.amiFamily: "Bottlerocket" does not match the alias family "AL2023"',
+            'EC2NodeClass/default: spec.amiFamily: "Bottlerocket" does not match the alias: with alias '
+            '"al2023@latest", amiFamily must be "AL2023" or "Custom" if set',
             id="family-contradicts-alias",
         ),
         pytest.param(
@@ -292,14 +302,6 @@ def test_an_alias_implies_its_ami_family(alias: str, family: str) -> None:
             id="negative-max-pods",
         ),
         pytest.param(
-            {"kubelet": {"maxPod": 110}},
-            "EC2NodeClass/default: spec.kubelet.maxPod: unknown field; expected one of clusterDNS, cpuCFSQuota, "
-            "evictionHard, evictionMaxPodGracePeriod, evictionSoft, evictionSoftGracePeriod, "
-            "imageGCHighThresholdPercent, imageGCLowThresholdPercent, kubeReserved, maxPods, podsPerCore, "
-            "systemReserved",
-            id="misspelled-kubelet-field",
-        ),
-        pytest.param(
             {"detailedMonitoring": "yes please"},
             'EC2NodeClass/default: spec.detailedMonitoring: must be a boolean, got string "yes please"',
             id="non-boolean",
@@ -322,3 +324,201 @@ def test_a_rendered_nodeclass_model_parses_back_to_an_equal_model(path: Path) ->
         assert isinstance(document.model, EC2NodeClass)
 
         assert model_of(render_nodeclass(document.model)) == document.model
+
+
+def warnings_of(body: dict[str, Any]) -> list[str]:
+    return [w.detail for w in parse_manifest(body, source="t.yaml").warnings]
+
+
+def test_custom_family_with_an_alias_takes_the_ami_from_the_alias_and_keeps_its_own_user_data() -> None:
+    body = nodeclass_with(
+        amiFamily="Custom", amiSelectorTerms=[{"alias": "bottlerocket@latest"}], userData="#!/bin/bash\necho mine\n"
+    )
+
+    nodeclass = model_of(body)
+
+    assert nodeclass.alias == AMIAlias("bottlerocket", "latest")
+    assert nodeclass.effective_ami_family == "Custom"  # user data passed through, no default devices
+    assert nodeclass.user_data == "#!/bin/bash\necho mine\n"
+    assert warnings_of(body) == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "path"),
+    [
+        pytest.param(
+            {"amiSelectorTerms": [{"alias": "windows2025@latest"}]}, "spec.amiSelectorTerms[0].alias", id="alias"
+        ),
+        pytest.param(
+            {"amiSelectorTerms": [{"alias": "windows2019@latest"}], "amiFamily": "Windows2019"},
+            "spec.amiSelectorTerms[0].alias",
+            id="alias-and-family",
+        ),
+        pytest.param(
+            {"amiSelectorTerms": [{"id": "ami-0123456789abcdef0"}], "amiFamily": "Windows2025"},
+            "spec.amiFamily",
+            id="family",
+        ),
+    ],
+)
+def test_a_windows_nodeclass_is_accepted_with_a_warning_that_windows_nodes_are_not_launched(
+    spec: dict[str, Any], path: str
+) -> None:
+    body = nodeclass_with(**spec)
+
+    assert model_of(body).effective_ami_family.startswith("Windows")
+    assert warnings_of(body) == [
+        f"EC2NodeClass/default: {path}: Nodewright does not launch Windows nodes yet: NodePools using this "
+        "EC2NodeClass launch nothing"
+    ]
+
+
+def test_fields_karpenter_accepts_and_nodewright_ignores_are_kept_with_a_warning_naming_each() -> None:
+    body = nodeclass_with(
+        capacityReservationSelectorTerms=[
+            {"instanceMatchCriteria": "open"},
+            {"tags": {"team": "ml"}, "ownerID": "123456789012", "instanceMatchCriteria": "targeted"},
+            {"id": "cr-0123456789abcdef0"},
+        ],
+        placementGroupSelector={"name": "training"},
+        connectionTracking={"tcpEstablishedTimeout": 3600, "udpStreamTimeout": 120, "udpTimeout": 30},
+        networkInterfaces=[
+            {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+            {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
+        ],
+    )
+
+    nodeclass = model_of(body)
+
+    terms = nodeclass.capacity_reservation_selector_terms
+    assert [t.instance_match_criteria for t in terms] == ["open", "targeted", None]
+    assert terms[1].owner_id == "123456789012"
+    assert nodeclass.placement_group_selector == PlacementGroupSelector(name="training")
+    assert nodeclass.connection_tracking == ConnectionTracking(3600, 120, 30)
+    assert nodeclass.network_interfaces == (
+        NetworkInterface(0, 0, "interface"),
+        NetworkInterface(1, 0, "efa-only"),
+    )
+    assert warnings_of(body) == [
+        "EC2NodeClass/default: spec.capacityReservationSelectorTerms: Nodewright does not launch into capacity "
+        "reservations yet: ignored",
+        "EC2NodeClass/default: spec.placementGroupSelector: Nodewright does not launch into placement groups yet: "
+        "ignored",
+        "EC2NodeClass/default: spec.connectionTracking: Nodewright does not set connection tracking on launched "
+        "instances yet: ignored",
+        "EC2NodeClass/default: spec.networkInterfaces: Nodewright launches instances with their default network "
+        "interface only: ignored",
+    ]
+    assert model_of(render_nodeclass(nodeclass)) == nodeclass
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        pytest.param(
+            {"capacityReservationSelectorTerms": [{"instanceMatchCriteria": "any"}]},
+            'spec.capacityReservationSelectorTerms[0].instanceMatchCriteria: "any" is not one of open, targeted',
+            id="match-criteria-enum",
+        ),
+        pytest.param(
+            {"capacityReservationSelectorTerms": [{"id": "cr-0abc", "instanceMatchCriteria": "open"}]},
+            "spec.capacityReservationSelectorTerms[0]: 'id' cannot be combined with other fields in a term",
+            id="reservation-id-with-criteria",
+        ),
+        pytest.param(
+            {"capacityReservationSelectorTerms": [{"ownerID": "123456789012"}]},
+            "spec.capacityReservationSelectorTerms[0]: must set at least one of tags, id, instanceMatchCriteria",
+            id="reservation-owner-alone",
+        ),
+        pytest.param(
+            {"capacityReservationSelectorTerms": [{"tags": {"a": "b"}, "ownerID": "1234"}]},
+            'spec.capacityReservationSelectorTerms[0].ownerID: "1234" is not a 12-digit AWS account id',
+            id="reservation-owner-not-an-account",
+        ),
+        pytest.param(
+            {"placementGroupSelector": {"name": "a", "id": "pg-0abc"}},
+            "spec.placementGroupSelector: must set exactly one of name, id",
+            id="placement-group-name-and-id",
+        ),
+        pytest.param(
+            {"placementGroupSelector": {}},
+            "spec.placementGroupSelector: must set exactly one of name, id",
+            id="placement-group-empty",
+        ),
+        pytest.param(
+            {"placementGroupSelector": {"id": "training"}},
+            'spec.placementGroupSelector.id: "training" is not a placement group id (pg-...)',
+            id="placement-group-bad-id",
+        ),
+        pytest.param(
+            {"connectionTracking": {}},
+            "spec.connectionTracking: must set at least one of tcpEstablishedTimeout, udpStreamTimeout, udpTimeout",
+            id="connection-tracking-empty",
+        ),
+        pytest.param(
+            {"connectionTracking": {"udpTimeout": 61}},
+            "spec.connectionTracking.udpTimeout: must be at most 60, got 61",
+            id="udp-timeout-above-60",
+        ),
+        pytest.param(
+            {"connectionTracking": {"tcpEstablishedTimeout": 59}},
+            "spec.connectionTracking.tcpEstablishedTimeout: must be at least 60, got 59",
+            id="tcp-timeout-below-60",
+        ),
+        pytest.param(
+            {"networkInterfaces": [{"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "interface"}]},
+            "spec.networkInterfaces: must include the primary interface (networkCardIndex 0, deviceIndex 0, "
+            "interfaceType interface)",
+            id="no-primary-interface",
+        ),
+        pytest.param(
+            {
+                "networkInterfaces": [
+                    {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+                    {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "efa-only"},
+                ]
+            },
+            "spec.networkInterfaces[1]: networkCardIndex 0 with deviceIndex 0 is already used by another interface",
+            id="duplicate-slot",
+        ),
+        pytest.param(
+            {
+                "networkInterfaces": [
+                    {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+                    {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
+                    {"networkCardIndex": 1, "deviceIndex": 1, "interfaceType": "efa-only"},
+                ]
+            },
+            "spec.networkInterfaces[2]: network card 1 already has an efa-only interface (at most one per card)",
+            id="two-efa-on-one-card",
+        ),
+        pytest.param(
+            {"networkInterfaces": [{"networkCardIndex": 0, "deviceIndex": 0}]},
+            "spec.networkInterfaces[0].interfaceType: is required",
+            id="interface-type-required",
+        ),
+        pytest.param(
+            {"networkInterfaces": [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "efa"}]},
+            'spec.networkInterfaces[0].interfaceType: "efa" is not one of interface, efa-only',
+            id="interface-type-enum",
+        ),
+    ],
+)
+def test_the_fields_nodewright_ignores_are_still_validated_as_karpenters_crd_does(
+    spec: dict[str, Any], expected: str
+) -> None:
+    loaded = parse_manifest(nodeclass_with(**spec), source="classes.yaml")
+
+    assert [p.detail for p in loaded.problems] == [f"EC2NodeClass/default: {expected}"]
+    assert loaded.documents == ()
+
+
+def test_a_misspelt_kubelet_field_is_a_warning_that_names_the_field_it_resembles() -> None:
+    body = nodeclass_with(kubelet={"maxPod": 110})
+
+    (document,) = parse_manifest(body, source="t.yaml").require()
+
+    assert warnings_of(body) == [
+        'EC2NodeClass/default: spec.kubelet.maxPod: unknown field, ignored (did you mean "maxPods"?)'
+    ]
+    assert document.to_manifest()["spec"]["kubelet"] == {}  # dropped, as the API server drops it

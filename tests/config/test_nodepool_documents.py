@@ -244,13 +244,6 @@ def test_budgets_with_schedules_durations_and_reasons_are_read_in_order() -> Non
             id="missing-node-class-ref",
         ),
         pytest.param(
-            "spec.template.spec.kubelet",
-            {"maxPods": 110},
-            "NodePool/default: spec.template.spec.kubelet: unknown field (kubelet moved to EC2NodeClass spec.kubelet "
-            "in karpenter v1)",
-            id="v1beta1-kubelet-in-template",
-        ),
-        pytest.param(
             "spec.limits",
             {"cpu": "lots"},
             "NodePool/default: spec.limits.cpu: 'lots' is not a quantity (expected a number with an optional suffix "
@@ -312,13 +305,6 @@ def test_budgets_with_schedules_durations_and_reasons_are_read_in_order() -> Non
             id="unknown-budget-reason",
         ),
         pytest.param(
-            "spec.disruption.expireAfter",
-            "720h",
-            "NodePool/default: spec.disruption.expireAfter: unknown field (expireAfter moved to "
-            "spec.template.spec.expireAfter in karpenter v1)",
-            id="v1beta1-expire-after",
-        ),
-        pytest.param(
             "metadata.annotations",
             {"nodewright.io/rebalance-policy": "Drain"},
             'NodePool/default: metadata.annotations["nodewright.io/rebalance-policy"]: "Drain" is not one of '
@@ -333,10 +319,13 @@ def test_budgets_with_schedules_durations_and_reasons_are_read_in_order() -> Non
             id="invalid-name",
         ),
         pytest.param(
+            "spec.replicas", -1, "NodePool/default: spec.replicas: must be at least 0, got -1", id="negative-replicas"
+        ),
+        pytest.param(
             "spec.replicas",
-            3,
-            "NodePool/default: spec.replicas: unknown field; expected one of disruption, limits, template, weight",
-            id="unknown-spec-field",
+            "3",
+            'NodePool/default: spec.replicas: must be an integer, got string "3"',
+            id="replicas-text",
         ),
         pytest.param(
             "apiVersion",
@@ -385,14 +374,18 @@ def test_every_problem_of_a_mixed_file_is_reported_with_file_line_and_path() -> 
         f"{source}:48: NodePool/default: spec.disruption.budgets[1]: schedule and duration must be set together",
         f'{source}:65: NodePool/gpu: spec.template.spec.taints[0].effect: "NoScheduleAtAll" is not one of '
         "NoSchedule, PreferNoSchedule, NoExecute",
-        f"{source}:66: NodePool/gpu: spec.template.spec.tolerations: unknown field; expected one of expireAfter, "
-        "nodeClassRef, requirements, startupTaints, taints, terminationGracePeriod",
+    ]
+    # An unknown field is a warning, as kubectl gives one; it does not refuse the document by itself.
+    assert [str(w) for w in loaded.warnings] == [
+        f"{source}:66: warning: NodePool/gpu: spec.template.spec.tolerations: unknown field, ignored (expected one "
+        "of expireAfter, nodeClassRef, requirements, startupTaints, taints, terminationGracePeriod)",
     ]
     # The valid document is still returned (for display), but the set as a whole is refused.
     assert [d.key for d in loaded.documents] == ["EC2NodeClass/default"]
     with pytest.raises(ConfigError) as raised:
         loaded.require()
-    assert len(raised.value.problems) == 9
+    assert len(raised.value.problems) == 8
+    assert len(loaded.strict().problems) == 9
 
 
 def test_broken_yaml_names_the_file_and_line() -> None:
@@ -489,3 +482,125 @@ def test_server_managed_metadata_and_status_are_left_out_of_the_manifest() -> No
 
     assert document.model.resource_version == "42"
     assert document.to_manifest() == BASE
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        pytest.param(
+            "spec.template.spec.terminationGracePeirod",
+            "24h",
+            "spec.template.spec.terminationGracePeirod: unknown field, ignored "
+            '(did you mean "terminationGracePeriod"?)',
+            id="misspelt-template-field",
+        ),
+        pytest.param(
+            "spec.replica", 2, 'spec.replica: unknown field, ignored (did you mean "replicas"?)', id="misspelt-replicas"
+        ),
+        pytest.param(
+            "spec.template.spec.nodeClassRef.Name",
+            "default",
+            'spec.template.spec.nodeClassRef.Name: unknown field, ignored (did you mean "name"?)',
+            id="wrong-case",
+        ),
+        pytest.param(
+            "spec.template.spec.kubelet",
+            {"maxPods": 110},
+            "spec.template.spec.kubelet: unknown field, ignored (kubelet moved to EC2NodeClass spec.kubelet in "
+            "karpenter v1)",
+            id="v1beta1-kubelet-in-template",
+        ),
+        pytest.param(
+            "spec.disruption.expireAfter",
+            "720h",
+            "spec.disruption.expireAfter: unknown field, ignored (expireAfter moved to spec.template.spec.expireAfter "
+            "in karpenter v1)",
+            id="v1beta1-expire-after",
+        ),
+        pytest.param(
+            "spec.template.spec.requirements.0.minvalues",
+            2,
+            'spec.template.spec.requirements[0].minvalues: unknown field, ignored (did you mean "minValues"?)',
+            id="in-a-list-item",
+        ),
+        pytest.param(
+            "metadata.labelz",
+            {"team": "a"},
+            'metadata.labelz: unknown field, ignored (did you mean "labels"?)',
+            id="in-metadata",
+        ),
+        pytest.param(
+            "colour",
+            "blue",
+            "colour: unknown field, ignored (expected one of apiVersion, kind, metadata, spec, status)",
+            id="top-level-no-near-miss",
+        ),
+    ],
+)
+def test_an_unknown_field_anywhere_is_a_warning_and_is_left_out_of_the_stored_document(
+    path: str, value: Any, expected: str
+) -> None:
+    loaded = parse_manifest(nodepool_with(path, value), source="pools.yaml")
+
+    (document,) = loaded.require()
+    assert [w.detail for w in loaded.warnings] == [f"NodePool/default: {expected}"]
+    *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
+    stored: Any = document.to_manifest()
+    for part in parents:
+        stored = stored[part]
+    assert last not in stored
+    assert [p.detail for p in loaded.strict().problems] == [f"NodePool/default: {expected}"]
+
+
+def test_a_warning_names_the_file_and_line_of_the_unknown_field() -> None:
+    text = yaml.safe_dump(nodepool_with("spec.template.spec.terminationGracePeirod", "24h"), sort_keys=False)
+
+    loaded = parse_yaml(text, "pools.yaml")
+
+    line = text.splitlines().index("      terminationGracePeirod: 24h") + 1
+    assert [str(w) for w in loaded.warnings] == [
+        f"pools.yaml:{line}: warning: NodePool/default: spec.template.spec.terminationGracePeirod: unknown field, "
+        'ignored (did you mean "terminationGracePeriod"?)'
+    ]
+    assert loaded.ok
+    with pytest.raises(ConfigError, match="terminationGracePeirod"):
+        loaded.strict().require()
+
+
+def test_a_static_nodepool_is_accepted_with_a_warning_that_replicas_are_not_acted_on() -> None:
+    body = nodepool_with("spec.replicas", 3)
+    body["spec"]["limits"] = {"nodes": "5"}
+
+    loaded = parse_manifest(body, source="pools.yaml")
+
+    pool = only_model(loaded)
+    assert pool.replicas == 3
+    assert [w.detail for w in loaded.warnings] == [
+        "NodePool/default: spec.replicas: static NodePools are not supported yet: replicas is ignored and "
+        "Nodewright provisions this NodePool for pending pods like any other"
+    ]
+    assert only_model(parse_manifest(render_nodepool(pool), source="t.yaml")) == pool
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        pytest.param(
+            {"limits": {"cpu": "100"}},
+            "NodePool/default: spec.limits: only limits.nodes is supported on a static NodePool (one with replicas)",
+            id="cpu-limit",
+        ),
+        pytest.param(
+            {"weight": 10},
+            "NodePool/default: spec.weight: weight is not supported on a static NodePool (one with replicas)",
+            id="weight",
+        ),
+    ],
+)
+def test_a_static_nodepool_follows_karpenters_static_rules(extra: dict[str, Any], expected: str) -> None:
+    body = nodepool_with("spec.replicas", 2)
+    body["spec"].update(extra)
+
+    loaded = parse_manifest(body, source="pools.yaml")
+
+    assert details(loaded) == [expected]
