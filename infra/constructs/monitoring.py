@@ -23,6 +23,8 @@ from constructs import Construct
 from infra.constructs.function import METRICS_NAMESPACE
 
 PROVISIONER, INTERRUPTION, CONSOLIDATOR = "provisioner", "interruption", "consolidator"
+# What each function costs the API server (totals; the same names per verb and resource too).
+KUBE_API_METRICS = ("KubeApiRequests", "KubeApiBytes")
 SERVICE_METRICS: Mapping[str, tuple[str, ...]] = {
     PROVISIONER: (
         "PendingPods",
@@ -31,6 +33,7 @@ SERVICE_METRICS: Mapping[str, tuple[str, ...]] = {
         "SchedulingSeconds",
         "PendingToLaunchSeconds",
         "ClusterHourlyCost",
+        *KUBE_API_METRICS,
     ),
     INTERRUPTION: (
         "InterruptionsReceived",
@@ -38,6 +41,7 @@ SERVICE_METRICS: Mapping[str, tuple[str, ...]] = {
         "PodsEvicted",
         "EvictionsBlockedByPDB",
         "MessageAgeSeconds",
+        *KUBE_API_METRICS,
     ),
     CONSOLIDATOR: (
         "ConsolidationSavingsPerHour",
@@ -47,6 +51,7 @@ SERVICE_METRICS: Mapping[str, tuple[str, ...]] = {
         "NodesCordoned",
         "PodsEvicted",
         "EvictionsBlockedByPDB",
+        *KUBE_API_METRICS,
     ),
 }
 PENDING_ALARM_MINUTES = 5
@@ -236,6 +241,18 @@ class Monitoring(Construct):
                     shown(INTERRUPTION, "NodesCordoned"),
                     shown(INTERRUPTION, "MessageAgeSeconds", statistic="Maximum"),
                 ],
+            ),
+        )
+        self.dashboard.add_widgets(
+            graph(
+                "Kubernetes API requests (per minute)",
+                [shown(service, "KubeApiRequests") for service in (PROVISIONER, CONSOLIDATOR, INTERRUPTION)],
+                width=12,
+            ),
+            graph(
+                "Kubernetes API bytes received (per minute)",
+                [shown(service, "KubeApiBytes") for service in (PROVISIONER, CONSOLIDATOR, INTERRUPTION)],
+                width=12,
             ),
         )
         self.dashboard.add_widgets(

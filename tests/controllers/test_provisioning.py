@@ -405,4 +405,6 @@ def test_the_invocation_publishes_its_kubernetes_requests_as_metrics() -> None:
     requests = [(value, dims) for name, value, _, dims in world.observer.metrics if name == "KubeApiRequests"]
     assert requests
     assert all(value > 0 for value, _ in requests)
-    assert {dims["verb"] for _, dims in requests} >= {"snapshot", "pending"}
+    total, *by_verb = requests
+    assert total == (sum(value for value, _ in by_verb), {})
+    assert {dims["verb"] for _, dims in by_verb} >= {"snapshot", "pending"}
