@@ -402,9 +402,9 @@ def test_the_invocation_publishes_its_kubernetes_requests_as_metrics() -> None:
     world = World()
     world.pending(2)
     world.run()
-    requests = [(value, dims) for name, value, _, dims in world.observer.metrics if name == "KubeApiRequests"]
-    assert requests
-    assert all(value > 0 for value, _ in requests)
-    total, *by_verb = requests
-    assert total == (sum(value for value, _ in by_verb), {})
-    assert {dims["verb"] for _, dims in by_verb} >= {"snapshot", "pending"}
+    (total,) = [value for name, value, _, _ in world.observer.metrics if name == "KubeApiRequests"]
+    (usage,) = world.observer.of("kube-api-usage")
+    calls = usage["calls"]
+    assert isinstance(calls, list)
+    assert total == sum(call["requests"] for call in calls) > 0
+    assert {call["verb"] for call in calls} >= {"snapshot", "pending"}
