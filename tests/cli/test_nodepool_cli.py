@@ -31,6 +31,8 @@ ROOT = Path(__file__).parents[2]
 NODEWRIGHT = Path(sys.executable).parent / "nodewright"
 EXAMPLES = ROOT / "examples" / "nodepools"
 MIXED = ROOT / "tests" / "config" / "fixtures" / "invalid" / "mixed.yaml"
+KUBECTL_NODEPOOLS = ROOT / "tests" / "config" / "fixtures" / "kubectl" / "nodepools.yaml"
+KUBECTL_NODECLASSES = ROOT / "tests" / "config" / "fixtures" / "kubectl" / "ec2nodeclasses.json"
 TABLE = "nodewright-config"
 
 
@@ -159,6 +161,41 @@ def test_apply_then_get_round_trips_a_valid_file(aws_env: dict[str, str], dynamo
         assert yaml.safe_load(got.stdout) == document.to_manifest()
         (printed,) = parse_yaml(got.stdout, "printed").require()
         assert printed.model == document.model
+
+
+def test_apply_of_kubectl_get_output_stores_what_was_configured_not_what_the_server_wrote(
+    aws_env: dict[str, str], dynamodb: Any, tmp_path: Path
+) -> None:
+    saved = tmp_path / "nodepools.yaml"
+    saved.write_text(KUBECTL_NODEPOOLS.read_text().replace("    weight: 10\n", "    weight: 10\n    wieght: 1\n"))
+
+    applied = nodewright(aws_env, "apply", "-f", saved, "-f", KUBECTL_NODECLASSES, "--table", TABLE)
+    got = nodewright(aws_env, "get", "NodePool/gpu", "--table", TABLE)
+
+    assert applied.returncode == 0, applied.stderr
+    assert "warning: NodePool/gpu: spec.wieght: unknown field, ignored" in applied.stderr
+    assert table_keys(dynamodb) == ["EC2NodeClass#default", "NodePool#default", "NodePool#gpu"]
+    stored = yaml.safe_load(got.stdout)
+    assert set(stored) == {"apiVersion", "kind", "metadata", "spec"}
+    assert set(stored["metadata"]) == {"name", "annotations"}
+    assert "kubectl.kubernetes.io/last-applied-configuration" not in stored["metadata"]["annotations"]
+    assert "wieght" not in stored["spec"]
+    assert stored["spec"]["weight"] == 10
+
+
+def test_apply_of_a_list_with_one_bad_item_stores_none_of_its_items(
+    aws_env: dict[str, str], dynamodb: Any, tmp_path: Path
+) -> None:
+    saved = tmp_path / "nodepools.yaml"
+    saved.write_text(KUBECTL_NODEPOOLS.read_text().replace("    weight: 10\n", "    weight: 101\n"))
+
+    applied = nodewright(aws_env, "apply", "-f", saved, "-f", KUBECTL_NODECLASSES, "--table", TABLE)
+
+    assert applied.returncode == 1
+    assert f"{saved}:" in applied.stderr
+    assert "NodePool/gpu: spec.weight: must be at most 100, got 101" in applied.stderr
+    assert "error: nothing was stored" in applied.stderr
+    assert table_keys(dynamodb) == []
 
 
 def test_get_by_bare_name_needs_a_kind_when_two_kinds_share_it(aws_env: dict[str, str], dynamodb: Any) -> None:

@@ -134,3 +134,43 @@ def test_bad_input_names_file_document_and_field_and_plans_nothing(tmp_path: Pat
     assert str(bad) in output
     assert expected in output
     assert "nodeclaims" not in output
+
+
+KUBECTL = Path(__file__).resolve().parents[1] / "config" / "fixtures" / "kubectl"
+
+
+def test_kubectl_get_output_of_nodepools_nodeclasses_and_deployments_plans() -> None:
+    """`kubectl get nodepools -o yaml`, `get ec2nodeclasses -o json` and `get deployments -o json`, as saved."""
+    report = plan_json(KUBECTL / "nodepools.yaml", KUBECTL / "ec2nodeclasses.json", KUBECTL / "deployments.json")
+
+    assert report["unschedulable"] == []
+    by_pool: dict[str, list[str]] = {}
+    for claim in report["nodeclaims"]:
+        by_pool.setdefault(claim["nodepool"], []).extend(claim["pods"])
+    assert by_pool["gpu"] == ["shop/recommender-0"]
+    assert sorted(by_pool["default"]) == [
+        "shop/checkout-0", "shop/checkout-1", "shop/storefront-0", "shop/storefront-1", "shop/storefront-2",
+        "shop/storefront-3",
+    ]  # fmt: skip
+
+
+def test_a_warning_goes_to_stderr_and_strict_refuses_it(tmp_path: Path) -> None:
+    text = (
+        (KUBECTL / "nodepools.yaml").read_text().replace("        expireAfter: 720h\n", "        expireAfer: 720h\n", 1)
+    )
+    (tmp_path / "nodepools.yaml").write_text(text)
+    args = ["plan", "-f", str(tmp_path), "-f", str(KUBECTL / "deployments.json"), "--output", "json"]
+
+    relaxed = runner.invoke(app, args)
+    strict = runner.invoke(app, [*args, "--strict"])
+
+    assert relaxed.exit_code == 0, relaxed.output
+    assert json.loads(relaxed.stdout)["nodeclaims"]
+    assert (
+        'warning: NodePool/default: spec.template.spec.expireAfer: unknown field, ignored (did you mean "expireAfter"?)'
+        in relaxed.stderr
+    )
+    assert strict.exit_code == 1
+    assert "1 problem(s) in the input; nothing was planned" in strict.stderr
+    assert f"{tmp_path / 'nodepools.yaml'}:" in strict.stderr
+    assert strict.stdout == ""
