@@ -117,6 +117,11 @@ class DeployConfig:
     # of the removed nodes' price, so small savings do not churn pods (Karpenter #7146).
     consolidation_min_savings: float = 0.0
     consolidation_min_savings_percent: float = 0.0
+    # Economy: the provisioner ends its invocation after this many seconds with no pod waiting
+    # (None: it waits until its deadline, and a new pod gets capacity in about a second; with
+    # 0 an idle cluster's provisioner runs about a second a minute, and the first pod after a
+    # quiet spell waits for the next tick, up to a minute).
+    provisioner_idle_exit_seconds: float | None = None
 
     @property
     def stack_name(self) -> str:
@@ -213,6 +218,7 @@ _KEYS: Mapping[str, tuple[str, Callable[[object], Any]]] = {
     "consolidationMode": ("consolidation_mode", _as_enum(ConsolidationMode)),
     "consolidationMinSavings": ("consolidation_min_savings", _as_float),
     "consolidationMinSavingsPercent": ("consolidation_min_savings_percent", _as_float),
+    "provisionerIdleExitSeconds": ("provisioner_idle_exit_seconds", _as_float),
 }
 
 CONTEXT_KEYS: frozenset[str] = frozenset({"environment", *_KEYS})
@@ -301,6 +307,12 @@ def validate(config: DeployConfig) -> list[str]:
     if not 0 <= config.consolidation_min_savings_percent <= 100:
         problems.append(
             f"context key 'consolidationMinSavingsPercent': {config.consolidation_min_savings_percent} is outside 0-100"
+        )
+    idle_exit = config.provisioner_idle_exit_seconds
+    if idle_exit is not None and not 0 <= idle_exit <= config.provisioner.timeout_seconds:
+        problems.append(
+            f"context key 'provisionerIdleExitSeconds': {idle_exit} is outside 0-{config.provisioner.timeout_seconds} "
+            "(the provisioner's timeout)"
         )
     if config.log_retention_days not in LOG_RETENTION_DAYS:
         allowed = ", ".join(str(days) for days in sorted(LOG_RETENTION_DAYS))

@@ -65,7 +65,14 @@ class NodewrightStack(cdk.Stack):
             code=code,
             settings=config.provisioner,
             rate_minutes=config.provisioner_rate_minutes,
-            environment=environment,
+            environment={
+                **environment,
+                **(
+                    {"PROVISIONER_IDLE_EXIT_SECONDS": repr(config.provisioner_idle_exit_seconds)}
+                    if config.provisioner_idle_exit_seconds is not None
+                    else {}
+                ),
+            },
             node_role=self.access.node_role,
             log_retention_days=config.log_retention_days,
             log_level=config.log_level,

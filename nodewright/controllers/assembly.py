@@ -25,7 +25,7 @@ from nodewright.config.documents import Document
 from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
 from nodewright.controllers.interruption import InterruptionController
-from nodewright.controllers.provisioning import Configuration, Provisioner
+from nodewright.controllers.provisioning import Configuration, Provisioner, ProvisionerOptions
 from nodewright.controllers.settings import Settings
 from nodewright.ports import Observer
 
@@ -87,6 +87,7 @@ def _provisioner(aws: _Aws, settings: Settings, observer: Observer) -> Provision
         config=aws.config,
         catalog=LiveCatalog(aws.ec2, prices, aws.clock),
         observer=observer,
+        options=ProvisionerOptions(idle_exit=settings.provisioner_idle_exit),
         wait=aws.cluster.wait,
     )
 

@@ -118,6 +118,10 @@ class ProvisionerOptions:
     # Pods no NodePool can take now wait this long before a pass tries them again, so they
     # neither trigger a pass every second nor flood the log with the same reason.
     unschedulable_retry: float = 30.0
+    # Economy: end the invocation once no pod has waited for this long (None: wait for pods until
+    # the deadline). Lambda bills the waiting; a pod arriving after the early end waits for the
+    # next scheduled invocation (up to a minute) instead of about a second.
+    idle_exit: float | None = None
 
 
 @dataclass
@@ -212,6 +216,7 @@ class Provisioner:
             seen: frozenset[str] = frozenset()
             parked: dict[str, float] = {}
             end = deadline - opts.deadline_margin
+            idle_since = self.clock.now()
             while (now := self.clock.now()) < end:
                 # Read the version first: a change after it, even during this check, wakes the wait.
                 version = self.cluster.version()
@@ -222,6 +227,9 @@ class Provisioner:
                 added = len(waiting - seen)
                 if not waiting:
                     first_seen = None
+                    if opts.idle_exit is not None and now - idle_since >= opts.idle_exit:
+                        self.observer.decision("idle-exit", idle_seconds=round(now - idle_since, 3))
+                        break
                 elif first_seen is None or not waiting <= seen:
                     first_seen = now if first_seen is None else first_seen
                     last_change = now
@@ -237,6 +245,7 @@ class Provisioner:
                     report.launched += result.launched
                     report.failed.update(result.failed)
                     first_seen = None
+                    idle_since = self.clock.now()
                     lease.renew()
                     continue
                 # Until something changes, or a batch rule or a parked pod's retry comes due.
@@ -245,6 +254,8 @@ class Provisioner:
                     wake = min(wake, now + opts.poll, last_change + opts.batch_idle, first_seen + opts.batch_max)
                 if parked:
                     wake = min(wake, *parked.values())
+                if opts.idle_exit is not None and first_seen is None:
+                    wake = min(wake, idle_since + opts.idle_exit)
                 self._wait(max(0.0, wake - now), functools.partial(self._changed, version))
         finally:
             lease.release()

@@ -46,6 +46,9 @@ class Settings:
     # percentage of what the nodes it removes cost (Karpenter #7146: small savings churn pods).
     consolidation_min_savings: float = DEFAULT_MIN_SAVINGS
     consolidation_min_savings_percent: float = DEFAULT_MIN_SAVINGS_PERCENT
+    # Economy: the provisioner ends its invocation after this many seconds with no pod waiting
+    # (None: it waits for pods until its deadline). See ProvisionerOptions.idle_exit.
+    provisioner_idle_exit: float | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -90,6 +93,11 @@ class Settings:
             consolidation_min_savings=number("CONSOLIDATION_MIN_SAVINGS", DEFAULT_MIN_SAVINGS, 1000.0),
             consolidation_min_savings_percent=number(
                 "CONSOLIDATION_MIN_SAVINGS_PERCENT", DEFAULT_MIN_SAVINGS_PERCENT, 100.0
+            ),
+            provisioner_idle_exit=(
+                number("PROVISIONER_IDLE_EXIT_SECONDS", 0.0, 900.0)
+                if env.get("PROVISIONER_IDLE_EXIT_SECONDS", "").strip()
+                else None
             ),
         )
         if settings.config_source not in CONFIG_SOURCES:

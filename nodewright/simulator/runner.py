@@ -18,8 +18,9 @@ from typing import Any
 from nodewright.simulator.lambdas import REGION
 from nodewright.simulator.motofast import moto_faster
 from nodewright.simulator.scenario import Scenario
+from nodewright.simulator.selfcost import AwsCalls, Invocation, self_cost
 from nodewright.simulator.timewarp import moto_follows
-from nodewright.simulator.world import HANDLERS, World, functions_importable
+from nodewright.simulator.world import HANDLERS, MEMORY_MB, World, functions_importable
 
 # Environment of the simulated functions: fake credentials for moto, and Powertools quiet (the
 # decisions are recorded by the simulator's observers; EMF lines would only fill the terminal).
@@ -95,6 +96,8 @@ def run_scenario(
         with mock_aws():
             mock_random.seed(scenario.seed)
             session = boto3.session.Session(region_name=REGION)
+            calls = AwsCalls()
+            calls.register(session.events)
             world = World(scenario, session)
             main = cProfile.Profile() if profile is not None else None
             world.lambdas.profiling = main is not None
@@ -119,6 +122,7 @@ def run_scenario(
             wall = time.perf_counter() - started
             summary = world.recorder.summary(world.end, wall)
             summary["cpu_seconds"] = round(time.process_time() - cpu_started, 2)
+            summary["self_cost"] = _self_cost(world, calls)
             summary = {
                 "scenario": scenario.name,
                 "description": scenario.description,
@@ -132,3 +136,20 @@ def run_scenario(
     if report_dir is not None:
         result.files = write_report(world, summary, report_dir, plots=plots)
     return result
+
+
+def _self_cost(world: World, calls: AwsCalls) -> dict[str, Any]:
+    """The run's `self_cost` block: its invocations, AWS calls, logs and metrics, priced per month."""
+    lambdas = world.lambdas
+    invocations = [
+        Invocation(i.function, max(0.0, (i.ended or world.end) - i.started), MEMORY_MB.get(i.function, 1024))
+        for i in (*lambdas.finished, *lambdas.running)
+    ]
+    return self_cost(
+        hours=world.scenario.duration / 3600,
+        invocations=invocations,
+        calls=calls,
+        decisions={name: observer.decisions for name, observer in world.observers.items() if name in world.handlers},
+        metrics={name: observer.metrics for name, observer in world.observers.items() if name in world.handlers},
+        compute={name: (seconds, MEMORY_MB.get(name, 1024)) for name, seconds in lambdas.wall.items()},
+    )

@@ -408,3 +408,16 @@ def test_the_invocation_publishes_its_kubernetes_requests_as_metrics() -> None:
     assert isinstance(calls, list)
     assert total == sum(call["requests"] for call in calls) > 0
     assert {call["verb"] for call in calls} >= {"snapshot", "pending"}
+
+
+def test_economy_ends_an_idle_invocation_early_and_never_one_with_pods_waiting() -> None:
+    world = World()
+    world.provisioner(idle_exit=5.0).run(START + 68)
+    assert world.clock.now() == START + 5
+    assert world.observer.of("idle-exit")
+
+    world.pending(3)
+    started = world.clock.now()
+    world.provisioner(idle_exit=5.0).run(started + 68)
+    assert world.launches() == 1  # the waiting pods were served first
+    assert world.clock.now() < started + 10

@@ -55,3 +55,10 @@ def test_the_consolidation_settings_choose_the_disruption_options() -> None:
     assert options.min_savings == pytest.approx(0.05)
     assert options.min_savings_fraction == pytest.approx(0.10)
     assert Settings.from_env(BASE).disruption_options().many_to_many is True
+
+
+def test_the_economy_key_ends_the_provisioner_early_only_when_set() -> None:
+    assert Settings.from_env(BASE).provisioner_idle_exit is None
+    assert Settings.from_env({**BASE, "PROVISIONER_IDLE_EXIT_SECONDS": "0"}).provisioner_idle_exit == 0.0
+    with pytest.raises(SettingsError, match="PROVISIONER_IDLE_EXIT_SECONDS"):
+        Settings.from_env({**BASE, "PROVISIONER_IDLE_EXIT_SECONDS": "soon"})

@@ -115,6 +115,7 @@ def test_every_invalid_key_is_named_in_one_error() -> None:
         pytest.param({"consolidationMode": "eager"}, "'consolidationMode'", id="consolidation-mode"),
         pytest.param({"consolidationMinSavings": "-1"}, "0-1000", id="negative-savings"),
         pytest.param({"consolidationMinSavingsPercent": "lots"}, "'consolidationMinSavingsPercent'", id="percent"),
+        pytest.param({"provisionerIdleExitSeconds": "600"}, "'provisionerIdleExitSeconds'", id="idle-past-timeout"),
     ],
 )
 def test_invalid_value_is_rejected_with_the_key_named(context: dict[str, object], fragment: str) -> None:
@@ -124,3 +125,8 @@ def test_invalid_value_is_rejected_with_the_key_named(context: dict[str, object]
 
 def test_empty_alarm_topic_means_no_topic() -> None:
     assert load_config({"alarmTopicArn": ""}).alarm_topic_arn is None
+
+
+def test_the_economy_key_is_off_unless_set() -> None:
+    assert load_config({}).provisioner_idle_exit_seconds is None
+    assert load_config({"provisionerIdleExitSeconds": "0"}).provisioner_idle_exit_seconds == 0.0

@@ -103,3 +103,8 @@ def test_the_consolidator_learns_its_mode_and_stability_guard(synthesized: Synth
             },
         },
     )
+
+
+def test_the_provisioner_waits_for_pods_until_its_deadline_by_default(synthesized: Synthesized) -> None:
+    for function in synthesized.resources("AWS::Lambda::Function").values():
+        assert "PROVISIONER_IDLE_EXIT_SECONDS" not in function["Properties"]["Environment"]["Variables"]
