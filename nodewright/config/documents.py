@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -78,6 +78,8 @@ _LIST = ("apiVersion", "kind", "metadata", "items")
 _LIST_METADATA = ("resourceVersion", "continue", "remainingItemCount", "selfLink")
 
 Model = NodePool | EC2NodeClass
+# libyaml's loader when PyYAML was built with it (the wheels are): same documents, a few times faster.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +190,7 @@ def document_label(body: Any, index: int, within: str = "") -> str:
 
 def line_of(lines: Mapping[SegmentPath, int] | None, segments: SegmentPath) -> int | None:
     """The line of the deepest known segment of `segments` (None without line information)."""
-    if not lines:
+    if lines is None:
         return None
     for end in range(len(segments), -1, -1):
         found = lines.get(segments[:end])
@@ -246,7 +248,7 @@ def unwrap(
     Items of a typed list (`NodePoolList`) without kind or apiVersion, as the API returns them,
     take the list's.
     """
-    lines = lines or {}
+    lines = lines if lines is not None else {}
     if not is_list(body):
         return [Manifest(body, index, document_label(body, index), lines)], Loaded()
     label = document_label(body, index)
@@ -265,7 +267,7 @@ def unwrap(
             defaults = {"kind": item_kind, **({"apiVersion": api_version} if api_version else {})}
             item = {**defaults, **raw}
         prefix: SegmentPath = ("items", position)
-        item_lines = {s[2:]: n for s, n in lines.items() if s[:2] == prefix}
+        item_lines = _Within(lines, prefix)
         within = f"items[{position}]"
         if is_list(item):
             found, loaded = unwrap(item, source=source, index=index, lines=item_lines)
@@ -360,7 +362,7 @@ def _walk(node: yaml.Node, here: SegmentPath, lines: dict[SegmentPath, int], dup
 
 def _yaml_documents(text: str) -> Iterable[tuple[Any, dict[SegmentPath, int], list[SegmentPath]]]:
     """Each non-empty document of a YAML stream with its field lines and duplicated keys."""
-    loader = yaml.SafeLoader(text)
+    loader = _LOADER(text)
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -375,23 +377,79 @@ def _yaml_documents(text: str) -> Iterable[tuple[Any, dict[SegmentPath, int], li
         loader.dispose()
 
 
-def _json_document(text: str) -> tuple[Any, dict[SegmentPath, int], list[SegmentPath]] | None:
-    """A JSON text (`kubectl get -o json`) read as JSON, so its values keep JSON's types; None if not JSON.
+class _JsonLines(Mapping[SegmentPath, int]):
+    """Field paths -> lines of a JSON text, worked out (by reading the text as YAML) only when first asked.
 
-    Lines and duplicated keys come from reading the same text as YAML, when that works.
+    Reading a large `kubectl get -o json` as YAML costs seconds; JSON itself takes milliseconds.
+    So lines are only looked up when something is reported, or a configuration document is kept.
     """
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._lines: dict[SegmentPath, int] | None = None
+        self._dupes: list[SegmentPath] = []
+
+    def _read(self) -> dict[SegmentPath, int]:
+        if self._lines is None:
+            try:
+                as_yaml = list(_yaml_documents(self._text))
+            except yaml.YAMLError:  # valid JSON that YAML 1.1 cannot read (e.g. tabs): no line numbers then
+                as_yaml = []
+            _, self._lines, self._dupes = as_yaml[0] if len(as_yaml) == 1 else (None, {}, [])
+        return self._lines
+
+    @property
+    def duplicates(self) -> list[SegmentPath]:
+        """The paths of keys written twice in one object."""
+        self._read()
+        return self._dupes
+
+    def __getitem__(self, key: SegmentPath) -> int:
+        return self._read()[key]
+
+    def __iter__(self) -> Iterator[SegmentPath]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+
+class _Within(Mapping[SegmentPath, int]):
+    """The lines of the object at `prefix` of a larger one, keyed by its own paths (a view, nothing copied)."""
+
+    def __init__(self, outer: Mapping[SegmentPath, int], prefix: SegmentPath) -> None:
+        self._outer = outer
+        self._prefix = prefix
+
+    def __getitem__(self, key: SegmentPath) -> int:
+        return self._outer[(*self._prefix, *key)]
+
+    def __iter__(self) -> Iterator[SegmentPath]:
+        size = len(self._prefix)
+        return (path[size:] for path in self._outer if path[:size] == self._prefix)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _json_document(text: str) -> tuple[Any, Mapping[SegmentPath, int], list[SegmentPath]] | None:
+    """A JSON text (`kubectl get -o json`) read as JSON, so its values keep JSON's types; None if not JSON."""
     if not text.lstrip().startswith(("{", "[")):
         return None
+    repeated = False
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal repeated
+        out = dict(items)
+        repeated = repeated or len(out) != len(items)
+        return out
+
     try:
-        body = json.loads(text)
+        body = json.loads(text, object_pairs_hook=pairs)
     except ValueError:
         return None
-    try:
-        as_yaml = list(_yaml_documents(text))
-    except yaml.YAMLError:  # valid JSON that YAML 1.1 cannot read (e.g. tabs): no line numbers then
-        as_yaml = []
-    _, lines, dupes = as_yaml[0] if len(as_yaml) == 1 else (None, {}, [])
-    return body, lines, dupes
+    lines = _JsonLines(text)
+    return body, lines, lines.duplicates if repeated else []
 
 
 def read_stream(text: str, source: str) -> tuple[list[Manifest], Loaded]:

@@ -84,7 +84,9 @@ def _checked(
         wrong_type(at, dict, value)
         return None
     for key in value:
-        if key not in fields:
+        if not isinstance(key, str):  # YAML allows `1:` or `yes:` as keys; JSON and Kubernetes do not
+            (at / str(key)).error(f"field names must be strings, got {_kind_of(key)} {show(key)}")
+        elif key not in fields:
             reason = _unknown_reason(str(key), fields, hints)
             if warn:
                 (at / str(key)).drop(f"unknown field, ignored ({reason})")
@@ -247,6 +249,9 @@ def string_map(at: At, value: Any, *, key_rule: Callable[[At, str], None] | None
     out: dict[str, str] = {}
     for key, item in value.items():
         at_key = at / str(key)
+        if not isinstance(key, str):
+            at_key.error(f"keys must be strings, got {_kind_of(key)} {show(key)}")
+            continue
         if key_rule is not None:
             key_rule(at_key, str(key))
         text = string(at_key, item)

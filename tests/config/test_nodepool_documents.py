@@ -604,3 +604,17 @@ def test_a_static_nodepool_follows_karpenters_static_rules(extra: dict[str, Any]
     loaded = parse_manifest(body, source="pools.yaml")
 
     assert details(loaded) == [expected]
+
+
+def test_a_field_name_that_is_not_a_string_is_an_error_not_a_warning() -> None:
+    loaded = parse_yaml(yaml.safe_dump(BASE) + "1: one\n", "pools.yaml")
+
+    assert details(loaded) == ['NodePool/default: ["1"]: field names must be strings, got integer 1']
+
+
+def test_a_label_key_that_is_not_a_string_is_an_error() -> None:
+    loaded = parse_manifest(nodepool_with("spec.template.metadata.labels", {1: "a", "b": "c"}), source="pools.yaml")
+
+    assert details(loaded) == [
+        'NodePool/default: spec.template.metadata.labels["1"]: keys must be strings, got integer 1'
+    ]
