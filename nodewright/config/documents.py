@@ -260,26 +260,20 @@ def unwrap(
     raw_items = f.array(at / "items", f.required(at, top, "items")) or []
     item_kind = list_kind.removesuffix("List") if list_kind != "List" else None
     manifests: list[Manifest] = []
-    parts: list[Loaded] = []
     for position, raw in enumerate(raw_items):
         item = raw
         if item_kind and isinstance(raw, Mapping):
             defaults = {"kind": item_kind, **({"apiVersion": api_version} if api_version else {})}
             item = {**defaults, **raw}
-        prefix: SegmentPath = ("items", position)
-        item_lines = _Within(lines, prefix)
-        within = f"items[{position}]"
-        if is_list(item):
-            found, loaded = unwrap(item, source=source, index=index, lines=item_lines)
-            manifests.extend(found)
-            parts.append(loaded)
-        else:
-            manifests.append(Manifest(item, index, document_label(item, index, within), item_lines))
-    own = Loaded(
+        if is_list(item):  # kubectl never nests lists; an item is an object of its own kind
+            (at / "items" / position / "kind").error("a list inside a list's items is not supported")
+            continue
+        label_within = document_label(item, index, f"items[{position}]")
+        manifests.append(Manifest(item, index, label_within, _Within(lines, ("items", position))))
+    return manifests, Loaded(
         problems=tuple(_problems(at.sink, source, label, lines, warning=False)),
         warnings=tuple(_problems(at.warnings, source, label, lines, warning=True)),
     )
-    return manifests, combine([own, *parts])
 
 
 def parse_manifest(

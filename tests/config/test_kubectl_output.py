@@ -138,13 +138,13 @@ def test_items_of_a_typed_list_from_the_api_take_its_kind_and_api_version() -> N
     assert loaded.warnings == ()
 
 
-def test_a_list_of_several_kinds_and_nested_lists_yields_every_item() -> None:
-    inner = {"apiVersion": "v1", "kind": "List", "items": [nodepool("b")]}
-    body = {"apiVersion": "v1", "kind": "List", "items": [nodepool("a"), inner]}
+def test_a_list_of_several_kinds_yields_every_item() -> None:
+    nodeclass = yaml.safe_load(NODECLASSES.read_text())["items"][0]
+    body = {"apiVersion": "v1", "kind": "List", "items": [nodepool("a"), nodeclass, nodepool("b")]}
 
     loaded = parse_manifest(body, source="all.yaml")
 
-    assert [d.key for d in loaded.require()] == ["NodePool/a", "NodePool/b"]
+    assert [d.key for d in loaded.require()] == ["NodePool/a", "EC2NodeClass/default", "NodePool/b"]
 
 
 @pytest.mark.parametrize(
@@ -165,6 +165,11 @@ def test_a_list_of_several_kinds_and_nested_lists_yields_every_item() -> None:
             {"apiVersion": "v1", "kind": "List", "items": ["NodePool/a"]},
             ['document #1 items[0]: must be an object, got string "NodePool/a"'],
             id="item-not-an-object",
+        ),
+        pytest.param(
+            {"apiVersion": "v1", "kind": "List", "items": [{"kind": "List", "items": []}]},
+            ["List #1: items[0].kind: a list inside a list's items is not supported"],
+            id="nested-list",
         ),
         pytest.param(
             {"apiVersion": "v1", "kind": "DeploymentList", "items": [{"metadata": {"name": "web"}}]},
