@@ -7,10 +7,14 @@ retention and visibility timeout) and EventBridge (the five interruption rules, 
 `nodewright.engine.interruption.rules`, targeting the queue).
 
 What is added on top, because moto does not have it:
-* `SimulatedEc2` wraps the EC2 client: CreateFleet answers with EC2's documented
-  `InsufficientInstanceCapacity` Errors entries for the offerings a scenario declares out of
-  capacity (and launches from the others), and reports each launch and termination to the world
-  (the kubelet and the accounting).
+* `SimulatedEc2` wraps the EC2 client: CreateFleet chooses what to launch as EC2 does
+  (`nodewright.simulator.fleet`: on-demand `lowest-price` or `prioritized` across every override
+  of every config, spot `price-capacity-optimized` over the scenario's per-pool spot depth, prices
+  from the scenario's price table, weighted capacity, partial fulfilment) where moto would take
+  the first override; it answers with EC2's documented `InsufficientInstanceCapacity` Errors
+  entries for the offerings a scenario declares out of capacity and for spot pools that ran
+  short, and reports each launch, each fleet call (for the fidelity audit) and each termination
+  to the world (the kubelet and the accounting).
 * `PublicParameters` wraps the SSM client: AWS's public EKS/Bottlerocket AMI parameters
   (`/aws/service/...`, reserved names moto will not store) answer with moto's Amazon images.
 * `MirroredStateStore` is the real DynamoDB state store whose reads of node claims, blocked
@@ -32,6 +36,7 @@ What is added on top, because moto does not have it:
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -45,6 +50,7 @@ from nodewright.model.instance import Instance
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import Offering
+from nodewright.simulator.fleet import LOWEST_PRICE, Pool, allocate
 from nodewright.simulator.lambdas import ACCOUNT, REGION
 
 CLUSTER = ClusterInfo(
@@ -77,6 +83,20 @@ class Launched:
     zone: str
     capacity_type: str
     tags: Mapping[str, str]
+    price: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FleetCall:
+    """One CreateFleet call as EC2 answered it, for the fidelity audit: the allocation strategy,
+    the overrides EC2 had capacity for when asked (their prices from the scenario's price table)
+    and the instances it started.
+    """
+
+    capacity_type: str
+    strategy: str
+    allowed: tuple[Pool, ...]
+    launched: tuple[Launched, ...]
 
 
 class Ec2Hooks:
@@ -86,8 +106,19 @@ class Ec2Hooks:
         """The error code EC2 should answer for this offering now, or None when it has capacity."""
         return None
 
+    def price(self, instance_type: str, zone: str, capacity_type: str) -> float | None:
+        """$/h of the offering in the scenario's price table (None: unknown, chosen last)."""
+        return None
+
+    def spot_depth(self, instance_type: str, zone: str) -> int | None:
+        """How many spot instances the pool holds in all (None: no limit)."""
+        return None
+
     def launched(self, instance: Launched) -> None:
         """An instance was started."""
+
+    def fleet(self, call: FleetCall) -> None:
+        """A CreateFleet call was answered (after `launched` for each of its instances)."""
 
     def terminating(self, instance_ids: Sequence[str]) -> None:
         """These instances are about to be terminated (their nodes still hold their pods)."""
@@ -97,77 +128,158 @@ class Ec2Hooks:
 
 
 class SimulatedEc2:
-    """moto's EC2 client with capacity errors and launch/termination reports (module docstring)."""
+    """moto's EC2 client that chooses what a CreateFleet launches as EC2 does, with capacity errors,
+    spot pool depth and launch/termination reports (module docstring; the choice: `fleet.py`).
+    """
 
     def __init__(self, client: Any, hooks: Ec2Hooks) -> None:
         self._client = client
         self.hooks = hooks
+        self._pool_of: dict[str, tuple[str, str, str]] = {}  # live instance -> (capacity type, type, zone)
+        self._in_pool: Counter[tuple[str, str, str]] = Counter()
+        self._zones: dict[str, str] = {}  # subnet id -> zone
 
     def create_fleet(self, **request: Any) -> dict[str, Any]:
-        """CreateFleet, failing the offerings the scenario has out of capacity, as EC2 reports it."""
-        capacity_type = str(request["TargetCapacitySpecification"].get("DefaultTargetCapacityType", "on-demand"))
+        """CreateFleet `instant`: the scenario's capacity errors and pool depths, then EC2's
+        allocation strategy over every override of every config (`fleet.allocate`); moto starts
+        what was chosen. Partial fulfilment and short pools answer as EC2 does (Errors entries).
+        """
+        target = request["TargetCapacitySpecification"]
+        capacity_type = str(target.get("DefaultTargetCapacityType", "on-demand"))
+        options = request.get("SpotOptions" if capacity_type == "spot" else "OnDemandOptions") or {}
+        strategy = str(options.get("AllocationStrategy") or LOWEST_PRICE)
         errors: list[dict[str, Any]] = []
-        configs: list[dict[str, Any]] = []
-        for config in request.get("LaunchTemplateConfigs", []):
-            kept = []
+        pools: list[Pool] = []
+        chosen: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}  # position -> (config, override)
+        for index, config in enumerate(request.get("LaunchTemplateConfigs", [])):
             for override in config.get("Overrides") or []:
                 instance_type = str(override.get("InstanceType", ""))
-                zone = str(override.get("AvailabilityZone", ""))
+                zone = str(override.get("AvailabilityZone") or self._zone(str(override.get("SubnetId", ""))))
+                if not instance_type or not zone:
+                    # Not a request Nodewright sends (types from the template): moto's own answer.
+                    response: dict[str, Any] = self._client.create_fleet(**request)
+                    return response
                 code = self.hooks.capacity_error(instance_type, zone, capacity_type)
-                if code is None:
-                    kept.append(override)
+                if code is not None:
+                    errors.append(_capacity_error(config, override, capacity_type, code, zone=zone))
                     continue
-                errors.append(
-                    {
-                        "LaunchTemplateAndOverrides": {
-                            "LaunchTemplateSpecification": config["LaunchTemplateSpecification"],
-                            "Overrides": override,
-                        },
-                        "Lifecycle": capacity_type,
-                        "ErrorCode": code,
-                        "ErrorMessage": CAPACITY_MESSAGE.format(type=instance_type, zone=zone),
-                    }
+                available = None
+                if capacity_type == "spot":
+                    depth = self.hooks.spot_depth(instance_type, zone)
+                    if depth is not None:
+                        available = max(0, depth - self._in_pool[(capacity_type, instance_type, zone)])
+                priority = override.get("Priority")
+                pool = Pool(
+                    config=index,
+                    position=len(pools),
+                    instance_type=instance_type,
+                    zone=zone,
+                    price=self.hooks.price(instance_type, zone, capacity_type),
+                    weight=float(override.get("WeightedCapacity") or 1.0),
+                    priority=float(priority) if priority is not None else None,
+                    available=available,
                 )
-            if kept:
-                configs.append({**config, "Overrides": kept})
-        if not configs:
-            return {"FleetId": "fleet-00000000-0000-0000-0000-000000000000", "Errors": errors, "Instances": []}
-        response: dict[str, Any] = self._client.create_fleet(**{**request, "LaunchTemplateConfigs": configs})
-        response["Errors"] = errors + list(response.get("Errors") or [])
+                pools.append(pool)
+                chosen[pool.position] = (config, override)
+        allocation = allocate(pools, float(target.get("TotalTargetCapacity", 1)), strategy)
+        for pool in allocation.short:
+            config, override = chosen[pool.position]
+            errors.append(
+                _capacity_error(config, override, capacity_type, "InsufficientInstanceCapacity", zone=pool.zone)
+            )
+        fleet_id = "fleet-00000000-0000-0000-0000-000000000000"
+        instances: list[dict[str, Any]] = []
+        launched: list[Launched] = []
         tags = {
             t["Key"]: t["Value"]
             for spec in request.get("TagSpecifications", [])
             if spec.get("ResourceType") == "instance"
             for t in spec.get("Tags", [])
         }
-        subnet_zone = {o.get("SubnetId"): o.get("AvailabilityZone") for c in configs for o in c.get("Overrides") or []}
-        for entry in response.get("Instances") or []:
-            overrides = (entry.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
-            zone = overrides.get("AvailabilityZone") or subnet_zone.get(overrides.get("SubnetId"), "")
-            for instance_id in entry.get("InstanceIds") or []:
-                self.hooks.launched(
-                    Launched(
+        for pool, count in allocation.launches:
+            config, override = chosen[pool.position]
+            bare = {k: v for k, v in override.items() if k not in ("WeightedCapacity", "Priority")}
+            answer = self._client.create_fleet(
+                **{
+                    **request,
+                    "TargetCapacitySpecification": {
+                        "TotalTargetCapacity": count,
+                        "DefaultTargetCapacityType": capacity_type,
+                    },
+                    "LaunchTemplateConfigs": [{**config, "Overrides": [bare]}],
+                }
+            )
+            if not instances:
+                fleet_id = str(answer.get("FleetId", fleet_id))
+            errors += list(answer.get("Errors") or [])
+            for entry in answer.get("Instances") or []:
+                echoed = dict(entry.get("LaunchTemplateAndOverrides") or {})
+                echoed["Overrides"] = override  # EC2 echoes the override it launched, weight and all
+                instances.append({**entry, "LaunchTemplateAndOverrides": echoed})
+                for instance_id in entry.get("InstanceIds") or []:
+                    started = Launched(
                         instance_id=str(instance_id),
-                        instance_type=str(entry.get("InstanceType") or overrides.get("InstanceType", "")),
-                        zone=str(zone),
+                        instance_type=pool.instance_type,
+                        zone=pool.zone,
                         capacity_type=str(entry.get("Lifecycle") or capacity_type),
                         tags=tags,
+                        price=pool.price,
                     )
-                )
-        return response
+                    key = (started.capacity_type, started.instance_type, started.zone)
+                    self._pool_of[started.instance_id] = key
+                    self._in_pool[key] += 1
+                    launched.append(started)
+                    self.hooks.launched(started)
+        self.hooks.fleet(
+            FleetCall(
+                capacity_type=capacity_type,
+                strategy=strategy,
+                allowed=tuple(p for p in pools if p.available is None or p.available > 0),
+                launched=tuple(launched),
+            )
+        )
+        return {"FleetId": fleet_id, "Errors": errors, "Instances": instances}
 
     def terminate_instances(self, **request: Any) -> dict[str, Any]:
-        """TerminateInstances, reported to the world before and after."""
+        """TerminateInstances, reported to the world before and after; the pools get their room back."""
         ids = [str(i) for i in request.get("InstanceIds", [])]
         self.hooks.terminating(ids)
         response: dict[str, Any] = self._client.terminate_instances(**request)
-        self.hooks.terminated(
-            [str(c["InstanceId"]) for c in response.get("TerminatingInstances", []) if c.get("InstanceId")]
-        )
+        gone = [str(c["InstanceId"]) for c in response.get("TerminatingInstances", []) if c.get("InstanceId")]
+        for instance_id in gone:
+            key = self._pool_of.pop(instance_id, None)
+            if key is not None:
+                self._in_pool[key] -= 1
+        self.hooks.terminated(gone)
         return response
+
+    def in_pool(self, capacity_type: str, instance_type: str, zone: str) -> int:
+        """How many live instances this EC2 started in one pool."""
+        return self._in_pool[(capacity_type, instance_type, zone)]
+
+    def _zone(self, subnet_id: str) -> str:
+        if subnet_id and subnet_id not in self._zones:
+            for subnet in self._client.describe_subnets()["Subnets"]:
+                self._zones[str(subnet["SubnetId"])] = str(subnet["AvailabilityZone"])
+        return self._zones.get(subnet_id, "")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
+
+
+def _capacity_error(
+    config: Mapping[str, Any], override: Mapping[str, Any], capacity_type: str, code: str, *, zone: str
+) -> dict[str, Any]:
+    instance_type = str(override.get("InstanceType", ""))
+    return {
+        "LaunchTemplateAndOverrides": {
+            "LaunchTemplateSpecification": config["LaunchTemplateSpecification"],
+            "Overrides": dict(override),
+        },
+        "Lifecycle": capacity_type,
+        "ErrorCode": code,
+        "ErrorMessage": CAPACITY_MESSAGE.format(type=instance_type, zone=zone),
+    }
 
 
 class PublicParameters:

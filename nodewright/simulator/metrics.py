@@ -29,6 +29,15 @@ Definitions (also written into report.md):
   bound to nodes a consolidation command was draining (the consolidator launches their
   replacements itself, so these nodes are extra capacity).
 * `limit_violations`: launches after which a NodePool's instances exceeded one of its limits.
+* `pods_created`: workload pods created unbound, counting every creation (a StatefulSet pod
+  recreated under its old name counts each time).
+* `fidelity`: the simulated EC2 audited. `launches`: instances CreateFleet started;
+  `launches_not_cheapest`: those dearer (per unit of weighted capacity) than the cheapest override
+  of their request that had capacity (spot `price-capacity-optimized` may rightly prefer a deeper
+  pool); `on_demand_not_cheapest`: the same for on-demand `lowest-price` fleets, which must be 0.
+  `replaces`: consolidation replacements launched; `replaces_not_cheaper`: those whose new nodes
+  cost at least what the nodes they replace cost (rolled back when the consolidator saw it);
+  `replaces_dearer_than_promised`: those whose new nodes cost more than the command planned.
 """
 
 from __future__ import annotations
@@ -38,6 +47,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+FIDELITY_EPSILON = 1e-9
 
 
 @dataclass
@@ -113,6 +124,55 @@ class Violation:
 
 
 @dataclass
+class LaunchAudit:
+    """One instance a CreateFleet started, against the cheapest override its request allowed
+    (prices per unit of weighted capacity, from the scenario's price table).
+    """
+
+    at: float
+    instance_id: str
+    capacity_type: str
+    strategy: str
+    instance_type: str
+    zone: str
+    price: float
+    cheapest_type: str
+    cheapest_zone: str
+    cheapest_price: float
+
+    @property
+    def must_be_cheapest(self) -> bool:
+        """On-demand `lowest-price`: EC2 launches the cheapest override it has capacity for."""
+        return self.capacity_type == "on-demand" and self.strategy == "lowest-price"
+
+    @property
+    def cheapest(self) -> bool:
+        """True when nothing the request allowed (and EC2 had) was cheaper."""
+        return self.price <= self.cheapest_price + FIDELITY_EPSILON
+
+
+@dataclass
+class ReplaceAudit:
+    """One consolidation command's replacements once launched: what the nodes they replace cost,
+    what the command promised and what came up ($/h).
+    """
+
+    at: float
+    command: str
+    candidates: tuple[str, ...]
+    replaced_price: float
+    promised_price: float
+    launched_types: tuple[str, ...]
+    launched_price: float
+    rolled_back: bool = False
+
+    @property
+    def cheaper(self) -> bool:
+        """True when the new nodes cost less than the ones they replace."""
+        return self.launched_price < self.replaced_price - FIDELITY_EPSILON
+
+
+@dataclass
 class Recorder:
     """Everything measured during a run (filled in by the world)."""
 
@@ -133,6 +193,9 @@ class Recorder:
     launches: list[float] = field(default_factory=list)
     capacity_errors: list[tuple[float, str]] = field(default_factory=list)
     double_launches: int = 0
+    creations: int = 0
+    fleet_launches: list[LaunchAudit] = field(default_factory=list)
+    replaces: list[ReplaceAudit] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     invocations: Counter[str] = field(default_factory=Counter)
     busy: Counter[str] = field(default_factory=Counter)
@@ -146,6 +209,7 @@ class Recorder:
         """A workload pod was created unbound."""
         self.pending_since[key] = at
         self.created[key] = at
+        self.creations += 1
 
     def pod_bound(self, key: str, at: float) -> None:
         """A pod was bound to a node."""
@@ -217,7 +281,7 @@ class Recorder:
             "limit_violations": len(self.limit_violations),
             "pending_seconds": percentiles(pending),
             "pending_to_launch_seconds": percentiles(list(self.launch_latency.values())),
-            "pods_created": len(self.created),
+            "pods_created": self.creations,
             "pods_pending_at_end": len(self.pending_since),
             "displaced_pending_seconds": {
                 cause: percentiles(
@@ -245,12 +309,28 @@ class Recorder:
             "provisioner_launches_for_consolidated_pods": self.double_launches,
             "cost_usd": round(cost, 4),
             "cost_without_consolidation_usd": round(self.cost_without_consolidation(end), 4),
+            "fidelity": self.fidelity(),
             "invocations": dict(sorted(self.invocations.items())),
             "invocations_lease_busy": dict(sorted(self.busy.items())),
             "handler_errors": len(self.errors),
             "handler_timeouts": dict(sorted(self.timeouts.items())),
             "wall_seconds_by_part": {k: round(v, 2) for k, v in sorted(self.wall.items())},
             "wall_seconds": round(wall_seconds, 2),
+        }
+
+    def fidelity(self) -> dict[str, int]:
+        """The simulated EC2's audit (see `fidelity` in the module docstring)."""
+        launches = self.fleet_launches
+        return {
+            "launches": len(launches),
+            "launches_not_cheapest": sum(1 for a in launches if not a.cheapest),
+            "on_demand_not_cheapest": sum(1 for a in launches if a.must_be_cheapest and not a.cheapest),
+            "replaces": len(self.replaces),
+            "replaces_not_cheaper": sum(1 for r in self.replaces if not r.cheaper),
+            "replaces_dearer_than_promised": sum(
+                1 for r in self.replaces if r.launched_price > r.promised_price + FIDELITY_EPSILON
+            ),
+            "replaces_rolled_back": sum(1 for r in self.replaces if r.rolled_back),
         }
 
 

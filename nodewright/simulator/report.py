@@ -78,6 +78,7 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
     launch = summary["pending_to_launch_seconds"]
     interruption = summary["interruption"]
     saved = summary["cost_without_consolidation_usd"] - summary["cost_usd"]
+    fidelity = summary["fidelity"]
     figures = [
         ("pods lost", str(summary["pods_lost"])),
         ("PDB violations", str(summary["pdb_violations"])),
@@ -96,6 +97,12 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
         ("nodes terminated", _counts(summary["nodes_terminated"]) or "0"),
         ("cost", _usd(summary["cost_usd"])),
         ("cost without consolidation", f"{_usd(summary['cost_without_consolidation_usd'])} (saved {_usd(saved)})"),
+        (
+            "simulated EC2 fidelity",
+            f"{fidelity['launches']} launches, {fidelity['launches_not_cheapest']} not the cheapest allowed "
+            f"({fidelity['on_demand_not_cheapest']} on-demand); {fidelity['replaces']} consolidation replacements, "
+            f"{fidelity['replaces_not_cheaper']} no cheaper, {fidelity['replaces_rolled_back']} rolled back",
+        ),
         ("wall time", f"{summary['wall_seconds']:.1f} s for {format_duration(scenario.duration)} of virtual time"),
     ]
     displaced = summary["displaced_pending_seconds"]
@@ -110,12 +117,15 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
                 ),
             )
     consolidator = Counter(str(d.get("decision")) for d in world.observers["consolidator"].decisions)
-    if consolidator["disruption"]:
+    if consolidator["disruption"] or consolidator["disruption-dropped"]:
+        # `disruption` is logged once a command passed validation; dropped ones never get there.
+        started = consolidator["disruption"]
         figures.append(
             (
-                "consolidation commands (done / dropped)",
-                f"{consolidator['disruption']} ({consolidator['disruption-done']} / "
-                f"{consolidator['disruption-dropped']})",
+                "consolidation commands",
+                f"{started + consolidator['disruption-dropped']} decided: {consolidator['disruption-dropped']} "
+                f"dropped at validation, {started} started ({consolidator['disruption-done']} done, "
+                f"{consolidator['disruption-aborted']} aborted, {consolidator['disruption-rolled-back']} rolled back)",
             )
         )
     if summary["provisioner_launches_for_consolidated_pods"]:
@@ -149,6 +159,7 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
                 blocks.append(Block("image", text=name, items=(captions.get(name, name),)))
     blocks += _what_ran(world)
     blocks += _decisions(world)
+    blocks += _fidelity(world)
     if recorder.interruptions:
         rows: list[tuple[str, ...]] = [
             ("instance", "node", "warning at", "cordon", "replacement", "drained", "pods at reclaim")
@@ -314,6 +325,69 @@ def _decisions(world: World) -> list[Block]:
     return blocks
 
 
+def _fidelity(world: World) -> list[Block]:
+    """The simulated EC2 audited: launches against the cheapest allowed, replacements against
+    what they replace and what was promised.
+    """
+    recorder = world.recorder
+    launches = recorder.fleet_launches
+    blocks = [Block("h2", "Fidelity of the simulated EC2")]
+    by: Counter[tuple[str, str]] = Counter()
+    odd: Counter[tuple[str, str]] = Counter()
+    for audit in launches:
+        by[(audit.capacity_type, audit.strategy)] += 1
+        if not audit.cheapest:
+            odd[(audit.capacity_type, audit.strategy)] += 1
+    rows: list[tuple[str, ...]] = [("capacity type", "allocation strategy", "launches", "not the cheapest allowed")]
+    rows += [(ct, strategy, str(n), str(odd[(ct, strategy)])) for (ct, strategy), n in sorted(by.items())]
+    blocks += [
+        Block(
+            "p",
+            "Each instance CreateFleet started, against the cheapest override its request allowed that EC2 had "
+            "capacity for (on-demand lowest-price must launch it; spot price-capacity-optimized may prefer a "
+            "deeper pool).",
+        ),
+        Block("table", rows=tuple(rows)),
+    ]
+    dearer = [a for a in launches if not a.cheapest]
+    if dearer:
+        rows = [("at", "capacity type", "launched", "$/h", "cheapest allowed", "$/h")]
+        rows += [
+            (
+                format_duration(round(a.at)),
+                a.capacity_type,
+                f"{a.instance_type} {a.zone}",
+                f"{a.price:.4f}",
+                f"{a.cheapest_type} {a.cheapest_zone}",
+                f"{a.cheapest_price:.4f}",
+            )
+            for a in dearer[:20]
+        ]
+        blocks += [
+            Block("p", "Launches that were not the cheapest allowed (first 20):"),
+            Block("table", rows=tuple(rows)),
+        ]
+    if recorder.replaces:
+        rows = [("at", "command", "replaced $/h", "promised $/h", "came up", "$/h", "outcome")]
+        rows += [
+            (
+                format_duration(round(r.at)),
+                r.command,
+                f"{r.replaced_price:.4f}",
+                f"{r.promised_price:.4f}",
+                ", ".join(r.launched_types) or "-",
+                f"{r.launched_price:.4f}",
+                "rolled back" if r.rolled_back else ("cheaper" if r.cheaper else "NO CHEAPER"),
+            )
+            for r in recorder.replaces[:30]
+        ]
+        blocks += [
+            Block("p", "Consolidation replacements: what the replaced nodes cost, what was promised, what came up:"),
+            Block("table", rows=tuple(rows)),
+        ]
+    return blocks
+
+
 def _method(world: World, end: float) -> list[Block]:
     del end
     notes = (
@@ -324,6 +398,10 @@ def _method(world: World, end: float) -> list[Block]:
         "The kube-scheduler stand-in binds pods with the scheduling engine's predicates; a kubelet stand-in turns "
         "each instance into a Ready node after the boot delay, with the labels and taints of its user data.",
         "Prices are the bundled catalog's estimates (on-demand per family; spot at 35% of on-demand).",
+        "CreateFleet chose what to launch as EC2 does (nodewright/simulator/fleet.py): on-demand lowest-price "
+        "across every override of every launch-template config, spot price-capacity-optimized over a capacity "
+        "depth drawn per (instance type, zone) pool from the seed; pools that run short fail with "
+        "InsufficientInstanceCapacity.",
         "Reads of node claims come from a write-through mirror of the DynamoDB state table (every write goes to "
         "DynamoDB first); the mirror was compared with the table at the end.",
     )

@@ -31,6 +31,7 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
     consolidation: nodewright            # karpenter | nodewright | off
     consolidation_min_savings: 0.01      # stability guard, $/h (default 0)
     consolidation_min_savings_percent: 5 # and percent of the removed nodes' price (default 0)
+    spot_pool_depth: {min: 5, max: 500}  # spot instances per (type, zone) pool, drawn per seed
 
 Validation reports every problem at once, each naming the file, line and field, like the rest of
 the project's configuration (`nodewright.config.problems`); NodePools and EC2NodeClasses go through
@@ -56,10 +57,12 @@ from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod, parse_timestamp
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
+from nodewright.simulator.fleet import depth
 
 DEFAULT_START = "2026-01-05T00:00:00Z"
 DEFAULT_ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 CONSOLIDATION_MODES = ("karpenter", "nodewright", "off")
+DEFAULT_SPOT_POOL_DEPTH = (5, 500)
 # kind -> the owner kind of its pods (whose controller recreates a deleted pod)
 REPLICATED = {"Deployment": "ReplicaSet", "ReplicaSet": "ReplicaSet", "StatefulSet": "StatefulSet"}
 # Kinds a workload manifest may hold besides workloads; they say nothing about capacity.
@@ -87,6 +90,7 @@ _TOP = (
     "sample_interval",
     "consolidation_min_savings",
     "consolidation_min_savings_percent",
+    "spot_pool_depth",
 )
 
 
@@ -246,6 +250,14 @@ class Scenario:
     # The stability guard, as the deploy settings of the same names set it.
     consolidation_min_savings: float = 0.0
     consolidation_min_savings_percent: float = 0.0
+    # Spot capacity of each (instance type, zone) pool: log-uniform in [min, max], drawn from the
+    # seed (nodewright.simulator.fleet.depth); what price-capacity-optimized weighs against price.
+    spot_pool_depth: tuple[int, int] = DEFAULT_SPOT_POOL_DEPTH
+
+    def pool_depth(self, instance_type: str, zone: str) -> int:
+        """The spot capacity of one pool (instances), drawn from the seed."""
+        low, high = self.spot_pool_depth
+        return depth(self.seed, instance_type, zone, low, high)
 
     def with_seed(self, seed: int) -> Scenario:
         """The same scenario with another seed."""
@@ -384,6 +396,7 @@ class _Reader:
         min_percent = _number(
             at / "consolidation_min_savings_percent", top.get("consolidation_min_savings_percent"), low=0, high=100
         )
+        spot_depth = self._spot_pool_depth(at / "spot_pool_depth", top.get("spot_pool_depth"))
         nodepools, nodeclasses = self._config(at, top)
         workloads, daemonsets, pdbs = self._workloads(at, top, duration)
         for index, raw in enumerate(f.array(at / "pdbs", top.get("pdbs")) or ()):
@@ -420,8 +433,22 @@ class _Reader:
             sample_interval=sample or 0.0,
             consolidation_min_savings=min_savings or 0.0,
             consolidation_min_savings_percent=min_percent or 0.0,
+            spot_pool_depth=spot_depth or DEFAULT_SPOT_POOL_DEPTH,
             **functions,
         )
+
+    def _spot_pool_depth(self, at: At, raw: Any) -> tuple[int, int] | None:
+        entry = f.obj(at, raw, ("min", "max"))
+        if entry is None:
+            return None
+        low = f.integer(at / "min", f.required(at, entry, "min"), minimum=1)
+        high = f.integer(at / "max", f.required(at, entry, "max"), minimum=1)
+        if low is None or high is None:
+            return None
+        if high < low:
+            (at / "max").error(f"must be at least min ({low}), got {high}")
+            return None
+        return low, high
 
     def _collect(self, at: At) -> None:
         for segments, message in at.sink:

@@ -71,6 +71,7 @@ from nodewright.simulator.aws import (
     STATE_TABLE,
     Account,
     Ec2Hooks,
+    FleetCall,
     Launched,
     MirroredCloud,
     MirroredStateStore,
@@ -81,7 +82,15 @@ from nodewright.simulator.aws import (
 )
 from nodewright.simulator.kube import Deployments, KubeScheduler, SimulatedCluster, node_for, registration
 from nodewright.simulator.lambdas import ACCOUNT, REGION, EventLoop, Invocation, Lambdas
-from nodewright.simulator.metrics import InstanceRecord, InterruptionRecord, Recorder, Sample, Violation
+from nodewright.simulator.metrics import (
+    InstanceRecord,
+    InterruptionRecord,
+    LaunchAudit,
+    Recorder,
+    ReplaceAudit,
+    Sample,
+    Violation,
+)
 from nodewright.simulator.scenario import Interruption, Scenario
 
 log = logging.getLogger(__name__)
@@ -511,7 +520,31 @@ class World(Ec2Hooks):
                         self.recorder.double_launches += 1
                 elif kind == "capacity-error":
                     self.recorder.capacity_errors.append((self.clock.now(), str(decision.get("offerings"))))
+                elif kind == "disruption-launched":
+                    self._audit_replace(decision)
             self._observed[name] = len(decisions)
+
+    def _audit_replace(self, decision: Mapping[str, Any]) -> None:
+        """A consolidation command's replacements came up: price them from the world's own records
+        (the nodes replaced by node name, the new ones by claim name) against the promise.
+        """
+        candidates = tuple(str(n) for n in decision.get("candidates") or ())
+        claims = {str(c) for c in decision.get("replacements") or ()}
+        by_node = {r.node: r for r in self.recorder.instances.values() if r.node}
+        new = [r for r in self.recorder.instances.values() if r.nodeclaim in claims]
+        replaced = sum(by_node[n].price if n in by_node else 0.0 for n in candidates)
+        self.recorder.replaces.append(
+            ReplaceAudit(
+                at=self.clock.now() - self.scenario.start,
+                command=str(decision.get("command", "")),
+                candidates=candidates,
+                replaced_price=replaced if all(n in by_node for n in candidates) else _number(decision.get("price")),
+                promised_price=_number(decision.get("promised")),
+                launched_types=tuple(sorted(r.instance_type for r in new)),
+                launched_price=sum(r.price for r in new),
+                rolled_back=decision.get("outcome") == "rolled-back",
+            )
+        )
 
     def _on_consolidated_node(self, key: str) -> bool:
         """True when the pod is still bound to a node a consolidation command has tainted."""
@@ -602,6 +635,37 @@ class World(Ec2Hooks):
             if error.matches(instance_type, zone, capacity_type, t):
                 return error.code
         return None
+
+    def price(self, instance_type: str, zone: str, capacity_type: str) -> float | None:
+        """The scenario's price of the offering (the catalog the controllers read too)."""
+        return self.catalog.price(instance_type, zone, capacity_type, None) or None
+
+    def spot_depth(self, instance_type: str, zone: str) -> int | None:
+        """The spot capacity the scenario drew for the pool."""
+        return self.scenario.pool_depth(instance_type, zone)
+
+    def fleet(self, call: FleetCall) -> None:
+        """Audit each instance the fleet started against the cheapest override it allowed."""
+        if not call.launched or not call.allowed:
+            return
+        cheapest = min(call.allowed, key=lambda p: (p.unit_price, p.instance_type, p.zone))
+        units = {(p.instance_type, p.zone): p.unit_price for p in call.allowed}
+        at = self.clock.now() - self.scenario.start
+        for instance in call.launched:
+            self.recorder.fleet_launches.append(
+                LaunchAudit(
+                    at=at,
+                    instance_id=instance.instance_id,
+                    capacity_type=instance.capacity_type,
+                    strategy=call.strategy,
+                    instance_type=instance.instance_type,
+                    zone=instance.zone,
+                    price=units.get((instance.instance_type, instance.zone), math.inf),
+                    cheapest_type=cheapest.instance_type,
+                    cheapest_zone=cheapest.zone,
+                    cheapest_price=cheapest.unit_price,
+                )
+            )
 
     def launched(self, instance: Launched) -> None:
         """Account for the instance and boot it into a Node after the boot delay."""
@@ -880,3 +944,7 @@ class World(Ec2Hooks):
 
 def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
