@@ -10,7 +10,10 @@ Role: the imperative shell around `nodewright.engine.disruption`. One Lambda inv
    catalog; take the first command; record it (`computed`); wait `validation_delay` (15 s, as
    Karpenter does) and re-check it against fresh state with `validate`; drop it if stale;
 5. execute: choose and record the replacements' claim names (`launching`), launch them through
-   the provisioner's launch path; cordon the candidates with `nodewright.io/disrupted=consolidation:
+   the provisioner's launch path; check that what came up is cheaper than the candidates by the
+   stability guard (else roll back: terminate the replacements before anything is drained, and
+   leave each candidate/type pair out of later passes for `no_cheaper_memory` seconds, so a move
+   that cannot save cannot repeat); cordon the candidates with `nodewright.io/disrupted=consolidation:
    NoSchedule` (`tainted`); wait until every replacement is Ready (timeout: untaint and abort);
    drain the candidates with the interruption function's Drainer (`draining`); terminate the
    instances, delete the Nodes and the claim records (`terminating`); delete the record.
@@ -32,9 +35,11 @@ from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.lease import InvocationLease
 from nodewright.controllers.provisioning import Catalog, Configuration, Provisioner, claim_name, pool_capacities
 from nodewright.engine.disruption import Command, DisruptionInput, DisruptionOptions, compute_commands, validate
+from nodewright.engine.disruption.consolidation import EPSILON
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
 from nodewright.model.node import Node
+from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.taints import Taint
 from nodewright.ports import Clock, CloudProvider, Cluster, Observer, StateStore
 
@@ -51,6 +56,8 @@ class ConsolidatorOptions:
     deadline_margin: float = 10.0
     lease_ttl: float = 120.0
     replacement_timeout: float = 600.0
+    # How long a candidate/type pair whose replacement came up no cheaper stays out of the options.
+    no_cheaper_memory: float = 3600.0
     disruption: DisruptionOptions = field(default_factory=DisruptionOptions)
 
 
@@ -63,6 +70,7 @@ class ConsolidationReport:
     dropped: dict[str, str] = field(default_factory=dict)
     completed: list[str] = field(default_factory=list)
     aborted: dict[str, str] = field(default_factory=dict)
+    rolled_back: dict[str, str] = field(default_factory=dict)
     untainted: list[str] = field(default_factory=list)
     eligible: int = 0
 
@@ -74,6 +82,7 @@ class ConsolidationReport:
             "dropped": self.dropped,
             "completed": self.completed,
             "aborted": self.aborted,
+            "rolled_back": self.rolled_back,
             "untainted": self.untainted,
             "eligible": self.eligible,
         }
@@ -108,6 +117,9 @@ class Consolidator:
         self.sleep = sleep
         self.drainer = Drainer(cluster, observer)
         self._last_state: tuple[object, ...] | None = None
+        # (candidate node, instance type) -> until when that type is no option for that node: its
+        # replacement came up no cheaper. Held by the warm container, as the fingerprint is.
+        self._no_cheaper: dict[tuple[str, str], float] = {}
 
     # -- the invocation ----------------------------------------------------------------------------
 
@@ -154,6 +166,7 @@ class Consolidator:
         pools = pool_capacities(nodepools, nodeclasses, self.catalog)
         now = self.clock.now()
         in_progress = frozenset(n for r in self.store.commands() for n in r.candidates)
+        self._no_cheaper = {pair: until for pair, until in self._no_cheaper.items() if until > now}
         return DisruptionInput(
             snapshot=snapshot,
             claims=tuple(self.store.claims()),
@@ -161,6 +174,7 @@ class Consolidator:
             now=now,
             blocked=self.store.blocked_offerings(now),
             in_progress=in_progress,
+            no_cheaper=frozenset(self._no_cheaper),
             options=self.options.disruption,
         )
 
@@ -203,6 +217,8 @@ class Consolidator:
             candidates=list(command.candidates),
             replacements=[r.instance_type.name for r in command.replacements],
             savings=round(command.savings, 4),
+            price=round(command.savings + command.replacement_price, 6),
+            promised=round(command.replacement_price, 6),
             detail=command.detail,
         )
         self._launch(record, command, report)
@@ -218,6 +234,8 @@ class Consolidator:
             launched = self.launcher.launch_planned(command.replacements, names, f"{command.method}: {command.detail}")
             if launched.failed:
                 self._abort(record, f"replacement launch failed: {launched.failed}", report)
+                return
+            if not self._came_up_cheaper(record, report):
                 return
         self._taint(record)
 
@@ -237,7 +255,8 @@ class Consolidator:
         if record.state == "launching":
             claims = {c.name: c for c in self.store.claims()}
             if all(name in claims and claims[name].instance_id for name in record.replacements):
-                self._taint(record)
+                if not record.replacements or self._came_up_cheaper(record, report):
+                    self._taint(record)
             else:
                 self._abort(record, "replacements were not all launched", report)
             return 0.0
@@ -257,6 +276,58 @@ class Consolidator:
             return self._drain(record, report)
         self._terminate(record, report)
         return 0.0
+
+    def _came_up_cheaper(self, record: CommandRecord, report: ConsolidationReport) -> bool:
+        """True when the launched replacements cost less than the candidates by the stability guard
+        (their claims' prices: what EC2 launched, not what was planned); otherwise roll back.
+        """
+        claims = {c.name: c for c in self.store.claims()}
+        new = [claims[name] for name in record.replacements if name in claims]
+        ids = set(record.instance_ids)
+        replaced = [c for c in claims.values() if c.instance_id and c.instance_id in ids]
+        if len(replaced) != len(record.candidates) or any(c.price <= 0 for c in (*replaced, *new)):
+            return True  # unpriced (e.g. records from an older version): nothing to judge by
+        before = sum(c.price for c in replaced)
+        after = sum(c.price for c in new)
+        opts = self.options.disruption
+        saved = before - after
+        cheaper = saved > EPSILON and saved >= max(opts.min_savings, opts.min_savings_fraction * before) - EPSILON
+        self.observer.decision(
+            "disruption-launched",
+            command=record.id,
+            candidates=list(record.candidates),
+            replacements=[c.name for c in new],
+            instance_types=[c.instance_type for c in new],
+            price=round(before, 6),
+            promised=round(before - record.savings, 6),
+            launched=round(after, 6),
+            outcome="kept" if cheaper else "rolled-back",
+        )
+        if not cheaper:
+            why = f"replacements came up at ${after:.4f}/h against ${before:.4f}/h for the nodes they replace"
+            self._roll_back(record, new, why, report)
+        return cheaper
+
+    def _roll_back(
+        self, record: CommandRecord, new: Sequence[NodeClaim], why: str, report: ConsolidationReport
+    ) -> None:
+        """Terminate replacements that came up no cheaper, before any candidate is tainted or
+        drained, and leave their types out for the candidates for a while (so no loop can form).
+        """
+        until = self.clock.now() + self.options.no_cheaper_memory
+        for node in record.candidates:
+            for claim in new:
+                self._no_cheaper[(node, claim.instance_type)] = until
+        self.cloud.terminate([c.instance_id for c in new if c.instance_id])
+        for claim in new:
+            joined = self.cluster.node_by_instance(claim.instance_id) if claim.instance_id else None
+            if joined is not None:
+                self.cluster.delete_node(joined.name)
+            self.store.delete_claim(claim.name)
+        self.store.delete_command(record.id)
+        report.rolled_back[record.id] = why
+        self.observer.metric("ConsolidationRollbacks", 1)
+        self.observer.decision("disruption-rolled-back", command=record.id, reason=why)
 
     def _replacements_ready(self, record: CommandRecord) -> tuple[bool, str]:
         claims = {c.name: c for c in self.store.claims()}

@@ -7,7 +7,7 @@ after a boot delay, a first-fit scheduler) with the consolidator's `sleep` advan
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -16,8 +16,11 @@ from nodewright.controllers.provisioning import StaticConfiguration
 from nodewright.engine.disruption import DisruptionOptions
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
+from nodewright.model.instance import Instance
 from nodewright.model.node import Node
 from nodewright.model.taints import Taint
+from nodewright.ports import Clock, LaunchRequest
+from nodewright.sim.cloud import FakeCloudProvider
 from nodewright.sim.state import InMemoryStateStore
 from tests.builders import pod
 from tests.controllers.test_interruption import World, _pdb
@@ -264,3 +267,56 @@ def test_an_aborted_command_leaves_an_interruptions_taint_alone() -> None:
     assert interrupted in node.taints
     assert node.unschedulable
     assert node.draining
+
+
+class RepricingCloud(FakeCloudProvider):
+    """EC2 whose launches come up at `price` $/h whatever the catalog said (a price that moved
+    between the plan and the launch).
+    """
+
+    def __init__(self, clock: Clock, price: float) -> None:
+        super().__init__(clock)
+        self.price = price
+
+    def launch(self, request: LaunchRequest) -> Instance:
+        return replace(super().launch(request), price=self.price)
+
+
+def test_a_replacement_that_came_up_no_cheaper_is_rolled_back_before_any_drain_and_not_tried_again() -> None:
+    world = ConsolidationWorld()
+    world.cloud = RepricingCloud(world.clock, price=0.768)  # as dear as the m5.4xlarge it replaces
+    world.node_with("big", 2, capacity_type="on-demand")
+    consolidator = world.consolidator()
+
+    first = consolidator.run(world.clock.now() + 180)
+    world.tick(60)
+    second = consolidator.run(world.clock.now() + 180)
+
+    assert first.rolled_back
+    assert not first.completed
+    assert not second.decided
+    (launch,) = world.cloud.calls_to("launch")  # the candidate/type pair is remembered: no loop
+    assert [i.instance_id for i in world.cloud.instances()] == ["i-big"]  # the replacement is gone
+    assert launch.request is not None
+    assert launch.request.claim.name not in {c.name for c in world.store.claims()}
+    assert len(world.cluster.pods_on("big")) == 2
+    assert not world.cluster.changes_of("pod_evicted")
+    assert world.tainted() == []
+    assert world.store.commands() == []
+    (came_up,) = world.observer.of("disruption-launched")
+    assert came_up["outcome"] == "rolled-back"
+    assert came_up["launched"] >= came_up["price"] > came_up["promised"]
+    assert len(world.observer.of("disruption-rolled-back")) == 1
+    reasons = [d["reason"] for d in world.observer.of("disruption-rejected") if d["node"] == "big"]
+    assert "came up no cheaper" in reasons[-1]
+
+
+def test_a_replacement_that_came_up_cheaper_is_kept_and_audited() -> None:
+    world = ConsolidationWorld()
+    world.node_with("big", 2, capacity_type="on-demand")
+    report = world.run(180)
+    assert report["completed"]
+    (came_up,) = world.observer.of("disruption-launched")
+    assert came_up["outcome"] == "kept"
+    assert came_up["launched"] == pytest.approx(came_up["promised"])
+    assert came_up["launched"] < came_up["price"]

@@ -10,8 +10,10 @@ ONE spot node would be replaced by one spot node, that replacement keeps at leas
 `spot_to_spot_min_types` instance types cheaper than the candidate and launches among the cheapest
 that many only (so the launch does not walk down to the cheapest spot pool, the one most likely to
 be interrupted, one replacement at a time). As in Karpenter, moves that remove several nodes have
-no such rule. Each replacement's instance type options are cut to those that keep the move worth
-making.
+no such rule. Each replacement's instance type options are cut to those strictly cheaper than its
+share of what the candidates cost minus the guard, so whichever option CreateFleet launches the
+move saves at least the guard (and a type as dear as the node it replaces is never an option);
+types whose replacement for a candidate came up no cheaper before (`refused`) are left out.
 
 The searches, on the candidates in order (most savings per disruption cost first), limited by the
 NodePools' budgets and `max_candidates`:
@@ -68,8 +70,12 @@ def evaluate(
     blocked: frozenset[BlockedOffering],
     *,
     many_to_many: bool,
+    refused: frozenset[tuple[str, str]] = frozenset(),
 ) -> Verdict:
-    """Judge the plan for removing `candidates` (see the module docstring)."""
+    """Judge the plan for removing `candidates` (see the module docstring). `refused` holds
+    (node, instance type) pairs whose replacement came up no cheaper before: that type is no
+    option for a move that removes that node.
+    """
     if result.unschedulable:
         key, reason = next(iter(sorted(result.unschedulable.items())))
         return Verdict(None, f"pod {key} would have nowhere to go: {reason}")
@@ -89,21 +95,35 @@ def evaluate(
         return Verdict(None, f"would save ${savings:.4f}/h, under the stability guard of ${threshold:.4f}/h")
     # What the replacements may cost above their planned type without the move losing its worth.
     # CreateFleet may launch any option (spot uses price-capacity-optimized, not the cheapest), so
-    # each of the M replacements gets an M-th of the slack: together, each at its option's
-    # cheapest allowed offering, they still save the guard.
+    # each of the M replacements gets an M-th of the slack, and an option must cost strictly less
+    # than its planned type plus that share: together, whichever options come up, they cost
+    # strictly less than the candidates minus the guard. (A type at the candidate's own price is
+    # therefore never an option: a replacement that could come up as dear as what it replaces is
+    # a move that can repeat forever.)
     slack = (savings - threshold) / max(1, len(claims))
+    names_removed = {c.name for c in candidates}
+    banned = {it for node, it in refused if node in names_removed}
     # Karpenter's flexibility rule (consolidation.go, computeSpotToSpotConsolidation) is for one
     # spot node replaced by one spot node: that is the move that, repeated, walks a node down to
     # the cheapest and most interrupted spot pool. Removing several nodes cannot repeat forever.
     spot_to_spot = n == 1 and candidates[0].capacity_type == "spot"
     replacements: list[PlannedClaim] = []
     for claim in claims:
-        limit = min(claim.price + slack, total - EPSILON)
+        if claim.instance_type.name in banned:
+            return Verdict(
+                None, f"a replacement {claim.instance_type.name} for {names(sorted(names_removed))} came up no cheaper"
+            )
+        limit = claim.price + slack
+        capacity_type = claim.offering.capacity_type
         kept = tuple(  # in the claim's order: cheapest first
             it
             for it in claim.options
-            if (price := _option_price(it, claim.requirements, blocked)) is not None
-            and (it is claim.instance_type or price <= limit + EPSILON)
+            if it is claim.instance_type
+            or (
+                it.name not in banned
+                and (price := _option_price(it, claim.requirements, blocked, capacity_type)) is not None
+                and price < limit - EPSILON
+            )
         )
         if spot_to_spot and claim.offering.capacity_type == "spot":
             if len(kept) < options.spot_to_spot_min_types:
@@ -163,17 +183,25 @@ def names(items: Iterable[str]) -> str:
     return head if len(listed) <= 5 else f"{head} and {len(listed) - 5} more"
 
 
-def _option_price(it: InstanceType, requirements: Requirements, blocked: frozenset[BlockedOffering]) -> float | None:
-    zone, ct = requirements.get(wk.ZONE), requirements.get(wk.CAPACITY_TYPE)
+def _option_price(
+    it: InstanceType, requirements: Requirements, blocked: frozenset[BlockedOffering], capacity_type: str
+) -> float | None:
+    """What launching `it` for a claim planned on `capacity_type` may cost: on-demand fleets take
+    the cheapest allowed zone (`lowest-price`); spot fleets may take any allowed zone
+    (`price-capacity-optimized` weighs pool depth), so the dearest counts. None: not launchable.
+    """
+    zone = requirements.get(wk.ZONE)
     prices = [
         o.price
         for o in it.offerings
         if o.available
+        and o.capacity_type == capacity_type
         and (zone is None or zone.has(o.zone))
-        and (ct is None or ct.has(o.capacity_type))
         and (o.capacity_type, it.name, o.zone) not in blocked
     ]
-    return min(prices) if prices else None
+    if not prices:
+        return None
+    return max(prices) if capacity_type == "spot" else min(prices)
 
 
 class Consolidator:
@@ -211,7 +239,12 @@ class Consolidator:
 
     def _judge(self, prefix: Sequence[Candidate], *, many_to_many: bool) -> Verdict:
         return evaluate(
-            prefix, self.sim.run(prefix, cheaper=True), self.options, self.blocked, many_to_many=many_to_many
+            prefix,
+            self.sim.run(prefix, cheaper=True),
+            self.options,
+            self.blocked,
+            many_to_many=many_to_many,
+            refused=self.view.inp.no_cheaper,
         )
 
     def _search(self, candidates: Sequence[Candidate], *, many_to_many: bool) -> list[Command]:

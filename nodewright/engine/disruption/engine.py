@@ -124,7 +124,12 @@ def _still_holds(command: Command, candidates: list[Candidate], view: ClusterVie
 def _still_cheaper(command: Command, candidates: list[Candidate], view: ClusterView) -> str | None:
     fresh = view.inp
     verdict = evaluate(
-        candidates, Simulator(view).run(candidates, cheaper=True), fresh.options, fresh.blocked, many_to_many=True
+        candidates,
+        Simulator(view).run(candidates, cheaper=True),
+        fresh.options,
+        fresh.blocked,
+        many_to_many=True,
+        refused=fresh.no_cheaper,
     )
     if verdict.command is None:
         return f"no longer worth it: {verdict.why}"

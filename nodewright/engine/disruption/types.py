@@ -51,7 +51,9 @@ class DisruptionInput:
     timestamps, template hash, AMI). `pools` are the NodePools with their instance types.
     `nominated` maps node names to the last time a provisioning pass put pods on them; `images`
     maps EC2NodeClass names to the AMI ids they resolve to now; `blocked` are offerings the
-    capacity-error cache holds; `in_progress` are nodes a running command already disrupts.
+    capacity-error cache holds; `in_progress` are nodes a running command already disrupts;
+    `no_cheaper` are (node, instance type) pairs whose consolidation replacement came up no cheaper
+    (the controller rolled it back): that type is no replacement option for that node.
     """
 
     snapshot: ClusterSnapshot
@@ -62,6 +64,7 @@ class DisruptionInput:
     images: Mapping[str, frozenset[str]] = field(default_factory=dict)
     blocked: frozenset[Offering] = frozenset()
     in_progress: frozenset[str] = frozenset()
+    no_cheaper: frozenset[tuple[str, str]] = frozenset()
     options: DisruptionOptions = DisruptionOptions()
 
 

@@ -316,3 +316,64 @@ def test_many_to_many_also_searches_the_least_loaded_nodes_first() -> None:
     assert sorted(command.candidates) == ["tiny-c", "tiny-d"]
     assert command.replacements == ()
     expect_cheaper(world, command)
+
+
+# Offered spot too (at 35%), as every type of the real catalog is, though the NodePool is on-demand.
+GRAVITON_DAY = (
+    instance_type("c6g.medium", cpu="1", memory="2Gi", arch="arm64", price=0.0340, spot_price=0.0119),
+    instance_type("c7g.medium", cpu="1", memory="2Gi", arch="arm64", price=0.0363, spot_price=0.0127),
+    instance_type("c7a.medium", cpu="1", memory="2Gi", price=0.0513, spot_price=0.0180),
+    instance_type("c7i.medium", cpu="1", memory="2Gi", price=0.0513, spot_price=0.0180),
+    instance_type("m7a.medium", cpu="1", memory="4Gi", price=0.0580, spot_price=0.0203),
+)
+
+
+def on_demand_world() -> World:
+    return World(
+        pools=[pool(requirements=[{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}])],
+        types=GRAVITON_DAY,
+    )
+
+
+def test_a_replacement_never_offers_a_type_as_dear_as_the_node_it_replaces() -> None:
+    """The replace loop of issue 23: c7a.medium replaced by c6g.medium, with c7a.medium (and its
+    equal-priced twin) still among the options, so CreateFleet could launch the same price again.
+    """
+    world = on_demand_world()
+    world.node("amd", "c7a.medium")
+    world.put("amd", 1, cpu="250m", memory="512Mi")
+
+    command = consolidation(world)
+
+    assert command is not None
+    (replacement,) = command.replacements
+    assert replacement.instance_type.name == "c6g.medium"
+    assert [t.name for t in replacement.options] == ["c6g.medium", "c7g.medium"]
+    expect_cheaper(world, command)
+
+
+def test_every_option_saves_at_least_the_stability_guard() -> None:
+    world = on_demand_world()
+    world.node("amd", "c7a.medium")
+    world.put("amd", 1, cpu="250m", memory="512Mi")
+
+    command = consolidation(world, min_savings=0.016)
+
+    assert command is not None
+    (replacement,) = command.replacements
+    assert [t.name for t in replacement.options] == ["c6g.medium"]  # c7g.medium would save $0.015/h only
+
+
+def test_a_type_that_came_up_no_cheaper_for_a_node_is_no_option_for_it() -> None:
+    world = on_demand_world()
+    world.node("amd", "c7a.medium")
+    world.put("amd", 1, cpu="250m", memory="512Mi")
+
+    refused_option = only(world.run(no_cheaper=frozenset({("amd", "c7g.medium")})))
+    refused_plan = world.run(no_cheaper=frozenset({("amd", "c6g.medium")}))
+    other_node = only(world.run(no_cheaper=frozenset({("elsewhere", "c6g.medium")})))
+
+    assert [t.name for t in refused_option.replacements[0].options] == ["c6g.medium"]
+    assert refused_plan.commands == ()
+    assert "came up no cheaper" in refused_plan.rejected["amd"]
+    assert [t.name for t in other_node.replacements[0].options] == ["c6g.medium", "c7g.medium"]
