@@ -68,6 +68,8 @@ Deviations from kube-apiserver, chosen for a small emulator
 Accounting: `usage()` counts requests and response body bytes by verb (list, watch, get, patch,
 delete, create) and resource (nodes, pods, daemonsets, poddisruptionbudgets, pods/eviction), a
 watch's bytes as they are streamed; the names are the adapter's, so both sides can be compared.
+`watching` is the number of watch streams open now (a watch whose client hung up ends within a
+second; `stop()` ends them all).
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ import copy
 import itertools
 import json
 import re
+import select
 import socket
 import threading
 import time
@@ -306,6 +309,12 @@ class ApiServer:
         with self._changed:
             return self._kinds[resource.kind].latest
 
+    @property
+    def watching(self) -> int:
+        """How many watch streams are open now."""
+        with self._changed:
+            return self._watching
+
     def usage(self) -> list[ApiUsage]:
         """Requests served and response body bytes sent since the start, by verb and resource
         (sorted), a watch's bytes as streamed.
@@ -464,12 +473,15 @@ class ApiServer:
         raise _Failure(405, f"{method} is not supported on {resource.plural}")
 
     def _send(self, handler: _Handler, code: int, body: bytes, verb: str, resource: str) -> None:
-        handler.send_response(code)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(body)))
-        handler.end_headers()
         self._count(verb, resource, 1, len(body))
-        handler.wfile.write(body)
+        try:
+            handler.send_response(code)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            handler.wfile.write(body)
+        except OSError:  # the client went away
+            handler.close_connection = True
 
     def _count(self, verb: str, resource: str, requests: int, size: int) -> None:
         with self._usage_lock:
@@ -547,11 +559,10 @@ class ApiServer:
                 lines, seen = [_expired(int(start), state.floor)], -1
             else:
                 lines, seen = [], int(start)
-        stream.open()
         with self._changed:
             self._watching += 1
         try:
-            if stream.send(lines) and seen >= 0:
+            if stream.open() and stream.send(lines) and seen >= 0:
                 self._follow(stream, state, terms=terms, seen=seen, bookmarks=bookmarks, deadline=deadline)
             stream.close()
         finally:
@@ -573,7 +584,10 @@ class ApiServer:
                     now = time.monotonic()
                     if now >= next_bookmark:
                         break
-                    self._changed.wait(next_bookmark - now)
+                    # At least once a second: a client that went away ends its watch's thread.
+                    self._changed.wait(min(1.0, next_bookmark - now))
+                    if state.latest <= seen and _hung_up(stream.handler.connection):
+                        return
                 stopping = self._stopping
                 # The client fell further behind than the history reaches: it must list again.
                 expired = _expired(seen, state.floor) if state.floor > seen else b""
@@ -808,14 +822,20 @@ class _Stream:
         self.server = server
         self.resource = resource.plural
 
-    def open(self) -> None:
+    def open(self) -> bool:
+        """Send the headers of a chunked 200; False when the client has gone."""
         handler = self.handler
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Transfer-Encoding", "chunked")
-        handler.end_headers()
-        handler.streaming = True
         self.server._count("watch", self.resource, 1, 0)
+        try:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Transfer-Encoding", "chunked")
+            handler.end_headers()
+        except OSError:
+            handler.close_connection = True
+            return False
+        handler.streaming = True
+        return True
 
     def send(self, lines: list[bytes]) -> bool:
         """Write the lines (in chunks); False when the client has gone."""
@@ -880,6 +900,15 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _hung_up(connection: socket.socket) -> bool:
+    """True when the client closed its end (readable, and a peek finds no byte)."""
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
 
 
 def _route(path: str) -> _Route | None:

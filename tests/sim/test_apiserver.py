@@ -537,6 +537,16 @@ def test_stopping_the_server_ends_open_watches(cluster: InMemoryCluster) -> None
     assert cluster.listeners == []
 
 
+def test_a_watch_whose_client_went_away_ends(server: ApiServer) -> None:
+    watch = Watch(server, "/api/v1/nodes", resourceVersion=server.revision(), timeoutSeconds=60)
+    assert server.watching == 1
+    watch.close()
+    end = time.monotonic() + 5
+    while server.watching and time.monotonic() < end:
+        time.sleep(0.05)
+    assert server.watching == 0
+
+
 # ---------------------------------------------------------------------- writes
 
 
