@@ -627,7 +627,7 @@ class ApiServer:
             if stored is None:
                 raise _not_found(RESOURCES[0], name)
             wanted = (patch.get("metadata") or {}).get("resourceVersion")
-            if wanted is not None and str(wanted) != str(stored.rv):
+            if wanted and str(wanted) != str(stored.rv):
                 raise _Failure(
                     409,
                     f'Operation cannot be fulfilled on nodes "{name}": the object has been modified; '
