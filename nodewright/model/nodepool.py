@@ -14,7 +14,8 @@ from nodewright.model.resources import Resources
 from nodewright.model.taints import Taint
 
 REBALANCE_POLICIES = ("Ignore", "Cordon", "CordonAndDrain", "ReplaceThenDrain")
-CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized")
+# Balanced (Karpenter v1.14): underutilized nodes too, when the savings justify the disruption.
+CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
 DISRUPTION_REASONS = ("Underutilized", "Empty", "Drifted")
 
 

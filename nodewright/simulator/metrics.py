@@ -29,6 +29,9 @@ Definitions (also written into report.md):
   bound to nodes a consolidation command was draining (the consolidator launches their
   replacements itself, so these nodes are extra capacity).
 * `limit_violations`: launches after which a NodePool's instances exceeded one of its limits.
+* `consolidation_moves`: pods evicted from nodes a consolidation command had tainted, the
+  cost saved (`cost_without_consolidation_usd - cost_usd`) and pods moved per dollar saved: what
+  a consolidation mode's savings cost in disruption.
 * `pods_created`: workload pods created unbound, counting every creation (a StatefulSet pod
   recreated under its old name counts each time).
 * `fidelity`: the simulated EC2 audited. `launches`: instances CreateFleet started;
@@ -194,6 +197,7 @@ class Recorder:
     capacity_errors: list[tuple[float, str]] = field(default_factory=list)
     double_launches: int = 0
     creations: int = 0
+    consolidation_moves: int = 0
     fleet_launches: list[LaunchAudit] = field(default_factory=list)
     replaces: list[ReplaceAudit] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -309,6 +313,7 @@ class Recorder:
             "provisioner_launches_for_consolidated_pods": self.double_launches,
             "cost_usd": round(cost, 4),
             "cost_without_consolidation_usd": round(self.cost_without_consolidation(end), 4),
+            "consolidation_moves": self.moves(end),
             "fidelity": self.fidelity(),
             "invocations": dict(sorted(self.invocations.items())),
             "invocations_lease_busy": dict(sorted(self.busy.items())),
@@ -316,6 +321,15 @@ class Recorder:
             "handler_timeouts": dict(sorted(self.timeouts.items())),
             "wall_seconds_by_part": {k: round(v, 2) for k, v in sorted(self.wall.items())},
             "wall_seconds": round(wall_seconds, 2),
+        }
+
+    def moves(self, end: float) -> dict[str, float | int | None]:
+        """Pods consolidation moved, what it saved, and pods moved per dollar saved."""
+        saved = self.cost_without_consolidation(end) - self.cost(end)
+        return {
+            "pods_moved": self.consolidation_moves,
+            "saved_usd": round(saved, 4) or 0.0,  # never -0.0
+            "pods_moved_per_dollar_saved": round(self.consolidation_moves / saved, 1) if saved > 0 else None,
         }
 
     def fidelity(self) -> dict[str, int]:

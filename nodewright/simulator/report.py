@@ -97,6 +97,7 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
         ("nodes terminated", _counts(summary["nodes_terminated"]) or "0"),
         ("cost", _usd(summary["cost_usd"])),
         ("cost without consolidation", f"{_usd(summary['cost_without_consolidation_usd'])} (saved {_usd(saved)})"),
+        ("pods moved by consolidation", _moves(summary["consolidation_moves"])),
         (
             "simulated EC2 fidelity",
             f"{fidelity['launches']} launches, {fidelity['launches_not_cheapest']} not the cheapest allowed "
@@ -200,6 +201,12 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
             blocks.append(Block("pre", error["trace"]))
     blocks += _method(world, end)
     return blocks
+
+
+def _moves(moves: dict[str, Any]) -> str:
+    per = moves["pods_moved_per_dollar_saved"]
+    rate = f"{per:g} per dollar saved" if per is not None else "nothing saved"
+    return f"{moves['pods_moved']} ({rate}; saved {_usd(moves['saved_usd'])})"
 
 
 def _counts(values: dict[str, int]) -> str:

@@ -549,7 +549,11 @@ class World(Ec2Hooks):
     def _on_consolidated_node(self, key: str) -> bool:
         """True when the pod is still bound to a node a consolidation command has tainted."""
         pod = self.cluster.get_pod(key)
-        node = self.cluster.get_node(pod.node_name) if pod is not None and pod.node_name else None
+        return pod is not None and bool(pod.node_name) and self._consolidating(pod.node_name)
+
+    def _consolidating(self, name: str) -> bool:
+        """True when a consolidation command has tainted the node."""
+        node = self.cluster.get_node(name) if name else None
         return node is not None and any(
             t.key == wk.DISRUPTED_TAINT_KEY and t.value == wk.DISRUPTED_CONSOLIDATION for t in node.taints
         )
@@ -890,6 +894,8 @@ class World(Ec2Hooks):
         return None
 
     def _after_evict(self, pod: Pod, result: Eviction) -> None:
+        if result.outcome == "evicted" and self._consolidating(pod.node_name):
+            self.recorder.consolidation_moves += 1
         if result.outcome == "evicted" and pod.do_not_disrupt and pod.node_name not in self._forced:
             self.recorder.violations.append(
                 Violation(self.clock.now() - self.scenario.start, "do-not-disrupt", pod.key, pod.node_name, "evicted")

@@ -260,7 +260,7 @@ def test_budgets_with_schedules_durations_and_reasons_are_read_in_order() -> Non
             "spec.disruption.consolidationPolicy",
             "WhenUnderutilized",
             'NodePool/default: spec.disruption.consolidationPolicy: "WhenUnderutilized" is not one of '
-            "WhenEmpty, WhenEmptyOrUnderutilized",
+            "WhenEmpty, WhenEmptyOrUnderutilized, Balanced",
             id="v1beta1-consolidation-policy",
         ),
         pytest.param(
@@ -368,7 +368,7 @@ def test_every_problem_of_a_mixed_file_is_reported_with_file_line_and_path() -> 
         f'{source}:41: NodePool/default: spec.template.spec.expireAfter: "30 days" is not a duration of the form '
         "720h, 30m or Never",
         f'{source}:43: NodePool/default: spec.disruption.consolidationPolicy: "WhenIdle" is not one of '
-        "WhenEmpty, WhenEmptyOrUnderutilized",
+        "WhenEmpty, WhenEmptyOrUnderutilized, Balanced",
         f"{source}:46: NodePool/default: spec.disruption.budgets[0].schedule: is not a valid cron schedule: "
         "hour field: 25 is outside 0-23",
         f"{source}:48: NodePool/default: spec.disruption.budgets[1]: schedule and duration must be set together",
@@ -618,3 +618,9 @@ def test_a_label_key_that_is_not_a_string_is_an_error() -> None:
     assert details(loaded) == [
         'NodePool/default: spec.template.metadata.labels["1"]: keys must be strings, got integer 1'
     ]
+
+
+def test_karpenters_balanced_consolidation_policy_is_accepted() -> None:
+    body = nodepool_with("spec.disruption.consolidationPolicy", "Balanced")
+
+    assert only_model(parse_manifest(body, source="t.yaml")).disruption.consolidation_policy == "Balanced"

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from nodewright.simulator.metrics import Recorder
 from nodewright.simulator.runner import run_scenario
 from nodewright.simulator.scenario import Scenario
@@ -86,7 +88,12 @@ def test_consolidation_replacements_come_up_cheaper_and_never_replace_a_type_by_
         assert replace.launched_price < replace.replaced_price
         replaced_types = {r.instance_type for r in world.recorder.instances.values() if r.node in replace.candidates}
         assert not replaced_types & set(replace.launched_types)
+    moves = summary["consolidation_moves"]
+    evicted = [c for c in world.cluster.changes if c.kind == "pod_evicted"]
+    assert moves["pods_moved"] == len(evicted) > 0
+    assert moves["pods_moved_per_dollar_saved"] == pytest.approx(moves["pods_moved"] / moves["saved_usd"], rel=0.01)
     report = (tmp_path / "report" / "report.md").read_text()
+    assert "pods moved by consolidation" in report
     assert "consolidation commands" in report
     assert "dropped at validation" in report
     assert "(done / dropped)" not in report

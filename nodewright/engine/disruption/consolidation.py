@@ -39,9 +39,10 @@ the other methods.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from nodewright.engine.disruption.balance import BALANCED, BALANCED_K, PoolTotals, judge, pool_totals
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.disruption.simulate import Simulator
 from nodewright.engine.disruption.types import CONSOLIDATION, REASONS, Command, DisruptionOptions
@@ -71,10 +72,13 @@ def evaluate(
     *,
     many_to_many: bool,
     refused: frozenset[tuple[str, str]] = frozenset(),
+    totals: Mapping[str, PoolTotals] | None = None,
 ) -> Verdict:
     """Judge the plan for removing `candidates` (see the module docstring). `refused` holds
     (node, instance type) pairs whose replacement came up no cheaper before: that type is no
-    option for a move that removes that node.
+    option for a move that removes that node. With `totals` (every NodePool's $/h and
+    disruption), moves out of `Balanced` NodePools, and many-to-many moves, must be worth their
+    disruption (`balance.py`).
     """
     if result.unschedulable:
         key, reason = next(iter(sorted(result.unschedulable.items())))
@@ -93,6 +97,11 @@ def evaluate(
         return Verdict(None, f"no cheaper placement: ${new:.4f}/h of new nodes against ${total:.4f}/h")
     if savings < threshold:
         return Verdict(None, f"would save ${savings:.4f}/h, under the stability guard of ${threshold:.4f}/h")
+    if totals is not None:
+        weighed = _weighed(candidates, len(claims), options)
+        unworthy = judge(candidates, new, totals, weighed) if weighed else ""
+        if unworthy:
+            return Verdict(None, f"not worth the disruption: {unworthy}")
     # What the replacements may cost above their planned type without the move losing its worth.
     # CreateFleet may launch any option (spot uses price-capacity-optimized, not the cheapest), so
     # each of the M replacements gets an M-th of the slack, and an option must cost strictly less
@@ -183,6 +192,19 @@ def names(items: Iterable[str]) -> str:
     return head if len(listed) <= 5 else f"{head} and {len(listed) - 5} more"
 
 
+def _weighed(candidates: Sequence[Candidate], new_nodes: int, options: DisruptionOptions) -> dict[str, float]:
+    """NodePool -> k for the pools whose savings must justify this move's disruption: `Balanced`
+    pools always; every pool for a many-to-many move (N nodes replaced by two or more).
+    """
+    out: dict[str, float] = {}
+    for c in candidates:
+        if c.pool.disruption.consolidation_policy == BALANCED:
+            out[c.pool.name] = BALANCED_K
+        elif new_nodes > 1 and options.many_to_many_threshold > 0:
+            out[c.pool.name] = options.many_to_many_threshold
+    return out
+
+
 def _option_price(
     it: InstanceType, requirements: Requirements, blocked: frozenset[BlockedOffering], capacity_type: str
 ) -> float | None:
@@ -216,6 +238,7 @@ class Consolidator:
         self._room = simulator.free_room()
         self._free = (sum(c for c, _ in self._room.values()), sum(m for _, m in self._room.values()))
         self._cheapest = self._cheapest_types()
+        self._totals = pool_totals(view)
 
     def run(self, candidates: Sequence[Candidate], others: Sequence[Sequence[Candidate]] = ()) -> Command | None:
         """The best command over `candidates` (already ordered and within budgets), or None;
@@ -245,6 +268,7 @@ class Consolidator:
             self.blocked,
             many_to_many=many_to_many,
             refused=self.view.inp.no_cheaper,
+            totals=self._totals,
         )
 
     def _search(self, candidates: Sequence[Candidate], *, many_to_many: bool) -> list[Command]:

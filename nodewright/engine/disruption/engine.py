@@ -8,9 +8,10 @@ executes the command after `validate` found it still sound against state read ag
 
 from __future__ import annotations
 
+from nodewright.engine.disruption.balance import pool_totals
 from nodewright.engine.disruption.candidates import Candidate, ClusterView, counts_by_pool
 from nodewright.engine.disruption.consolidation import EPSILON, evaluate
-from nodewright.engine.disruption.methods import METHODS, UNDERUTILIZED_POLICY, drifted, quotas, waiting
+from nodewright.engine.disruption.methods import METHODS, UNDERUTILIZED_POLICIES, drifted, quotas, waiting
 from nodewright.engine.disruption.simulate import Simulator
 from nodewright.engine.disruption.types import (
     CONSOLIDATION,
@@ -99,7 +100,7 @@ def validate(command: Command, fresh: DisruptionInput) -> str | None:
 def _still_holds(command: Command, candidates: list[Candidate], view: ClusterView) -> str | None:
     now = view.inp.now
     if command.method in (EMPTINESS, CONSOLIDATION):
-        policies = CONSOLIDATION_POLICIES if command.method == EMPTINESS else (UNDERUTILIZED_POLICY,)
+        policies = CONSOLIDATION_POLICIES if command.method == EMPTINESS else UNDERUTILIZED_POLICIES
         for c in candidates:
             if c.pool.disruption.consolidation_policy not in policies:
                 return f"candidate {c.name}: NodePool {c.pool.name} no longer consolidates such nodes"
@@ -130,6 +131,7 @@ def _still_cheaper(command: Command, candidates: list[Candidate], view: ClusterV
         fresh.blocked,
         many_to_many=True,
         refused=fresh.no_cheaper,
+        totals=pool_totals(view),
     )
     if verdict.command is None:
         return f"no longer worth it: {verdict.why}"

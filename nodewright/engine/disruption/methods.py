@@ -3,7 +3,7 @@ consolidation. Each returns one command or None, and notes in `why` why a node i
 left alone. Pure.
 
 * Emptiness: every eligible node without reschedulable pods (daemon and mirror pods do not
-  count) whose NodePool consolidates (WhenEmpty or WhenEmptyOrUnderutilized) and whose
+  count) whose NodePool consolidates (WhenEmpty, WhenEmptyOrUnderutilized or Balanced) and whose
   `consolidateAfter` has passed since its last change, within the "Empty" budgets: one delete.
 * Expiration: every node older than its NodePool's `expireAfter` (since the claim was created):
   one command, not budgeted, that also takes nodes a PodDisruptionBudget or a recent nomination
@@ -12,7 +12,8 @@ left alone. Pure.
 * Drift (`drift.py`): empty drifted nodes are deleted together; otherwise the first drifted node
   whose pods all find a home is replaced (by as many nodes as that takes), within the "Drifted"
   budgets.
-* Consolidation (`consolidation.py`), for WhenEmptyOrUnderutilized NodePools, within the
+* Consolidation (`consolidation.py`), for WhenEmptyOrUnderutilized and Balanced NodePools (a
+  Balanced NodePool's moves must also be worth their disruption: `balance.py`), within the
   "Underutilized" budgets.
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from nodewright.engine.disruption.balance import BALANCED
 from nodewright.engine.disruption.budgets import allowed_disruptions
 from nodewright.engine.disruption.candidates import Candidate, ClusterView, PoolCount
 from nodewright.engine.disruption.consolidation import Consolidator, names
@@ -38,6 +40,8 @@ from nodewright.model.nodepool import CONSOLIDATION_POLICIES
 from nodewright.model.resources import CPU
 
 UNDERUTILIZED_POLICY = "WhenEmptyOrUnderutilized"
+# Policies whose NodePools' underutilized nodes are consolidated (Balanced: when worth it, balance.py).
+UNDERUTILIZED_POLICIES = (UNDERUTILIZED_POLICY, BALANCED)
 
 
 def note(why: dict[str, str], node: str, text: str) -> None:
@@ -219,7 +223,7 @@ def consolidation(view: ClusterView, sim: Simulator, why: dict[str, str]) -> Com
     for c in view.eligible():
         if not c.pods:
             continue  # emptiness's to take, under the "Empty" budgets
-        if c.pool.disruption.consolidation_policy != UNDERUTILIZED_POLICY:
+        if c.pool.disruption.consolidation_policy not in UNDERUTILIZED_POLICIES:
             note(why, c.name, f"NodePool {c.pool.name} consolidates only empty nodes (consolidationPolicy WhenEmpty)")
             continue
         reason = waiting(c, now)

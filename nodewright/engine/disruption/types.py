@@ -31,11 +31,14 @@ class DisruptionOptions:
 
     `many_to_many` False restricts consolidation to what Karpenter does (delete, or replace N nodes
     by one). `min_savings` ($/h) and `min_savings_fraction` (of the candidates' price) skip moves
-    that save too little to be worth the churn (Karpenter #7146). Nodes a provisioning pass put
-    pods on within `nomination_window` seconds are left alone. `max_candidates` bounds the search.
+    that save too little to be worth the churn (Karpenter #7146). A many-to-many move (N nodes
+    replaced by two or more) must also be worth its disruption by Karpenter's Balanced score with
+    k = `many_to_many_threshold` (0: not weighed). Nodes a provisioning pass put pods on within
+    `nomination_window` seconds are left alone. `max_candidates` bounds the search.
     """
 
     many_to_many: bool = True
+    many_to_many_threshold: float = 2.0
     min_savings: float = 0.0
     min_savings_fraction: float = 0.0
     spot_to_spot_min_types: int = 15

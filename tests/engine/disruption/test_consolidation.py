@@ -241,7 +241,7 @@ def four_small_nodes() -> World:
 def test_many_to_many_beats_the_best_one_node_replacement() -> None:
     world = four_small_nodes()
 
-    command = consolidation(world)
+    command = consolidation(world, many_to_many_threshold=0)  # not weighed against its disruption
 
     assert command is not None
     assert set(command.candidates) == {"a", "b", "c", "d"}
@@ -258,7 +258,7 @@ def test_many_to_many_replacements_share_the_slack() -> None:
     world = four_small_nodes()
     world.types = (*world.types, instance_type("d.xlarge", cpu="4", memory="16Gi", price=0.24))
 
-    command = consolidation(world)
+    command = consolidation(world, many_to_many_threshold=0)
 
     assert command is not None
     assert len(command.replacements) == 2
@@ -377,3 +377,67 @@ def test_a_type_that_came_up_no_cheaper_for_a_node_is_no_option_for_it() -> None
     assert refused_plan.commands == ()
     assert "came up no cheaper" in refused_plan.rejected["amd"]
     assert [t.name for t in other_node.replacements[0].options] == ["c6g.medium", "c7g.medium"]
+
+
+def test_a_many_to_many_move_must_be_worth_the_disruption_it_causes() -> None:
+    """All four nodes onto two saves 25% of the NodePool's $/h but evicts every pod in it: Karpenter's
+    Balanced score 0.25 / 1.0 is under 1/2, so Nodewright takes Karpenter's move instead (two
+    nodes onto one: 12.5% of the cost for 50% of the disruption is under 1/2 too, but Karpenter's
+    own moves are weighed only in Balanced NodePools).
+    """
+    world = four_small_nodes()
+
+    command = consolidation(world)
+
+    assert command is not None
+    assert len(command.replacements) == 1
+    assert command.savings == pytest.approx(0.05)
+    assert consolidation(world, many_to_many_threshold=4) is not None  # k = 4: score >= 1/4 passes
+    assert len(consolidation(world, many_to_many_threshold=4).replacements) == 2  # type: ignore[union-attr]
+
+
+def balanced_world(pods_on_big: int, policy: str = "Balanced") -> World:
+    """A NodePool of ten full m5.large ($0.096/h, 2 pods each, kept) and one m5.2xlarge ($0.384/h)
+    holding `pods_on_big` 50m pods, which a smaller node could hold.
+    """
+    on_demand = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]
+    world = World(pools=[pool(policy=policy, requirements=on_demand)])
+    for i in range(10):
+        world.node(f"small-{i}", "m5.large", annotations={wk.DO_NOT_DISRUPT: "true"})
+        world.put(f"small-{i}", 2, cpu="1", memory="1Gi")
+    world.node("big", "m5.2xlarge")
+    world.put("big", pods_on_big, cpu="50m", memory="100Mi")
+    return world
+
+
+def test_a_balanced_nodepool_replaces_a_node_when_the_savings_justify_the_pods_moved() -> None:
+    # Saves $0.299/h (22% of the NodePool's $1.344/h) for 5 of its 35 disruption (14%): score 1.6.
+    world = balanced_world(4)
+
+    command = only(world.run())
+
+    assert command.candidates == ("big",)
+    assert [r.instance_type.name for r in command.replacements] == ["c5.large"]
+    expect_cheaper(world, command)
+
+
+def test_a_balanced_nodepool_keeps_a_node_whose_move_would_cost_more_disruption_than_it_saves() -> None:
+    # Saves $0.299/h (22%) for 29 of its 59 disruption (49%): score 0.45 < 1/2.
+    world = balanced_world(28)
+
+    result = world.run()
+
+    assert result.commands == ()
+    assert "not worth the disruption" in result.rejected["big"]
+    assert "k = 2" in result.rejected["big"]
+    # WhenEmptyOrUnderutilized takes any saving.
+    assert only(balanced_world(28, "WhenEmptyOrUnderutilized").run()).candidates == ("big",)
+
+
+def test_an_empty_node_of_a_balanced_nodepool_is_deleted() -> None:
+    world = balanced_world(0)
+
+    command = only(world.run())
+
+    assert command.method == "emptiness"
+    assert command.candidates == ("big",)
