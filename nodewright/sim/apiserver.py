@@ -309,6 +309,17 @@ class ApiServer:
         with self._changed:
             return self._kinds[resource.kind].latest
 
+    def drop_connections(self) -> int:
+        """Cut every open connection (watches included), as a load balancer or an API server
+        restart does; the server keeps serving new ones. Returns how many were cut.
+        """
+        with self._usage_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        return len(connections)
+
     @property
     def watching(self) -> int:
         """How many watch streams are open now."""

@@ -123,6 +123,8 @@ def run_scenario(
             summary = world.recorder.summary(world.end, wall)
             summary["cpu_seconds"] = round(time.process_time() - cpu_started, 2)
             summary["self_cost"] = _self_cost(world, calls)
+            if world.http is not None:
+                summary["kube_api"] = world.http.usage(scenario.duration)
             summary = {
                 "scenario": scenario.name,
                 "description": scenario.description,

@@ -32,6 +32,8 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
     consolidation_min_savings: 0.01      # stability guard, $/h (default 0)
     consolidation_min_savings_percent: 5 # and percent of the removed nodes' price (default 0)
     spot_pool_depth: {min: 5, max: 500}  # spot instances per (type, zone) pool, drawn per seed
+    kube_api: inmemory                   # or http: the functions read the cluster through the real
+                                         # Kubernetes adapter, served over local HTTP
 
 Validation reports every problem at once, each naming the file, line and field, like the rest of
 the project's configuration (`nodewright.config.problems`); NodePools and EC2NodeClasses go through
@@ -62,6 +64,7 @@ from nodewright.simulator.fleet import depth
 DEFAULT_START = "2026-01-05T00:00:00Z"
 DEFAULT_ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 CONSOLIDATION_MODES = ("karpenter", "nodewright", "off")
+KUBE_APIS = ("inmemory", "http")
 DEFAULT_SPOT_POOL_DEPTH = (5, 500)
 # kind -> the owner kind of its pods (whose controller recreates a deleted pod)
 REPLICATED = {"Deployment": "ReplicaSet", "ReplicaSet": "ReplicaSet", "StatefulSet": "StatefulSet"}
@@ -91,6 +94,7 @@ _TOP = (
     "consolidation_min_savings",
     "consolidation_min_savings_percent",
     "spot_pool_depth",
+    "kube_api",
 )
 
 
@@ -253,6 +257,9 @@ class Scenario:
     # Spot capacity of each (instance type, zone) pool: log-uniform in [min, max], drawn from the
     # seed (nodewright.simulator.fleet.depth); what price-capacity-optimized weighs against price.
     spot_pool_depth: tuple[int, int] = DEFAULT_SPOT_POOL_DEPTH
+    # How the functions reach the cluster: "inmemory" (the in-memory cluster directly) or "http"
+    # (the real KubeCluster adapter, watching the cluster served by nodewright.sim.apiserver).
+    kube_api: str = "inmemory"
 
     def pool_depth(self, instance_type: str, zone: str) -> int:
         """The spot capacity of one pool (instances), drawn from the seed."""
@@ -397,6 +404,7 @@ class _Reader:
             at / "consolidation_min_savings_percent", top.get("consolidation_min_savings_percent"), low=0, high=100
         )
         spot_depth = self._spot_pool_depth(at / "spot_pool_depth", top.get("spot_pool_depth"))
+        kube_api = f.string(at / "kube_api", top.get("kube_api"), enum=KUBE_APIS)
         nodepools, nodeclasses = self._config(at, top)
         workloads, daemonsets, pdbs = self._workloads(at, top, duration)
         for index, raw in enumerate(f.array(at / "pdbs", top.get("pdbs")) or ()):
@@ -434,6 +442,7 @@ class _Reader:
             consolidation_min_savings=min_savings or 0.0,
             consolidation_min_savings_percent=min_percent or 0.0,
             spot_pool_depth=spot_depth or DEFAULT_SPOT_POOL_DEPTH,
+            kube_api=kube_api or "inmemory",
             **functions,
         )
 

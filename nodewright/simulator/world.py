@@ -42,6 +42,7 @@ from types import ModuleType
 from typing import Any
 
 from nodewright.adapters.aws.ec2 import NODECLAIM_TAG, NODEPOOL_TAG
+from nodewright.adapters.kube.store import KINDS, NODES
 from nodewright.adapters.offline_catalog import load_catalog
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
@@ -60,7 +61,7 @@ from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import Resources
 from nodewright.model.snapshot import reschedulable
-from nodewright.ports import Eviction
+from nodewright.ports import Cluster, Eviction
 from nodewright.sim import cluster as kinds
 from nodewright.sim.clock import VirtualClock
 from nodewright.simulator.aws import (
@@ -81,6 +82,7 @@ from nodewright.simulator.aws import (
     instance_arn,
 )
 from nodewright.simulator.kube import Deployments, KubeScheduler, SimulatedCluster, node_for, registration
+from nodewright.simulator.kubehttp import HttpCluster
 from nodewright.simulator.lambdas import ACCOUNT, REGION, EventLoop, Invocation, Lambdas
 from nodewright.simulator.metrics import (
     InstanceRecord,
@@ -193,6 +195,8 @@ class World(Ec2Hooks):
         self.cluster.before_evict = self._before_evict
         self.cluster.after_evict = self._after_evict
         self.cluster.before_delete_node = lambda name: self._audit_node(name, "Node deleted through the API")
+        # With `kube_api: http` the functions reach the cluster through the real adapter over HTTP.
+        self.http = HttpCluster(self.cluster) if scenario.kube_api == "http" else None
         self.scheduler = KubeScheduler(self.cluster)
         self.deployments = Deployments(self.cluster, scenario.workloads)
         self.account = Account(session)
@@ -252,10 +256,12 @@ class World(Ec2Hooks):
         self.cloud = cloud
         self.store = store = MirroredStateStore(self.account.dynamodb, STATE_TABLE)
         config = StaticConfiguration(scenario.nodepools, dict(scenario.nodeclasses))
+        if self.http is not None:
+            self.http.start()
 
         def provisioner(observer: RecordingObserver) -> Provisioner:
             return Provisioner(
-                cluster=self.cluster,
+                cluster=self._cluster_for("provisioner"),
                 cloud=cloud,
                 store=store,
                 clock=self.clock,
@@ -263,6 +269,7 @@ class World(Ec2Hooks):
                 catalog=self.catalog,
                 observer=observer,
                 sleep=self.lambdas.sleep,
+                wait=self.lambdas.sleep,
             )
 
         module = importlib.import_module(HANDLERS["provisioner"])
@@ -298,7 +305,7 @@ class World(Ec2Hooks):
             )
             observer = self.observers["consolidator"]
             controller = Consolidator(
-                cluster=self.cluster,
+                cluster=self._cluster_for("consolidator"),
                 cloud=cloud,
                 store=store,
                 clock=self.clock,
@@ -321,7 +328,7 @@ class World(Ec2Hooks):
 
         lambda_client = SimulatedLambda(self._async_invoke)
         controller = InterruptionController(
-            cluster=self.cluster,
+            cluster=self._cluster_for("interruption", (NODES,)),
             store=store,
             cloud=cloud,
             clock=self.clock,
@@ -336,6 +343,10 @@ class World(Ec2Hooks):
 
         self._queue = sqs_backends[ACCOUNT][REGION].queues[QUEUE]
 
+    def _cluster_for(self, function: str, kinds: tuple[str, ...] = KINDS) -> Cluster:
+        """The cluster as `function` reaches it: directly, or through its own adapter over HTTP."""
+        return self.cluster if self.http is None else self.http.adapter(function, kinds)
+
     def _use(self, name: str, module: ModuleType) -> None:
         self.modules[name] = module
         self.handlers[name] = module.handler
@@ -346,6 +357,8 @@ class World(Ec2Hooks):
 
     def release(self) -> None:
         """Hand the functions back their own controllers (built from the environment on next use)."""
+        if self.http is not None:
+            self.http.stop()
         for name, module in self.modules.items():
             module.configure(None)
             logger = getattr(module, "logger", None)

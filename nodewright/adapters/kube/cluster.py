@@ -112,7 +112,10 @@ class KubeCluster:
     before the one retry (without it a 401 raises at once); `request_timeout` bounds each HTTP
     request in seconds so a stuck connection cannot eat a Lambda's whole run. `kinds` are the
     kinds `follow` watches (the interruption function needs only nodes); `sync_timeout` bounds how
-    long a read waits for the first LIST of each before it raises the watch's error.
+    long a read waits for the first LIST of each before it raises the watch's error. `barrier`,
+    when given, makes every read from the store consistent: before it, the read waits until each
+    kind's watch has delivered the resourceVersion `barrier()` names for it (the simulator's API
+    emulator can say what its latest is; a real API server cannot, so a Lambda has none).
     """
 
     def __init__(
@@ -125,6 +128,7 @@ class KubeCluster:
         kinds: Iterable[str] = KINDS,
         sync_timeout: float = 60.0,
         monotonic: Callable[[], float] = time.monotonic,
+        barrier: Callable[[], Mapping[str, int]] | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, got {page_size}")
@@ -140,6 +144,7 @@ class KubeCluster:
         self.store = ClusterStore(kinds)
         self._kinds = tuple(kinds)
         self._watchers: dict[str, Watcher] = {}
+        self._barrier = barrier
 
     # ------------------------------------------------------------------ following
 
@@ -200,6 +205,8 @@ class KubeCluster:
                 if self._monotonic() >= end:
                     errors = [f"{k}: {w.error}" for k, w in self._watchers.items() if w.error is not None]
                     raise KubeApiError("sync", 0, "; ".join(errors) or "the first LIST did not complete in time")
+        if self._barrier is not None and not self.seen(self._barrier(), timeout=self._sync_timeout):
+            raise KubeApiError("sync", 0, "the watches did not deliver the latest resourceVersions in time")
         return self.store
 
     def _watcher(self, kind: str) -> Watcher:
@@ -267,7 +274,7 @@ class KubeCluster:
         """The store's pending version when following; 0 otherwise (nothing tells of changes,
         so `wait` polls).
         """
-        return self.store.version() if self.following else 0
+        return self._synced().version() if self.following else 0
 
     def usage(self) -> list[ApiUsage]:
         """Requests and bytes since the last call, by verb and resource (the watches' included)."""

@@ -27,6 +27,7 @@ The thread only talks HTTP and applies events; what the store does with them is 
 from __future__ import annotations
 
 import json
+import math
 import random
 import threading
 import time
@@ -163,7 +164,8 @@ class Watcher:
 
     def _watch(self, remaining: float) -> bool:
         """One watch request from `resource_version`; True when it delivered at least one event."""
-        timeout = int(max(1, min(MAX_WATCH_SECONDS, remaining)))
+        # Rounded up: one watch covers what is left to follow, not that and a one-second tail.
+        timeout = math.ceil(max(1.0, min(MAX_WATCH_SECONDS, remaining)))
         response = self._opener(self.resource_version, timeout)
         self.watches += 1
         self._response = response
