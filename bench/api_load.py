@@ -24,6 +24,10 @@ EC2 and state store (the AWS side is not what is measured here). It reports:
   pending_to_launch_p50 / _p99            a burst pod's creation -> its CreateFleet, seconds
 
 CPU is this process's (`time.process_time`: the loop and the watch threads), not the server's.
+
+`--lambda-memory MB` runs this process (not the server) with the CPU share a Lambda function of
+that memory gets (one vCPU at 1,769 MB, proportionally below), through a Linux cgroup CPU quota:
+it needs a writable cgroup CPU controller (root on cgroup v1 or v2) and says so when there is none.
 """
 
 from __future__ import annotations
@@ -37,8 +41,10 @@ import random
 import resource
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from bench import kube_snapshot
@@ -64,6 +70,7 @@ from nodewright.sim.state import InMemoryStateStore
 from nodewright.sim.timeline import percentile
 
 ZONES = kube_snapshot.ZONES
+LAMBDA_MB_PER_VCPU = 1769
 BURST_LIFETIME = 90.0
 BIND_DELAY = 0.5
 
@@ -189,19 +196,61 @@ def _keys(cluster: InMemoryCluster) -> list[str]:
 # ---------------------------------------------------------------------- the provisioner (this process)
 
 
+def limit_cpu(share: float) -> Callable[[], None]:
+    """Put this process in a new cgroup with a CPU quota of `share` of one CPU; returns the undo.
+    Raises RuntimeError when no writable cgroup CPU controller is found.
+    """
+    period = 100_000
+    quota = max(1000, int(share * period))
+    settings: tuple[tuple[Path, dict[str, str]], ...] = (
+        (Path("/sys/fs/cgroup/cpu"), {"cpu.cfs_period_us": str(period), "cpu.cfs_quota_us": str(quota)}),
+        (Path("/sys/fs/cgroup"), {"cpu.max": f"{quota} {period}"}),
+    )
+    for root, files in settings:
+        limit = "cpu.cfs_quota_us" if root.name == "cpu" else "cpu.max"
+        if not (root / limit).exists() and not (root / "cgroup.controllers").exists():
+            continue
+        group = root / f"nodewright-bench-{os.getpid()}"
+        try:
+            group.mkdir()
+            for name, value in files.items():
+                (group / name).write_text(value)
+            (group / "cgroup.procs").write_text(str(os.getpid()))
+        except OSError as error:
+            raise RuntimeError(f"cannot limit the CPU through {root}: {error}") from error
+
+        def undo(group: Path = group, root: Path = root) -> None:
+            for task in (group / "cgroup.procs").read_text().split():
+                (root / "cgroup.procs").write_text(task)
+            group.rmdir()
+
+        return undo
+    raise RuntimeError("no cgroup CPU controller under /sys/fs/cgroup: --lambda-memory needs one")
+
+
 def _adapter(url: str) -> KubeCluster:
     info = ClusterInfo("bench", url, kube_snapshot.DUMMY_CA, "1.31")
     return KubeCluster(from_cluster_info(info, lambda: "bench-token"))
 
 
 def measure(
-    pods: int, nodes: int, minutes: float, *, burst: int, burst_every: float, invocation: float, seed: int
+    pods: int,
+    nodes: int,
+    minutes: float,
+    *,
+    burst: int,
+    burst_every: float,
+    invocation: float,
+    seed: int,
+    lambda_memory: int | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark once; the figures of the module docstring."""
     context = multiprocessing.get_context("spawn")
     parent, child = context.Pipe()
     process = context.Process(target=_serve, args=(pods, nodes, burst, burst_every, seed, child), daemon=True)
     process.start()
+    # After the server's process started, so only this one is limited.
+    undo = limit_cpu(lambda_memory / LAMBDA_MB_PER_VCPU) if lambda_memory else None
     try:
         url = parent.recv()
         cluster = _adapter(url)
@@ -245,12 +294,15 @@ def measure(
         parent.send("stop")
         served = parent.recv()
     finally:
+        if undo is not None:
+            undo()
         process.join(timeout=10)
         if process.is_alive():
             process.kill()
     return {
         "pods": pods,
         "nodes": nodes,
+        "lambda_memory_mb": lambda_memory,
         "minutes": minutes,
         "invocations": invocations,
         "first_list_requests": sum(u.requests for u in first),
@@ -281,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--burst-every", type=float, default=120.0, help="seconds between bursts")
     parser.add_argument("--invocation-seconds", type=float, default=68.0, help="the provisioner's Lambda timeout")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--lambda-memory", type=int, help="run with the CPU share of a Lambda of this many MB")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args(argv)
     nodes = args.nodes or max(1, args.pods // 33)
@@ -292,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         burst_every=args.burst_every,
         invocation=args.invocation_seconds,
         seed=args.seed,
+        lambda_memory=args.lambda_memory,
     )
     result["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     print(json.dumps(result, indent=2))

@@ -20,7 +20,7 @@ from nodewright.simulator.motofast import moto_faster
 from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.selfcost import AwsCalls, Invocation, self_cost
 from nodewright.simulator.timewarp import moto_follows
-from nodewright.simulator.world import HANDLERS, MEMORY_MB, World, functions_importable
+from nodewright.simulator.world import HANDLERS, World, functions_importable
 
 # Environment of the simulated functions: fake credentials for moto, and Powertools quiet (the
 # decisions are recorded by the simulator's observers; EMF lines would only fill the terminal).
@@ -144,7 +144,7 @@ def _self_cost(world: World, calls: AwsCalls) -> dict[str, Any]:
     """The run's `self_cost` block: its invocations, AWS calls, logs and metrics, priced per month."""
     lambdas = world.lambdas
     invocations = [
-        Invocation(i.function, max(0.0, (i.ended or world.end) - i.started), MEMORY_MB.get(i.function, 1024))
+        Invocation(i.function, max(0.0, (i.ended or world.end) - i.started), lambdas.memory.get(i.function, 1024))
         for i in (*lambdas.finished, *lambdas.running)
     ]
     return self_cost(
@@ -153,5 +153,5 @@ def _self_cost(world: World, calls: AwsCalls) -> dict[str, Any]:
         calls=calls,
         decisions={name: observer.decisions for name, observer in world.observers.items() if name in world.handlers},
         metrics={name: observer.metrics for name, observer in world.observers.items() if name in world.handlers},
-        compute={name: (seconds, MEMORY_MB.get(name, 1024)) for name, seconds in lambdas.wall.items()},
+        compute={name: (seconds, lambdas.memory.get(name, 1024)) for name, seconds in lambdas.wall.items()},
     )

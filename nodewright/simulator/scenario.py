@@ -25,7 +25,7 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
     capacity_errors:
       - {instance_type: "*", zone: us-east-1a, capacity_type: spot, from: 0s, until: 2h}
     functions:
-      provisioner: {rate: 1m, timeout: 68s}
+      provisioner: {rate: 1m, timeout: 68s}   # also memory (MB), idle_exit (the economy key)
       consolidator: {rate: 1m, timeout: 120s}
       interruption: {timeout: 60s}
     consolidation: nodewright            # karpenter | nodewright | off
@@ -225,6 +225,10 @@ class FunctionSettings:
     offset: float = 0.0
     concurrency: int = 5
     batch_size: int = 10
+    # The function's memory (what Lambda bills per second, and `self_cost` prices), and for the
+    # provisioner the economy key `idle_exit` (seconds; None: wait for pods until the deadline).
+    memory_mb: int = 1024
+    idle_exit: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -759,15 +763,20 @@ class _Reader:
     def _functions(self, at: At, raw: Any) -> dict[str, FunctionSettings]:
         entry = f.obj(at, raw, ("provisioner", "consolidator", "interruption")) or {}
         defaults = {
-            "provisioner": FunctionSettings(rate=60.0, timeout=68.0),
-            "consolidator": FunctionSettings(rate=60.0, timeout=120.0, offset=30.0),
-            "interruption": FunctionSettings(rate=0.0, timeout=60.0),
+            "provisioner": FunctionSettings(rate=60.0, timeout=68.0, memory_mb=1024),
+            "consolidator": FunctionSettings(rate=60.0, timeout=120.0, offset=30.0, memory_mb=1024),
+            "interruption": FunctionSettings(rate=0.0, timeout=60.0, memory_mb=512),
         }
         out: dict[str, FunctionSettings] = {}
         for name, default in defaults.items():
             here = at / name
-            keys = ("timeout", "batch_size", "concurrency") if name == "interruption" else ("rate", "timeout", "offset")
+            keys: tuple[str, ...] = (
+                ("timeout", "batch_size", "concurrency") if name == "interruption" else ("rate", "timeout", "offset")
+            )
+            keys += ("memory", "idle_exit") if name == "provisioner" else ("memory",)
             settings = f.obj(here, entry.get(name), keys) or {}
+            memory = f.integer(here / "memory", settings.get("memory"), minimum=128, maximum=10240)
+            idle_exit = _duration(here / "idle_exit", settings.get("idle_exit"))
             rate = _duration(here / "rate", settings.get("rate"))
             timeout = _duration(here / "timeout", settings.get("timeout"), positive=True)
             offset = _duration(here / "offset", settings.get("offset"))
@@ -781,6 +790,8 @@ class _Reader:
                 offset=offset if offset is not None else default.offset,
                 concurrency=concurrency or default.concurrency,
                 batch_size=batch or default.batch_size,
+                memory_mb=memory or default.memory_mb,
+                idle_exit=idle_exit,
             )
         return out
 

@@ -45,7 +45,7 @@ from nodewright.adapters.aws.ec2 import NODECLAIM_TAG, NODEPOOL_TAG
 from nodewright.adapters.kube.store import KINDS, NODES
 from nodewright.adapters.offline_catalog import load_catalog
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
 from nodewright.engine.interruption.rules import (
     REBALANCE_RECOMMENDATION,
     SOURCE_EC2,
@@ -102,7 +102,6 @@ HANDLERS = {
     "interruption": "functions.interruption.handler",
     "consolidator": "functions.consolidator.handler",
 }
-MEMORY_MB = {"provisioner": 1024, "interruption": 512, "consolidator": 1024}
 ASYNC_INVOKE_DELAY = 0.2  # seconds from an asynchronous invoke to the handler starting
 TERMINATED_BY = {"provisioner": "provisioner", "interruption": "interruption", "consolidator": "consolidation"}
 _POD_GONE = (kinds.POD_DELETED, kinds.POD_EVICTED)
@@ -190,7 +189,7 @@ class World(Ec2Hooks):
         self.end = scenario.start + scenario.duration
         self.loop = EventLoop(self.clock)
         self.loop.after_step = self._after_step
-        self.lambdas = Lambdas(self.loop, MEMORY_MB)
+        self.lambdas = Lambdas(self.loop, {name: getattr(scenario, name).memory_mb for name in HANDLERS})
         self.cluster = SimulatedCluster(self.clock)
         self.cluster.before_evict = self._before_evict
         self.cluster.after_evict = self._after_evict
@@ -270,6 +269,7 @@ class World(Ec2Hooks):
                 observer=observer,
                 sleep=self.lambdas.sleep,
                 wait=self.lambdas.sleep,
+                options=ProvisionerOptions(idle_exit=scenario.provisioner.idle_exit),
             )
 
         module = importlib.import_module(HANDLERS["provisioner"])
