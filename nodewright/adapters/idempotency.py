@@ -4,7 +4,10 @@ Role: `EventDeduplicator(act, table=...)` wraps `act(event) -> dict` so that an 
 was already handled returns the stored result instead of acting again: SQS delivers at least
 once, EventBridge may publish twice, and a retried batch redelivers records already done. The key
 is the EventBridge event `id` inside the SQS body, not the SQS message id (a duplicate event
-arrives as a different message). A failed `act` leaves no record, so its retry acts again.
+arrives as a different message), and for an event that came through an SNS topic, the `id` of
+the event inside the notification. A failed `act` leaves no record, so its retry acts again.
+Only bodies that parse as events are keyed: a malformed body that happens to carry a real event's
+`id` must neither be dropped as that event's duplicate nor make the real event look handled.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from aws_lambda_powertools.utilities.idempotency import (
     IdempotencyConfig,
     idempotent_function,
 )
+
+from nodewright.engine.interruption import MalformedEvent, parse, unwrap_sns
 
 # Acts on one SQS body: the raw text when it is not an event, the decoded event otherwise.
 Act = Callable[[str | Mapping[str, Any]], dict[str, Any]]
@@ -38,16 +43,16 @@ class EventDeduplicator:
         return self._act(event)
 
     def __call__(self, body: str) -> dict[str, Any]:
-        """Handle one SQS body: deduplicated when it is an event with a string `id`; otherwise
-        passed straight to `act` (which reports it malformed), since it has nothing to key on.
+        """Handle one SQS body: deduplicated on its event `id` when it parses as an event;
+        otherwise passed straight to `act` (which reports it malformed) and never recorded.
         """
         try:
-            event = json.loads(body)
-        except ValueError:
+            parse(body)
+        except MalformedEvent:
             return self._act(body)
-        if isinstance(event, dict) and isinstance(event.get("id"), str) and event["id"]:
-            return self._once(event=event)
-        return self._act(body)
+        # It parsed, so it is a JSON object (an SNS notification holds an event object).
+        event = dict(unwrap_sns(json.loads(body)))
+        return self._once(event=event)
 
     def register(self, context: Any) -> None:
         """Tell Powertools the invocation's context (it bounds in-progress records by the deadline)."""

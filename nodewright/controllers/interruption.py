@@ -287,9 +287,11 @@ class InterruptionController:
             attempt=cont.attempt + 1,
         )
         # A deterministic id: a redelivered message sends the same continuation, which the
-        # idempotency layer then drops, so one drain never forks into two chains.
+        # idempotency layer then drops, so one drain never forks into two chains. The instance is
+        # part of it: one Health event drains several nodes, and their chains must not collide.
         root = event_id.split("#", 1)[0]
-        event = continuation_event(nxt, event_id=f"{root}#{nxt.attempt}", now=self.clock.now())
+        event_id = f"{root}#{cont.instance_id}#{nxt.attempt}"
+        event = continuation_event(nxt, event_id=event_id, now=self.clock.now())
         self.continuations.send(event, min(MAX_DELAY, max(0.0, delay)))
 
     # -- helpers ---------------------------------------------------------------------------------

@@ -1,8 +1,16 @@
 """Real event payloads for the interruption tests, and the SQS -> Lambda envelope around them.
 
 Each `*.json` here is one EventBridge event as AWS documents it (EC2 and AWS Health event
-examples), with account 123456789012 and region us-east-1; `sqs_envelope.json` is what Lambda
-receives from the interruption queue: `Records[]`, each with the event JSON as its `body` string.
+examples), with account 123456789012 and region us-east-1, written for this project from the
+documented shapes: every detail-type the queue receives, every instance state, the EC2 Health
+event type codes with several affected entities (and the newer `eventScopeCode`, `statusCode` and
+entity `status` fields, and the older shape without them), both capacity reservation
+detail-types, an instance that is not ours. `sns_spot_interruption_warning.json` is a spot
+warning as an SNS topic delivers it to a queue (raw delivery off). `malformed/` holds bodies that
+are not events, as raw text. `sqs_envelope.json` is what Lambda receives from the interruption
+queue: `Records[]`, each with the event JSON as its `body` string. test_corpus.py drives them all
+through the handler; health_public_event.json's type code is illustrative (a PUBLIC EC2
+scheduledChange names no resources of the account).
 
 `load(name)` returns a fresh copy of a fixture (mutate it freely); `sqs_event(*bodies)` wraps
 event dicts (or raw strings, for malformed bodies) into a Lambda SQS event of the same shape, with

@@ -1,8 +1,9 @@
 """Interruption decisions, pure: parse an EventBridge event (as the SQS queue delivers it) into a
 Message, then decide the Action for it under a NodePool's rebalance policy.
 
-`parse` never raises for an event of an unknown kind (it returns a Message of kind UNKNOWN, which
-maps to no action); it raises MalformedEvent for a body that is not an event at all.
+`parse` reads the event inside an SNS notification as well (`unwrap_sns`); it never raises for an
+event of an unknown kind (it returns a Message of kind UNKNOWN, which maps to no action); it raises
+MalformedEvent for a body that is not an event at all.
 """
 
 from nodewright.engine.interruption.actions import Action, action_for
@@ -19,7 +20,7 @@ from nodewright.engine.interruption.messages import (
     MalformedEvent,
     Message,
 )
-from nodewright.engine.interruption.parse import continuation_event, parse
+from nodewright.engine.interruption.parse import continuation_event, parse, unwrap_sns
 
 __all__ = [
     "CAPACITY_RESERVATION",
@@ -37,4 +38,5 @@ __all__ = [
     "action_for",
     "continuation_event",
     "parse",
+    "unwrap_sns",
 ]

@@ -6,12 +6,18 @@ NodePool. Pure.
 | spot warning              | yes    | yes     | now, by the warning's time    | block the offering |
 | capacity-reservation      | yes    | yes     | now, by its termination time  |                    |
 | scheduled change (Health) | yes    | yes     | now, by its start time        |                    |
+| scheduled change, closed  |        |         |                               | (over: nothing)    |
 | stopping/stopped/shutting | yes    | yes     | now                           |                    |
 | terminated                |        |         |                               | delete node+claim  |
+| pending/running           |        |         |                               |                    |
 | rebalance, Ignore         |        |         |                               | (Karpenter)        |
 | rebalance, Cordon         | yes    |         |                               |                    |
 | rebalance, CordonAndDrain | yes    | yes     | now (Node Termination Handler)|                    |
 | rebalance, ReplaceThenDrain (default) | yes | yes | once replacements are ready |                 |
+
+Every kind but rebalance and a closed scheduled change is what Karpenter's interruption controller
+does (it deletes the NodeClaim: cordon, drain, terminate); docs/interruption.md lists where
+Nodewright differs and why.
 
 Deadlines leave `margin` seconds before the interruption, so evicted pods get their grace period
 on a node that still exists; a NodePool's terminationGracePeriod bounds drains that have no
@@ -40,6 +46,8 @@ DEFAULT_MARGIN = 20.0
 REPLACEMENT_WAIT = 300.0
 STOPPING_STATES = ("stopping", "stopped", "shutting-down")
 TERMINATED = "terminated"
+# A Health event whose statusCode is closed is over: the maintenance happened or was cancelled.
+CLOSED = "closed"
 
 NO_DRAIN = "none"
 DRAIN_NOW = "now"
@@ -103,13 +111,16 @@ def action_for(
             reason="capacity reservation interruption",
         )
     if kind == SCHEDULED_CHANGE:
+        what = f"scheduled maintenance {message.code}".rstrip()
+        if message.status == CLOSED:
+            return Action(reason=f"{what} closed: nothing to do")
         start = message.action_time
         return Action(
             cordon=True,
             replace=True,
             drain=DRAIN_NOW,
             deadline=_earliest(None if start is None else start - margin, bounded),
-            reason="scheduled maintenance",
+            reason=what,
         )
     if kind == STATE_CHANGE:
         if message.state == TERMINATED:

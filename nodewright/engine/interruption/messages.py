@@ -59,9 +59,12 @@ class Message:
 
     `id` is the EventBridge event id (the deduplication key); `time` the event's time in epoch
     seconds (0.0 when absent); `instance_ids` the affected instances (from `detail.instance-id`,
-    `resources` or the Health event's `affectedEntities`); `state` the new state of a STATE_CHANGE;
-    `action_time` when the interruption will happen, if the event says (the spot warning's
-    `instance-action` time, the Health event's `startTime`); `continuation` is set for CONTINUATION.
+    `resources` or the Health event's `affectedEntities`); `state` the new state of a STATE_CHANGE,
+    lower case; `action_time` when the interruption will happen, if the event says (the spot
+    warning's `instance-action` time, the Health event's `startTime`); `status` the Health event's
+    `statusCode` (`upcoming`, `open`, `closed`), lower case, "" when absent; `code` what kind of
+    change it is (the Health `eventTypeCode`, e.g. AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED, or the
+    spot warning's `instance-action`), for the decision log; `continuation` is set for CONTINUATION.
     """
 
     id: str
@@ -72,4 +75,6 @@ class Message:
     instance_ids: tuple[str, ...] = ()
     state: str = ""
     action_time: float | None = None
+    status: str = ""
+    code: str = ""
     continuation: Continuation | None = None

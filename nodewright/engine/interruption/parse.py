@@ -1,7 +1,9 @@
 """Parsing interruption events: one SQS message body (an EventBridge event) -> Message. Pure.
 
-Theory of operation: the envelope (`id`, `source`, `detail-type`, `version`, `time`) is read and
-checked once; then `PARSERS`, keyed by (source, detail-type, version), picks the one small function
+Theory of operation: a body that is an SNS notification (a topic between the rule and the
+queue, raw message delivery off: `{"Type": "Notification", "Message": "<the event as text>"}`) is
+unwrapped first, one level; then the envelope (`id`, `source`, `detail-type`, `version`, `time`)
+is read and checked once; then `PARSERS`, keyed by (source, detail-type, version), picks the one small function
 that reads the `detail` of that kind. A well-formed event of any other key is a Message of kind
 UNKNOWN (the handler acknowledges it and does nothing), so a new kind of event on the bus never
 fails a batch. Anything that is not an event at all, or a known kind missing a field its decision
@@ -17,6 +19,13 @@ Lenient or strict, field by field:
 - Instance ids are taken from `detail.instance-id` as sent; from `resources` and Health
   `affectedEntities` only values that are instance ids or instance ARNs count (Health also lists
   volumes and hosts there).
+- `detail.state` of a state change is read in any case (Karpenter lower-cases it too).
+- AWS Health scheduled changes: every affected entity counts, not just the first, except those
+  whose `status` is RESOLVED (that instance is done with); `resources` is read only when there are
+  no `affectedEntities`; a PUBLIC event (`eventScopeCode`) names no instance of this account.
+  `statusCode` (upcoming, open, closed) is passed on for the decision (closed: nothing to do).
+  These refining fields read as "" when absent or not strings: an odd value must not cost the
+  drain of a node that is about to be retired.
 
 No I/O, no clock: `continuation_event` takes `now` from its caller.
 """
@@ -48,6 +57,12 @@ from nodewright.engine.interruption.messages import (
 )
 
 EVENT_VERSION = "0"
+# The body SNS delivers to a queue when raw message delivery is off: the event is `Message`, as text.
+SNS_NOTIFICATION = "Notification"
+# Health entity statuses that mean this entity needs nothing more (the API also lists IMPAIRED,
+# UNIMPAIRED, UNKNOWN and PENDING: all of them still drain, as Karpenter drains every entity).
+_SETTLED_ENTITY_STATUSES = frozenset({"RESOLVED"})
+PUBLIC_SCOPE = "PUBLIC"
 # Health events name instances bare ("i-0abc..."), EC2 events as ARNs; both forms are accepted
 # wherever a list of resources is read. Any partition (aws, aws-cn, aws-us-gov).
 _INSTANCE_ID = re.compile(r"i-[0-9A-Za-z]+")
@@ -80,6 +95,8 @@ class Event:
         instance_ids: tuple[str, ...] = (),
         state: str = "",
         action_time: float | None = None,
+        status: str = "",
+        code: str = "",
         continuation: Continuation | None = None,
     ) -> Message:
         """A Message of `kind` carrying this envelope's id, source, detail-type and time."""
@@ -92,6 +109,8 @@ class Event:
             instance_ids=instance_ids,
             state=state,
             action_time=action_time,
+            status=status,
+            code=code,
             continuation=continuation,
         )
 
@@ -102,9 +121,29 @@ def parse(body: str | bytes | Mapping[str, Any]) -> Message:
     Returns a Message of kind UNKNOWN for a well-formed event of a kind we do not handle; raises
     MalformedEvent (never anything else) when the body is not an event or a known kind lacks a field.
     """
-    event = _envelope(_decode(body))
+    event = _envelope(unwrap_sns(_decode(body)))
     reader = PARSERS.get((event.source, event.detail_type, event.version), _unknown)
     return reader(event)
+
+
+def unwrap_sns(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The event inside an SNS notification body (decoded), or `value` itself when it is not one.
+
+    Raises MalformedEvent when it is a notification whose `Message` is not an event object.
+    Only one level: SNS never delivers to SNS, so a notification inside one is malformed.
+    """
+    if value.get("Type") != SNS_NOTIFICATION or "Message" not in value or "detail-type" in value:
+        return value
+    inner = value["Message"]
+    if not isinstance(inner, str):
+        raise MalformedEvent("SNS notification 'Message' is not a string")
+    try:
+        event = json.loads(inner, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as error:
+        raise MalformedEvent(f"SNS notification 'Message' is not JSON: {_short(error)}") from None
+    if not isinstance(event, dict):
+        raise MalformedEvent(f"SNS notification 'Message' is JSON {type(event).__name__}, not an object")
+    return event
 
 
 def continuation_event(continuation: Continuation, *, event_id: str, now: float) -> dict[str, Any]:
@@ -140,10 +179,10 @@ def continuation_event(continuation: Continuation, *, event_id: str, now: float)
 def _spot_interruption(event: Event) -> Message:
     detail = _detail(event)
     instance_id = _required_string(detail, "instance-id")
-    _optional_string(detail, "instance-action")  # terminate, stop or hibernate: the node goes all the same
+    action = _optional_string(detail, "instance-action")  # terminate, stop or hibernate: the node goes all the same
     # The event does not carry the interruption time (only IMDS does); AWS documents two minutes.
     at = event.time + SPOT_NOTICE if event.time else None
-    return event.message(SPOT_INTERRUPTION, instance_ids=(instance_id,), action_time=at)
+    return event.message(SPOT_INTERRUPTION, instance_ids=(instance_id,), action_time=at, code=action)
 
 
 def _rebalance(event: Event) -> Message:
@@ -153,7 +192,8 @@ def _rebalance(event: Event) -> Message:
 def _state_change(event: Event) -> Message:
     detail = _detail(event)
     instance_id = _required_string(detail, "instance-id")
-    return event.message(STATE_CHANGE, instance_ids=(instance_id,), state=_required_string(detail, "state"))
+    state = _required_string(detail, "state").lower()
+    return event.message(STATE_CHANGE, instance_ids=(instance_id,), state=state)
 
 
 def _capacity_reservation(event: Event) -> Message:
@@ -171,17 +211,30 @@ def _health(event: Event) -> Message:
     # The rule already filters on these; a queue can still receive others (a test, a widened rule).
     if detail.get("service") != "EC2" or detail.get("eventTypeCategory") != "scheduledChange":
         return _unknown(event)
-    entities = detail.get("affectedEntities", [])
+    entities = detail.get("affectedEntities")
+    if entities is None:
+        entities = []
     if not isinstance(entities, list):
         raise MalformedEvent("detail.affectedEntities is not a list")
-    values = [entity.get("entityValue") for entity in entities if isinstance(entity, Mapping)]
+    values = [
+        entity.get("entityValue")
+        for entity in entities
+        if isinstance(entity, Mapping) and _lenient_string(entity, "status").upper() not in _SETTLED_ENTITY_STATUSES
+    ]
+    resources = _resources(event)  # checked whatever the entities say: a broken envelope is malformed
+    if _lenient_string(detail, "eventScopeCode").upper() == PUBLIC_SCOPE:
+        instance_ids: tuple[str, ...] = ()
+    else:
+        instance_ids = _instance_ids(values) if entities else _instance_ids(resources)
     start = detail.get("startTime")
     if isinstance(start, list):  # one value in every example; take the first if ever a list
         start = start[0] if start else None
     return event.message(
         SCHEDULED_CHANGE,
-        instance_ids=_instance_ids(values, _resources(event)),
+        instance_ids=instance_ids,
         action_time=_lenient_time(start),
+        status=_lenient_string(detail, "statusCode").lower(),
+        code=_lenient_string(detail, "eventTypeCode"),
     )
 
 
@@ -217,6 +270,10 @@ PARSERS: Mapping[tuple[str, str, str], Callable[[Event], Message]] = {
     ("aws.ec2", "EC2 Instance Rebalance Recommendation", EVENT_VERSION): _rebalance,
     ("aws.ec2", "EC2 Instance State-change Notification", EVENT_VERSION): _state_change,
     ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning", EVENT_VERSION): _capacity_reservation,
+    # The EC2 guide prints this detail-type for interruptible reservations in some of its versions.
+    ("aws.ec2", "EC2 Interruptible Capacity Reservation Instance Interruption Warning", EVENT_VERSION): (
+        _capacity_reservation
+    ),
     ("aws.health", "AWS Health Event", EVENT_VERSION): _health,
     (CONTINUATION_SOURCE, CONTINUATION_DETAIL_TYPE, EVENT_VERSION): _continuation,
 }
@@ -320,6 +377,12 @@ def _optional_string(fields: Mapping[str, Any], key: str) -> str:
     if not isinstance(value, str):
         raise MalformedEvent(f"detail.{key} is not a string")
     return value
+
+
+def _lenient_string(fields: Mapping[str, Any], key: str) -> str:
+    """The string at `key`, or "" when absent or not a string."""
+    value = fields.get(key)
+    return value if isinstance(value, str) else ""
 
 
 def _required_number(fields: Mapping[str, Any], key: str) -> float:

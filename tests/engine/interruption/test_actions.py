@@ -114,6 +114,21 @@ TABLE = [
         message(SCHEDULED_CHANGE), 900.0, DEFAULT_MARGIN,
         drain_now(NOW + 900, MAINTENANCE), id="maintenance-without-start-is-bounded-by-grace",
     ),
+    pytest.param(
+        message(SCHEDULED_CHANGE, status="open", code="AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED"), None, DEFAULT_MARGIN,
+        drain_now(None, f"{MAINTENANCE} AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED"),
+        id="maintenance-in-progress-drains-and-names-its-code",
+    ),
+    pytest.param(
+        message(SCHEDULED_CHANGE, status="closed", code="AWS_EC2_INSTANCE_REBOOT_MAINTENANCE_SCHEDULED"), 900.0,
+        DEFAULT_MARGIN,
+        Action(reason=f"{MAINTENANCE} AWS_EC2_INSTANCE_REBOOT_MAINTENANCE_SCHEDULED closed: nothing to do"),
+        id="closed-maintenance-needs-nothing",
+    ),
+    pytest.param(
+        message(SCHEDULED_CHANGE, status="closed", action_time=NOW + 60), None, DEFAULT_MARGIN,
+        Action(reason=f"{MAINTENANCE} closed: nothing to do"), id="closed-maintenance-without-code-needs-nothing",
+    ),
     # State changes: those that take the node away drain it; terminated deletes; others nothing.
     *[
         pytest.param(

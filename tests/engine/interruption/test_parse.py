@@ -96,10 +96,23 @@ FIXTURES = [
         id="health-scheduled-change-names-sorted-instances-and-start-time",
     ),
     pytest.param(
+        "capacity_reservation_interruption_interruptible", CAPACITY_RESERVATION, ("i-0c3b2a1f0e9d8c7b6",), "",
+        at("2026-11-21T11:47:00+00:00"),
+        id="interruptible-capacity-reservation-warning-is-the-same-kind",
+    ),
+    pytest.param(
         "health_other_service", UNKNOWN, (), "", None,
         id="health-event-for-rds-is-unknown",
     ),
 ]  # fmt: skip
+
+
+# What the decision log shows beside the kind: the spot warning's instance-action, the Health
+# event's statusCode and eventTypeCode.
+STATUS_AND_CODE = {
+    "spot_interruption_warning": {"code": "terminate"},
+    "health_scheduled_change": {"status": "upcoming", "code": "AWS_EC2_INSTANCE_REBOOT_MAINTENANCE_SCHEDULED"},
+}
 
 
 @pytest.mark.parametrize(("name", "kind", "instance_ids", "state", "action_time"), FIXTURES)
@@ -119,6 +132,7 @@ def test_each_documented_event_parses_to_its_kind(
         instance_ids=instance_ids,
         state=state,
         action_time=action_time,
+        **STATUS_AND_CODE.get(name, {}),
     )
 
 
@@ -249,6 +263,131 @@ def test_health_start_time_reads_rfc1123_and_iso(start: object, expected: float 
     message = parse(altered("health_scheduled_change", **{"detail.startTime": start}))
 
     assert (message.kind, message.action_time) == (SCHEDULED_CHANGE, expected)
+
+
+HEALTH = [
+    pytest.param(
+        "health_instance_stop_scheduled", "upcoming", "AWS_EC2_INSTANCE_STOP_SCHEDULED",
+        ("i-0a9b8c7d6e5f40312", "i-0b8c7d6e5f4a30291", "i-0d6e5f4a3b2c1f0e9"),
+        id="stop-every-pending-entity-not-the-resolved-one",
+    ),
+    pytest.param(
+        "health_instance_retirement_scheduled", "open", "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED",
+        ("i-0e5f4a3b2c1d0e9f8", "i-0f4a3b2c1d0e9f8a7"), id="retirement-open-impaired-entities",
+    ),
+    pytest.param(
+        "health_system_reboot_maintenance_scheduled", "upcoming", "AWS_EC2_SYSTEM_REBOOT_MAINTENANCE_SCHEDULED",
+        ("i-01a2b3c4d5e6f7a8b", "i-02b3c4d5e6f7a8b9c", "i-03c4d5e6f7a8b9c0d"), id="system-reboot-three-instances",
+    ),
+    pytest.param(
+        "health_system_maintenance_event", "", "AWS_EC2_SYSTEM_MAINTENANCE_EVENT",
+        ("i-04d5e6f7a8b9c0d1e", "i-05e6f7a8b9c0d1e2f"), id="system-maintenance-older-shape",
+    ),
+    pytest.param(
+        "health_scheduled_change_closed", "closed", "AWS_EC2_INSTANCE_REBOOT_MAINTENANCE_SCHEDULED", (),
+        id="closed-with-resolved-entities-names-none",
+    ),
+    pytest.param(
+        "health_scheduled_change_closed_entities_pending", "closed", "AWS_EC2_INSTANCE_REBOOT_MAINTENANCE_SCHEDULED",
+        ("i-0b1c2d3e4f5a69788", "i-0d3e4f5a6b7c8d9e0"), id="closed-with-pending-entities-names-them",
+    ),
+    pytest.param("health_public_event", "upcoming", "AWS_EC2_MAINTENANCE_SCHEDULED", (), id="public-names-none"),
+    pytest.param(
+        "health_dedicated_host_retirement", "upcoming", "AWS_EC2_DEDICATED_HOST_RETIREMENT_SCHEDULED", (),
+        id="a-host-is-no-instance",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "status", "code", "instance_ids"), HEALTH)
+def test_health_events_name_their_instances_status_and_code(
+    name: str, status: str, code: str, instance_ids: tuple[str, ...]
+) -> None:
+    message = parse(load(name))
+
+    assert (message.kind, message.status, message.code, message.instance_ids) == (
+        SCHEDULED_CHANGE, status, code, instance_ids,
+    )  # fmt: skip
+
+
+def test_a_closed_health_event_does_nothing_whatever_its_entities_say() -> None:
+    message = parse(load("health_scheduled_change_closed_entities_pending"))
+
+    assert not action_for(message, "ReplaceThenDrain", now=at("2026-12-05T16:00:05+00:00")).acts
+
+
+@pytest.mark.parametrize(
+    ("entities", "resources", "expected"),
+    [
+        pytest.param(DELETE, ["i-0aaaabbbbccccdddd"], ("i-0aaaabbbbccccdddd",), id="no-entities-reads-resources"),
+        pytest.param(None, ["i-0aaaabbbbccccdddd"], ("i-0aaaabbbbccccdddd",), id="null-entities-reads-resources"),
+        pytest.param(
+            [{"entityValue": "i-0aaaabbbbccccdddd", "status": "resolved"}],
+            ["i-0aaaabbbbccccdddd"],
+            (),
+            id="a-resolved-entity-is-not-read-back-from-resources",
+        ),
+        pytest.param(
+            [{"entityValue": "i-0aaaabbbbccccdddd", "status": 3}, {"entityValue": "i-0eeeeffff00001111"}],
+            [],
+            ("i-0aaaabbbbccccdddd", "i-0eeeeffff00001111"),
+            id="an-odd-entity-status-still-drains",
+        ),
+    ],
+)
+def test_health_entities_decide_and_resources_only_stand_in(
+    entities: object, resources: list[str], expected: tuple[str, ...]
+) -> None:
+    event = altered("health_scheduled_change", resources=resources, **{"detail.affectedEntities": entities})
+
+    assert parse(event).instance_ids == expected
+
+
+@pytest.mark.parametrize("field", ["statusCode", "eventScopeCode", "eventTypeCode"])
+def test_odd_health_refinements_read_as_absent_and_still_drain(field: str) -> None:
+    message = parse(altered("health_scheduled_change", **{f"detail.{field}": ["closed", "PUBLIC"]}))
+
+    assert message.instance_ids == ("i-0b1c2d3e4f5a69788", "i-0d3e4f5a6b7c8d9e0")
+    assert action_for(message, "Ignore", now=at("2026-11-21T08:15:00+00:00")).drain == DRAIN_NOW
+
+
+@pytest.mark.parametrize("state", ["Stopping", "STOPPED", "Shutting-Down", "Terminated"])
+def test_a_state_is_read_in_any_case(state: str) -> None:
+    message = parse(altered("state_change_stopping", **{"detail.state": state}))
+
+    assert message.state == state.lower()
+    assert action_for(message, "Ignore", now=at("2026-11-21T10:03:45+00:00")).acts
+
+
+def test_an_sns_notification_is_read_as_the_event_it_carries() -> None:
+    notification = load("sns_spot_interruption_warning")
+    inner = json.loads(notification["Message"])
+
+    assert parse(notification) == parse(inner) == parse(json.dumps(notification).encode())
+    assert parse(notification).instance_ids == ("i-0c9d8e7f6a5b4c3d2",)
+
+
+def test_an_event_with_a_type_field_is_not_taken_for_an_sns_notification() -> None:
+    event = altered("spot_interruption_warning", Type="Notification", Message="not the event")
+
+    assert parse(event).kind == SPOT_INTERRUPTION
+
+
+@pytest.mark.parametrize(
+    ("message", "words"),
+    [
+        pytest.param(7, "'Message' is not a string", id="number"),
+        pytest.param("[1, 2]", "'Message' is JSON list", id="array"),
+        pytest.param('{"a": NaN}', "NaN is not a JSON number", id="nan"),
+        pytest.param("{" * 3, "'Message' is not JSON", id="broken"),
+    ],
+)
+def test_an_sns_notification_not_carrying_an_event_object_is_malformed(message: object, words: str) -> None:
+    notification = load("sns_spot_interruption_warning")
+    notification["Message"] = message
+
+    with pytest.raises(MalformedEvent, match=words):
+        parse(notification)
 
 
 @pytest.mark.parametrize(
