@@ -304,6 +304,9 @@ class Settings:
     fleet_seconds: float = 0.0
     cpu_scale: float = 1.0
     options: dict[str, float] = field(default_factory=dict)
+    # True: the loop waits for the pending pods to change (as the watch-fed adapter wakes it);
+    # False: it polls once a second, as before the adapter watched.
+    wake_on_change: bool = True
 
 
 @dataclass
@@ -380,6 +383,7 @@ def run_pattern(pattern: Pattern, types: Sequence[InstanceType], settings: Setti
         observer=observer,
         options=ProvisionerOptions(**settings.options),  # type: ignore[arg-type]
         sleep=world.timeline.sleep,
+        wait=world.timeline.sleep if settings.wake_on_change else None,
     )
     provisioner.pass_cpu = []
     first = 0
@@ -454,6 +458,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--fleet-seconds", type=float, default=0.0, help="CreateFleet response time")
     p.add_argument("--cpu-scale", type=float, default=1.0, help="virtual seconds per CPU second (0: free)")
     p.add_argument("--option", type=_option, action="append", default=[], help="ProvisionerOptions NAME=VALUE")
+    p.add_argument("--poll", action="store_true", help="poll once a second instead of waking on change")
     p.add_argument("--json", help="also write the results to this file")
     return p
 
@@ -477,6 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fleet_seconds=args.fleet_seconds,
         cpu_scale=args.cpu_scale,
         options=dict(args.option),
+        wake_on_change=not args.poll,
     )
     chosen = patterns(args.quick)
     names = args.pattern or list(chosen)

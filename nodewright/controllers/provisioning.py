@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -156,6 +157,59 @@ class RunReport:
         }
 
 
+class Batch:
+    """The batching rules over the pods waiting for capacity (see the module docstring).
+
+    `due(waiting, now)` is asked at every check (a change of the pending pods, or a time
+    `next_check` named) and says whether a pass should start now: `batch_idle` seconds without a
+    new pod, `batch_max` after the first, or, once the batch is `batch_idle` old, a `poll` period
+    that grew it by less than `batch_growth` of its size. Growth is measured per `poll` period,
+    not per check: a loop woken by every new pod would otherwise see one pod at a time and pass
+    on a burst still arriving.
+    """
+
+    def __init__(self, options: ProvisionerOptions) -> None:
+        self.options = options
+        self.first_seen: float | None = None
+        self.last_change = 0.0
+        self._seen: frozenset[str] = frozenset()
+        self._measured: frozenset[str] = frozenset()  # the batch at the last growth measure
+        self._measured_at = 0.0
+
+    @property
+    def open(self) -> bool:
+        """True while pods wait for a pass."""
+        return self.first_seen is not None
+
+    def due(self, waiting: frozenset[str], now: float) -> bool:
+        """Take in the pods waiting now; True when a pass should start."""
+        opts = self.options
+        if not waiting:
+            self.first_seen = None
+            self._seen = waiting
+            return False
+        if self.first_seen is None:
+            self.first_seen = self.last_change = self._measured_at = now
+            self._measured = frozenset()
+        elif not waiting <= self._seen:
+            self.last_change = now
+        self._seen = waiting
+        if now - self.last_change >= opts.batch_idle or now - self.first_seen >= opts.batch_max:
+            return True
+        if now - self._measured_at < opts.poll:
+            return False
+        added = len(waiting - self._measured)
+        self._measured, self._measured_at = waiting, now
+        return now - self.first_seen >= opts.batch_idle and added < opts.batch_growth * (len(waiting) - added)
+
+    def next_check(self, now: float) -> float:
+        """When a rule may next come due with no change (infinity when no batch is open)."""
+        if self.first_seen is None:
+            return math.inf
+        opts = self.options
+        return min(self._measured_at + opts.poll, self.last_change + opts.batch_idle, self.first_seen + opts.batch_max)
+
+
 class Provisioner:
     """Runs provisioning passes against the ports it is given (see the module docstring)."""
 
@@ -211,9 +265,7 @@ class Provisioner:
         try:
             self.cluster.follow(deadline - self.clock.now())
             report.housekeeping = self.reconcile(self.cluster.snapshot())
-            first_seen: float | None = None
-            last_change = 0.0
-            seen: frozenset[str] = frozenset()
+            batch = Batch(opts)
             parked: dict[str, float] = {}
             end = deadline - opts.deadline_margin
             idle_since = self.clock.now()
@@ -224,37 +276,22 @@ class Provisioner:
                 waiting = frozenset(p.key for p in self.cluster.pending()) - parked.keys()
                 if waiting:  # the claims are read only when something waits: most checks find nothing
                     waiting -= self._handled()
-                added = len(waiting - seen)
-                if not waiting:
-                    first_seen = None
-                    if opts.idle_exit is not None and now - idle_since >= opts.idle_exit:
-                        self.observer.decision("idle-exit", idle_seconds=round(now - idle_since, 3))
-                        break
-                elif first_seen is None or not waiting <= seen:
-                    first_seen = now if first_seen is None else first_seen
-                    last_change = now
-                seen = waiting
-                if first_seen is not None and (
-                    now - last_change >= opts.batch_idle
-                    or now - first_seen >= opts.batch_max
-                    or (now - first_seen >= opts.batch_idle and added < opts.batch_growth * (len(waiting) - added))
-                ):
+                if not waiting and opts.idle_exit is not None and now - idle_since >= opts.idle_exit:
+                    self.observer.decision("idle-exit", idle_seconds=round(now - idle_since, 3))
+                    break
+                if batch.due(waiting, now):
                     result = self.provision(self.cluster.snapshot())
                     parked.update(dict.fromkeys(result.unschedulable, self.clock.now() + opts.unschedulable_retry))
                     report.passes += 1
                     report.launched += result.launched
                     report.failed.update(result.failed)
-                    first_seen = None
+                    batch = Batch(opts)
                     idle_since = self.clock.now()
                     lease.renew()
                     continue
                 # Until something changes, or a batch rule or a parked pod's retry comes due.
-                wake = end
-                if first_seen is not None:
-                    wake = min(wake, now + opts.poll, last_change + opts.batch_idle, first_seen + opts.batch_max)
-                if parked:
-                    wake = min(wake, *parked.values())
-                if opts.idle_exit is not None and first_seen is None:
+                wake = min(end, batch.next_check(now), *parked.values())
+                if opts.idle_exit is not None and not batch.open:
                     wake = min(wake, idle_since + opts.idle_exit)
                 self._wait(max(0.0, wake - now), functools.partial(self._changed, version))
         finally:

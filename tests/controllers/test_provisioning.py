@@ -421,3 +421,17 @@ def test_economy_ends_an_idle_invocation_early_and_never_one_with_pods_waiting()
     world.provisioner(idle_exit=5.0).run(started + 68)
     assert world.launches() == 1  # the waiting pods were served first
     assert world.clock.now() < started + 10
+
+
+def test_a_woken_loop_measures_growth_per_poll_so_a_burst_still_arriving_is_passed_on_whole() -> None:
+    world = World()
+    timeline = Timeline(world.clock)
+    for i in range(30):  # ten pods a second for three seconds, one at a time
+        timeline.at(START + 5 + i / 10, partial(world.pending, 1, prefix=f"burst-{i}"))
+    provisioner = world.provisioner()
+    provisioner.wait = timeline.sleep
+    provisioner.run(START + 68)
+
+    committed = capacity_committed(world.observer.decisions)
+    assert len(committed) == 30
+    assert len(set(committed.values())) == 1  # one pass, after the burst ended
