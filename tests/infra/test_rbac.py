@@ -11,11 +11,11 @@ from tests.infra.conftest import REPO_ROOT
 
 EXPECTED_RULES = {
     ("", "nodes"): {"get", "list", "watch", "patch", "delete"},
-    ("", "pods"): {"get", "list"},
+    ("", "pods"): {"get", "list", "watch"},
     ("", "pods/eviction"): {"create"},
     ("", "events"): {"create"},
-    ("policy", "poddisruptionbudgets"): {"list"},
-    ("apps", "daemonsets"): {"list"},
+    ("policy", "poddisruptionbudgets"): {"list", "watch"},
+    ("apps", "daemonsets"): {"list", "watch"},
     ("events.k8s.io", "events"): {"create"},
     ("nodewright.io", "nodepools"): {"get", "list", "watch"},
     ("nodewright.io", "ec2nodeclasses"): {"get", "list", "watch"},
