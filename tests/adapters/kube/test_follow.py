@@ -17,10 +17,12 @@ from dataclasses import replace
 import pytest
 
 from nodewright.adapters.clock import SystemClock
+from nodewright.adapters.kube.client import from_cluster_info
 from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.kube.store import KINDS
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.model.cluster import ClusterInfo
 from nodewright.sim.apiserver import ApiServer
 from nodewright.sim.clock import VirtualClock
 from nodewright.sim.cloud import FakeCloudProvider
@@ -28,7 +30,7 @@ from nodewright.sim.cluster import InMemoryCluster
 from nodewright.sim.state import InMemoryStateStore
 from tests.builders import node, node_pool, pod
 from tests.controllers.test_provisioning import FixedCatalog
-from tests.sim.test_apiserver import START, active, adapter
+from tests.sim.test_apiserver import FAKE_CA, START, active, adapter
 
 pytestmark = pytest.mark.integration
 
@@ -157,3 +159,26 @@ def test_a_cold_start_lists_each_kind_once_and_sees_what_the_warm_one_sees(
             cold.close()
     finally:
         warm.close()
+
+
+def test_a_401_on_a_watch_fetches_a_fresh_token_and_the_watch_goes_on() -> None:
+    cluster = steady()
+    with ApiServer(cluster, tokens={"first"}, bookmark_every=0.2) as server:
+        tokens = ["first"]
+        kube = KubeCluster(
+            from_cluster_info(ClusterInfo("sim", server.url, FAKE_CA, "1.31"), lambda: tokens[-1]),
+            on_unauthorized=lambda: tokens.append("second"),
+        )
+        kube.follow(30)
+        try:
+            kube.snapshot()
+            server.tokens = {"second"}  # the EKS token expired
+            server.drop_connections()  # the watches come back with the old one: 401
+            with server.lock:
+                cluster.add_pod(pod("after-rotation"))
+            caught_up(kube, server)
+            assert [p.name for p in kube.pending()] == ["after-rotation"]
+            assert tokens[:2] == ["first", "second"]
+            assert {kind: w.lists for kind, w in kube.watchers().items()} == dict.fromkeys(KINDS, 1)
+        finally:
+            kube.close()
