@@ -20,7 +20,9 @@ EC2 and state store (the AWS side is not what is measured here). It reports:
   requests_per_second, bytes_per_second   sent / received by the adapter after its first LIST
   first_list_cpu_seconds                  CPU of this process until every kind is synced
   cpu_seconds_per_second                  CPU of this process per second of loop after that
-  peak_rss_mb                             this process's peak resident memory
+  peak_rss_mb                             this process's peak resident memory (it imports the
+                                          provisioner's handler, boto3 and Powertools with it, as
+                                          the Lambda does)
   pending_to_launch_p50 / _p99            a burst pod's creation -> its CreateFleet, seconds
 
 CPU is this process's (`time.process_time`: the loop and the watch threads), not the server's.
@@ -33,6 +35,7 @@ it needs a writable cgroup CPU controller (root on cgroup v1 or v2) and says so 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import multiprocessing
 import os
@@ -245,6 +248,8 @@ def measure(
     lambda_memory: int | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark once; the figures of the module docstring."""
+    # What the Lambda holds in memory besides the cluster: its handler and what that imports.
+    importlib.import_module("functions.provisioner.handler")
     context = multiprocessing.get_context("spawn")
     parent, child = context.Pipe()
     process = context.Process(target=_serve, args=(pods, nodes, burst, burst_every, seed, child), daemon=True)
