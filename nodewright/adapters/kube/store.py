@@ -135,11 +135,6 @@ class ClusterStore:
             bound = self._by_node.get(node, {})
             return [bound[k] for k in sorted(bound)]
 
-    def count(self, kind: str) -> int:
-        """How many objects of `kind` the store holds."""
-        with self.changed:
-            return len(self._kinds[kind].objects)
-
     # ------------------------------------------------------------------ internals (lock held)
 
     def _sorted(self, kind: str) -> tuple[Any, ...]:
