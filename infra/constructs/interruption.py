@@ -10,7 +10,7 @@ requests.
 
 The function reads batches of 10 and reports partial batch failures. Besides cordoning and
 draining, it may send itself a delayed message to continue a long drain, invoke the provisioner
-asynchronously for replacement capacity, and terminate or tag only instances owned by this cluster.
+asynchronously for replacement capacity, and terminate only instances owned by this cluster.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import jsii
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.interfaces.aws_events import IRuleRef
 from constructs import Construct
@@ -133,11 +132,18 @@ class Interruption(Construct):
         )
 
         policy = permissions.PolicyBuilder()
-        permissions.allow_describe(policy, actions=["ec2:DescribeInstances"])
-        permissions.allow_manage_owned_instances(policy, cluster_name=cluster_name)
+        permissions.allow_terminate_owned_instances(policy, cluster_name=cluster_name)
         permissions.allow_describe_cluster(policy, cluster_name=cluster_name)
         # Only the function ARN (grant_invoke would add "<arn>:*" for every version and alias).
         policy.allow(["lambda:InvokeFunction"], [provisioner.function_arn])
+        # The event source mapping polls with the function's role (Lambda Developer Guide, "Using
+        # Lambda with Amazon SQS"), and the function sends itself delayed drain continuations. The
+        # L2 SqsEventSource and grant_send_messages would add ChangeMessageVisibility and
+        # GetQueueUrl, which neither makes.
+        policy.allow(
+            ["sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"],
+            [self.queue.queue_arn],
+        )
         self.handler = NodewrightFunction(
             self,
             "Interruption",
@@ -152,9 +158,11 @@ class Interruption(Construct):
         )
         self.function = self.handler.function
         self.role = self.handler.role
-        self.function.add_event_source(
-            sources.SqsEventSource(self.queue, batch_size=BATCH_SIZE, report_batch_item_failures=True)
+        self.function.add_event_source_mapping(
+            "QueueSource",
+            event_source_arn=self.queue.queue_arn,
+            batch_size=BATCH_SIZE,
+            report_batch_item_failures=True,
         )
-        # Delayed continuation of a drain that outlives one invocation.
-        self.queue.grant_send_messages(self.role)
-        state.grant_function_access(self.role)
+        state.grant_controller_access(self.role)
+        state.grant_idempotency_access(self.role)

@@ -27,19 +27,20 @@ from constructs import IConstruct
 CLUSTER_TAG_KEY = "nodewright.io/cluster"
 
 # Describe calls and the Price List API support no resource-level permissions (AWS Service
-# Authorization Reference), so they can only be granted on "*".
+# Authorization Reference), so they can only be granted on "*". What launching needs: the
+# catalog (instance types, offerings, spot prices) and NodeClass resolution (subnets, security
+# groups, AMIs selected by id, name or tags). Exactly what the functions call: see
+# tests/infra/test_derived_grants.py.
 EC2_DESCRIBE_ACTIONS: tuple[str, ...] = (
-    "ec2:DescribeAvailabilityZones",
-    "ec2:DescribeCapacityReservations",
     "ec2:DescribeImages",
     "ec2:DescribeInstanceTypeOfferings",
     "ec2:DescribeInstanceTypes",
-    "ec2:DescribeInstances",
-    "ec2:DescribeLaunchTemplates",
     "ec2:DescribeSecurityGroups",
     "ec2:DescribeSpotPriceHistory",
     "ec2:DescribeSubnets",
 )
+# The provisioner also lists the cluster's instances (launches that never registered, orphans).
+DESCRIBE_INSTANCES = "ec2:DescribeInstances"
 LAUNCH_ACTIONS: tuple[str, ...] = ("ec2:CreateFleet", "ec2:RunInstances")
 # Resource types a launch creates (and so can be tagged at creation).
 CREATED_BY_LAUNCH: tuple[str, ...] = (
@@ -141,10 +142,14 @@ def allow_describe(policy: PolicyBuilder, *, actions: Sequence[str] = EC2_DESCRI
     policy.allow(actions, [ANY], wildcard_reason=NO_RESOURCE_LEVEL)
 
 
-def allow_manage_owned_instances(policy: PolicyBuilder, *, cluster_name: str) -> None:
-    """Terminate and tag instances, but only those carrying this cluster's ownership tag."""
+def allow_terminate_owned_instances(policy: PolicyBuilder, *, cluster_name: str) -> None:
+    """Terminate instances, but only those carrying this cluster's ownership tag.
+
+    No CreateTags on existing instances: nothing tags an instance after its launch, and that
+    right would let a role rewrite the ownership tag itself.
+    """
     policy.allow(
-        ["ec2:TerminateInstances", "ec2:CreateTags"],
+        ["ec2:TerminateInstances"],
         [ec2_arn("instance")],
         conditions=_owned(cluster_name),
         wildcard_reason=f"Scoped by aws:ResourceTag {CLUSTER_TAG_KEY}={cluster_name}.",

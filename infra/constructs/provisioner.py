@@ -8,6 +8,7 @@ permissions are those of every scheduled controller (`scheduled.py`).
 
 from __future__ import annotations
 
+from infra.constructs import permissions
 from infra.constructs.scheduled import ScheduledController
 
 
@@ -16,3 +17,5 @@ class Provisioner(ScheduledController):
 
     NAME = "provisioner"
     PURPOSE = "launches nodes for pending pods"
+    # Housekeeping lists the cluster's instances: launches that never registered, orphans.
+    EXTRA_DESCRIBE = (permissions.DESCRIBE_INSTANCES,)

@@ -4,8 +4,9 @@ Both run every `rate_minutes` with reserved concurrency 1 (two passes deciding a
 on the same pods or candidates twice), and both launch capacity (the consolidator launches
 replacements itself, so it can wait for them before draining). So both get the same
 least-privilege policy: EC2 discovery, launching and tagging only what carries this cluster's tag,
-passing only the node role to EC2, managing only instances tagged as ours, prices and public AMI
-parameters, DescribeCluster on this cluster, and the state tables (config read-only).
+passing only the node role to EC2, terminating only instances tagged as ours, prices and public
+AMI parameters, DescribeCluster on this cluster, and the state and config tables (exactly the
+item calls they make: `State.grant_controller_access`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class ScheduledController(Construct):
 
     NAME: ClassVar[str]
     PURPOSE: ClassVar[str]
+    # EC2 Describe* beyond launching's (permissions.EC2_DESCRIBE_ACTIONS) the function calls.
+    EXTRA_DESCRIBE: ClassVar[tuple[str, ...]] = ()
 
     function: lambda_.Function
     role: iam.Role
@@ -59,10 +62,10 @@ class ScheduledController(Construct):
         """Create the function, its least-privilege role and its schedule."""
         super().__init__(scope, construct_id)
         policy = permissions.PolicyBuilder()
-        permissions.allow_describe(policy)
+        permissions.allow_describe(policy, actions=(*permissions.EC2_DESCRIBE_ACTIONS, *self.EXTRA_DESCRIBE))
         permissions.allow_launch(policy, cluster_name=cluster_name, node_role_arn=node_role.role_arn)
         # Rolls back launches whose node never registered, collects orphans, terminates replaced nodes.
-        permissions.allow_manage_owned_instances(policy, cluster_name=cluster_name)
+        permissions.allow_terminate_owned_instances(policy, cluster_name=cluster_name)
         permissions.allow_node_catalog(policy)
         permissions.allow_describe_cluster(policy, cluster_name=cluster_name)
         self.handler = NodewrightFunction(
@@ -80,7 +83,7 @@ class ScheduledController(Construct):
         )
         self.function = self.handler.function
         self.role = self.handler.role
-        state.grant_function_access(self.role)
+        state.grant_controller_access(self.role)
         configure_single_flight(self.function, rate_minutes=rate_minutes)
         self.schedule = events.Rule(
             self,

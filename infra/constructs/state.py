@@ -5,7 +5,7 @@
 - state: node claims, the capacity-error cache, leases, disruption commands, price cache; items
   expire through the `expires_at` TTL attribute.
 - idempotency: Powertools idempotency records (`id` key, `expiration` TTL), so a re-delivered
-  EventBridge or SQS event does not run a pass twice.
+  EventBridge or SQS event is not acted on twice (the interruption function's only).
 
 All three are on-demand (the load is a few requests a minute) with point-in-time recovery.
 """
@@ -19,6 +19,14 @@ from constructs import Construct
 
 STATE_TTL_ATTRIBUTE = "expires_at"
 IDEMPOTENCY_TTL_ATTRIBUTE = "expiration"
+# The item calls the functions make on each table, no more (derived from the calls and checked by
+# tests/infra/test_derived_grants.py): the state store writes with conditional puts, deletes and
+# reads by Query (nodewright.adapters.aws.state_store); the config is read with a Scan
+# (nodewright.adapters.aws.config_store); Powertools' idempotency layer puts, updates and
+# deletes its records (it reads the old record from the failed conditional put, not GetItem).
+STATE_ACTIONS: tuple[str, ...] = ("dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:Query")
+CONFIG_ACTIONS: tuple[str, ...] = ("dynamodb:Scan",)
+IDEMPOTENCY_ACTIONS: tuple[str, ...] = ("dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
 
 
 class State(Construct):
@@ -64,11 +72,15 @@ class State(Construct):
             removal_policy=cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY,
         )
 
-    def grant_function_access(self, grantee: iam.IGrantable) -> None:
-        """What every function needs: read the config, read/write state and idempotency records.
+    def grant_controller_access(self, grantee: iam.IGrantable) -> None:
+        """What every function needs: read the config, read and write the state.
 
         Writing the config is the operator's job (`nodewright nodepool apply`), never a function's.
+        (Not the L2 `grant_read_data`: it adds stream reads and DescribeTable no function makes.)
         """
-        self.config_table.grant_read_data(grantee)
-        self.state_table.grant_read_write_data(grantee)
-        self.idempotency_table.grant_read_write_data(grantee)
+        self.config_table.grant(grantee, *CONFIG_ACTIONS)
+        self.state_table.grant(grantee, *STATE_ACTIONS)
+
+    def grant_idempotency_access(self, grantee: iam.IGrantable) -> None:
+        """The idempotency records: only the interruption function deduplicates its events."""
+        self.idempotency_table.grant(grantee, *IDEMPOTENCY_ACTIONS)

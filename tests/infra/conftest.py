@@ -20,6 +20,7 @@ from aws_cdk import aws_iam as iam
 
 import app as nodewright_app
 from infra.stack import NodewrightStack
+from tests.infra.derive import Recorder, record
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = "demo"
@@ -64,6 +65,13 @@ class Synthesized:
                 listed = statement["Action"]
                 actions.update([listed] if isinstance(listed, str) else listed)
         return actions
+
+
+@pytest.fixture(scope="session")
+def derived() -> Recorder:
+    """What each function called, AWS and Kubernetes (tests/infra/derive.py; about a minute:
+    seven simulated runs over HTTP)."""
+    return record()
 
 
 @pytest.fixture(scope="session")

@@ -131,27 +131,27 @@ def test_launchers_read_prices_public_ami_parameters_and_this_cluster_only(
 
 
 @pytest.mark.parametrize("name", ["provisioner", "interruption", "consolidator"])
-def test_instances_are_terminated_and_tagged_only_when_they_carry_our_cluster_tag(
-    synthesized: Synthesized, name: str
-) -> None:
+def test_instances_are_terminated_only_when_they_carry_our_cluster_tag(synthesized: Synthesized, name: str) -> None:
     role = getattr(synthesized.stack, name).role
     policy_of(
         synthesized,
         role,
-        [
-            Match.object_like(
-                {
-                    "Action": ["ec2:CreateTags", "ec2:TerminateInstances"],
-                    "Resource": ec2_arn("instance"),
-                    "Condition": OWNED,
-                }
-            )
-        ],
+        [Match.object_like({"Action": "ec2:TerminateInstances", "Resource": ec2_arn("instance"), "Condition": OWNED})],
     )
     for statement in synthesized.statements_of(role):
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
         if "ec2:TerminateInstances" in actions:
             assert statement["Condition"] == OWNED
+
+
+@pytest.mark.parametrize("name", ["provisioner", "interruption", "consolidator"])
+def test_tags_are_written_only_by_the_call_that_creates_the_resource(synthesized: Synthesized, name: str) -> None:
+    """No CreateTags on existing resources: a role could otherwise rewrite the ownership tag."""
+    for statement in synthesized.statements_of(getattr(synthesized.stack, name).role):
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        if "ec2:CreateTags" in actions:
+            assert actions == ["ec2:CreateTags"]
+            assert "ec2:CreateAction" in statement["Condition"]["StringEquals"]
 
 
 def test_describe_actions_are_the_only_ec2_grants_on_star(synthesized: Synthesized) -> None:
@@ -177,9 +177,11 @@ def test_interruption_may_invoke_the_provisioner_send_and_receive_on_its_queue(s
                 }
             ),
             Match.object_like(
-                {"Action": Match.array_with(["sqs:ReceiveMessage", "sqs:DeleteMessage"]), "Resource": queue_arn}
+                {
+                    "Action": ["sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"],
+                    "Resource": queue_arn,
+                }
             ),
-            Match.object_like({"Action": Match.array_with(["sqs:SendMessage"]), "Resource": queue_arn}),
         ],
     )
 

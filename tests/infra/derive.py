@@ -1,0 +1,341 @@
+"""Record what each function calls: every AWS operation and every Kubernetes request, per function.
+
+What runs: the shipped short scenarios (examples/scenarios) and three in tests/infra/scenarios,
+through the simulator with `kube_api: http`, so the real handlers, controllers and adapters call
+moto through boto3 and the API emulator through the real kubernetes client; then each function's
+cold start (`*_from_settings`, the production composition root) against moto, and the
+interruption function's deduplicator on a failed and a redelivered event.
+
+What is observed:
+  * AWS: a botocore `before-parameter-build` handler added to botocore's built-in handlers, so
+    every client of every session created while recording is seen (the simulator's, Powertools',
+    the cold start's). A call belongs to the function whose invocation thread made it (the
+    simulator names each thread `<function>-<request id>`, nodewright.simulator.lambdas), or to
+    the function a probe runs as (`Recorder.acting_as`). The world's own calls (creating the
+    account, polling the queue) run on no function's thread and are not counted.
+  * Kubernetes: `RESTClientObject.request` of the kubernetes client, wrapped; a request belongs to
+    the function whose adapter (one per function, nodewright.simulator.kubehttp) owns the client,
+    watch threads included.
+
+Where the simulator stands in for a real call to keep a day's run fast, the stand-in is wrapped
+so that the first time a function reaches it, the real adapter's method runs too and its calls
+are recorded (against moto or the emulator; a failure after the call was sent is fine, the call
+is what needs the grant):
+  * MirroredCloud.instances -> Ec2CloudProvider.instances (DescribeInstances);
+  * MirroredStateStore's reads -> DynamoStateStore's (Query);
+  * SimCatalog -> LiveCatalog (instance types, offerings, spot and on-demand prices);
+  * StaticConfiguration -> the config table (ConfigStore.list) and the CRDs (read_config);
+  * PublicParameters for /aws/service/ names -> ssm GetParameter;
+  * SimulatedLambda.invoke -> lambda Invoke;
+  * the simulator resolves AMIs by alias only: NodeClassResolver.images -> also by name
+    (amiSelectorTerms with id, name or tags: DescribeImages).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import botocore.handlers
+from kubernetes.client import rest
+
+from infra.grants import KubeAccess, Operation, kube_access
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# The shipped short scenarios, and three for paths they do not take (see each file's header):
+# the consolidator's replace, the provisioner's registration timeout, a spot warning that blocks
+# its offering.
+SHIPPED = ("scale-up", "spot-storm", "zone-outage", "limits")
+SCENARIOS = (
+    *(REPO_ROOT / "examples" / "scenarios" / f"{name}.yaml" for name in SHIPPED),
+    *(
+        REPO_ROOT / "tests" / "infra" / "scenarios" / f"{name}.yaml"
+        for name in ("scale-down", "never-ready", "spot-warning")
+    ),
+)
+FUNCTIONS = ("provisioner", "interruption", "consolidator")
+TABLES = {"nodewright-state": "state", "nodewright-idempotency": "idempotency", "nodewright-config": "config"}
+
+
+@dataclass
+class Recorder:
+    """AWS operations and Kubernetes permissions per function (see the module docstring)."""
+
+    aws: dict[str, set[Operation]] = field(default_factory=lambda: {f: set() for f in FUNCTIONS})
+    kube: dict[str, set[KubeAccess]] = field(default_factory=lambda: {f: set() for f in FUNCTIONS})
+    unattributed: set[Operation] = field(default_factory=set)
+    _local: threading.local = field(default_factory=threading.local)
+    _clients: dict[int, str] = field(default_factory=dict)
+    _adapters: dict[str, Any] = field(default_factory=dict)
+    _probed: set[tuple[str, str]] = field(default_factory=set)
+
+    def function(self) -> str | None:
+        """The function the current thread acts for, if any ("" while the simulated AWS acts)."""
+        acting: str | None = getattr(self._local, "function", None)
+        if acting is not None:
+            return acting or None
+        prefix = threading.current_thread().name.rsplit("-", 1)[0]
+        return prefix if prefix in FUNCTIONS else None
+
+    @contextlib.contextmanager
+    def acting_as(self, function: str) -> Iterator[None]:
+        """Count the calls made in this block as `function`'s."""
+        previous = getattr(self._local, "function", None)
+        self._local.function = function
+        try:
+            yield
+        finally:
+            self._local.function = previous
+
+    def add(self, operation: Operation) -> None:
+        """Count one AWS operation for the current function."""
+        function = self.function()
+        if function is None:
+            self.unattributed.add(operation)
+        else:
+            self.aws[function].add(operation)
+
+    # -- hooks ----------------------------------------------------------------------------------------
+
+    def _before_parameter_build(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        service = model.service_model.service_name
+        tables = [params.get("TableName")] if "TableName" in params else list(params.get("RequestItems") or ())
+        for item in params.get("TransactItems") or ():
+            tables.extend(part.get("TableName") for part in item.values())
+        for table in tables or [""]:
+            self.add(Operation(service, model.name, TABLES.get(str(table), str(table)) if table else ""))
+
+    def _request(
+        self, original: Callable[..., Any], client: Any, method: str, url: str, *args: Any, **kwargs: Any
+    ) -> Any:
+        query = kwargs.get("query_params") if "query_params" in kwargs else (args[0] if args else None)
+        function = self._clients.get(id(client)) or self.function()
+        if function is not None:
+            self.kube[function].add(kube_access(method, url, query))
+        return original(client, method, url, *args, **kwargs)
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """Record while the block runs (the hooks and stand-in wrappers are removed after)."""
+        handler = ("before-parameter-build", self._before_parameter_build)
+        botocore.handlers.BUILTIN_HANDLERS.append(handler)
+        with contextlib.ExitStack() as stack:
+            stack.callback(botocore.handlers.BUILTIN_HANDLERS.remove, handler)
+            original = rest.RESTClientObject.request
+
+            def request(client: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+                return self._request(original, client, method, url, *args, **kwargs)
+
+            for target, name, wrapper in self._wrappers(request):
+                stack.enter_context(_patched(target, name, wrapper))
+            yield
+
+    def _wrappers(self, request: Callable[..., Any]) -> list[tuple[Any, str, Any]]:
+        from nodewright.adapters.aws.ec2 import Ec2CloudProvider
+        from nodewright.adapters.aws.nodeclass_resolver import NodeClassResolver
+        from nodewright.adapters.aws.state_store import DynamoStateStore
+        from nodewright.controllers.provisioning import StaticConfiguration
+        from nodewright.model.nodeclass import AMISelectorTerm
+        from nodewright.simulator import kubehttp
+        from nodewright.simulator.aws import (
+            MirroredCloud,
+            MirroredStateStore,
+            PublicParameters,
+            SimulatedEc2,
+            SimulatedLambda,
+        )
+        from nodewright.simulator.world import SimCatalog, World
+
+        recorder = self
+
+        def adapter(self: Any, function: str, *args: Any, **kwargs: Any) -> Any:
+            made = original_adapter(self, function, *args, **kwargs)
+            recorder._adapters[function] = made
+            recorder._clients[id(made._core.api_client.rest_client)] = function
+            return made
+
+        original_adapter = kubehttp.HttpCluster.adapter
+
+        def also(stand_in: Callable[..., Any], real: Callable[..., Any], key: str) -> Callable[..., Any]:
+            @functools.wraps(stand_in)
+            def wrapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+                function = recorder.function()
+                if function is not None and (function, key) not in recorder._probed:
+                    recorder._probed.add((function, key))
+                    with contextlib.suppress(Exception):
+                        real(self, *args, **kwargs)
+                return stand_in(self, *args, **kwargs)
+
+            return wrapped
+
+        def get_parameter(self: Any, **request_: Any) -> Any:
+            recorder.add(Operation("ssm", "GetParameter"))
+            return original_get_parameter(self, **request_)
+
+        original_get_parameter = PublicParameters.get_parameter
+
+        def invoke(self: Any, **request_: Any) -> Any:
+            assert request_.get("InvocationType") == "Event", request_
+            recorder.add(Operation("lambda", "Invoke"))
+            return original_invoke(self, **request_)
+
+        original_invoke = SimulatedLambda.invoke
+
+        def aside(method: Callable[..., Any]) -> Callable[..., Any]:
+            """The simulated AWS's own work, even on a function's thread (e.g. the EC2 state-change
+            event a termination publishes): no function's call."""
+
+            @functools.wraps(method)
+            def wrapped(*args: Any, **kwargs: Any) -> Any:
+                with recorder.acting_as(""):
+                    return method(*args, **kwargs)
+
+            return wrapped
+
+        wrappers: list[tuple[Any, str, Any]] = [
+            (rest.RESTClientObject, "request", request),
+            (kubehttp.HttpCluster, "adapter", adapter),
+            (MirroredCloud, "instances", also(MirroredCloud.instances, Ec2CloudProvider.instances, "instances")),
+            (PublicParameters, "get_parameter", get_parameter),
+            (SimulatedLambda, "invoke", invoke),
+            (SimCatalog, "instance_types", also(SimCatalog.instance_types, _live_catalog, "catalog")),
+            (StaticConfiguration, "load", also(StaticConfiguration.load, self._stored_config, "config")),
+        ]
+        hooks = ("capacity_error", "price", "spot_depth", "launched", "fleet", "terminating", "terminated", "_put")
+        wrappers.extend((World, name, aside(getattr(World, name))) for name in hooks)
+        wrappers.append((SimulatedEc2, "_zone", aside(SimulatedEc2._zone)))
+        original_images = NodeClassResolver.images
+
+        def by_name(self: Any, *_: Any, **__: Any) -> Any:
+            return original_images(self, (AMISelectorTerm(name="simulated-eks-node-x86_64"),))
+
+        wrappers.append((NodeClassResolver, "images", also(original_images, by_name, "images")))
+        for name in ("claims", "blocked_offerings", "commands"):
+            stand_in = getattr(MirroredStateStore, name)
+            wrappers.append((MirroredStateStore, name, also(stand_in, getattr(DynamoStateStore, name), name)))
+        return wrappers
+
+    def _stored_config(self, _: Any) -> None:
+        """What StoredConfiguration reads instead: the config table, or the CRDs (configSource=crd)."""
+        import boto3
+
+        from nodewright.adapters.aws.config_store import ConfigStore
+        from nodewright.adapters.kube.crd_config import read_config
+
+        with contextlib.suppress(Exception):
+            ConfigStore("nodewright-config", client=boto3.client("dynamodb", region_name="us-east-1")).list()
+        function = self.function()
+        if function is not None and function in self._adapters:
+            with contextlib.suppress(Exception):
+                read_config(self._adapters[function]._core.api_client)
+
+
+def _live_catalog(_: Any, nodeclass: Any) -> None:
+    """What the functions' LiveCatalog calls for a NodeClass (moto has no Price List API: the
+    GetProducts call is still sent, and recorded, before it fails)."""
+    import boto3
+
+    from nodewright.adapters.aws.catalog import LiveCatalog
+    from nodewright.adapters.aws.pricing import PriceCache, pricing_client
+    from nodewright.adapters.clock import SystemClock
+
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    clock = SystemClock()
+    prices = PriceCache("us-east-1", pricing=pricing_client("us-east-1"), ec2=ec2, clock=clock)
+    LiveCatalog(ec2, prices, clock).instance_types(nodeclass)
+
+
+@contextlib.contextmanager
+def _patched(target: Any, name: str, value: Any) -> Iterator[None]:
+    original = target.__dict__[name]
+    setattr(target, name, value)
+    try:
+        yield
+    finally:
+        setattr(target, name, original)
+
+
+def cold_start(recorder: Recorder) -> None:
+    """Each function's composition root, as a Lambda cold start runs it, against moto: it asks
+    EKS for the cluster first (moto has none, so the cold start stops there, after the call)."""
+    from moto import mock_aws
+
+    from nodewright.controllers import assembly
+    from nodewright.controllers.observe import RecordingObserver
+    from nodewright.controllers.settings import Settings
+
+    environment = {
+        "CLUSTER_NAME": "derived",
+        "AWS_REGION": "us-east-1",
+        "CONFIG_TABLE_NAME": "nodewright-config",
+        "STATE_TABLE_NAME": "nodewright-state",
+        "IDEMPOTENCY_TABLE_NAME": "nodewright-idempotency",
+    }
+    with mock_aws():
+        for function in FUNCTIONS:
+            build = getattr(assembly, f"{function}_from_settings")
+            with recorder.acting_as(function), contextlib.suppress(Exception):
+                build(Settings.from_env(environment), RecordingObserver())
+
+
+def redelivered_events(recorder: Recorder) -> None:
+    """The interruption function's deduplicator (Powertools idempotency) on the paths a scenario
+    may not take: an event whose handling fails (its record is deleted), then the same event
+    delivered twice (the second is answered from the record)."""
+    import boto3
+    from moto import mock_aws
+
+    from nodewright.adapters.idempotency import EventDeduplicator
+
+    event = (REPO_ROOT / "tests" / "events" / "spot_interruption_warning.json").read_text()
+    failures = [RuntimeError("first attempt fails")]
+
+    def act(_: object) -> dict[str, Any]:
+        if failures:
+            raise failures.pop()
+        return {"ok": True}
+
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(
+            TableName="nodewright-idempotency",
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        once = EventDeduplicator(act, table="nodewright-idempotency", client=client)
+        with recorder.acting_as("interruption"):
+            for _ in range(3):
+                with contextlib.suppress(RuntimeError):
+                    once(event)
+
+
+def record() -> Recorder:
+    """Run the shipped scenarios over HTTP and the cold starts, recording (see the module docstring)."""
+    from nodewright.simulator.runner import run_scenario
+    from nodewright.simulator.scenario import load_scenario
+
+    recorder = Recorder()
+    with recorder.installed():
+        for path in SCENARIOS:
+            scenario = load_scenario(path)
+            run_scenario(replace(scenario, kube_api="http"), plots=False)
+            recorder._adapters.clear()
+        cold_start(recorder)
+        redelivered_events(recorder)
+    return recorder
+
+
+if __name__ == "__main__":  # python -m tests.infra.derive: print what each function calls
+    derived = record()
+    for fn in FUNCTIONS:
+        print(f"{fn}:")
+        for op in sorted(derived.aws[fn]):
+            print(f"  aws  {op.service}.{op.name}{' on ' + op.table if op.table else ''}")
+        for access in sorted(derived.kube[fn]):
+            print(f"  kube {access}")
