@@ -113,12 +113,12 @@ class NodewrightStack(cdk.Stack):
         )
         for handler in (self.provisioner.handler, self.interruption.handler, self.consolidator.handler):
             handler.function.add_environment("INTERRUPTION_QUEUE_URL", queue_url)
-        for construct_id_, role in (
-            ("ProvisionerAccessEntry", self.provisioner.role),
-            ("InterruptionAccessEntry", self.interruption.role),
-            ("ConsolidatorAccessEntry", self.consolidator.role),
+        for function, role in (
+            ("provisioner", self.provisioner.role),
+            ("interruption", self.interruption.role),
+            ("consolidator", self.consolidator.role),
         ):
-            self.access.grant_cluster_access(construct_id_, role)
+            self.access.grant_cluster_access(f"{function.capitalize()}AccessEntry", role, function)
         self.monitoring = Monitoring(
             self,
             "Monitoring",
@@ -148,9 +148,9 @@ class NodewrightStack(cdk.Stack):
             "NodeRoleArn": (self.access.node_role.role_arn, "IAM role of launched nodes"),
             "NodeInstanceProfileName": (self.access.instance_profile.instance_profile_name, "Their instance profile"),
             "DashboardName": (self.monitoring.dashboard.dashboard_name, "CloudWatch dashboard"),
-            "ProvisionerRoleArn": (self.provisioner.role.role_arn, "Kubernetes group nodewright (access entry)"),
-            "InterruptionRoleArn": (self.interruption.role.role_arn, "Kubernetes group nodewright (access entry)"),
-            "ConsolidatorRoleArn": (self.consolidator.role.role_arn, "Kubernetes group nodewright (access entry)"),
+            "ProvisionerRoleArn": (self.provisioner.role.role_arn, "Kubernetes group nodewright-provisioner"),
+            "InterruptionRoleArn": (self.interruption.role.role_arn, "Kubernetes group nodewright-interruption"),
+            "ConsolidatorRoleArn": (self.consolidator.role.role_arn, "Kubernetes group nodewright-consolidator"),
         }
         for name, (value, description) in outputs.items():
             cdk.CfnOutput(self, name, value=value, description=description)

@@ -2,9 +2,10 @@
 
 - The node role and instance profile every launched instance gets, with the four AWS-managed
   policies an EKS worker needs, and an EC2_LINUX access entry so its kubelet can join.
-- `grant_cluster_access(role)` adds a STANDARD access entry mapping a function role to the
-  Kubernetes group `nodewright`. No EKS access policy is associated: the least-privilege
-  ClusterRole in deploy/rbac.yaml, bound to that group, is the only grant.
+- `grant_cluster_access(construct_id, role, function)` adds a STANDARD access entry mapping a
+  function's role to that function's own Kubernetes group (`nodewright-<function>`). No EKS
+  access policy is associated: the function's least-privilege ClusterRole in deploy/rbac.yaml,
+  bound to that group, is its only grant.
 
 The cluster itself is not created here: Nodewright installs into an existing cluster by name.
 """
@@ -16,7 +17,12 @@ from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-KUBERNETES_GROUP = "nodewright"
+
+def kubernetes_group(function: str) -> str:
+    """The Kubernetes group of one function's role (its ClusterRole in deploy/rbac.yaml is bound to it)."""
+    return f"nodewright-{function}"
+
+
 NODE_MANAGED_POLICIES: tuple[str, ...] = (
     "AmazonEKSWorkerNodePolicy",
     "AmazonEKS_CNI_Policy",
@@ -59,13 +65,13 @@ class ClusterAccess(Construct):
             type="EC2_LINUX",
         )
 
-    def grant_cluster_access(self, construct_id: str, role: iam.IRole) -> eks.CfnAccessEntry:
-        """Map `role` to the Kubernetes group `nodewright` (RBAC in deploy/rbac.yaml does the rest)."""
+    def grant_cluster_access(self, construct_id: str, role: iam.IRole, function: str) -> eks.CfnAccessEntry:
+        """Map `role` to `function`'s Kubernetes group (its RBAC in deploy/rbac.yaml does the rest)."""
         return eks.CfnAccessEntry(
             self,
             construct_id,
             cluster_name=self._cluster_name,
             principal_arn=role.role_arn,
             type="STANDARD",
-            kubernetes_groups=[KUBERNETES_GROUP],
+            kubernetes_groups=[kubernetes_group(function)],
         )

@@ -43,15 +43,16 @@ def test_nodes_join_through_an_ec2_linux_access_entry(synthesized: Synthesized) 
     )
 
 
-def test_each_function_role_maps_to_the_nodewright_group_without_an_access_policy(synthesized: Synthesized) -> None:
+def test_each_function_role_maps_to_its_own_group_without_an_access_policy(synthesized: Synthesized) -> None:
     stack = synthesized.stack
-    for role in (stack.provisioner.role, stack.interruption.role, stack.consolidator.role):
+    for function in ("provisioner", "interruption", "consolidator"):
+        role = getattr(stack, function).role
         synthesized.template.has_resource_properties(
             "AWS::EKS::AccessEntry",
             {
                 "ClusterName": CLUSTER,
                 "Type": "STANDARD",
-                "KubernetesGroups": ["nodewright"],
+                "KubernetesGroups": [f"nodewright-{function}"],
                 "PrincipalArn": synthesized.resolve(role.role_arn),
                 "AccessPolicies": Match.absent(),
             },
