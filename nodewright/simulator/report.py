@@ -129,6 +129,19 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
                 f"{consolidator['disruption-aborted']} aborted, {consolidator['disruption-rolled-back']} rolled back)",
             )
         )
+    own = summary.get("self_cost")
+    if own:
+        items = ", ".join(f"{name} {_usd(usd)}" for name, usd in own["by_item_usd_per_month"].items())
+        figures.append(("Nodewright's own AWS bill, per month at this pace", f"{_usd(own['usd_per_month'])} ({items})"))
+    api = summary.get("kube_api")
+    if api:
+        figures.append(
+            (
+                "Kubernetes API load (the functions, over HTTP)",
+                f"{api['requests']} requests, {api['bytes'] / 1e6:.1f} MB; "
+                f"{api['requests_per_minute']:.1f} requests and {api['bytes_per_minute'] / 1e3:.0f} KB a minute",
+            )
+        )
     if summary["provisioner_launches_for_consolidated_pods"]:
         figures.append(
             (
