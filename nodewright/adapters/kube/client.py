@@ -4,8 +4,13 @@ Role: the one place Kubernetes API connections are configured. Two ways in:
 
 * `from_cluster_info(info, token)`: for the Lambdas. `info` comes from DescribeCluster
   (`nodewright.adapters.aws.eks.describe_cluster`), `token` is a callable returning the current
-  bearer token (an `EksTokenSource`). The cluster CA is written to a private temporary file and
-  the server certificate is always verified against it; there is no switch to skip verification.
+  bearer token (an `EksTokenSource`). The cluster CA is written to a private file and the server
+  certificate is always verified against it; there is no switch to skip verification. The file
+  is named by the CA's digest, so a cluster has one file however many clients are built (a
+  Lambda's /tmp outlives a cold start when the execution environment is reused): it is written
+  once, atomically (a private temporary file renamed into place, so a reader never sees half a
+  certificate), and reused while it holds the same bytes. A plain-HTTP endpoint (the local API
+  emulators) has no TLS to verify: its CA is checked but not written.
   The token is asked for on every request (the client's `refresh_api_key_hook`), so a token the
   source refreshed, by age or after a 401, is used by the very next request without rebuilding
   the client or its connection pool.
@@ -20,7 +25,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import hashlib
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -52,7 +60,10 @@ def from_cluster_info(
     """
     configuration = Configuration(host=info.endpoint.rstrip("/"))
     configuration.verify_ssl = True
-    configuration.ssl_ca_cert = write_ca_file(info.certificate_authority, directory=ca_directory)
+    if info.endpoint.lower().startswith("http://"):
+        decode_ca(info.certificate_authority)
+    else:
+        configuration.ssl_ca_cert = write_ca_file(info.certificate_authority, directory=ca_directory)
     configuration.api_key_prefix[_BEARER] = "Bearer"
     # A placeholder so the client knows bearer auth is configured; the hook replaces it with the
     # provider's current token on every request.
@@ -65,9 +76,9 @@ def from_cluster_info(
     return ApiClient(configuration)
 
 
-def write_ca_file(ca_data: str, *, directory: str | None = None) -> str:
-    """Decode DescribeCluster's base64 CA data and write it to a new file readable only by us;
-    returns its path. Raises InvalidCertificateAuthority for anything but a base64 PEM bundle.
+def decode_ca(ca_data: str) -> bytes:
+    """DescribeCluster's base64 CA data as PEM bytes. Raises InvalidCertificateAuthority for
+    anything but a base64 PEM bundle.
     """
     try:
         pem = base64.b64decode(ca_data, validate=True)
@@ -75,10 +86,44 @@ def write_ca_file(ca_data: str, *, directory: str | None = None) -> str:
         raise InvalidCertificateAuthority(f"cluster CA data is not base64: {error}") from error
     if _PEM_MARKER not in pem:
         raise InvalidCertificateAuthority("cluster CA data is not a PEM certificate bundle")
-    descriptor, path = tempfile.mkstemp(prefix="nodewright-ca-", suffix=".crt", dir=directory)
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(pem)
+    return pem
+
+
+def write_ca_file(ca_data: str, *, directory: str | None = None) -> str:
+    """The path of a file readable only by us holding the decoded CA (see the module docstring:
+    one file per CA, written atomically, reused). Raises InvalidCertificateAuthority for anything
+    but a base64 PEM bundle.
+    """
+    pem = decode_ca(ca_data)
+    folder = directory if directory is not None else tempfile.gettempdir()
+    path = os.path.join(folder, f"nodewright-ca-{hashlib.sha256(pem).hexdigest()[:32]}.crt")
+    if _holds(path, pem):
+        return path
+    descriptor, partial = tempfile.mkstemp(prefix=".nodewright-ca-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(pem)
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
     return path
+
+
+def _holds(path: str, pem: bytes) -> bool:
+    """True when `path` is our own private regular file (not a link someone planted in a shared
+    temporary directory) holding exactly `pem`.
+    """
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    with os.fdopen(descriptor, "rb") as handle:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o077:
+            return False
+        return handle.read() == pem
 
 
 def from_kubeconfig(path: str | None = None, context: str | None = None) -> ApiClient:

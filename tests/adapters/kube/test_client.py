@@ -16,6 +16,7 @@ import json
 import os
 import ssl
 import stat
+import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -157,6 +158,65 @@ def test_the_ca_is_written_to_a_private_file(authority: Authority, tmp_path: Pat
 
     assert Path(path).read_bytes() == authority.ca_pem
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_one_file_per_ca_is_written_once_and_reused(authority: Authority, tmp_path: Path) -> None:
+    first = write_ca_file(authority.ca_data, directory=str(tmp_path))
+    written = os.stat(first).st_mtime_ns
+    again = write_ca_file(authority.ca_data, directory=str(tmp_path))
+    other = write_ca_file(make_authority("another-cluster").ca_data, directory=str(tmp_path))
+
+    assert again == first
+    assert os.stat(first).st_mtime_ns == written  # reused, not rewritten
+    assert other != first
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([Path(first).name, Path(other).name])
+
+
+@pytest.mark.parametrize("planted", ["other bytes", "a link", "readable by others"])
+def test_a_file_at_the_cas_path_that_is_not_ours_as_written_is_replaced_atomically(
+    authority: Authority, tmp_path: Path, planted: str
+) -> None:
+    path = Path(write_ca_file(authority.ca_data, directory=str(tmp_path)))
+    path.unlink()
+    if planted == "a link":
+        (tmp_path / "elsewhere.crt").write_bytes(b"not the cluster's CA")
+        path.symlink_to(tmp_path / "elsewhere.crt")
+    else:
+        path.write_bytes(b"-----BEGIN CERTIFICATE-----\nstale" if planted == "other bytes" else authority.ca_pem)
+        path.chmod(0o644)
+
+    assert write_ca_file(authority.ca_data, directory=str(tmp_path)) == str(path)
+    assert not path.is_symlink()
+    assert path.read_bytes() == authority.ca_pem
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".nodewright-ca-")]  # no partial file left
+
+
+def test_clients_of_one_cluster_share_one_ca_file_in_the_temp_directory(
+    authority: Authority, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    info = ClusterInfo("test", "https://example.gr7.eks.amazonaws.com", authority.ca_data, "1.31")
+
+    clients = [from_cluster_info(info, lambda: "t") for _ in range(3)]
+
+    assert {c.configuration.ssl_ca_cert for c in clients} == {str(next(tmp_path.iterdir()))}
+    assert len(list(tmp_path.iterdir())) == 1
+
+
+def test_a_plain_http_endpoint_writes_no_ca_file(
+    authority: Authority, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The local API emulators (the simulator, the benchmarks, the adapter tests) speak plain HTTP:
+    nothing to verify, so nothing is left in the temporary directory."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    client = from_cluster_info(ClusterInfo("sim", "http://127.0.0.1:1", authority.ca_data, "1.31"), lambda: "t")
+
+    assert client.configuration.ssl_ca_cert is None
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(InvalidCertificateAuthority):
+        from_cluster_info(ClusterInfo("sim", "http://127.0.0.1:1", "not base64!", "1.31"), lambda: "t")
 
 
 @pytest.mark.parametrize(
