@@ -122,6 +122,11 @@ class DeployConfig:
     # 0 an idle cluster's provisioner runs about a second a minute, and the first pod after a
     # quiet spell waits for the next tick, up to a minute).
     provisioner_idle_exit_seconds: float | None = None
+    # Launch guards enforced by IAM (deny statements on the launching roles): every instance
+    # requires IMDSv2 tokens, every volume is encrypted. An EC2NodeClass asking otherwise fails to
+    # launch; turn a guard off only for a NodeClass that truly needs it.
+    require_imdsv2: bool = True
+    require_encrypted_volumes: bool = True
 
     @property
     def stack_name(self) -> str:
@@ -219,6 +224,8 @@ _KEYS: Mapping[str, tuple[str, Callable[[object], Any]]] = {
     "consolidationMinSavings": ("consolidation_min_savings", _as_float),
     "consolidationMinSavingsPercent": ("consolidation_min_savings_percent", _as_float),
     "provisionerIdleExitSeconds": ("provisioner_idle_exit_seconds", _as_float),
+    "requireImdsv2": ("require_imdsv2", _as_bool),
+    "requireEncryptedVolumes": ("require_encrypted_volumes", _as_bool),
 }
 
 CONTEXT_KEYS: frozenset[str] = frozenset({"environment", *_KEYS})

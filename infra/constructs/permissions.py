@@ -42,15 +42,14 @@ EC2_DESCRIBE_ACTIONS: tuple[str, ...] = (
 # The provisioner also lists the cluster's instances (launches that never registered, orphans).
 DESCRIBE_INSTANCES = "ec2:DescribeInstances"
 LAUNCH_ACTIONS: tuple[str, ...] = ("ec2:CreateFleet", "ec2:RunInstances")
-# Resource types a launch creates (and so can be tagged at creation).
-CREATED_BY_LAUNCH: tuple[str, ...] = (
-    "fleet",
-    "instance",
-    "volume",
-    "network-interface",
-    "launch-template",
-    "spot-instances-request",
-)
+# Resource types a fleet launch creates; with launch templates, every resource type Nodewright
+# creates (and so tags at creation).
+CREATED_BY_FLEET: tuple[str, ...] = ("fleet", "instance", "volume", "network-interface", "spot-instances-request")
+CREATED_BY_LAUNCH: tuple[str, ...] = (*CREATED_BY_FLEET, "launch-template")
+# Tags every launch and every launch template carries (nodewright.adapters.aws.ec2 and
+# .launch_template): the NodePool a node is for, the EC2NodeClass a template is built from.
+NODEPOOL_TAG_KEY = "nodewright.io/nodepool"
+NODECLASS_TAG_KEY = "nodewright.io/nodeclass"
 NO_RESOURCE_LEVEL = "EC2 Describe* and pricing:GetProducts support no resource-level permissions."
 
 
@@ -123,6 +122,20 @@ class PolicyBuilder:
         )
         return self
 
+    def deny(
+        self, actions: Sequence[str], resources: Iterable[Arn], *, conditions: Mapping[str, Mapping[str, object]]
+    ) -> PolicyBuilder:
+        """Add a conditional Deny statement (a guard on what an Allow above permits)."""
+        self.statements.append(
+            iam.PolicyStatement(
+                effect=iam.Effect.DENY,
+                actions=sorted(actions),
+                resources=[resource.value for resource in resources],
+                conditions=dict(conditions),
+            )
+        )
+        return self
+
     def acknowledge(self, scope: IConstruct) -> None:
         """Record every collected finding as an acknowledged cdk-nag rule on `scope`."""
         for finding, reason in sorted(self.acknowledgements.items()):
@@ -156,21 +169,52 @@ def allow_terminate_owned_instances(policy: PolicyBuilder, *, cluster_name: str)
     )
 
 
-def allow_launch(policy: PolicyBuilder, *, cluster_name: str, node_role_arn: str) -> None:
+def allow_launch(
+    policy: PolicyBuilder,
+    *,
+    cluster_name: str,
+    node_role_arn: str,
+    require_imdsv2: bool = True,
+    require_encrypted_volumes: bool = True,
+) -> None:
     """Create launch templates and fleets/instances that carry this cluster's ownership tag.
 
     Split the way Karpenter's controller policy is: resources the call creates must be requested
-    with our tag; existing resources it only references (images, snapshots, subnets, security
-    groups, capacity reservations) cannot carry a request tag, so they are granted by type; our
-    own launch templates are referenced only when tagged as ours.
+    with our tag (and, tighter than Karpenter where it costs nothing, a launch with its NodePool's
+    tag and a template with its EC2NodeClass's); existing resources it only references (images,
+    snapshots, subnets, security groups, capacity reservations) cannot carry a request tag, so
+    they are granted by type; our own launch templates are referenced only when tagged as ours.
+    Two guards deny, whatever a NodeClass says, an instance without IMDSv2 tokens and an
+    unencrypted volume (EC2 User Guide, "Require the use of IMDSv2" and the `ec2:Encrypted`
+    condition key); each can be turned off at deploy time.
     """
     owned_tag = f"Scoped by aws:RequestTag {CLUSTER_TAG_KEY}={cluster_name}."
     policy.allow(
-        [*LAUNCH_ACTIONS, "ec2:CreateLaunchTemplate"],
-        [ec2_arn(kind) for kind in CREATED_BY_LAUNCH],
-        conditions={"StringEquals": _requested(cluster_name)},
+        LAUNCH_ACTIONS,
+        [ec2_arn(kind) for kind in CREATED_BY_FLEET],
+        conditions={
+            "StringEquals": _requested(cluster_name),
+            "StringLike": {f"aws:RequestTag/{NODEPOOL_TAG_KEY}": "*"},
+        },
         wildcard_reason=owned_tag,
     )
+    policy.allow(
+        ["ec2:CreateLaunchTemplate"],
+        [ec2_arn("launch-template")],
+        conditions={
+            "StringEquals": _requested(cluster_name),
+            "StringLike": {f"aws:RequestTag/{NODECLASS_TAG_KEY}": "*"},
+        },
+        wildcard_reason=owned_tag,
+    )
+    if require_imdsv2:
+        policy.deny(
+            ["ec2:RunInstances"],
+            [ec2_arn("instance")],
+            conditions={"StringNotEquals": {"ec2:MetadataHttpTokens": "required"}},
+        )
+    if require_encrypted_volumes:
+        policy.deny(["ec2:RunInstances"], [ec2_arn("volume")], conditions={"Bool": {"ec2:Encrypted": "false"}})
     policy.allow(
         ["ec2:CreateTags"],
         [ec2_arn(kind) for kind in CREATED_BY_LAUNCH],

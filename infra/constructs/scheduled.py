@@ -58,12 +58,20 @@ class ScheduledController(Construct):
         log_level: str,
         node_role: iam.IRole,
         state: State,
+        require_imdsv2: bool = True,
+        require_encrypted_volumes: bool = True,
     ) -> None:
         """Create the function, its least-privilege role and its schedule."""
         super().__init__(scope, construct_id)
         policy = permissions.PolicyBuilder()
         permissions.allow_describe(policy, actions=(*permissions.EC2_DESCRIBE_ACTIONS, *self.EXTRA_DESCRIBE))
-        permissions.allow_launch(policy, cluster_name=cluster_name, node_role_arn=node_role.role_arn)
+        permissions.allow_launch(
+            policy,
+            cluster_name=cluster_name,
+            node_role_arn=node_role.role_arn,
+            require_imdsv2=require_imdsv2,
+            require_encrypted_volumes=require_encrypted_volumes,
+        )
         # Rolls back launches whose node never registered, collects orphans, terminates replaced nodes.
         permissions.allow_terminate_owned_instances(policy, cluster_name=cluster_name)
         permissions.allow_node_catalog(policy)

@@ -8,6 +8,8 @@ import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match
 
+from infra.config import load_config
+from infra.constructs import permissions
 from tests.infra.conftest import CLUSTER, Synthesized
 
 OWNED = {"StringEquals": {"aws:ResourceTag/nodewright.io/cluster": CLUSTER}}
@@ -35,19 +37,33 @@ def launcher(request: pytest.FixtureRequest, synthesized: Synthesized) -> iam.IR
     return role
 
 
-def test_launchers_create_fleets_instances_and_templates_only_with_our_request_tag(
+def test_launchers_create_fleets_instances_and_templates_only_with_our_request_tags(
     synthesized: Synthesized, launcher: iam.IRole
 ) -> None:
-    created = ["fleet", "instance", "volume", "network-interface", "launch-template", "spot-instances-request"]
+    fleet = ["fleet", "instance", "volume", "network-interface", "spot-instances-request"]
+    created = [*fleet, "launch-template"]
     policy_of(
         synthesized,
         launcher,
         [
             Match.object_like(
                 {
-                    "Action": ["ec2:CreateFleet", "ec2:CreateLaunchTemplate", "ec2:RunInstances"],
-                    "Resource": [ec2_arn(kind) for kind in created],
-                    "Condition": {"StringEquals": REQUESTED},
+                    "Action": ["ec2:CreateFleet", "ec2:RunInstances"],
+                    "Resource": [ec2_arn(kind) for kind in fleet],
+                    "Condition": {
+                        "StringEquals": REQUESTED,
+                        "StringLike": {"aws:RequestTag/nodewright.io/nodepool": "*"},
+                    },
+                }
+            ),
+            Match.object_like(
+                {
+                    "Action": "ec2:CreateLaunchTemplate",
+                    "Resource": ec2_arn("launch-template"),
+                    "Condition": {
+                        "StringEquals": REQUESTED,
+                        "StringLike": {"aws:RequestTag/nodewright.io/nodeclass": "*"},
+                    },
                 }
             ),
             Match.object_like(
@@ -67,6 +83,33 @@ def test_launchers_create_fleets_instances_and_templates_only_with_our_request_t
                     "Action": ["ec2:CreateFleet", "ec2:DeleteLaunchTemplate", "ec2:RunInstances"],
                     "Resource": ec2_arn("launch-template"),
                     "Condition": OWNED,
+                }
+            ),
+        ],
+    )
+
+
+def test_launchers_are_denied_instances_without_imdsv2_and_unencrypted_volumes(
+    synthesized: Synthesized, launcher: iam.IRole
+) -> None:
+    policy_of(
+        synthesized,
+        launcher,
+        [
+            Match.object_like(
+                {
+                    "Effect": "Deny",
+                    "Action": "ec2:RunInstances",
+                    "Resource": ec2_arn("instance"),
+                    "Condition": {"StringNotEquals": {"ec2:MetadataHttpTokens": "required"}},
+                }
+            ),
+            Match.object_like(
+                {
+                    "Effect": "Deny",
+                    "Action": "ec2:RunInstances",
+                    "Resource": ec2_arn("volume"),
+                    "Condition": {"Bool": {"ec2:Encrypted": "false"}},
                 }
             ),
         ],
@@ -221,3 +264,33 @@ def test_functions_write_logs_only_to_their_own_log_group(synthesized: Synthesiz
                 )
             ],
         )
+
+
+@pytest.mark.parametrize(
+    ("imdsv2", "encrypted", "guards"),
+    [
+        (True, True, {"instance", "volume"}),
+        (False, True, {"volume"}),
+        (True, False, {"instance"}),
+        (False, False, set()),
+    ],
+)
+def test_each_launch_guard_can_be_turned_off_at_deploy_time(imdsv2: bool, encrypted: bool, guards: set[str]) -> None:
+    config = load_config({"requireImdsv2": str(imdsv2).lower(), "requireEncryptedVolumes": str(encrypted).lower()})
+    policy = permissions.PolicyBuilder()
+    permissions.allow_launch(
+        policy,
+        cluster_name=CLUSTER,
+        node_role_arn="arn:aws:iam::123456789012:role/node",
+        require_imdsv2=config.require_imdsv2,
+        require_encrypted_volumes=config.require_encrypted_volumes,
+    )
+
+    denied = {
+        resource.rsplit(":", 1)[-1].split("/")[0]
+        for statement in policy.statements
+        if statement.effect == iam.Effect.DENY
+        for resource in statement.resources
+    }
+
+    assert denied == guards
