@@ -127,6 +127,9 @@ class DeployConfig:
     # launch; turn a guard off only for a NodeClass that truly needs it.
     require_imdsv2: bool = True
     require_encrypted_volumes: bool = True
+    # Session Manager on the nodes (AmazonSSMManagedInstanceCore on the node role): EKS does not
+    # need it, and it gives a shell on every node to whoever may start sessions. Off by default.
+    node_session_manager: bool = False
 
     @property
     def stack_name(self) -> str:
@@ -226,6 +229,7 @@ _KEYS: Mapping[str, tuple[str, Callable[[object], Any]]] = {
     "provisionerIdleExitSeconds": ("provisioner_idle_exit_seconds", _as_float),
     "requireImdsv2": ("require_imdsv2", _as_bool),
     "requireEncryptedVolumes": ("require_encrypted_volumes", _as_bool),
+    "nodeSessionManager": ("node_session_manager", _as_bool),
 }
 
 CONTEXT_KEYS: frozenset[str] = frozenset({"environment", *_KEYS})
