@@ -15,6 +15,10 @@ What `kubectl get -o yaml` or `-o json` prints is input too: a stream may be JSO
 (`status`, `uid`, `resourceVersion`, `managedFields`, the last-applied annotation, ...) are
 accepted and left out of the stored form. Unknown fields are warnings (`Loaded.warnings`) and are
 dropped, as the API server drops them; `Loaded.strict()` makes them problems.
+
+Hostile input is refused with a problem, before anything walks it: a YAML document whose aliases
+would repeat more than MAX_ALIASED_VALUES values ("billion laughs"), an alias inside the node it
+names (a cycle), and any document nested deeper than MAX_DEPTH (no Kubernetes object comes close).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import yaml
 from nodewright.config import fields as f
 from nodewright.config.nodeclass import parse_nodeclass
 from nodewright.config.nodepool import parse_nodepool
-from nodewright.config.problems import At, ConfigError, Problem, SegmentPath, format_path, show
+from nodewright.config.problems import SHOWN_KEY, At, ConfigError, Problem, SegmentPath, clip, format_path, show
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 
@@ -78,6 +82,14 @@ _LIST = ("apiVersion", "kind", "metadata", "items")
 _LIST_METADATA = ("resourceVersion", "continue", "remainingItemCount", "selfLink")
 
 Model = NodePool | EC2NodeClass
+# How many values YAML aliases may add to one document beyond those written out. Anchors in real
+# manifests share a few requirement or toleration blocks; a billion-laughs bomb adds billions.
+MAX_ALIASED_VALUES = 10_000
+# How deep one document may nest (a Deployment with node affinity is about 12 levels; a List adds 2).
+MAX_DEPTH = 100
+# Longest integer literal read (Python's own limit for decimal text is 4300 digits).
+MAX_INT_DIGITS = 4000
+_INT_TAG = "tag:yaml.org,2002:int"
 # libyaml's loader when PyYAML was built with it (the wheels are): same documents, a few times faster.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -182,9 +194,9 @@ def document_label(body: Any, index: int, within: str = "") -> str:
     kind = body.get("kind") if isinstance(body, Mapping) else None
     metadata = body.get("metadata") if isinstance(body, Mapping) else None
     name = metadata.get("name") if isinstance(metadata, Mapping) else None
-    kind_text = kind if isinstance(kind, str) and kind else None
+    kind_text = clip(kind, SHOWN_KEY) if isinstance(kind, str) and kind else None
     if kind_text and isinstance(name, str) and name:
-        return f"{kind_text}/{name}"
+        return f"{kind_text}/{clip(name, SHOWN_KEY)}"
     return f"{kind_text or 'document'} #{index + 1}{' ' + within if within else ''}"
 
 
@@ -335,27 +347,107 @@ def parse_document(manifest: Manifest, source: str) -> Loaded:
     return Loaded(documents=(document,), warnings=warnings)
 
 
-def _walk(node: yaml.Node, here: SegmentPath, lines: dict[SegmentPath, int], dupes: list[SegmentPath]) -> None:
-    lines.setdefault(here, node.start_mark.line + 1)
+def _walk(root: yaml.Node, here: SegmentPath, lines: dict[SegmentPath, int], dupes: list[SegmentPath]) -> None:
+    """Record the line of every field path under `root` and the paths of duplicated keys."""
+    stack: list[tuple[yaml.Node, SegmentPath]] = [(root, here)]
+    while stack:
+        node, path = stack.pop()
+        lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = str(key_node.value)
+                child = (*path, key)
+                if key in seen:
+                    dupes.append(child)
+                seen.add(key)
+                lines[child] = key_node.start_mark.line + 1
+                stack.append((value_node, child))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, (*path, position)) for position, item in enumerate(node.value))
+
+
+class Refused(yaml.YAMLError):
+    """A document read no further (alias bomb, alias cycle, nesting too deep); `line` is where it starts."""
+
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def _measure(root: yaml.Node) -> None:
+    """Refuse `root` when its aliases repeat too many values, form a cycle, or it nests too deep.
+
+    Iterative, and each node is visited once however often aliases name it: the size and height of
+    a shared node are remembered, so measuring a bomb costs what its text costs.
+    """
+    line = root.start_mark.line + 1
+    measured: dict[int, tuple[int, int]] = {}  # id(node) -> (values when expanded, height)
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            open_nodes.discard(key)
+            children = _children(node)
+            size = 1 + sum(measured[id(c)][0] for c in children)
+            height = 1 + max((measured[id(c)][1] for c in children), default=0)
+            measured[key] = (size, height)
+            if height > MAX_DEPTH:
+                raise Refused(f"nested more than {MAX_DEPTH} levels deep; refused", line)
+            if size - len(measured) > MAX_ALIASED_VALUES:
+                raise Refused(
+                    f"YAML aliases repeat more than {MAX_ALIASED_VALUES:,} values in this document "
+                    "(an alias bomb?); refused",
+                    line,
+                )
+            continue
+        if key in measured:
+            continue
+        if key in open_nodes:
+            raise Refused("a YAML alias refers to a node that contains it (a cycle); refused", line)
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in measured)
+        if len(open_nodes) > MAX_DEPTH:
+            raise Refused(f"nested more than {MAX_DEPTH} levels deep; refused", line)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.ScalarNode) and node.tag == _INT_TAG and len(node.value) > MAX_INT_DIGITS:
+        # Python refuses to read a decimal integer this long (it would take quadratic time).
+        raise Refused(f"a number of more than {MAX_INT_DIGITS:,} digits; refused", node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode):
-                continue
-            key = str(key_node.value)
-            child = (*here, key)
-            if key in seen:
-                dupes.append(child)
-            seen.add(key)
-            lines[child] = key_node.start_mark.line + 1
-            _walk(value_node, child, lines, dupes)
-    elif isinstance(node, yaml.SequenceNode):
-        for position, item in enumerate(node.value):
-            _walk(item, (*here, position), lines, dupes)
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _depth(value: Any) -> int:
+    """How deep a decoded JSON value nests (iterative: the value may be deeper than Python's stack)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            break
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return deepest
 
 
 def _yaml_documents(text: str) -> Iterable[tuple[Any, dict[SegmentPath, int], list[SegmentPath]]]:
-    """Each non-empty document of a YAML stream with its field lines and duplicated keys."""
+    """Each non-empty document of a YAML stream with its field lines and duplicated keys.
+
+    Raises Refused (a YAMLError) for a document `_measure` refuses, before it is walked or built.
+    """
     loader = _LOADER(text)
     try:
         while loader.check_node():
@@ -363,6 +455,7 @@ def _yaml_documents(text: str) -> Iterable[tuple[Any, dict[SegmentPath, int], li
             lines: dict[SegmentPath, int] = {}
             dupes: list[SegmentPath] = []
             if node is not None:
+                _measure(node)
                 _walk(node, (), lines, dupes)
             body = loader.construct_document(node) if node is not None else None
             if body is not None:  # an empty document between `---` separators, as kubectl skips it
@@ -442,6 +535,10 @@ def _json_document(text: str) -> tuple[Any, Mapping[SegmentPath, int], list[Segm
         body = json.loads(text, object_pairs_hook=pairs)
     except ValueError:
         return None
+    except RecursionError:
+        raise Refused(f"nested more than {MAX_DEPTH} levels deep; refused", 1) from None
+    if _depth(body) > MAX_DEPTH:
+        raise Refused(f"nested more than {MAX_DEPTH} levels deep; refused", 1)
     lines = _JsonLines(text)
     return body, lines, lines.duplicates if repeated else []
 
@@ -462,6 +559,8 @@ def read_stream(text: str, source: str) -> tuple[list[Manifest], Loaded]:
             manifests.extend(found)
             parts.extend([Loaded(problems=tuple(duplicated)), loaded])
             index += 1
+    except Refused as error:
+        parts.append(Loaded(problems=(Problem(source, f"document #{index + 1}", "", str(error), error.line),)))
     except yaml.YAMLError as error:
         parts.append(Loaded(problems=(_syntax_problem(text, error, source, index),)))
     return manifests, combine(parts)

@@ -27,6 +27,9 @@ Segment = str | int
 SegmentPath = tuple[Segment, ...]
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Characters of a value, or of a map key, that a message shows: a 100 kB string is named, not echoed.
+SHOWN = 200
+SHOWN_KEY = 100
 
 
 def format_path(segments: SegmentPath) -> str:
@@ -42,16 +45,34 @@ def format_path(segments: SegmentPath) -> str:
         elif _PLAIN.match(segment):
             out += f".{segment}" if out else segment
         else:
-            out += f"[{json.dumps(segment)}]"
+            out += f"[{clip(json.dumps(segment), SHOWN_KEY)}]"
     return out
 
 
+def clip(text: str, limit: int = SHOWN) -> str:
+    """`text`, cut to `limit` characters (the last one an ellipsis) when longer."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def show(value: Any) -> str:
-    """A value as it appears in messages: JSON form, so strings are double-quoted."""
+    """A value as it appears in messages: JSON form, so strings are double-quoted; at most SHOWN
+    characters, and something readable for what JSON cannot print (an integer too long to write
+    in decimal, a structure nested too deep).
+    """
     try:
-        return json.dumps(value, sort_keys=True, default=str)
-    except (TypeError, ValueError):  # pragma: no cover - YAML only yields JSON-like values and dates
+        text = json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = _described(value)
+    return clip(text, SHOWN)
+
+
+def _described(value: Any) -> str:
+    if isinstance(value, int):  # Python refuses to write ints of more than 4300 digits in decimal
+        return f"an integer of {value.bit_length():,} bits"
+    try:
         return repr(value)
+    except (ValueError, RecursionError):
+        return f"a {type(value).__name__}"
 
 
 @dataclass(frozen=True, slots=True)

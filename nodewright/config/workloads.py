@@ -20,14 +20,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.config.documents import KINDS, Document, Loaded, Manifest, combine, line_of, parse_document, read_stream
-from nodewright.config.problems import Problem, SegmentPath
-from nodewright.model.errors import InvalidValue
+from nodewright.config.problems import Problem, SegmentPath, show
+from nodewright.model.errors import InvalidValue, shown
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
 from nodewright.model.workloads import DaemonSet
 
 # kind -> the spec field holding how many pods it runs
 _REPLICATED = {"Deployment": "replicas", "StatefulSet": "replicas", "ReplicaSet": "replicas", "Job": "parallelism"}
+# Pods one workload may expand into: a plan of more takes longer to read than to think about (and
+# `replicas: 2147483647` must be an error, not an hour of building pods). About 0.4 s of reading.
+MAX_REPLICAS = 20_000
 WORKLOAD_KINDS = ("Pod", *_REPLICATED, "DaemonSet", "Node")
 ALL_KINDS = (*WORKLOAD_KINDS, *KINDS)
 # Kinds that say nothing about capacity; accepted and ignored so a whole app directory can be planned.
@@ -95,10 +98,10 @@ def read_workloads(texts: Iterable[tuple[str, str]]) -> PlanInput:
                 elif kind == "Node":
                     nodes.append(_node(body))
                 elif kind not in _IGNORED:
-                    raise _FieldError("kind", f"{kind!r} is not one of {', '.join(ALL_KINDS)}")
+                    raise _FieldError("kind", f"{shown(kind)} is not one of {', '.join(ALL_KINDS)}")
             except _FieldError as error:
                 problems.append(_problem(source, manifest, error.path, error.message))
-            except (InvalidValue, KeyError, TypeError, ValueError, AttributeError) as error:
+            except (InvalidValue, KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as error:
                 problems.append(_problem(source, manifest, "", _describe(error)))
     config = combine(parts)
     known_nodes = {n.name for n in nodes}
@@ -119,6 +122,7 @@ def read_workloads(texts: Iterable[tuple[str, str]]) -> PlanInput:
 
 
 _SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+_SUB_PATH = re.compile(r"[A-Za-z][\w-]*(?:\[\d+\])?(?:\.[A-Za-z][\w./-]*(?:\[\d+\])?)*")
 
 
 def _problem(source: str, manifest: Manifest, path: str, message: str) -> Problem:
@@ -147,6 +151,10 @@ def _pod(body: Mapping[str, Any], metadata: Mapping[str, Any], *, owner: str = "
     try:
         pod = Pod.parse({**body, "metadata": metadata})
     except InvalidValue as error:
+        # The model's messages start with the field they are about: "containers[0].resources...: ".
+        where, separator, message = str(error).partition(": ")
+        if separator and _SUB_PATH.fullmatch(where):
+            raise _FieldError(f"spec.{where}", message) from None
         raise _FieldError("spec", str(error)) from None
     if pod.node_name:
         return dataclasses.replace(pod, phase="Running")
@@ -164,7 +172,11 @@ def _expand(body: Mapping[str, Any], kind: str) -> list[Pod]:
     count_field = _REPLICATED[kind]
     count = spec.get(count_field, 1)
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-        raise _FieldError(f"spec.{count_field}", f"{count!r} is not a non-negative whole number")
+        raise _FieldError(f"spec.{count_field}", f"{show(count)} is not a non-negative whole number")
+    if count > MAX_REPLICAS:
+        raise _FieldError(
+            f"spec.{count_field}", f"{count} is more pods than plan reads for one workload ({MAX_REPLICAS:,})"
+        )
     template = spec.get("template")
     if not isinstance(template, Mapping):
         raise _FieldError("spec.template", "a workload needs a pod template")

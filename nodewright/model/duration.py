@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from nodewright.model.errors import InvalidValue
+from nodewright.model.errors import InvalidValue, shown
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 # As Go's time.ParseDuration: "1.5h", ".5h" and "1.h" are all numbers of hours.
@@ -14,7 +14,7 @@ _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 def parse_duration(value: str | int | float, *, allow_never: bool = True) -> float | None:
     """Seconds for a Go duration; None for "Never" (when allowed). Raises InvalidValue otherwise."""
     if isinstance(value, bool):
-        raise InvalidValue(f"{value!r} is not a duration")
+        raise InvalidValue(f"{shown(value)} is not a duration")
     if isinstance(value, (int, float)):
         return float(value)
     text = str(value).strip()
@@ -31,7 +31,7 @@ def parse_duration(value: str | int | float, *, allow_never: bool = True) -> flo
         total += float(match[1]) * _UNITS[match[2]]
         position = match.end()
     if position != len(text) or not text:
-        raise InvalidValue(f"{value!r} is not a duration (expected e.g. 30s, 15m, 720h or Never)")
+        raise InvalidValue(f"{shown(value)} is not a duration (expected e.g. 30s, 15m, 720h or Never)")
     return total
 
 

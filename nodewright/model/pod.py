@@ -7,12 +7,14 @@ adapters can hand over raw responses without building client model objects.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from nodewright.model import labels as wk
+from nodewright.model.errors import InvalidValue
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import EMPTY, PODS, Resources
 from nodewright.model.selectors import LabelSelector
@@ -176,19 +178,8 @@ class Pod:
             preferred_anti_affinity=_weighted_terms(
                 pod_anti.get("preferredDuringSchedulingIgnoredDuringExecution"), namespace
             ),
-            spread=tuple(
-                SpreadConstraint(
-                    max_skew=int(s.get("maxSkew", 1)),
-                    topology_key=str(s["topologyKey"]),
-                    when_unsatisfiable=str(s.get("whenUnsatisfiable") or "DoNotSchedule"),
-                    selector=LabelSelector.parse(s.get("labelSelector")),
-                    min_domains=s.get("minDomains"),
-                    node_taints_policy=str(s.get("nodeTaintsPolicy") or "Ignore"),
-                    node_affinity_policy=str(s.get("nodeAffinityPolicy") or "Honor"),
-                )
-                for s in spec.get("topologySpreadConstraints") or ()
-            ),
-            tolerations=tuple(Toleration.parse(t) for t in spec.get("tolerations") or ()),
+            spread=_each("topologySpreadConstraints", spec.get("topologySpreadConstraints"), _spread),
+            tolerations=_each("tolerations", spec.get("tolerations"), Toleration.parse),
             priority=int(spec.get("priority") or 0),
             priority_class=str(spec.get("priorityClassName") or ""),
             owner_kind=str(owner.get("kind") or ""),
@@ -202,6 +193,41 @@ class Pod:
             mirror="kubernetes.io/config.mirror" in annotations,
             termination_grace_seconds=int(spec.get("terminationGracePeriodSeconds", 30)),
         )
+
+
+def _spread(s: Mapping[str, Any]) -> SpreadConstraint:
+    return SpreadConstraint(
+        max_skew=int(s.get("maxSkew", 1)),
+        topology_key=str(s["topologyKey"]),
+        when_unsatisfiable=str(s.get("whenUnsatisfiable") or "DoNotSchedule"),
+        selector=LabelSelector.parse(s.get("labelSelector")),
+        min_domains=s.get("minDomains"),
+        node_taints_policy=str(s.get("nodeTaintsPolicy") or "Ignore"),
+        node_affinity_policy=str(s.get("nodeAffinityPolicy") or "Honor"),
+    )
+
+
+T = TypeVar("T")
+_FIELD_FIRST = re.compile(r"[A-Za-z][\w./-]*(?:\[\d+\])?: ")
+
+
+def _each(field: str, items: Any, parse: Callable[[Any], T]) -> tuple[T, ...]:
+    """`parse` applied to each item of the list `field`; any error it meets becomes an
+    InvalidValue naming the item: `tolerations[2].effect: ...`, `topologySpreadConstraints[0]:
+    missing field 'topologyKey'`.
+    """
+    out = []
+    for index, item in enumerate(items or ()):
+        try:
+            out.append(parse(item))
+        except InvalidValue as error:
+            joint = "." if _FIELD_FIRST.match(str(error)) else ": "
+            raise InvalidValue(f"{field}[{index}]{joint}{error}") from None
+        except KeyError as error:
+            raise InvalidValue(f"{field}[{index}]: missing field {error.args[0]!r}") from None
+        except (ValueError, TypeError, AttributeError, ArithmeticError) as error:
+            raise InvalidValue(f"{field}[{index}]: {error}") from None
+    return tuple(out)
 
 
 def parse_timestamp(value: object) -> float:
@@ -222,8 +248,8 @@ def effective_requests(spec: Mapping[str, Any]) -> Resources:
     container seen so far + the sidecars started before it), plus pod overhead, plus one pod.
     """
     containers = EMPTY
-    for container in spec.get("containers") or ():
-        requests = _requests(container)
+    for index, container in enumerate(spec.get("containers") or ()):
+        requests = _requests(container, f"containers[{index}]")
         containers = containers + requests if containers else requests
     total = containers
     # Most pods have no init containers and no overhead: skip building lists that change nothing.
@@ -231,8 +257,8 @@ def effective_requests(spec: Mapping[str, Any]) -> Resources:
     if init_containers:
         sidecars = EMPTY
         init_peak = EMPTY
-        for container in init_containers:
-            requests = _requests(container)
+        for index, container in enumerate(init_containers):
+            requests = _requests(container, f"initContainers[{index}]")
             if container.get("restartPolicy") == "Always":
                 sidecars = sidecars + requests
                 init_peak = init_peak.maximum(sidecars)
@@ -253,7 +279,8 @@ _REQUESTS_CACHE: dict[tuple[tuple[Any, ...], tuple[Any, ...]], Resources] = {}
 _REQUESTS_CACHE_SIZE = 4096
 
 
-def _requests(container: Mapping[str, Any]) -> Resources:
+def _requests(container: Mapping[str, Any], where: str = "") -> Resources:
+    """The requests of one container (`where` names it in errors: `containers[0]`)."""
     resources = container.get("resources") or {}
     limits = resources.get("limits") or {}
     requests = resources.get("requests") or {}
@@ -265,8 +292,9 @@ def _requests(container: Mapping[str, Any]) -> Resources:
     if cached is not None:
         return cached
     # A limit without a request defaults the request to the limit, as the API server does.
-    parsed_limits = Resources.parse(limits, where="resources.limits")
-    parsed_requests = Resources.parse(requests, where="resources.requests")
+    prefix = f"{where}." if where else ""
+    parsed_limits = Resources.parse(limits, where=f"{prefix}resources.limits")
+    parsed_requests = Resources.parse(requests, where=f"{prefix}resources.requests")
     parsed = Resources({**dict(parsed_limits.items()), **dict(parsed_requests.items())})
     if (
         key is not None

@@ -8,10 +8,11 @@ a value finer than a milli-unit rounds up, as Kubernetes rounds requests.
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 
-from nodewright.model.errors import InvalidValue
+from nodewright.model.errors import InvalidValue, shown
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -35,24 +36,26 @@ _QUANTITY = re.compile(
 def parse_quantity(value: str | int | float) -> Fraction:
     """Return the exact value of a Kubernetes quantity; raise InvalidValue naming it if malformed."""
     if isinstance(value, bool):
-        raise InvalidValue(f"{value!r} is not a quantity")
+        raise InvalidValue(f"{shown(value)} is not a quantity")
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
+        if not math.isfinite(value):  # YAML's .inf and .nan
+            raise InvalidValue(f"{shown(value)} is not a quantity")
         return Fraction(str(value))
     if not isinstance(value, str):
-        raise InvalidValue(f"{value!r} is not a quantity")
+        raise InvalidValue(f"{shown(value)} is not a quantity")
     match = _QUANTITY.match(value.strip())
     if match is None:
         raise InvalidValue(
-            f"{value!r} is not a quantity (expected a number with an optional suffix such as "
+            f"{shown(value)} is not a quantity (expected a number with an optional suffix such as "
             "m, k, M, G, Ki, Mi, Gi or an exponent like 1e3)"
         )
     number = Fraction(match["number"])
     if match["exponent"] is not None:
         exponent = int(match["exponent"])
         if abs(exponent) > 30:
-            raise InvalidValue(f"{value!r} has an exponent out of range")
+            raise InvalidValue(f"{shown(value)} has an exponent out of range")
         return number * Fraction(10) ** exponent
     suffix = match["suffix"] or ""
     if suffix in _BINARY:

@@ -16,9 +16,9 @@ Lenient or strict, field by field:
 - Times inside `detail` that only refine a deadline (the Health `startTime`, the capacity
   reservation's `instance-termination-time`) read as None when absent or unreadable: a date format
   we do not know must not stop the cordon and drain, it only loses the deadline.
-- Instance ids are taken from `detail.instance-id` as sent; from `resources` and Health
-  `affectedEntities` only values that are instance ids or instance ARNs count (Health also lists
-  volumes and hosts there).
+- `detail.instance-id` is taken as sent when it looks like an instance id (`i-...`), and is
+  MalformedEvent otherwise; from `resources` and Health `affectedEntities` only values that are
+  instance ids or instance ARNs count (Health also lists volumes and hosts there).
 - `detail.state` of a state change is read in any case (Karpenter lower-cases it too).
 - AWS Health scheduled changes: every affected entity counts, not just the first, except those
   whose `status` is RESOLVED (that instance is done with); `resources` is read only when there are
@@ -67,6 +67,8 @@ PUBLIC_SCOPE = "PUBLIC"
 # wherever a list of resources is read. Any partition (aws, aws-cn, aws-us-gov).
 _INSTANCE_ID = re.compile(r"i-[0-9A-Za-z]+")
 _INSTANCE_ARN = re.compile(r"arn:[^:]+:ec2:[^/]*:instance/(i-[0-9A-Za-z]+)")
+# What `detail.instance-id` must look like (EC2 ids are hex; tests and simulations name theirs).
+_NAMED_INSTANCE = re.compile(r"i-[0-9A-Za-z][0-9A-Za-z-]{0,62}")
 # What AWS Health sends: RFC 1123 ("Sat, 05 Jun 2021 14:00 GMT"), seconds optional.
 _RFC1123 = re.compile(
     r"(?:[A-Za-z]{3},\s*)?(\d{1,2})\s+([A-Za-z]{3})\s+(\d{4})\s+(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(GMT|UTC|UT|Z|[+-]\d{4})"
@@ -178,7 +180,7 @@ def continuation_event(continuation: Continuation, *, event_id: str, now: float)
 
 def _spot_interruption(event: Event) -> Message:
     detail = _detail(event)
-    instance_id = _required_string(detail, "instance-id")
+    instance_id = _instance_id(detail)
     action = _optional_string(detail, "instance-action")  # terminate, stop or hibernate: the node goes all the same
     # The event does not carry the interruption time (only IMDS does); AWS documents two minutes.
     at = event.time + SPOT_NOTICE if event.time else None
@@ -186,19 +188,19 @@ def _spot_interruption(event: Event) -> Message:
 
 
 def _rebalance(event: Event) -> Message:
-    return event.message(REBALANCE, instance_ids=(_required_string(_detail(event), "instance-id"),))
+    return event.message(REBALANCE, instance_ids=(_instance_id(_detail(event)),))
 
 
 def _state_change(event: Event) -> Message:
     detail = _detail(event)
-    instance_id = _required_string(detail, "instance-id")
+    instance_id = _instance_id(detail)
     state = _required_string(detail, "state").lower()
     return event.message(STATE_CHANGE, instance_ids=(instance_id,), state=state)
 
 
 def _capacity_reservation(event: Event) -> Message:
     detail = _detail(event)
-    named = _optional_string(detail, "instance-id")
+    named = _instance_id(detail) if detail.get("instance-id") not in (None, "") else ""
     instance_ids = _instance_ids([named] if named else [], _resources(event))
     if not instance_ids:
         raise MalformedEvent("capacity reservation interruption names no instance (detail.instance-id, resources)")
@@ -367,6 +369,13 @@ def _required_string(fields: Mapping[str, Any], key: str, *, where: str = "detai
         raise MalformedEvent(f"event has no {key!r}" if where == "event" else f"{where}.{key} is missing")
     if not isinstance(value, str):
         raise MalformedEvent(f"event {key!r} is not a string" if where == "event" else f"{where}.{key} is not a string")
+    return value
+
+
+def _instance_id(detail: Mapping[str, Any]) -> str:
+    value = _required_string(detail, "instance-id")
+    if not _NAMED_INSTANCE.fullmatch(value):
+        raise MalformedEvent(f"detail.instance-id {value[:40]!r} is not an instance id")
     return value
 
 

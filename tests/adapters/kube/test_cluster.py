@@ -207,7 +207,7 @@ async def test_an_object_the_model_cannot_read_is_named_in_the_error(kmock: ApiS
     broken["spec"]["tolerations"] = [{"key": "a", "operator": "Sometimes"}]
     kmock.add(PODS, broken)
 
-    with pytest.raises(ValueError, match="list pods: cannot read default/broken: operator"):
+    with pytest.raises(ValueError, match=r"list pods: cannot read default/broken: tolerations\[0\]\.operator"):
         await run(adapter(kmock).snapshot)
 
 
