@@ -3,7 +3,9 @@
 The candidates' reschedulable pods are the pods to place; the other nodes that can take pods
 (ready, not being deleted or disrupted, and for our nodes initialized) are the existing capacity;
 the NodePools may open new claims. In-flight claims are left out: their room belongs to the
-pending pods they were launched for. Pending pods are left to the provisioner. NodePool limits
+pending pods they were launched for. Pods not bound yet are placed first on the existing nodes,
+and the room they take there is not offered (`_reserve`); those that do not fit are left to the
+provisioner. NodePool limits
 count every node and claim, candidates included, since replacements launch before candidates go.
 
 Speed: a consolidation pass asks this question dozens of times on a cluster of a thousand nodes
@@ -34,7 +36,7 @@ from __future__ import annotations
 import bisect
 import operator
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult, Strategy, solve
@@ -47,6 +49,7 @@ from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirement, Requirements, label_matches
 from nodewright.model.resources import CPU, MEMORY, PODS, Resources
+from nodewright.model.snapshot import reschedulable
 from nodewright.model.taints import Toleration, tolerates_all
 
 # Questions about several nodes with up to this many pods run the solver's whole portfolio (the best
@@ -160,13 +163,18 @@ class Simulator:
         inp = view.inp
         self.destinations: list[_Destination] = []
         self.combos: dict[Combo, tuple[str, Mapping[str, str]]] = {}
-        for node in sorted(inp.snapshot.nodes, key=lambda n: n.name):
-            if self._destination(node, inp.in_progress):
-                d = _DESTINATIONS.get(node, view.pods_by_node.get(node.name, ()))
-                for combo, pods in d.combos.items():
-                    if combo not in self.combos:
-                        self.combos[combo] = (pods[0].namespace, pods[0].labels)
-                self.destinations.append(d)
+        nodes = sorted(inp.snapshot.nodes, key=lambda n: n.name)
+        open_nodes = [n for n in nodes if self._destination(n, inp.in_progress)]
+        # Room that pods not bound yet will take first (see `_reserve`), counted as taken.
+        self.reserved = _reserve(view, open_nodes)
+        for node in open_nodes:
+            on_node: Sequence[Pod] = view.pods_by_node.get(node.name, ())
+            waiting = self.reserved.get(node.name)
+            d = _DESTINATIONS.get(node, (*on_node, *waiting) if waiting else on_node)
+            for combo, pods in d.combos.items():
+                if combo not in self.combos:
+                    self.combos[combo] = (pods[0].namespace, pods[0].labels)
+            self.destinations.append(d)
         self.anti_keys = frozenset(t.topology_key for d in self.destinations for p in d.anti for t in p.anti_affinity)
         self.used = pool_usage(inp.snapshot.nodes, inp.claims, view.types)
         self._cheapest = {pc.nodepool.name: _by_price(pc.instance_types) for pc in inp.pools}
@@ -345,6 +353,44 @@ class Simulator:
         if hit is None:
             hit = self._shadow_labels[key] = _only(node.labels, keys)
         return hit
+
+
+def _reserve(view: ClusterView, nodes: Sequence[Node]) -> dict[str, tuple[Pod, ...]]:
+    """Where the pods not bound yet will go on `nodes`: node name -> those pods, as bound there.
+
+    A consolidation plan must not count on room that kube-scheduler is about to give to pods that
+    exist but are not bound yet (just created by a scale-up or recreated after an eviction, not
+    tried yet, or waiting for room). Otherwise the plan is stale by the time it is validated, 15 s
+    later (on the diurnal day, most of the commands dropped at validation were such plans), or,
+    worse, the pods it moves find the room taken. Karpenter's consolidation places pending pods in
+    the same simulation for the same reason. They are placed here on the existing nodes only (the
+    provisioner launches capacity for those that do not fit), in one solve per pass, and only when
+    there are any.
+    """
+    waiting = tuple(
+        sorted((p for p in view.inp.snapshot.pods if not p.node_name and reschedulable(p)), key=lambda p: p.key)
+    )
+    if not waiting or not nodes:
+        return {}
+    names = {n.name for n in nodes}
+    inp = view.inp
+    result = solve(
+        SchedulingInput(
+            pods=waiting,
+            pools=(),
+            nodes=tuple(nodes),
+            bound_pods=tuple(p for name in sorted(names) for p in view.pods_by_node.get(name, ())),
+            daemonsets=inp.snapshot.daemonsets,
+            now=inp.now,
+        ),
+        Strategy(),
+    )
+    by_key = {p.key: p for p in waiting}
+    return {
+        node: tuple(replace(by_key[key], node_name=node) for key in keys)
+        for node, keys in sorted(result.existing.items())
+        if node in names and keys
+    }
 
 
 def _accumulate(total: dict[str, int], requests: Mapping[str, int]) -> None:

@@ -14,7 +14,7 @@ import pytest
 from nodewright.engine.disruption import Command
 from nodewright.model import labels as wk
 from nodewright.model.nodepool import Budget
-from tests.builders import instance_type
+from tests.builders import instance_type, pod
 from tests.engine.disruption.scenario import World, only, pool, spot_catalog
 
 
@@ -49,6 +49,23 @@ def test_a_node_whose_pods_fit_elsewhere_is_deleted() -> None:
     assert command.candidates == ("light",)
     assert command.replacements == ()
     assert "fit on the other nodes" in command.detail
+    expect_cheaper(world, command)
+
+
+def test_room_a_pod_not_bound_yet_will_take_is_not_counted_on() -> None:
+    world = World()
+    world.node("light", "m5.xlarge")
+    world.put("light", 2, cpu="500m")
+    world.node("busy", "m5.xlarge")
+    world.put("busy", 2, cpu="1", annotations={wk.DO_NOT_DISRUPT: "true"})
+    # Just created by a scale-up, not bound yet: kube-scheduler will give it busy's free room.
+    world.pods.append(pod("fresh", cpu="1500m", created_at=world.now))
+
+    command = consolidation(world, many_to_many=False)
+
+    assert command is not None
+    assert command.candidates == ("light",)
+    assert len(command.replacements) == 1  # replaced: not deleted onto busy, whose room is taken
     expect_cheaper(world, command)
 
 
