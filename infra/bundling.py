@@ -9,6 +9,11 @@ what pip installs on an x86 laptop is exactly what runs on Graviton.
 boto3 (and botocore, which it brings) are left out: the Lambda Python runtime provides them, and
 leaving them out keeps the asset about 25 MB smaller.
 
+The asset is reproducible: built in two checkouts in two directories it has the same hash. pip
+writes nothing that depends on the build machine except the console scripts in `bin/` (their
+first line is the interpreter that ran pip) and each distribution's RECORD (which lists those
+scripts' hashes); the Lambdas use neither, so both are left out, as are `.pyc` files.
+
 With `install_dependencies=False` (the `-c bundle=false` context flag) only the sources are copied:
 synth then needs no network, which keeps the test suite fast and offline-safe. Such an asset is
 not deployable; `cdk deploy` should always run with bundling on.
@@ -64,6 +69,7 @@ class LocalPythonBundling:
         target = Path(output_dir)
         if self._install_dependencies:
             self._pip_install(target)
+            drop_build_machine_files(target)
         for package in SOURCE_PACKAGES:
             shutil.copytree(self._source_root / package, target / package, ignore=_IGNORED, dirs_exist_ok=True)
         return True
@@ -95,6 +101,13 @@ class LocalPythonBundling:
                 "installing the Lambda dependencies failed (synth with -c bundle=false to skip it):\n"
                 f"$ {' '.join(command)}\n{result.stderr.strip()}"
             )
+
+
+def drop_build_machine_files(target: Path) -> None:
+    """Remove what pip wrote that depends on the build machine (see the module docstring)."""
+    shutil.rmtree(target / "bin", ignore_errors=True)
+    for record in target.glob("*.dist-info/RECORD"):
+        record.unlink()
 
 
 def function_code(*, source_root: Path, install_dependencies: bool) -> lambda_.Code:

@@ -8,7 +8,7 @@ from pathlib import Path
 import aws_cdk as cdk
 import pytest
 
-from infra.bundling import LocalPythonBundling, runtime_requirements
+from infra.bundling import LocalPythonBundling, drop_build_machine_files, runtime_requirements
 from tests.infra.conftest import REPO_ROOT, Synthesized
 
 
@@ -59,3 +59,57 @@ def test_full_bundle_installs_arm64_cp312_wheels_without_boto3(tmp_path: Path) -
     assert native
     assert all("aarch64" in p.name or "cpython" not in p.name for p in native)
     assert not list(tmp_path.rglob("*.pyc"))
+
+
+def test_console_scripts_and_records_that_name_the_build_machine_are_left_out(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "normalizer").write_text("#!/home/someone/checkout/.venv/bin/python\n")
+    (tmp_path / "yaml").mkdir()
+    (tmp_path / "yaml" / "__init__.py").write_text("")
+    (tmp_path / "PyYAML-6.0.dist-info").mkdir()
+    (tmp_path / "PyYAML-6.0.dist-info" / "RECORD").write_text("../../bin/normalizer,sha256=...,60\n")
+    (tmp_path / "PyYAML-6.0.dist-info" / "METADATA").write_text("Name: PyYAML\n")
+
+    drop_build_machine_files(tmp_path)
+
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == [
+        "PyYAML-6.0.dist-info/METADATA",
+        "yaml/__init__.py",
+    ]
+
+
+def _digest(root: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(
+    os.environ.get("NODEWRIGHT_TEST_BUNDLE") != "1", reason="downloads wheels from PyPI; set NODEWRIGHT_TEST_BUNDLE=1"
+)
+def test_the_asset_built_in_two_directories_is_the_same(tmp_path: Path) -> None:
+    import shutil
+
+    digests = []
+    for place in ("one", "somewhere/else/two"):
+        checkout = tmp_path / place / "checkout"
+        checkout.mkdir(parents=True)
+        for name in ("nodewright", "functions", "pyproject.toml"):
+            source = REPO_ROOT / name
+            if source.is_dir():
+                shutil.copytree(source, checkout / name, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy(source, checkout / name)
+        out = tmp_path / place / "asset"
+        out.mkdir()
+        LocalPythonBundling(source_root=checkout, install_dependencies=True).try_bundle(
+            str(out), cdk.BundlingOptions(image=cdk.DockerImage.from_registry("unused"))
+        )
+        assert not (out / "bin").exists()
+        digests.append(_digest(out))
+
+    assert digests[0] == digests[1]
