@@ -93,6 +93,8 @@ SPEC_FIELDS = (
     "placementGroupSelector",
     "connectionTracking",
     "networkInterfaces",
+    "cpuOptions",
+    "ipPrefixCount",
 )
 # Fields accepted and validated as Karpenter does, but not acted on yet: each warns that it is ignored.
 NOT_ACTED_ON = {
@@ -100,6 +102,8 @@ NOT_ACTED_ON = {
     "placementGroupSelector": "Nodewright does not launch into placement groups yet: ignored",
     "connectionTracking": "Nodewright does not set connection tracking on launched instances yet: ignored",
     "networkInterfaces": "Nodewright launches instances with their default network interface only: ignored",
+    "cpuOptions": "Nodewright does not set CPU options (nested virtualization) on launched instances yet: ignored",
+    "ipPrefixCount": "Nodewright does not assign IPv4 prefixes to launched network interfaces yet: ignored",
 }
 WINDOWS_NOT_LAUNCHED = "Nodewright does not launch Windows nodes yet: NodePools using this EC2NodeClass launch nothing"
 _SPEC_HINTS = {"amiSelector": "use amiSelectorTerms", "subnetSelector": "use subnetSelectorTerms"}
@@ -109,6 +113,7 @@ _CR_TERM = ("tags", "id", "ownerID", "instanceMatchCriteria")
 _PLACEMENT_GROUP = ("name", "id")
 _CONNECTION_TRACKING = ("tcpEstablishedTimeout", "udpStreamTimeout", "udpTimeout")
 _NETWORK_INTERFACE = ("networkCardIndex", "deviceIndex", "interfaceType")
+_CPU_OPTIONS = ("nestedVirtualization",)
 _AMI_TERM = ("alias", "id", "name", "owner", "tags", "ssmParameter")
 _BDM = ("deviceName", "ebs", "rootVolume")
 _EBS = (
@@ -243,6 +248,13 @@ def _connection_tracking(at: At, value: Any) -> ConnectionTracking | None:
         udp_timeout=f.integer(at / "udpTimeout", tracking.get("udpTimeout"), minimum=30, maximum=60),
     )
     return None if at.failed_since(start) else parsed
+
+
+def _nested_virtualization(at: At, value: Any) -> str | None:
+    options = f.kube_obj(at, value, _CPU_OPTIONS)
+    if options is None:
+        return None
+    return f.string(at / "nestedVirtualization", options.get("nestedVirtualization"), enum=ENABLED_DISABLED)
 
 
 def _network_interface(at: At, value: Any) -> NetworkInterface | None:
@@ -581,6 +593,8 @@ def parse_nodeclass(
         ),
         connection_tracking=_connection_tracking(at_spec / "connectionTracking", spec.get("connectionTracking")),
         network_interfaces=_network_interfaces(at_spec / "networkInterfaces", spec.get("networkInterfaces")) or (),
+        nested_virtualization=_nested_virtualization(at_spec / "cpuOptions", spec.get("cpuOptions")),
+        ip_prefix_count=f.integer(at_spec / "ipPrefixCount", spec.get("ipPrefixCount"), minimum=0, maximum=INT32_MAX),
         api_version=api_version,
         resource_version=str(metadata.get("resourceVersion") or ""),
     )
@@ -690,6 +704,10 @@ def _render_network(nodeclass: EC2NodeClass) -> dict[str, Any]:
             {"networkCardIndex": i.network_card_index, "deviceIndex": i.device_index, "interfaceType": i.interface_type}
             for i in nodeclass.network_interfaces
         ]
+    if nodeclass.nested_virtualization is not None:
+        out["cpuOptions"] = {"nestedVirtualization": nodeclass.nested_virtualization}
+    if nodeclass.ip_prefix_count is not None:
+        out["ipPrefixCount"] = nodeclass.ip_prefix_count
     return out
 
 

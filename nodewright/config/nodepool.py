@@ -191,7 +191,9 @@ def _budget(at: At, value: Any) -> Budget | None:
             (at / "schedule").error(f"is not a valid cron schedule: {error}")
             schedule = None
     duration = f.duration(at / "duration", budget.get("duration"), pattern=BUDGET_DURATION, examples="10m, 2h or 1h30m")
-    reasons = f.items(at / "reasons", budget.get("reasons"), lambda a, v: f.string(a, v, enum=DISRUPTION_REASONS))
+    reasons = f.items(
+        at / "reasons", budget.get("reasons"), lambda a, v: f.string(a, v, enum=DISRUPTION_REASONS), max_items=50
+    )
     if (budget.get("schedule") is None) != (budget.get("duration") is None):
         at.error("schedule and duration must be set together")
     if nodes is None or at.failed_since(start):
@@ -278,7 +280,7 @@ def parse_nodepool(
     )
     node_class_ref = _node_class_ref(at_ts / "nodeClassRef", f.required(at_ts, tpl_spec_raw, "nodeClassRef"))
     limits = _limits(at_spec / "limits", spec.get("limits"))
-    weight = f.integer(at_spec / "weight", spec.get("weight"), minimum=0, maximum=100)
+    weight = f.integer(at_spec / "weight", spec.get("weight"), minimum=1, maximum=100)
     replicas = _replicas(at_spec, spec)
     disruption = _disruption(at_spec / "disruption", spec.get("disruption"))
     if at.failed_since() or node_class_ref is None or disruption is None:

@@ -205,6 +205,10 @@ class EC2NodeClass:
     placement_group_selector: PlacementGroupSelector | None = None
     connection_tracking: ConnectionTracking | None = None
     network_interfaces: tuple[NetworkInterface, ...] = ()
+    # cpuOptions.nestedVirtualization ("enabled", "disabled"; None: EC2's default) and ipPrefixCount
+    # (IPv4 prefixes on the primary interface): validated and kept, not acted on yet.
+    nested_virtualization: str | None = None
+    ip_prefix_count: int | None = None
     api_version: str = "karpenter.k8s.aws/v1"
     resource_version: str = ""
 

@@ -386,6 +386,8 @@ def test_fields_karpenter_accepts_and_nodewright_ignores_are_kept_with_a_warning
             {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
             {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
         ],
+        cpuOptions={"nestedVirtualization": "enabled"},
+        ipPrefixCount=2,
     )
 
     nodeclass = model_of(body)
@@ -399,6 +401,7 @@ def test_fields_karpenter_accepts_and_nodewright_ignores_are_kept_with_a_warning
         NetworkInterface(0, 0, "interface"),
         NetworkInterface(1, 0, "efa-only"),
     )
+    assert (nodeclass.nested_virtualization, nodeclass.ip_prefix_count) == ("enabled", 2)
     assert warnings_of(body) == [
         "EC2NodeClass/default: spec.capacityReservationSelectorTerms: Nodewright does not launch into capacity "
         "reservations yet: ignored",
@@ -408,6 +411,10 @@ def test_fields_karpenter_accepts_and_nodewright_ignores_are_kept_with_a_warning
         "instances yet: ignored",
         "EC2NodeClass/default: spec.networkInterfaces: Nodewright launches instances with their default network "
         "interface only: ignored",
+        "EC2NodeClass/default: spec.cpuOptions: Nodewright does not set CPU options (nested virtualization) on "
+        "launched instances yet: ignored",
+        "EC2NodeClass/default: spec.ipPrefixCount: Nodewright does not assign IPv4 prefixes to launched network "
+        "interfaces yet: ignored",
     ]
     assert model_of(render_nodeclass(nodeclass)) == nodeclass
 

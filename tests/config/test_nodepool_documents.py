@@ -254,7 +254,10 @@ def test_budgets_with_schedules_durations_and_reasons_are_read_in_order() -> Non
             "spec.weight", 101, "NodePool/default: spec.weight: must be at most 100, got 101", id="weight-above-100"
         ),
         pytest.param(
-            "spec.weight", -1, "NodePool/default: spec.weight: must be at least 0, got -1", id="negative-weight"
+            "spec.weight", -1, "NodePool/default: spec.weight: must be at least 1, got -1", id="negative-weight"
+        ),
+        pytest.param(
+            "spec.weight", 0, "NodePool/default: spec.weight: must be at least 1, got 0", id="zero-weight-as-karpenter"
         ),
         pytest.param(
             "spec.disruption.consolidationPolicy",

@@ -54,7 +54,7 @@ def pool(name: str = "default", weight: int = 0) -> Document:
         "kind": "NodePool",
         "metadata": {"name": name},
         "spec": {
-            "weight": weight,
+            **({"weight": weight} if weight else {}),  # Karpenter's weight is 1 to 100, or absent
             "template": {
                 "spec": {
                     "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
