@@ -317,6 +317,45 @@ def redelivered_events(recorder: Recorder) -> None:
                     once(event)
 
 
+def stale_node(recorder: Recorder) -> None:
+    """The provisioner's housekeeping deletes a Node whose instance is gone, which no scenario
+    leaves behind: its reconcile over HTTP against a cluster holding one."""
+    import base64
+
+    from nodewright.adapters.kube.client import from_cluster_info
+    from nodewright.adapters.kube.cluster import KubeCluster
+    from nodewright.controllers.observe import RecordingObserver
+    from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
+    from nodewright.model import labels as wk
+    from nodewright.model.cluster import ClusterInfo
+    from nodewright.model.node import Node
+    from nodewright.sim.apiserver import ApiServer
+    from nodewright.sim.catalog import FixedCatalog
+    from nodewright.sim.clock import VirtualClock
+    from nodewright.sim.cloud import FakeCloudProvider
+    from nodewright.sim.cluster import InMemoryCluster
+    from nodewright.sim.state import InMemoryStateStore
+
+    clock = VirtualClock(1_767_571_200.0)
+    cluster = InMemoryCluster(clock)
+    cluster.add_node(
+        Node(name="gone", labels={wk.NODEPOOL: "default"}, provider_id="aws:///us-east-1a/i-0123456789abcdef0")
+    )
+    ca = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").decode()
+    with ApiServer(cluster) as server, recorder.acting_as("provisioner"):
+        kube = KubeCluster(from_cluster_info(ClusterInfo("derived", server.url, ca, "1.31"), lambda: "token"))
+        provisioner = Provisioner(
+            cluster=kube,
+            cloud=FakeCloudProvider(clock),
+            store=InMemoryStateStore(),
+            clock=clock,
+            config=StaticConfiguration(()),
+            catalog=FixedCatalog(()),
+            observer=RecordingObserver(),
+        )
+        assert provisioner.reconcile(kube.snapshot())["stale_nodes"] == 1
+
+
 def record() -> Recorder:
     """Run the shipped scenarios over HTTP and the cold starts, recording (see the module docstring)."""
     from nodewright.simulator.runner import run_scenario
@@ -330,6 +369,7 @@ def record() -> Recorder:
             recorder._adapters.clear()
         cold_start(recorder)
         redelivered_events(recorder)
+        stale_node(recorder)
     return recorder
 
 
