@@ -286,14 +286,7 @@ class KubeCluster:
         """
         if self.following:
             return self._synced().snapshot()
-        nodes = self._list("nodes", self._core.list_node, _node)
-        pods = self._list("pods", self._core.list_pod_for_all_namespaces, Pod.parse, field_selector=ACTIVE_PODS)
-        daemonsets = self._list("daemonsets", self._apps.list_daemon_set_for_all_namespaces, DaemonSet.parse)
-        pdbs = self._list(
-            "poddisruptionbudgets",
-            self._policy.list_pod_disruption_budget_for_all_namespaces,
-            PodDisruptionBudget.parse,
-        )
+        nodes, pods, daemonsets, pdbs = (self._list_kind(kind) for kind in (NODES, PODS, DAEMONSETS, PDBS))
         return ClusterSnapshot(nodes=tuple(nodes), pods=tuple(pods), daemonsets=tuple(daemonsets), pdbs=tuple(pdbs))
 
     def get_node(self, name: str) -> Node | None:
@@ -309,7 +302,7 @@ class KubeCluster:
         if NODES in self._watchers:
             nodes = self._synced().nodes()
         else:
-            nodes = self._list("nodes", self._core.list_node, _node)
+            nodes = self._list_kind(NODES)
         return next((n for n in nodes if instance_id and n.instance_id == instance_id), None)
 
     def pods_on(self, node: str) -> list[Pod]:
@@ -439,6 +432,13 @@ class KubeCluster:
         """Every object of `kind`, parsed, following `continue` page by page; starts over once
         when a continue token expired (410).
         """
+        return list(self._list_keyed(kind, list_call, parse, params)[0].values())
+
+    def _list_kind(self, kind: str) -> list[Any]:
+        """Every object of one of the watched kinds, read by LIST (in order: the generator in
+        `snapshot` reads nodes before pods).
+        """
+        list_call, parse, params = self._kind(kind)
         return list(self._list_keyed(kind, list_call, parse, params)[0].values())
 
     def _list_keyed(
