@@ -25,8 +25,14 @@ RULES = [
         id="instance-state-change",
     ),
     pytest.param(
-        {"source": ["aws.ec2"], "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"]},
-        id="capacity-reservation-interruption",
+        {
+            "source": ["aws.ec2"],
+            "detail-type": [
+                "EC2 Capacity Reservation Instance Interruption Warning",
+                "EC2 Interruptible Capacity Reservation Instance Interruption Warning",
+            ],
+        },
+        id="capacity-reservation-interruption-both-detail-types",
     ),
     pytest.param(
         {

@@ -72,6 +72,22 @@ def test_the_five_rules_route_what_the_stack_routes_and_nothing_else(account: tu
     assert all(b["source"] == "aws.ec2" and b["resources"] == [instance_arn("i-0abc")] for b in got)
 
 
+@pytest.mark.parametrize(
+    "detail_type",
+    [
+        "EC2 Capacity Reservation Instance Interruption Warning",
+        "EC2 Interruptible Capacity Reservation Instance Interruption Warning",
+    ],
+)
+def test_both_capacity_reservation_warning_detail_types_reach_the_queue(
+    account: tuple[Account, VirtualClock], detail_type: str
+) -> None:
+    acc, _ = account
+    put(acc, detail_type, {"instance-id": "i-0abc", "instance-action": "terminate"})
+
+    assert [b["detail-type"] for b in bodies(acc)] == [detail_type]
+
+
 def test_sqs_delays_and_visibility_run_on_the_virtual_clock(account: tuple[Account, VirtualClock]) -> None:
     acc, clock = account
     acc.sqs.send_message(QueueUrl=acc.queue_url, MessageBody="{}", DelaySeconds=30)

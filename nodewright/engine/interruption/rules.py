@@ -7,7 +7,7 @@ EventBridge, so the events the simulator puts on the bus are routed exactly as i
 Keys are the rule construct ids of the stack; field names are EventBridge's own (`detail-type`,
 not `detailType`). The set is Karpenter's (reference/karpenter-facts.md): spot interruption
 warnings, rebalance recommendations, instance state changes, capacity reservation interruption
-warnings and AWS Health scheduled changes for EC2.
+warnings (both detail-types EC2 documents for them) and AWS Health scheduled changes for EC2.
 """
 
 from __future__ import annotations
@@ -20,6 +20,10 @@ SPOT_INTERRUPTION_WARNING = "EC2 Spot Instance Interruption Warning"
 REBALANCE_RECOMMENDATION = "EC2 Instance Rebalance Recommendation"
 STATE_CHANGE_NOTIFICATION = "EC2 Instance State-change Notification"
 CAPACITY_RESERVATION_WARNING = "EC2 Capacity Reservation Instance Interruption Warning"
+# The EC2 guide's page on interruptible Capacity Reservations prints this detail-type in some of its
+# versions and the one above in others; Karpenter's rule lists only the one above. Both are routed,
+# so a reclaimed interruptible reservation drains its nodes whichever name EC2 sends.
+INTERRUPTIBLE_CAPACITY_RESERVATION_WARNING = "EC2 Interruptible Capacity Reservation Instance Interruption Warning"
 HEALTH_EVENT = "AWS Health Event"
 # pending/running follow every launch; only these states take a node away.
 NODE_LOSING_STATES = ("stopping", "stopped", "shutting-down", "terminated")
@@ -32,7 +36,10 @@ INTERRUPTION_RULES: dict[str, dict[str, Any]] = {
         "detail-type": [STATE_CHANGE_NOTIFICATION],
         "detail": {"state": list(NODE_LOSING_STATES)},
     },
-    "CapacityReservationInterruptionRule": {"source": [SOURCE_EC2], "detail-type": [CAPACITY_RESERVATION_WARNING]},
+    "CapacityReservationInterruptionRule": {
+        "source": [SOURCE_EC2],
+        "detail-type": [CAPACITY_RESERVATION_WARNING, INTERRUPTIBLE_CAPACITY_RESERVATION_WARNING],
+    },
     "ScheduledChangeRule": {
         "source": [SOURCE_HEALTH],
         "detail-type": [HEALTH_EVENT],
