@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from nodewright.simulator.lambdas import REGION
+from nodewright.simulator.metrics import percentiles
 from nodewright.simulator.motofast import moto_faster
 from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.selfcost import AwsCalls, Invocation, self_cost
@@ -123,6 +124,7 @@ def run_scenario(
             summary = world.recorder.summary(world.end, wall)
             summary["cpu_seconds"] = round(time.process_time() - cpu_started, 2)
             summary["self_cost"] = _self_cost(world, calls)
+            summary["invocation_cpu_seconds"] = _invocation_cpu(world)
             if world.http is not None:
                 summary["kube_api"] = world.http.usage(scenario.duration)
             summary = {
@@ -138,6 +140,16 @@ def run_scenario(
     if report_dir is not None:
         result.files = write_report(world, summary, report_dir, plots=plots)
     return result
+
+
+def _invocation_cpu(world: World) -> dict[str, dict[str, float | int]]:
+    """Per function, the CPU seconds of its invocations (percentiles): a consolidator pass's cost
+    on this machine, whatever else the machine was running.
+    """
+    by_function: dict[str, list[float]] = {}
+    for invocation in (*world.lambdas.finished, *world.lambdas.running):
+        by_function.setdefault(invocation.function, []).append(invocation.cpu)
+    return {name: percentiles(values) for name, values in sorted(by_function.items())}
 
 
 def _self_cost(world: World, calls: AwsCalls) -> dict[str, Any]:
