@@ -172,6 +172,27 @@ class CloudProvider(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class DrainRecord:
+    """A drain in progress, as the interruption function recorded it before sending its continuation.
+
+    The state table is what makes a continuation message trustworthy: anyone allowed to send to
+    the queue can write a message, only the function can write this record. A continuation acts
+    only when its fields equal the record's (all but the attempt counter, which only paces the
+    backoff). `expires` (epoch seconds) is when the record stops counting even if nothing deleted
+    it: past every continuation the drain could still send.
+    """
+
+    instance_id: str
+    node: str
+    drain: str
+    deadline: float
+    started: float
+    origin: str
+    replace_by: float | None
+    expires: float
+
+
 class StateStore(Protocol):
     """Nodewright's own durable state (DynamoDB in AWS): node claims, leases, capacity errors."""
 
@@ -219,6 +240,18 @@ class StateStore(Protocol):
 
     def delete_command(self, command_id: str) -> None:
         """Remove a command's record; a missing one counts as removed."""
+        ...
+
+    def save_drain(self, record: DrainRecord) -> None:
+        """Write the drain record of `record.instance_id` (create or overwrite; one per instance)."""
+        ...
+
+    def drain_record(self, instance_id: str, now: float) -> DrainRecord | None:
+        """The drain record of this instance, or None when there is none or it expired (expires <= now)."""
+        ...
+
+    def delete_drain(self, instance_id: str) -> None:
+        """Remove the drain record of this instance; a missing one counts as removed."""
         ...
 
 

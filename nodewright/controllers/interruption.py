@@ -16,6 +16,13 @@ the NodePool's rebalance policy and terminationGracePeriod, asks `action_for` wh
   the node in place;
 - on `terminated`, removes the Node object and the claim record (in any order of arrival).
 
+Continuations are authenticated by state: before sending one, the controller writes the drain's
+record to the state table (`StateStore.save_drain`), and a continuation acts only when the record
+of its instance exists and holds the same drain (node, kind, deadline, start, origin, replacement
+time). Anything else, a forged message or one of a chain that a newer event replaced, is logged
+(`interruption-continuation-rejected`, with why) and dropped. The record is deleted after the
+drain's last effect and expires by TTL if a chain dies.
+
 Every step is idempotent: cordoning twice, evicting a gone pod, deleting a missing node or claim,
 terminating a terminated instance are all no-ops, so a redelivered message is safe.
 """
@@ -46,12 +53,25 @@ from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
 from nodewright.model.snapshot import reschedulable
 from nodewright.model.taints import Taint
-from nodewright.ports import Clock, CloudProvider, Cluster, Continuations, Observer, ProvisionerTrigger, StateStore
+from nodewright.ports import (
+    Clock,
+    CloudProvider,
+    Cluster,
+    Continuations,
+    DrainRecord,
+    Observer,
+    ProvisionerTrigger,
+    StateStore,
+)
 
 # Rebalance policies that stop at the node (as AWS Node Termination Handler does): no termination.
 KEEP_NODE_POLICIES = ("Cordon", "CordonAndDrain")
 # SQS caps DelaySeconds at 15 minutes.
 MAX_DELAY = 900.0
+
+# How long a drain record outlives the continuation it admits: that message waits at most
+# MAX_DELAY, then is retried for a few visibility timeouts (about a minute and a half each).
+DRAIN_RECORD_SECONDS = MAX_DELAY + 3600.0
 
 # How long after a message the node watch is kept current (extended by every message).
 FOLLOW_SECONDS = 30.0
@@ -203,9 +223,17 @@ class InterruptionController:
     # -- drains, continued -----------------------------------------------------------------------
 
     def _continue(self, message: Message, cont: Continuation) -> dict[str, object]:
+        refused = self._refusal(cont)
+        if refused:
+            self.observer.metric("ContinuationsRejected", 1)
+            self.observer.decision(
+                "interruption-continuation-rejected", instance_id=cont.instance_id, node=cont.node, reason=refused
+            )
+            return {"node": cont.node, "action": f"dropped: {refused}"}
         node = self.cluster.get_node(cont.node)
         if node is None:
             record: dict[str, object] = {"node": cont.node, "action": "node gone: drain over"}
+            self.store.delete_drain(cont.instance_id)
         else:
             pool = self._pool(node.nodepool)
             policy = pool.rebalance_policy if pool else self.default_policy
@@ -236,16 +264,27 @@ class InterruptionController:
         record["drain_seconds"] = round(now - cont.started, 3)
         self.observer.metric("DrainSeconds", now - cont.started, "Seconds")
         if cont.origin == REBALANCE and policy in KEEP_NODE_POLICIES:
-            return record
-        if not forced and "do-not-disrupt" in step.kept.values():
+            pass
+        elif not forced and "do-not-disrupt" in step.kept.values():
             # A voluntary drain never takes a do-not-disrupt pod down with the node; the node
             # stays cordoned until the pod finishes or a real interruption forces the issue.
             record["terminated"] = ""
-            return record
-        node = self.cluster.get_node(cont.node)
-        self._retire(cont.instance_id, node, self._claim_of(cont.instance_id, node))
-        record["terminated"] = cont.instance_id
+        else:
+            node = self.cluster.get_node(cont.node)
+            self._retire(cont.instance_id, node, self._claim_of(cont.instance_id, node))
+            record["terminated"] = cont.instance_id
+        # Last: a crash before this line redelivers a continuation that the record still admits.
+        self.store.delete_drain(cont.instance_id)
         return record
+
+    def _refusal(self, cont: Continuation) -> str:
+        """Why `cont` may not act ("" when its drain record admits it)."""
+        recorded = self.store.drain_record(cont.instance_id, self.clock.now())
+        if recorded is None:
+            return "no drain record for this instance: not sent by this function, or the drain is over"
+        if _drain_record(cont, recorded.expires) != recorded:
+            return "does not match the drain record: not sent by this function, or a newer drain replaced it"
+        return ""
 
     def _replaced(self, cont: Continuation, now: float) -> bool:
         """True when the drain may start: the claims holding the node's pods have Ready nodes, or
@@ -291,7 +330,10 @@ class InterruptionController:
         # part of it: one Health event drains several nodes, and their chains must not collide.
         root = event_id.split("#", 1)[0]
         event_id = f"{root}#{cont.instance_id}#{nxt.attempt}"
-        event = continuation_event(nxt, event_id=event_id, now=self.clock.now())
+        now = self.clock.now()
+        # Written before the message exists, so the message is never ahead of what admits it.
+        self.store.save_drain(_drain_record(nxt, now + DRAIN_RECORD_SECONDS))
+        event = continuation_event(nxt, event_id=event_id, now=now)
         self.continuations.send(event, min(MAX_DELAY, max(0.0, delay)))
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -326,3 +368,17 @@ class InterruptionController:
             return None
         pools, _ = self.config.load()
         return next((p for p in pools if p.name == name), None)
+
+
+def _drain_record(cont: Continuation, expires: float) -> DrainRecord:
+    """The state-table record that admits `cont` (every field but the attempt counter)."""
+    return DrainRecord(
+        instance_id=cont.instance_id,
+        node=cont.node,
+        drain=cont.drain,
+        deadline=cont.deadline,
+        started=cont.started,
+        origin=cont.origin,
+        replace_by=cont.replace_by,
+        expires=expires,
+    )

@@ -9,6 +9,8 @@ store says something about the real one:
     `release_lease` only removes it for its holder.
   * `block_offerings` never shortens a block; `blocked_offerings(now)` returns blocks with
     `until > now` (expired ones are dropped on read, as the DynamoDB store filters them).
+  * one drain record per instance, overwritten by `save_drain`; `drain_record(id, now)` returns
+    it only while `expires > now`.
 
 What is faked: DynamoDB's per-item atomic conditional writes, with one lock around every
 method, so controllers racing in threads see exactly one winner. What is not faked: TTL deletion
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from nodewright.model.command import CommandRecord
 from nodewright.model.nodeclaim import NodeClaim
-from nodewright.ports import Offering
+from nodewright.ports import DrainRecord, Offering
 
 if TYPE_CHECKING:
     from nodewright.ports import StateStore
@@ -48,6 +50,7 @@ class InMemoryStateStore:
         self._leases: dict[str, tuple[str, float]] = {}
         self._blocked: dict[Offering, float] = {}
         self._commands: dict[str, CommandRecord] = {}
+        self._drains: dict[str, DrainRecord] = {}
 
     def create_claim(self, claim: NodeClaim) -> bool:
         """Record a claim before its launch; False (and no change) when one of that name exists."""
@@ -115,6 +118,22 @@ class InMemoryStateStore:
         """Remove a command's record; a missing one counts as removed."""
         with self._lock:
             self._commands.pop(command_id, None)
+
+    def save_drain(self, record: DrainRecord) -> None:
+        """Write the drain record of `record.instance_id` (create or overwrite)."""
+        with self._lock:
+            self._drains[record.instance_id] = record
+
+    def drain_record(self, instance_id: str, now: float) -> DrainRecord | None:
+        """The drain record of this instance, or None when absent or expired (expires <= now)."""
+        with self._lock:
+            record = self._drains.get(instance_id)
+            return record if record is not None and record.expires > now else None
+
+    def delete_drain(self, instance_id: str) -> None:
+        """Remove the drain record of this instance; a missing one counts as removed."""
+        with self._lock:
+            self._drains.pop(instance_id, None)
 
     def lease_holder(self, name: str, now: float) -> str | None:
         """Who holds the lease `name` at `now`, or None (for tests and the simulator; not a port method)."""

@@ -27,7 +27,7 @@ from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.resources import Resources
 from nodewright.model.taints import Taint
-from nodewright.ports import StateStore
+from nodewright.ports import DrainRecord, StateStore
 from nodewright.sim.state import InMemoryStateStore
 
 TABLE = "nodewright-state"
@@ -321,3 +321,54 @@ def test_command_records_read_back_oldest_first_and_delete_idempotently(store: S
     store.delete_command("a")
     store.delete_command("a")
     assert store.commands() == [later]
+
+
+# ---------------------------------------------------------------------- drain records
+
+
+def drain(instance_id: str = "i-0123456789abcdef0", **fields: Any) -> DrainRecord:
+    base: dict[str, Any] = {
+        "node": "ip-10-0-0-1.ec2.internal",
+        "drain": "after-replacement",
+        "deadline": 1_700_000_120.5,
+        "started": 1_700_000_000.125,
+        "origin": "spot-interruption",
+        "replace_by": 1_700_000_060.25,
+        "expires": 1_700_003_600.125,
+    }
+    return DrainRecord(instance_id=instance_id, **{**base, **fields})
+
+
+def test_a_drain_record_reads_back_exactly_until_it_expires(store: StateStore) -> None:
+    record = drain()
+    store.save_drain(record)
+    assert store.drain_record(record.instance_id, now=1_700_000_000.0) == record
+    assert store.drain_record(record.instance_id, now=1_700_003_600.0) == record
+    assert store.drain_record(record.instance_id, now=1_700_003_600.125) is None
+
+
+def test_a_drain_record_without_a_replacement_time_reads_back_with_none(store: StateStore) -> None:
+    record = drain(replace_by=None, drain="now", deadline=0.0)
+    store.save_drain(record)
+    assert store.drain_record(record.instance_id, now=0.0) == record
+
+
+def test_there_is_no_drain_record_for_an_instance_never_drained(store: StateStore) -> None:
+    store.save_drain(drain("i-1"))
+    assert store.drain_record("i-2", now=0.0) is None
+
+
+def test_saving_a_drain_record_again_overwrites_it_and_extends_it(store: StateStore) -> None:
+    store.save_drain(drain("i-1", expires=100.0))
+    store.save_drain(drain("i-1", expires=200.0, node="other"))
+    assert store.drain_record("i-1", now=150.0) == drain("i-1", expires=200.0, node="other")
+
+
+def test_deleting_a_drain_record_twice_or_one_never_made_is_fine(store: StateStore) -> None:
+    store.save_drain(drain("i-1"))
+    store.save_drain(drain("i-2"))
+    store.delete_drain("i-1")
+    store.delete_drain("i-1")
+    store.delete_drain("i-never")
+    assert store.drain_record("i-1", now=0.0) is None
+    assert store.drain_record("i-2", now=0.0) == drain("i-2")

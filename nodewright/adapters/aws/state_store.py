@@ -10,6 +10,9 @@ infra/constructs/state.py):
     Blocked     <capacity type>/<type>/<zone>       capacity_type S, instance_type S, zone S,
                                                     until N, expires_at N
     Command     <command id>                        command S (JSON of CommandRecord), state S
+    Drain       <instance id>                       node S, drain S, deadline N, started N, origin S,
+                                                    replace_by N (absent when None), expires N,
+                                                    expires_at N
 
 Concurrency contract: every decision another writer could race is one conditional write, so
 DynamoDB decides the winner atomically and nothing is read-then-written in Python:
@@ -19,11 +22,14 @@ DynamoDB decides the winner atomically and nothing is read-then-written in Pytho
   * `release_lease`: delete if the holder is still the caller; otherwise nothing happens.
   * `block_offerings`: put if absent or blocked until earlier, so a block is never shortened by
     a late writer with an older `until`.
-`save_claim` and `delete_claim` are plain writes (the claim's owner is the only writer).
+`save_claim` and `delete_claim` are plain writes (the claim's owner is the only writer), and so
+are `save_drain` and `delete_drain` (one drain chain per instance, written by the interruption
+function before each continuation it sends).
 
 Expiry: DynamoDB deletes items past `expires_at` lazily (often hours later), so readers never
-rely on it; `acquire_lease` compares `expires` and `blocked_offerings` filters on `until`. The
-TTL only keeps the table from filling with stale leases and blocks. Claims have no TTL: they
+rely on it; `acquire_lease` compares `expires`, `blocked_offerings` filters on `until` and
+`drain_record` on `expires`. The TTL only keeps the table from filling with stale leases, blocks
+and drain records left by a chain that died. Claims have no TTL: they
 live until the controller deletes them.
 
 Reads are strongly consistent, because the provisioner reads right after it writes (a claim it
@@ -51,7 +57,7 @@ from botocore.exceptions import ClientError
 from nodewright.model.codec import claim_from_dict, claim_to_dict
 from nodewright.model.command import CommandRecord
 from nodewright.model.nodeclaim import NodeClaim
-from nodewright.ports import Offering
+from nodewright.ports import DrainRecord, Offering
 
 if TYPE_CHECKING:
     from nodewright.ports import StateStore
@@ -60,8 +66,11 @@ CLAIM = "NodeClaim"
 LEASE = "Lease"
 BLOCKED = "Blocked"
 COMMAND = "Command"
+DRAIN = "Drain"
 TTL_ATTRIBUTE = "expires_at"
 _CONDITION_FAILED = "ConditionalCheckFailedException"
+# Read through aliases: a plain word in a ProjectionExpression fails when DynamoDB reserves it.
+_DRAIN_FIELDS = ("node", "drain", "deadline", "started", "origin", "replace_by", "expires")
 
 
 def create_table(client: Any, name: str) -> None:
@@ -262,12 +271,64 @@ class DynamoStateStore:
         """Remove a command's record; a missing one counts as removed."""
         self._client.delete_item(TableName=self.table_name, Key={"pk": {"S": COMMAND}, "sk": {"S": command_id}})
 
+    # ------------------------------------------------------------------ drain records
+
+    def save_drain(self, record: DrainRecord) -> None:
+        """Write the drain record of `record.instance_id` (create or overwrite)."""
+        item: dict[str, Any] = {
+            "pk": {"S": DRAIN},
+            "sk": {"S": record.instance_id},
+            "node": {"S": record.node},
+            "drain": {"S": record.drain},
+            "deadline": {"N": _number(record.deadline)},
+            "started": {"N": _number(record.started)},
+            "origin": {"S": record.origin},
+            "expires": {"N": _number(record.expires)},
+            TTL_ATTRIBUTE: {"N": _ttl(record.expires)},
+        }
+        if record.replace_by is not None:
+            item["replace_by"] = {"N": _number(record.replace_by)}
+        self._client.put_item(TableName=self.table_name, Item=item)
+
+    def drain_record(self, instance_id: str, now: float) -> DrainRecord | None:
+        """The drain record of this instance, or None when absent or expired (expires <= now).
+
+        A Query on the full key rather than GetItem: the same read the role already holds.
+        """
+        items = self._query(
+            DRAIN,
+            sort_key=instance_id,
+            projection="sk, " + ", ".join(f"#{name}" for name in _DRAIN_FIELDS),
+            names={f"#{name}": name for name in _DRAIN_FIELDS},
+            filter_expression="#expires > :now",
+            values={":now": {"N": _number(now)}},
+        )
+        if not items:
+            return None
+        item = items[0]
+        replace_by = item.get("replace_by")
+        return DrainRecord(
+            instance_id=item["sk"]["S"],
+            node=item["node"]["S"],
+            drain=item["drain"]["S"],
+            deadline=float(item["deadline"]["N"]),
+            started=float(item["started"]["N"]),
+            origin=item["origin"]["S"],
+            replace_by=float(replace_by["N"]) if replace_by else None,
+            expires=float(item["expires"]["N"]),
+        )
+
+    def delete_drain(self, instance_id: str) -> None:
+        """Remove the drain record of this instance; a missing one counts as removed."""
+        self._client.delete_item(TableName=self.table_name, Key={"pk": {"S": DRAIN}, "sk": {"S": instance_id}})
+
     # ------------------------------------------------------------------ internals
 
     def _query(
         self,
         partition: str,
         *,
+        sort_key: str | None = None,
         projection: str,
         names: dict[str, str] | None = None,
         filter_expression: str | None = None,
@@ -275,8 +336,12 @@ class DynamoStateStore:
     ) -> list[dict[str, Any]]:
         kwargs: dict[str, Any] = {
             "TableName": self.table_name,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": partition}, **(values or {})},
+            "KeyConditionExpression": "pk = :pk" if sort_key is None else "pk = :pk AND sk = :sk",
+            "ExpressionAttributeValues": {
+                ":pk": {"S": partition},
+                **({} if sort_key is None else {":sk": {"S": sort_key}}),
+                **(values or {}),
+            },
             "ProjectionExpression": projection,
             "ConsistentRead": True,
         }
@@ -294,4 +359,14 @@ if TYPE_CHECKING:
     # Static proof that the adapter satisfies the port (checked by mypy --strict, never run).
     _store: StateStore = DynamoStateStore(None, "")
 
-__all__ = ["BLOCKED", "CLAIM", "COMMAND", "LEASE", "TTL_ATTRIBUTE", "DynamoStateStore", "create_table", "offering_key"]
+__all__ = [
+    "BLOCKED",
+    "CLAIM",
+    "COMMAND",
+    "DRAIN",
+    "LEASE",
+    "TTL_ATTRIBUTE",
+    "DynamoStateStore",
+    "create_table",
+    "offering_key",
+]

@@ -22,6 +22,7 @@ from nodewright.adapters.aws.state_store import TTL_ATTRIBUTE, DynamoStateStore,
 from nodewright.model.codec import claim_to_dict
 from nodewright.model.errors import InvalidValue
 from nodewright.model.nodeclaim import NodeClaim
+from nodewright.ports import DrainRecord
 
 TABLE = "nodewright-state"
 
@@ -87,6 +88,17 @@ def test_a_blocked_offering_item_is_keyed_by_its_offering_and_expires_with_it(
         {"S": "m5.large"},
         {"S": "us-east-1a"},
     )
+
+
+def test_a_drain_record_is_keyed_by_its_instance_and_expires_by_ttl(client: Any, store: DynamoStateStore) -> None:
+    record = DrainRecord("i-1", "node-a", "now", 0.0, 1_700_000_000.5, "spot-interruption", None, 1_700_003_600.5)
+    store.save_drain(record)
+    stored = item(client, "Drain", "i-1")
+    assert stored is not None
+    assert stored["node"] == {"S": "node-a"}
+    assert "replace_by" not in stored
+    # Rounded up: TTL must never delete a record a continuation still needs.
+    assert stored[TTL_ATTRIBUTE] == {"N": "1700003601"}
 
 
 def test_a_block_past_its_time_that_ttl_has_not_deleted_yet_is_not_returned(
