@@ -34,6 +34,35 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
     spot_pool_depth: {min: 5, max: 500}  # spot instances per (type, zone) pool, drawn per seed
     kube_api: inmemory                   # or http: the functions read the cluster through the real
                                          # Kubernetes adapter, served over local HTTP
+    faults:                              # failures as AWS and EKS produce them (see "Faults" below)
+      - {kind: kube-5xx, rate: 0.05, verbs: [list, evict], from: 10m, until: 1h}
+      - {kind: ec2-throttle, rate: 0.2, operations: [CreateFleet]}
+      - {kind: crash, rate: 0.1, functions: [provisioner]}
+
+Faults. Each entry injects one kind of failure with probability `rate` per opportunity, only
+between `from` and `until` (default: the whole run), drawn from the scenario seed and the entry's
+position, so a seed replays the same faults for the same calls:
+
+    kind                  opportunity                 what the functions meet
+    kube-5xx              a Kubernetes request        HTTP `status` (default 503) on `verbs`
+    kube-429              a Kubernetes request        HTTP 429 with Retry-After `retry_after` (1s)
+    kube-timeout          a Kubernetes request        no answer: the connection is dropped
+    ec2-throttle          an EC2 call of `operations` RequestLimitExceeded (default operations:
+                                                      CreateFleet, TerminateInstances, Describe*)
+    ec2-partial-fleet     a CreateFleet               fewer instances than asked, plus Errors
+    dynamodb-throttle     a DynamoDB call             `code` (ProvisionedThroughputExceededException
+                                                      or ThrottlingException)
+    dynamodb-conditional  a conditional write         the write lands but its answer is lost; the
+                                                      SDK's retry meets ConditionalCheckFailed
+    crash                 an invocation of `functions` killed right after a random effect (an
+                                                      AWS or Kubernetes write), as a dying Lambda
+    timeout               an invocation of `functions` killed at a random point before its deadline
+    sqs-duplicate         an interruption message     delivered a second time, later
+    sqs-reorder           an interruption message     held back, delivered after later ones
+
+`verbs` are list, watch, evict and patch (default all four). With `kube_api: inmemory` the
+in-memory cluster raises what the real adapter raises for those answers (watch faults need
+`kube_api: http`, where the API emulator answers them to the real adapter).
 
 Validation reports every problem at once, each naming the file, line and field, like the rest of
 the project's configuration (`nodewright.config.problems`); NodePools and EC2NodeClasses go through
@@ -43,6 +72,7 @@ the same parsers as `nodewright nodepool validate`. Pure apart from reading the 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -65,6 +95,34 @@ DEFAULT_START = "2026-01-05T00:00:00Z"
 DEFAULT_ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 CONSOLIDATION_MODES = ("karpenter", "nodewright", "off")
 KUBE_APIS = ("inmemory", "http")
+FAULT_KINDS = (
+    "kube-5xx",
+    "kube-429",
+    "kube-timeout",
+    "ec2-throttle",
+    "ec2-partial-fleet",
+    "dynamodb-throttle",
+    "dynamodb-conditional",
+    "crash",
+    "timeout",
+    "sqs-duplicate",
+    "sqs-reorder",
+)
+KUBE_VERBS = ("list", "watch", "evict", "patch")
+FUNCTIONS = ("provisioner", "consolidator", "interruption")
+# EC2 calls throttled by default: every launch, termination and Describe*.
+EC2_THROTTLED = ("CreateFleet", "TerminateInstances", "Describe*")
+DYNAMODB_THROTTLE_CODES = ("ProvisionedThroughputExceededException", "ThrottlingException")
+# The keys each fault kind takes besides kind, rate, from and until.
+_FAULT_KEYS: dict[str, tuple[str, ...]] = {
+    "kube-5xx": ("verbs", "status"),
+    "kube-429": ("verbs", "retry_after"),
+    "kube-timeout": ("verbs",),
+    "ec2-throttle": ("operations",),
+    "dynamodb-throttle": ("code",),
+    "crash": ("functions",),
+    "timeout": ("functions",),
+}
 DEFAULT_SPOT_POOL_DEPTH = (5, 500)
 # kind -> the owner kind of its pods (whose controller recreates a deleted pod)
 REPLICATED = {"Deployment": "ReplicaSet", "ReplicaSet": "ReplicaSet", "StatefulSet": "StatefulSet"}
@@ -95,6 +153,7 @@ _TOP = (
     "consolidation_min_savings_percent",
     "spot_pool_depth",
     "kube_api",
+    "faults",
 )
 
 
@@ -215,6 +274,36 @@ class CapacityError:
 
 
 @dataclass(frozen=True, slots=True)
+class Fault:
+    """One kind of injected failure (see "Faults" in the module docstring): with probability
+    `rate` per opportunity, between `start` and `end` (None: the run's end) seconds after the start.
+    Only the fields of its kind are set: `verbs` (kube-*), `status` (kube-5xx), `retry_after`
+    (kube-429), `operations` (ec2-throttle), `code` (dynamodb-throttle), `functions` (crash, timeout).
+    """
+
+    kind: str
+    rate: float
+    start: float = 0.0
+    end: float | None = None
+    verbs: tuple[str, ...] = KUBE_VERBS
+    status: int = 503
+    retry_after: float = 1.0
+    operations: tuple[str, ...] = EC2_THROTTLED
+    code: str = DYNAMODB_THROTTLE_CODES[0]
+    functions: tuple[str, ...] = FUNCTIONS
+
+    def active(self, t: float) -> bool:
+        """True when the fault may strike `t` seconds after the start."""
+        return self.start <= t and (self.end is None or t < self.end)
+
+    def throttles(self, operation: str) -> bool:
+        """True when `operation` (an EC2 API name) is one this fault throttles (`Describe*` matches
+        every Describe call).
+        """
+        return any(operation == o or (o.endswith("*") and operation.startswith(o[:-1])) for o in self.operations)
+
+
+@dataclass(frozen=True, slots=True)
 class FunctionSettings:
     """How a function runs: invoked every `rate` seconds (0: never on a schedule), for at most
     `timeout` seconds; `concurrency` bounds simultaneous SQS-driven invocations.
@@ -264,6 +353,16 @@ class Scenario:
     # How the functions reach the cluster: "inmemory" (the in-memory cluster directly) or "http"
     # (the real KubeCluster adapter, watching the cluster served by nodewright.sim.apiserver).
     kube_api: str = "inmemory"
+    faults: tuple[Fault, ...] = ()
+
+    @property
+    def faults_end(self) -> float | None:
+        """Seconds after the start when the last fault window closes (the run's end for an open
+        one); None without faults. The orphan audit counts from here.
+        """
+        if not self.faults:
+            return None
+        return max(self.duration if x.end is None else min(x.end, self.duration) for x in self.faults)
 
     def pool_depth(self, instance_type: str, zone: str) -> int:
         """The spot capacity of one pool (instances), drawn from the seed."""
@@ -419,6 +518,7 @@ class _Reader:
         interruptions = f.items(at / "interruptions", top.get("interruptions"), self._interruption) or ()
         errors = f.items(at / "capacity_errors", top.get("capacity_errors"), self._capacity_error) or ()
         functions = self._functions(at / "functions", top.get("functions"))
+        faults = f.items(at / "faults", top.get("faults"), self._fault) or ()
         self._cross_check(
             at, nodepools=nodepools, nodeclasses=nodeclasses, interruptions=interruptions, errors=errors, zones=zones
         )
@@ -447,6 +547,7 @@ class _Reader:
             consolidation_min_savings_percent=min_percent or 0.0,
             spot_pool_depth=spot_depth or DEFAULT_SPOT_POOL_DEPTH,
             kube_api=kube_api or "inmemory",
+            faults=faults,
             **functions,
         )
 
@@ -759,6 +860,66 @@ class _Reader:
         if instance_type is None or zone is None or capacity_type is None or code is None:
             return None
         return CapacityError(instance_type, zone, capacity_type, start or 0.0, end, code)
+
+    def _fault(self, at: At, raw: Any) -> Fault | None:
+        if isinstance(raw, Mapping) and raw.get("kind") in FAULT_KINDS:
+            extra = _FAULT_KEYS.get(str(raw["kind"]), ())
+        else:
+            extra = tuple(sorted({k for keys in _FAULT_KEYS.values() for k in keys}))
+        entry = f.item(at, raw, ("kind", "rate", "from", "until", *extra))
+        if entry is None:
+            return None
+        # Keys of another kind were reported as unknown by `item`: they are not read again.
+        given = {k: v for k, v in entry.items() if k in extra}
+        kind = f.string(at / "kind", f.required(at, entry, "kind"), enum=FAULT_KINDS)
+        rate = _number(at / "rate", f.required(at, entry, "rate"), low=0.0, high=1.0)
+        start = _duration(at / "from", entry.get("from"))
+        end = _duration(at / "until", entry.get("until"))
+        verbs = self._choices(at / "verbs", given.get("verbs"), KUBE_VERBS)
+        functions = self._choices(at / "functions", given.get("functions"), FUNCTIONS)
+        operations = f.string_list(at / "operations", given.get("operations"), min_items=1)
+        for index, operation in enumerate(operations or ()):
+            if not re.fullmatch(r"(CreateFleet|TerminateInstances|Describe[A-Za-z]*\*?)", operation):
+                (at / "operations" / index).error(
+                    f"{show(operation)} is not CreateFleet, TerminateInstances or a Describe call (Describe* for all)"
+                )
+                operations = None
+        status = f.integer(at / "status", given.get("status"), minimum=500, maximum=599)
+        retry_after = _duration(at / "retry_after", given.get("retry_after"))
+        code = f.string(at / "code", given.get("code"), enum=DYNAMODB_THROTTLE_CODES)
+        if start is not None and end is not None and end <= start:
+            (at / "until").error("must be after `from`")
+            return None
+        read = {"verbs": verbs, "functions": functions, "operations": operations, "status": status, "code": code}
+        if kind is None or rate is None or any(given.get(k) is not None and v is None for k, v in read.items()):
+            return None
+        return Fault(
+            kind=kind,
+            rate=rate,
+            start=start or 0.0,
+            end=end,
+            verbs=verbs or KUBE_VERBS,
+            status=status or 503,
+            retry_after=retry_after if retry_after is not None else 1.0,
+            operations=operations or EC2_THROTTLED,
+            code=code or DYNAMODB_THROTTLE_CODES[0],
+            functions=functions or FUNCTIONS,
+        )
+
+    def _choices(self, at: At, raw: Any, known: tuple[str, ...]) -> tuple[str, ...] | None:
+        """A non-empty list of distinct names from `known`."""
+        names = f.string_list(at, raw, min_items=1)
+        if names is None:
+            return None
+        ok = True
+        for index, name in enumerate(names):
+            if name not in known:
+                (at / index).error(f"{show(name)} is not one of {', '.join(known)}")
+                ok = False
+        if len(set(names)) != len(names):
+            at.error("names a value more than once")
+            ok = False
+        return names if ok else None
 
     def _functions(self, at: At, raw: Any) -> dict[str, FunctionSettings]:
         entry = f.obj(at, raw, ("provisioner", "consolidator", "interruption")) or {}
