@@ -6,10 +6,11 @@ terms stand alone, restricted tags, one root volume, iops/throughput only where 
 kubelet image GC thresholds ordered, soft evictions paired with grace periods), and reports
 every problem through the cursor. `render_nodeclass` prints a model back as a manifest.
 
-Fields Nodewright validates but does not act on yet (`NOT_ACTED_ON`: capacity reservations,
-placement groups, connection tracking, network interfaces; Windows AMIs) are kept in the model
-and each warns that it is ignored, so a Karpenter manifest is accepted without hiding what
-Nodewright will not do with it.
+Placement groups, connection tracking, network interfaces, IP prefixes and CPU options go into
+the launch template (`nodewright.adapters.aws.launch_template`). Fields Nodewright validates but
+does not act on yet (`NOT_ACTED_ON`: capacity reservations, with each term's
+instanceMatchCriteria; Windows AMIs) are kept in the model and each warns that it is ignored, so
+a Karpenter manifest is accepted without hiding what Nodewright will not do with it.
 """
 
 from __future__ import annotations
@@ -98,12 +99,12 @@ SPEC_FIELDS = (
 )
 # Fields accepted and validated as Karpenter does, but not acted on yet: each warns that it is ignored.
 NOT_ACTED_ON = {
-    "capacityReservationSelectorTerms": "Nodewright does not launch into capacity reservations yet: ignored",
-    "placementGroupSelector": "Nodewright does not launch into placement groups yet: ignored",
-    "connectionTracking": "Nodewright does not set connection tracking on launched instances yet: ignored",
-    "networkInterfaces": "Nodewright launches instances with their default network interface only: ignored",
-    "cpuOptions": "Nodewright does not set CPU options (nested virtualization) on launched instances yet: ignored",
-    "ipPrefixCount": "Nodewright does not assign IPv4 prefixes to launched network interfaces yet: ignored",
+    # Reservation selection does not exist yet (the fleet never asks for reserved capacity); the
+    # terms, instanceMatchCriteria included, are kept in the model for when it does.
+    "capacityReservationSelectorTerms": (
+        "Nodewright does not launch into capacity reservations yet (terms and instanceMatchCriteria are "
+        "not acted on): ignored"
+    ),
 }
 WINDOWS_NOT_LAUNCHED = "Nodewright does not launch Windows nodes yet: NodePools using this EC2NodeClass launch nothing"
 _SPEC_HINTS = {"amiSelector": "use amiSelectorTerms", "subnetSelector": "use subnetSelectorTerms"}

@@ -206,7 +206,7 @@ class EC2NodeClass:
     connection_tracking: ConnectionTracking | None = None
     network_interfaces: tuple[NetworkInterface, ...] = ()
     # cpuOptions.nestedVirtualization ("enabled", "disabled"; None: EC2's default) and ipPrefixCount
-    # (IPv4 prefixes on the primary interface): validated and kept, not acted on yet.
+    # (IPv4 prefixes, IPv6 on an IPv6 cluster, on every interface that has addresses).
     nested_virtualization: str | None = None
     ip_prefix_count: int | None = None
     api_version: str = "karpenter.k8s.aws/v1"

@@ -373,7 +373,7 @@ def test_a_windows_nodeclass_is_accepted_with_a_warning_that_windows_nodes_are_n
     ]
 
 
-def test_fields_karpenter_accepts_and_nodewright_ignores_are_kept_with_a_warning_naming_each() -> None:
+def test_network_placement_and_reservation_fields_are_kept_and_only_reservations_warn() -> None:
     body = nodeclass_with(
         capacityReservationSelectorTerms=[
             {"instanceMatchCriteria": "open"},
@@ -404,17 +404,7 @@ def test_fields_karpenter_accepts_and_nodewright_ignores_are_kept_with_a_warning
     assert (nodeclass.nested_virtualization, nodeclass.ip_prefix_count) == ("enabled", 2)
     assert warnings_of(body) == [
         "EC2NodeClass/default: spec.capacityReservationSelectorTerms: Nodewright does not launch into capacity "
-        "reservations yet: ignored",
-        "EC2NodeClass/default: spec.placementGroupSelector: Nodewright does not launch into placement groups yet: "
-        "ignored",
-        "EC2NodeClass/default: spec.connectionTracking: Nodewright does not set connection tracking on launched "
-        "instances yet: ignored",
-        "EC2NodeClass/default: spec.networkInterfaces: Nodewright launches instances with their default network "
-        "interface only: ignored",
-        "EC2NodeClass/default: spec.cpuOptions: Nodewright does not set CPU options (nested virtualization) on "
-        "launched instances yet: ignored",
-        "EC2NodeClass/default: spec.ipPrefixCount: Nodewright does not assign IPv4 prefixes to launched network "
-        "interfaces yet: ignored",
+        "reservations yet (terms and instanceMatchCriteria are not acted on): ignored",
     ]
     assert model_of(render_nodeclass(nodeclass)) == nodeclass
 

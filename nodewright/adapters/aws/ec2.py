@@ -445,6 +445,7 @@ class Ec2CloudProvider:
                 user_data_b64=user_data,
                 security_groups=resolved.security_groups,
                 instance_profile=profile,
+                ip_family=self._cluster.ip_family,
             )
             # CreateFleet cannot tag network interfaces, a launch template can; claim-free tags
             # keep one shared template per NodePool when the claim label is off.

@@ -1,7 +1,8 @@
 """EC2 launch templates: what every instance of a (NodeClass, AMI, user data) combination boots with.
 
 Role: build the LaunchTemplateData for a resolved NodeClass (AMI, user data, security groups,
-instance profile, block devices, instance metadata options, monitoring, public IP) and make sure
+instance profile, block devices, instance metadata options, monitoring, network interfaces with
+public IP, IP prefixes and connection tracking, placement group, CPU options) and make sure
 a template with exactly that content exists, once per process. A NodeClass has one template per
 AMI it launches: per architecture and per variant (standard, nvidia, neuron), so a claim whose
 options mix GPU and standard types gets one template for each, all in the same CreateFleet.
@@ -109,6 +110,63 @@ def instance_profile_spec(profile: str) -> dict[str, str]:
     return {"Arn": profile} if profile.startswith("arn:") else {"Name": profile}
 
 
+def connection_tracking_spec(nodeclass: EC2NodeClass) -> dict[str, int] | None:
+    """ConnectionTrackingSpecification of an interface: the timeouts the NodeClass sets, or None."""
+    tracking = nodeclass.connection_tracking
+    if tracking is None:
+        return None
+    pairs = (
+        ("TcpEstablishedTimeout", tracking.tcp_established_timeout),
+        ("UdpStreamTimeout", tracking.udp_stream_timeout),
+        ("UdpTimeout", tracking.udp_timeout),
+    )
+    return {key: value for key, value in pairs if value is not None} or None
+
+
+def network_interfaces(
+    nodeclass: EC2NodeClass, security_groups: Sequence[str], ip_family: str = "ipv4"
+) -> list[dict[str, Any]] | None:
+    """The launch template's NetworkInterfaces, or None when the default interface will do.
+
+    One entry per `networkInterfaces` item, else one primary interface when a setting only an
+    interface can carry is given (public IP, connection tracking, IP prefixes). Every interface gets
+    the security groups (EC2 refuses SecurityGroupIds next to NetworkInterfaces); an `efa-only`
+    interface has no IP address, so it gets no public IP, prefixes or connection tracking (EC2
+    refuses the launch otherwise). `ipPrefixCount` means IPv6 prefixes on an IPv6 cluster.
+    """
+    tracking = connection_tracking_spec(nodeclass)
+    prefix_key = "Ipv6PrefixCount" if ip_family == "ipv6" else "Ipv4PrefixCount"
+    if nodeclass.network_interfaces:
+        slots = [(i.network_card_index, i.device_index, i.interface_type) for i in nodeclass.network_interfaces]
+    elif (nodeclass.associate_public_ip_address, tracking, nodeclass.ip_prefix_count) != (None, None, None):
+        slots = [(0, 0, "")]
+    else:
+        return None
+    out: list[dict[str, Any]] = []
+    for card, device, kind in slots:
+        interface: dict[str, Any] = {"DeviceIndex": device, "Groups": list(security_groups)}
+        if kind:
+            interface["NetworkCardIndex"] = card
+            interface["InterfaceType"] = kind
+        if kind != "efa-only":
+            optional = (
+                ("AssociatePublicIpAddress", nodeclass.associate_public_ip_address),
+                (prefix_key, nodeclass.ip_prefix_count),
+                ("ConnectionTrackingSpecification", tracking),
+            )
+            interface.update({key: value for key, value in optional if value is not None})
+        out.append(interface)
+    return out
+
+
+def placement_spec(nodeclass: EC2NodeClass) -> dict[str, str] | None:
+    """Placement of the NodeClass's placement group, by name or id as written (EC2 resolves either)."""
+    group = nodeclass.placement_group_selector
+    if group is None:
+        return None
+    return {"GroupName": group.name} if group.name is not None else {"GroupId": str(group.id)}
+
+
 def template_data(
     *,
     nodeclass: EC2NodeClass,
@@ -116,12 +174,13 @@ def template_data(
     user_data_b64: str,
     security_groups: Sequence[str],
     instance_profile: str,
+    ip_family: str = "ipv4",
 ) -> dict[str, Any]:
     """The LaunchTemplateData for one AMI of a resolved NodeClass.
 
-    Subnet and instance type are left to the fleet's overrides. With
-    `associatePublicIPAddress` set the security groups go on an explicit primary network
-    interface, because EC2 refuses SecurityGroupIds next to NetworkInterfaces.
+    Subnet and instance type are left to the fleet's overrides. The security groups go on the
+    network interfaces when the NodeClass needs explicit ones (`network_interfaces`), else on
+    SecurityGroupIds. Placement group, CPU options (nested virtualization) are set when given.
     """
     data: dict[str, Any] = {
         "ImageId": image_id,
@@ -134,16 +193,16 @@ def template_data(
     if devices:
         data["BlockDeviceMappings"] = devices
     groups = sorted(security_groups)
-    if nodeclass.associate_public_ip_address is not None:
-        data["NetworkInterfaces"] = [
-            {
-                "DeviceIndex": 0,
-                "AssociatePublicIpAddress": nodeclass.associate_public_ip_address,
-                "Groups": groups,
-            }
-        ]
+    interfaces = network_interfaces(nodeclass, groups, ip_family)
+    if interfaces is not None:
+        data["NetworkInterfaces"] = interfaces
     else:
         data["SecurityGroupIds"] = groups
+    placement = placement_spec(nodeclass)
+    if placement is not None:
+        data["Placement"] = placement
+    if nodeclass.nested_virtualization is not None:
+        data["CpuOptions"] = {"NestedVirtualization": nodeclass.nested_virtualization}
     return data
 
 
