@@ -17,12 +17,15 @@ from rich.table import Table
 
 from nodewright.cli import app
 from nodewright.model.duration import format_duration
-from nodewright.simulator.scenario import ScenarioError, load_scenario
+from nodewright.simulator.scenario import Scenario, ScenarioError, load_scenario
 
 
 @app.command()
 def simulate(
-    scenario_file: Annotated[Path, typer.Argument(metavar="SCENARIO.yaml", help="The scenario to run.")],
+    scenario_file: Annotated[
+        Path | None, typer.Argument(metavar="SCENARIO.yaml", help="The scenario to run (or --generate SEED).")
+    ] = None,
+    *,
     report: Annotated[
         Path | None, typer.Option("--report", help="Report directory (default sim-report/<scenario name>).")
     ] = None,
@@ -30,15 +33,28 @@ def simulate(
     profile: Annotated[
         Path | None, typer.Option("--profile", help="Write cProfile statistics of the whole run to this file.")
     ] = None,
+    generate: Annotated[
+        int | None,
+        typer.Option("--generate", metavar="SEED", min=0, help="Run the scenario drawn for SEED instead of a file."),
+    ] = None,
+    hours: Annotated[
+        float | None,
+        typer.Option("--hours", min=0.01, help="With --generate: compress the drawn day to this many hours."),
+    ] = None,
+    scale: Annotated[
+        float, typer.Option("--scale", min=0.01, help="With --generate: multiply every replica count.")
+    ] = 1.0,
+    write: Annotated[
+        Path | None,
+        typer.Option("--write", metavar="FILE", help="With --generate: write the drawn scenario's YAML and stop."),
+    ] = None,
 ) -> None:
     """Simulate Nodewright on a virtual cluster and write a report (summary.json, report.md/html, plots)."""
     from nodewright.simulator.runner import run_scenario
 
-    try:
-        scenario = load_scenario(scenario_file)
-    except ScenarioError as error:
-        typer.secho(str(error), err=True, fg=typer.colors.RED)
-        raise typer.Exit(1) from None
+    scenario = _scenario(scenario_file, generate, hours, scale, write)
+    if scenario is None:
+        return
     if seed is not None:
         scenario = scenario.with_seed(seed)
     directory = report or Path("sim-report") / scenario.name
@@ -59,6 +75,34 @@ def simulate(
 
         result = run_scenario(scenario, directory, progress=advance, profile=profile)
     _print(result.summary, directory)
+
+
+def _scenario(
+    scenario_file: Path | None, generate: int | None, hours: float | None, scale: float, write: Path | None
+) -> Scenario | None:
+    """The scenario to run: the file, or the one drawn for the seed; None when it was only written."""
+    if (scenario_file is None) == (generate is None):
+        typer.secho("give either SCENARIO.yaml or --generate SEED", err=True, fg=typer.colors.RED)
+        raise typer.Exit(2)
+    if generate is None and (hours is not None or scale != 1.0 or write is not None):
+        typer.secho("--hours, --scale and --write go with --generate SEED", err=True, fg=typer.colors.RED)
+        raise typer.Exit(2)
+    try:
+        if scenario_file is not None:
+            return load_scenario(scenario_file)
+        from nodewright.simulator.generate import generate as draw
+        from nodewright.simulator.generate import load, to_yaml
+
+        document = draw(generate or 0, hours=hours, scale=scale)
+        if write is None:
+            return load(document)
+        write.write_text(to_yaml(document), encoding="utf-8")
+        load_scenario(write)  # what was written must load back
+    except ScenarioError as error:
+        typer.secho(str(error), err=True, fg=typer.colors.RED)
+        raise typer.Exit(1) from None
+    typer.echo(f"wrote {write}: run it with `nodewright simulate {write}`")
+    return None
 
 
 def _print(summary: dict[str, Any], directory: Path) -> None:
