@@ -34,7 +34,14 @@ from nodewright.controllers.drain import Drainer
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.lease import InvocationLease
 from nodewright.controllers.provisioning import Catalog, Configuration, Provisioner, claim_name, pool_capacities
-from nodewright.engine.disruption import Command, DisruptionInput, DisruptionOptions, compute_commands, validate
+from nodewright.engine.disruption import (
+    Command,
+    DisruptionCache,
+    DisruptionInput,
+    DisruptionOptions,
+    compute_commands,
+    validate,
+)
 from nodewright.engine.disruption.consolidation import EPSILON
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
@@ -120,6 +127,8 @@ class Consolidator:
         # (candidate node, instance type) -> until when that type is no option for that node: its
         # replacement came up no cheaper. Held by the warm container, as the fingerprint is.
         self._no_cheaper: dict[tuple[str, str], float] = {}
+        # What passes may reuse (node destinations, the solver's memos), held by the warm container.
+        self._cache = DisruptionCache()
 
     # -- the invocation ----------------------------------------------------------------------------
 
@@ -186,7 +195,7 @@ class Consolidator:
         state = _fingerprint(inp)
         if state == self._last_state:
             return False
-        result = compute_commands(inp)
+        result = compute_commands(inp, self._cache)
         report.eligible = result.eligible
         self.observer.metric("EligibleNodes", result.eligible)
         for node, why in sorted(result.rejected.items()):
@@ -203,7 +212,7 @@ class Consolidator:
         self.store.save_command(record)
         report.decided.append(record.id)
         self.sleep(self.options.validation_delay)
-        stale = validate(command, self.disruption_input())
+        stale = validate(command, self.disruption_input(), self._cache)
         if stale is not None:
             self.store.delete_command(record.id)
             report.dropped[record.id] = stale

@@ -41,7 +41,14 @@ from typing import Protocol
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.lease import InvocationLease
 from nodewright.engine.disruption import template_hash
-from nodewright.engine.scheduling import PlannedClaim, PoolCapacity, SchedulingInput, SchedulingResult, solve
+from nodewright.engine.scheduling import (
+    PlannedClaim,
+    PoolCapacity,
+    SchedulingInput,
+    SchedulingResult,
+    SolverCache,
+    solve,
+)
 from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model import labels as wk
 from nodewright.model.instance import Instance
@@ -239,6 +246,9 @@ class Provisioner:
         # wait(seconds, woken): up to `seconds`, less once woken() holds (the cluster's watch,
         # the simulator's world). Without one the loop polls with `sleep`.
         self.wait = wait
+        # What solves may reuse (prepared catalog views, bound pods' facts): kept by the warm
+        # container with this controller, so a re-plan after a capacity error starts warm.
+        self.solver_cache = SolverCache()
 
     # -- the invocation ------------------------------------------------------------------------
 
@@ -330,7 +340,7 @@ class Provisioner:
                 snapshot, pending=pending, nodepools=nodepools, nodeclasses=nodeclasses, claims=claims, now=now
             )
             started = time.perf_counter()
-            result = solve(inp)
+            result = solve(inp, cache=self.solver_cache)
             report.solve_seconds += time.perf_counter() - started
             self.observer.metric("SchedulingSeconds", time.perf_counter() - started, "Seconds")
             report.unschedulable = dict(result.unschedulable)

@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from nodewright.engine.scheduling import SchedulingInput, Strategy, solve
+from nodewright.engine.scheduling import SchedulingInput, SolverCache, Strategy, solve
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
 from nodewright.model.snapshot import ClusterSnapshot
@@ -126,6 +126,7 @@ class KubeScheduler:
     def __init__(self, cluster: SimulatedCluster) -> None:
         self.cluster = cluster
         self.runs = 0
+        self.solver_cache = SolverCache()  # the same nodes and bound pods run after run
 
     def schedule(self, keys: Sequence[str]) -> int:
         """Try to place the unbound pods `keys`; returns how many were bound."""
@@ -151,6 +152,7 @@ class KubeScheduler:
                     now=cluster.clock.now(),
                 ),
                 Strategy(),
+                cache=self.solver_cache,
             )
             for node, pods in sorted(result.existing.items()):
                 for key in pods:

@@ -2,7 +2,8 @@
 
 `compute_commands(DisruptionInput) -> DisruptionResult` runs one pass (emptiness, expiration,
 drift, consolidation: the first method that yields a command wins); `validate(command, fresh)`
-re-checks a command against fresher state before the controller acts on it;
+re-checks a command against fresher state before the controller acts on it (both take the
+`DisruptionCache` the caller keeps between passes, or none);
 `allowed_disruptions` applies a NodePool's budgets; `template_hash` is what a node claim records
 so drift can be detected later. See `engine.py` and `consolidation.py` for how it works.
 """
@@ -11,6 +12,7 @@ from nodewright.engine.disruption.budgets import allowed_disruptions
 from nodewright.engine.disruption.candidates import eviction_cost
 from nodewright.engine.disruption.drift import template_hash
 from nodewright.engine.disruption.engine import compute_commands, validate
+from nodewright.engine.disruption.simulate import DisruptionCache
 from nodewright.engine.disruption.types import (
     Command,
     DisruptionInput,
@@ -21,6 +23,7 @@ from nodewright.engine.disruption.types import (
 
 __all__ = [
     "Command",
+    "DisruptionCache",
     "DisruptionInput",
     "DisruptionOptions",
     "DisruptionResult",

@@ -12,7 +12,7 @@ from nodewright.engine.disruption.balance import pool_totals
 from nodewright.engine.disruption.candidates import Candidate, ClusterView, counts_by_pool
 from nodewright.engine.disruption.consolidation import EPSILON, evaluate
 from nodewright.engine.disruption.methods import METHODS, UNDERUTILIZED_POLICIES, drifted, quotas, waiting
-from nodewright.engine.disruption.simulate import Simulator
+from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
 from nodewright.engine.disruption.types import (
     CONSOLIDATION,
     DRIFT,
@@ -25,10 +25,13 @@ from nodewright.engine.disruption.types import (
 from nodewright.model.nodepool import CONSOLIDATION_POLICIES
 
 
-def compute_commands(inp: DisruptionInput) -> DisruptionResult:
-    """Decide this pass's disruption command (at most one) and why other nodes are left alone."""
+def compute_commands(inp: DisruptionInput, cache: DisruptionCache | None = None) -> DisruptionResult:
+    """Decide this pass's disruption command (at most one) and why other nodes are left alone.
+
+    `cache`: what passes may reuse (`DisruptionCache`; the caller keeps it, or none for a fresh one).
+    """
     view = ClusterView.build(inp)
-    sim = Simulator(view)
+    sim = Simulator(view, cache)
     why: dict[str, str] = {}
     command: Command | None = None
     for _, method in METHODS:
@@ -58,7 +61,7 @@ def compute_commands(inp: DisruptionInput) -> DisruptionResult:
     )
 
 
-def validate(command: Command, fresh: DisruptionInput) -> str | None:
+def validate(command: Command, fresh: DisruptionInput, cache: DisruptionCache | None = None) -> str | None:
     """Re-check `command` against `fresh` state: None when it still holds, else why it is stale.
 
     The command's own candidates are not counted as "in progress" (the controller may already
@@ -94,10 +97,12 @@ def validate(command: Command, fresh: DisruptionInput) -> str | None:
                     f"NodePool {pool}'s disruption budgets allow {allowed.get(pool, 0)} {command.reason} "
                     f"disruption(s) now; the command needs {needed}"
                 )
-    return _still_holds(command, candidates, view)
+    return _still_holds(command, candidates, view, cache)
 
 
-def _still_holds(command: Command, candidates: list[Candidate], view: ClusterView) -> str | None:
+def _still_holds(
+    command: Command, candidates: list[Candidate], view: ClusterView, cache: DisruptionCache | None
+) -> str | None:
     now = view.inp.now
     if command.method in (EMPTINESS, CONSOLIDATION):
         policies = CONSOLIDATION_POLICIES if command.method == EMPTINESS else UNDERUTILIZED_POLICIES
@@ -118,15 +123,17 @@ def _still_holds(command: Command, candidates: list[Candidate], view: ClusterVie
             if drifted(view, c) is None:
                 return f"candidate {c.name} has not drifted any more"
     if command.method == CONSOLIDATION:
-        return _still_cheaper(command, candidates, view)
+        return _still_cheaper(command, candidates, view, cache)
     return None
 
 
-def _still_cheaper(command: Command, candidates: list[Candidate], view: ClusterView) -> str | None:
+def _still_cheaper(
+    command: Command, candidates: list[Candidate], view: ClusterView, cache: DisruptionCache | None
+) -> str | None:
     fresh = view.inp
     verdict = evaluate(
         candidates,
-        Simulator(view).run(candidates, cheaper=True),
+        Simulator(view, cache).run(candidates, cheaper=True),
         fresh.options,
         fresh.blocked,
         many_to_many=True,

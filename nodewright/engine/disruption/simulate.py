@@ -26,9 +26,10 @@ each question hands it an equivalent, smaller cluster:
   no dearer type can be part of a plan that saves money.
 
 Results are cached by the candidate names (and whether types were cut), so the methods of one
-pass and the searches inside consolidation never solve the same question twice. Each node's
-destination summary is remembered across passes while the node and its pods are the same objects
-(`_Destinations`), so a pass only re-reads the nodes that changed.
+pass and the searches inside consolidation never solve the same question twice. What outlives a
+pass is in the `DisruptionCache` the caller owns (the consolidator keeps one per warm container):
+each node's destination summary, remembered while the node and its pods are the same objects
+(`_Destinations`), so a pass only re-reads the nodes that changed, and the solver's `SolverCache`.
 """
 
 from __future__ import annotations
@@ -39,7 +40,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
-from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult, Strategy, solve
+from nodewright.engine.scheduling import (
+    PoolCapacity,
+    SchedulingInput,
+    SchedulingResult,
+    SolverCache,
+    Strategy,
+    solve,
+)
 from nodewright.engine.scheduling.topology import Group, spread_group, term_group
 from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model import labels as wk
@@ -116,7 +124,7 @@ class _Destinations:
 
     Every pass prepares every node that can take pods, but from one pass to the next most nodes
     are the same object holding the same pod objects (the cluster hands out unchanged objects, as
-    `_PodFacts` in the solver relies on too). Valid because a destination is a pure function of
+    the solver's `SolverCache` relies on too). Valid because a destination is a pure function of
     the (immutable) node and pods: an entry is reused only when its node is the same object and
     its pods are the same objects in the same order, and it holds them, so no id is reused while
     it is remembered. Destinations are shared: never changed. Bounded: everything is forgotten
@@ -144,7 +152,16 @@ class _Destinations:
         return d
 
 
-_DESTINATIONS = _Destinations()
+class DisruptionCache:
+    """What disruption passes may reuse from one pass to the next, owned by the caller: the node
+    destinations (`_Destinations`) and the solver's memos (`SolverCache`). Every entry is a pure
+    function of its key, so a pass with a warm cache decides exactly what it decides with a fresh
+    one; `compute_commands` and `validate` without one use a fresh one for the call.
+    """
+
+    def __init__(self) -> None:
+        self.destinations = _Destinations()
+        self.solver = SolverCache()
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,19 +175,20 @@ class _Cheapest:
 class Simulator:
     """Answers "where would these candidates' pods go?" for one pass (see the module docstring)."""
 
-    def __init__(self, view: ClusterView) -> None:
+    def __init__(self, view: ClusterView, cache: DisruptionCache | None = None) -> None:
         self.view = view
+        self.cache = cache = cache if cache is not None else DisruptionCache()
         inp = view.inp
         self.destinations: list[_Destination] = []
         self.combos: dict[Combo, tuple[str, Mapping[str, str]]] = {}
         nodes = sorted(inp.snapshot.nodes, key=lambda n: n.name)
         open_nodes = [n for n in nodes if self._destination(n, inp.in_progress)]
         # Room that pods not bound yet will take first (see `_reserve`), counted as taken.
-        self.reserved = _reserve(view, open_nodes)
+        self.reserved = _reserve(view, open_nodes, cache.solver)
         for node in open_nodes:
             on_node: Sequence[Pod] = view.pods_by_node.get(node.name, ())
             waiting = self.reserved.get(node.name)
-            d = _DESTINATIONS.get(node, (*on_node, *waiting) if waiting else on_node)
+            d = cache.destinations.get(node, (*on_node, *waiting) if waiting else on_node)
             for combo, pods in d.combos.items():
                 if combo not in self.combos:
                     self.combos[combo] = (pods[0].namespace, pods[0].labels)
@@ -229,7 +247,8 @@ class Simulator:
         )
         self.solves += 1
         portfolio = len(candidates) > 1 and len(pods) <= PORTFOLIO_PODS
-        result = solve(scheduling) if portfolio else solve(scheduling, Strategy())
+        solver = self.cache.solver
+        result = solve(scheduling, cache=solver) if portfolio else solve(scheduling, Strategy(), cache=solver)
         self._cache[key] = result
         return result
 
@@ -355,7 +374,7 @@ class Simulator:
         return hit
 
 
-def _reserve(view: ClusterView, nodes: Sequence[Node]) -> dict[str, tuple[Pod, ...]]:
+def _reserve(view: ClusterView, nodes: Sequence[Node], cache: SolverCache) -> dict[str, tuple[Pod, ...]]:
     """Where the pods not bound yet will go on `nodes`: node name -> those pods, as bound there.
 
     A consolidation plan must not count on room that kube-scheduler is about to give to pods that
@@ -384,6 +403,7 @@ def _reserve(view: ClusterView, nodes: Sequence[Node]) -> dict[str, tuple[Pod, .
             now=inp.now,
         ),
         Strategy(),
+        cache=cache,
     )
     by_key = {p.key: p for p in waiting}
     return {

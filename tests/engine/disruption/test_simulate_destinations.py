@@ -1,4 +1,4 @@
-"""Destinations remembered across passes (`_DESTINATIONS`) give exactly what preparing them afresh does.
+"""Destinations remembered across passes (`DisruptionCache`) give exactly what preparing them afresh does.
 
 A pass prepares every node that can take pods; the next pass mostly sees the same node and pod
 objects again, and reuses what it prepared. These tests run passes over a changing cluster (pods
@@ -13,31 +13,31 @@ from typing import Any
 
 import pytest
 
-from nodewright.engine.disruption import compute_commands
+from nodewright.engine.disruption import DisruptionCache, compute_commands
 from nodewright.engine.disruption import simulate as simulate_module
 from nodewright.engine.disruption.candidates import ClusterView
 from nodewright.engine.disruption.simulate import Simulator
-from nodewright.engine.scheduling import solver as solver_module
+from nodewright.engine.scheduling import SolverCache
 from nodewright.model.pod import Pod
 from tests.engine.disruption.scenario import World
 from tests.engine.scheduling.scenario import term
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(simulate_module, "_DESTINATIONS", simulate_module._Destinations())
+def _cold(world: World) -> tuple[Any, Any]:
+    """What a pass sees and decides with nothing remembered."""
+
+    def nothing_kept() -> DisruptionCache:
+        cache = DisruptionCache()
+        cache.destinations = simulate_module._Destinations(limit=0)
+        cache.solver = SolverCache(prepared=0, pod_facts=0, node_facts=0, bound_runs=0)
+        return cache
+
+    return _seen(world, nothing_kept()), compute_commands(world.input(), nothing_kept())
 
 
-def _cold(monkeypatch: pytest.MonkeyPatch, world: World) -> tuple[Any, Any]:
-    with monkeypatch.context() as m:
-        m.setattr(simulate_module, "_DESTINATIONS", simulate_module._Destinations(limit=0))
-        m.setattr(solver_module, "_PREPARED", solver_module._PreparedCache(size=0))
-        return _seen(world), compute_commands(world.input())
-
-
-def _seen(world: World) -> tuple[Any, ...]:
+def _seen(world: World, cache: DisruptionCache) -> tuple[Any, ...]:
     """What a pass's Simulator made of the cluster: destinations (in order) and combos."""
-    sim = Simulator(ClusterView.build(world.input()))
+    sim = Simulator(ClusterView.build(world.input()), cache)
     destinations = [
         (
             d.node,
@@ -94,12 +94,14 @@ def _edits() -> list[Any]:
     return [nothing, add_pod, nothing, drop_pod, replace_pod, reorder, relabel_node, cordon, uncordon, move_pod]
 
 
-def test_passes_over_a_changing_cluster_see_what_a_cold_pass_sees(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_passes_over_a_changing_cluster_see_what_a_cold_pass_sees() -> None:
     world = _world()
+    warm = DisruptionCache()  # kept from pass to pass, as the consolidator keeps it
     for edit in _edits():
         edit(world)
-        cold_seen, cold_result = _cold(monkeypatch, world)
-        assert _seen(world) == cold_seen
+        cold_seen, cold_result = _cold(world)
+        assert _seen(world, warm) == cold_seen
+        assert compute_commands(world.input(), warm) == cold_result
         assert compute_commands(world.input()) == cold_result
 
 
@@ -113,14 +115,15 @@ def test_an_unchanged_node_is_prepared_once_and_a_changed_one_again(monkeypatch:
         return real(node, pods)
 
     monkeypatch.setattr(simulate_module, "_prepare", counting)
-    _seen(world)
+    cache = DisruptionCache()
+    _seen(world, cache)
     assert sorted(prepared) == [f"n{i}" for i in range(6)]
     prepared.clear()
-    _seen(world)
+    _seen(world, cache)
     assert prepared == []
     world.put("n2", 1)
     world.pods = [replace(p) if p.name == "n4-p0" else p for p in world.pods]
-    _seen(world)
+    _seen(world, cache)
     assert sorted(prepared) == ["n2", "n4"]
 
 

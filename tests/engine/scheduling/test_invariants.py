@@ -16,7 +16,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, Strategy, solve
-from nodewright.engine.scheduling.solver import _Solver
+from nodewright.engine.scheduling.cache import SolverCache
+from nodewright.engine.scheduling.existing import BoundPods
+from nodewright.engine.scheduling.solver import run_pass
+from nodewright.engine.scheduling.state import Pass
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.pod import Pod
@@ -284,8 +287,9 @@ def test_the_planned_fill_does_not_depend_on_input_order(inp: SchedulingInput, s
 @given(scheduling_inputs())
 def test_a_planned_pass_with_nothing_to_plan_repeats_the_shape_mixing_pass(inp: SchedulingInput) -> None:
     # `solve` skips the planned pass in that case (it relies on this equality).
-    mixing = _Solver(inp, Strategy(mix_shapes=True))
-    result = mixing.run()
+    cache = SolverCache()
+    mixing = Pass(inp, Strategy(mix_shapes=True), BoundPods(cache), cache)
+    result = run_pass(mixing)
 
     if not mixing.plannable:
         assert canonical(solve(inp, PLANNED)) == canonical(result)

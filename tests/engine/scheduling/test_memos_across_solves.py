@@ -2,10 +2,11 @@
 
 Consolidation asks the solver dozens of questions per pass, and the same questions again in the
 next pass: the same bound pods, the same moving pods, the same claims to finalize. Three memos
-serve them: `_BOUND_RUNS` (a node's bound pods added up once per run of pods), `_Targets.best`
-(a claim's target type per demand) and `_Prepared.claim_options` (a claim's options per load and
-limits). These tests ask consolidation-like sequences of questions with the memos warm and compare
-every answer with one computed afresh (or pod by pod).
+serve them, all held by the caller's `SolverCache`: `bound_runs` (a node's bound pods added up once
+per run of pods), `Targets.best` (a claim's target type per demand) and
+`PreparedPool.claim_options` (a claim's options per load and limits). These tests ask
+consolidation-like sequences of questions with the memos warm and compare every answer with one
+computed afresh (or pod by pod).
 """
 
 from __future__ import annotations
@@ -13,14 +14,17 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from nodewright.engine.scheduling import SchedulingInput, SchedulingResult, solve
-from nodewright.engine.scheduling import solver as solver_module
+from nodewright.engine.scheduling import SchedulingInput, SchedulingResult, SolverCache, solve
+from nodewright.engine.scheduling.cache import BoundRuns, PodFacts
+from nodewright.engine.scheduling.existing import Bound, BoundPods
+from nodewright.engine.scheduling.prepare import PoolType, PreparedPool, vec
+from nodewright.engine.scheduling.targets import TARGET_SLACK, best_target, priced
 from nodewright.model import labels as wk
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirement, Requirements
@@ -31,21 +35,9 @@ NAMES = ("cpu", "memory", "pods")
 GI = (1 << 30) * 1000  # a GiB of memory in the solver's milli-units
 
 
-@pytest.fixture(autouse=True)
-def _cold() -> Iterator[None]:
-    solver_module._PREPARED.clear()
-    yield
-    solver_module._PREPARED.clear()
-
-
-def _fresh(inp: SchedulingInput, monkeypatch: pytest.MonkeyPatch) -> SchedulingResult:
+def _fresh(inp: SchedulingInput) -> SchedulingResult:
     """Solve with nothing remembered from any other solve."""
-    with monkeypatch.context() as m:
-        m.setattr(solver_module, "_PREPARED", solver_module._PreparedCache(size=0))
-        m.setattr(solver_module, "_POD_FACTS", solver_module._PodFacts(limit=0))
-        m.setattr(solver_module, "_NODE_FACTS", solver_module._NodeFacts(limit=0))
-        m.setattr(solver_module, "_BOUND_RUNS", solver_module._BoundRuns(limit=0))
-        return solve(inp)
+    return solve(inp, cache=SolverCache(prepared=0, pod_facts=0, node_facts=0, bound_runs=0))
 
 
 def _cluster() -> tuple[tuple[Any, ...], dict[str, tuple[Pod, ...]]]:
@@ -79,7 +71,7 @@ def _question(
     return scheduling_input(moving, nodes=tuple(staying), bound_pods=bound, **fields)
 
 
-def test_consolidation_like_questions_give_the_fresh_results(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_consolidation_like_questions_give_the_fresh_results() -> None:
     nodes, on = _cluster()
     names = [n.name for n in nodes]
     types = tuple(sorted(catalog(), key=lambda t: t.name))
@@ -105,15 +97,16 @@ def test_consolidation_like_questions_give_the_fresh_results(monkeypatch: pytest
                 questions.append(_question(nodes, on, leaving, moving[kind], pools=tuple(pools)))
     questions.append(_question(nodes, on, ("n0",), moving["big"], pools=(flexible,)))
     random.Random(7).shuffle(questions)
-    warm = [solve(q) for q in questions] + [solve(q) for q in questions]  # asked again: every memo hits
-    cold = [_fresh(q, monkeypatch) for q in questions]
+    cache = SolverCache()
+    warm = [solve(q, cache=cache) for q in questions] + [solve(q, cache=cache) for q in questions]  # all hit
+    cold = [_fresh(q) for q in questions]
     assert warm == cold + cold
     assert any(r.claims for r in cold)
     assert any(r.existing for r in cold)
 
 
-def _pod_by_pod(bound_pods: Sequence[Pod], names: tuple[str, ...]) -> solver_module._Bound:
-    """What `_Shared.bound` computed before runs were remembered: every pod on its own."""
+def _pod_by_pod(bound_pods: Sequence[Pod], names: tuple[str, ...]) -> Bound:
+    """What `BoundPods.get` computed before runs were remembered: every pod on its own."""
     used: dict[str, list[int]] = {}
     by_node: dict[str, list[Pod]] = {}
     alike: dict[str, dict[tuple[object, ...], list[Any]]] = {}
@@ -122,7 +115,7 @@ def _pod_by_pod(bound_pods: Sequence[Pod], names: tuple[str, ...]) -> solver_mod
             continue
         by_node.setdefault(p.node_name, []).append(p)
         acc = used.setdefault(p.node_name, [0] * len(names))
-        for i, v in enumerate(solver_module._vec(p.requests, names)):
+        for i, v in enumerate(vec(p.requests, names)):
             acc[i] += v
         key = (p.namespace, tuple(sorted(p.labels.items())), p.anti_affinity)
         seen = alike.setdefault(p.node_name, {}).get(key)
@@ -130,10 +123,10 @@ def _pod_by_pod(bound_pods: Sequence[Pod], names: tuple[str, ...]) -> solver_mod
             alike[p.node_name][key] = [p, 1]
         else:
             seen[1] += 1
-    return solver_module._Bound(used, by_node, {n: [(p, c) for p, c in runs.values()] for n, runs in alike.items()})
+    return Bound(used, by_node, {n: [(p, c) for p, c in runs.values()] for n, runs in alike.items()})
 
 
-def _same(a: solver_module._Bound, b: solver_module._Bound) -> None:
+def _same(a: Bound, b: Bound) -> None:
     assert a.used == b.used
     assert {n: [id(p) for p in ps] for n, ps in a.pods.items()} == {n: [id(p) for p in ps] for n, ps in b.pods.items()}
     assert list(a.pods) == list(b.pods)
@@ -142,8 +135,8 @@ def _same(a: solver_module._Bound, b: solver_module._Bound) -> None:
     }
 
 
-def test_bound_pods_added_up_run_by_run_are_added_up_pod_by_pod(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(solver_module, "_BOUND_RUNS", solver_module._BoundRuns())
+def test_bound_pods_added_up_run_by_run_are_added_up_pod_by_pod() -> None:
+    cache = SolverCache()  # one for every sequence: later ones reuse the runs earlier ones added up
     _, on = _cluster()
     done = replace(pod("n1-done", node_name="n1", labels={"app": "api"}), phase="Succeeded")
     unbound = pod("pending", labels={"app": "api"})
@@ -163,12 +156,12 @@ def test_bound_pods_added_up_run_by_run_are_added_up_pod_by_pod(monkeypatch: pyt
     for names in (NAMES, ("cpu", "ephemeral-storage", "memory", "pods")):
         for rounds in range(2):
             for sequence in sequences if rounds == 0 else reversed(sequences):
-                _same(solver_module._Shared().bound(sequence, names), _pod_by_pod(sequence, names))
-                _same(solver_module._Shared().bound(list(sequence), names), _pod_by_pod(sequence, names))
+                _same(BoundPods(cache).get(sequence, names), _pod_by_pod(sequence, names))
+                _same(BoundPods(cache).get(list(sequence), names), _pod_by_pod(sequence, names))
 
 
 def test_remembered_runs_are_bounded() -> None:
-    runs = solver_module._BoundRuns(limit=3)
+    runs = BoundRuns(PodFacts(), limit=3)
     _, on = _cluster()
     every = tuple(p for ps in on.values() for p in ps)
     for start in range(len(every)):
@@ -177,9 +170,9 @@ def test_remembered_runs_are_bounded() -> None:
         assert all(len(known) <= runs.PER_POD for known in runs._runs.values())
 
 
-def _targets() -> tuple[solver_module._Prepared, tuple[solver_module._Type, ...]]:
+def _targets() -> tuple[PreparedPool, tuple[PoolType, ...]]:
     inp = scheduling_input(pods(1, "x"), pools=(pool(node_pool(limits={"cpu": "64"})),))
-    prepared = solver_module._Prepared(inp.pools[0].nodepool, (), frozenset(), NAMES)
+    prepared = PreparedPool(inp.pools[0].nodepool, (), frozenset(), NAMES)
     types, _ = prepared.types(inp.pools[0].instance_types)
     return prepared, types
 
@@ -202,7 +195,7 @@ def test_a_remembered_target_is_the_target_chosen_afresh() -> None:
     chosen: set[str | None] = set()
     for req, cts, demand in asked + asked:
         base = prepared.targets(types, alt, req)
-        afresh = solver_module._best_target(solver_module._priced(base.fitting, req, cts), demand)
+        afresh = best_target(priced(base.fitting, req, cts), demand)
         assert base.best(cts, demand) is afresh
         assert len(base._chosen) <= base.MAX_CHOICES
         chosen.add(None if afresh is None else afresh.it.name)
@@ -222,7 +215,7 @@ def test_remembered_claim_options_are_the_options_found_afresh() -> None:
         asked.append((rng.choice([plain, two_types, too_many, Requirements()]), used, budget))
     answers: set[str] = set()
     for reqs, used, budget in asked + asked:
-        fresh = solver_module._Prepared(prepared.nodepool, (), frozenset(), NAMES)
+        fresh = PreparedPool(prepared.nodepool, (), frozenset(), NAMES)
         fresh_types, _ = fresh.types(_catalog_of(prepared))
         answer = _names(prepared.claim_options(types, reqs, used, budget))
         assert answer == _names(fresh.claim_options(fresh_types, reqs, used, budget))
@@ -230,7 +223,7 @@ def test_remembered_claim_options_are_the_options_found_afresh() -> None:
     assert len(answers) >= 8  # loads, limits and requirements that give different options
 
 
-def _catalog_of(prepared: solver_module._Prepared) -> Sequence[Any]:
+def _catalog_of(prepared: PreparedPool) -> Sequence[Any]:
     return [known[0] for known in prepared._by_type.values()]
 
 
@@ -240,8 +233,8 @@ def _names(answer: tuple[list[Any], str]) -> tuple[list[tuple[float, str, tuple[
 
 
 def _type_by_type(
-    fitting: Sequence[solver_module._Type], req: tuple[int, ...], cts: frozenset[str], demand: Sequence[int]
-) -> solver_module._Type | None:
+    fitting: Sequence[PoolType], req: tuple[int, ...], cts: frozenset[str], demand: Sequence[int]
+) -> PoolType | None:
     """The target as it was chosen before the early stop: every type costed."""
     plain = [t for t in fitting if not t.exotic]
     costs = []
@@ -257,7 +250,7 @@ def _type_by_type(
     if not costs:
         return None
     best = min(c for c, _, _ in costs)
-    near = [(price, t) for c, price, t in costs if c <= best * (1 + solver_module.TARGET_SLACK)]
+    near = [(price, t) for c, price, t in costs if c <= best * (1 + TARGET_SLACK)]
     return min(near, key=lambda n: (n[0], n[1].it.name))[1]
 
 
@@ -288,7 +281,7 @@ def test_the_target_chosen_with_an_early_stop_is_the_one_chosen_among_all(many: 
     names = ("cpu", "memory", GPU, "pods")
     rng = random.Random(11)
     inp = scheduling_input(pods(1, "x"), pools=(pool(types=_many_types(rng)) if many else pool(),))
-    prepared = solver_module._Prepared(inp.pools[0].nodepool, (), frozenset(), names)
+    prepared = PreparedPool(inp.pools[0].nodepool, (), frozenset(), names)
     types, _ = prepared.types(inp.pools[0].instance_types)
     cts_choices = [frozenset({"spot"}), frozenset({"on-demand"}), frozenset({"spot", "on-demand"})]
     chosen = set()
@@ -298,17 +291,17 @@ def test_the_target_chosen_with_an_early_stop_is_the_one_chosen_among_all(many: 
         demand = tuple(max(r, rng.choice([0, 1, 3, 7, 40, 150]) * r + rng.randrange(0, 3) * 999) for r in req)
         cts = rng.choice(cts_choices)
         expected = _type_by_type(fitting, req, cts, demand)
-        assert solver_module._best_target(solver_module._priced(fitting, req, cts), demand) is expected
+        assert best_target(priced(fitting, req, cts), demand) is expected
         chosen.add(None if expected is None else expected.it.name)
     assert len(chosen) >= 4
 
 
 def test_a_cut_by_limits_prices_the_types_it_keeps_as_pricing_them_afresh() -> None:
-    # `_choose_target` under limits: the whole list's priced types, less those cut, as `_priced` of the cut.
+    # `choose_target` under limits: the whole list's priced types, less those cut, as `priced` of the cut.
     names = ("cpu", "memory", GPU, "pods")
     rng = random.Random(13)
     inp = scheduling_input(pods(1, "x"), pools=(pool(types=_many_types(rng)),))
-    prepared = solver_module._Prepared(inp.pools[0].nodepool, (), frozenset(), names)
+    prepared = PreparedPool(inp.pools[0].nodepool, (), frozenset(), names)
     types, _ = prepared.types(inp.pools[0].instance_types)
     cuts = 0
     for _ in range(300):
@@ -326,5 +319,5 @@ def test_a_cut_by_limits_prices_the_types_it_keeps_as_pricing_them_afresh() -> N
         cuts += len(kept) < len(base.fitting)
         cts = rng.choice([frozenset({"spot"}), frozenset({"spot", "on-demand"})])
         ids = {id(t) for t in kept}
-        assert [p for p in base.priced(cts) if id(p[0]) in ids] == solver_module._priced(kept, req, cts)
+        assert [p for p in base.priced(cts) if id(p[0]) in ids] == priced(kept, req, cts)
     assert cuts > 50

@@ -1,20 +1,19 @@
 """Work the solver shares between solves and strategies gives exactly the results of doing it afresh.
 
-`_PREPARED` remembers each NodePool's view of the catalog across solves, `_POD_FACTS` and
-`_NODE_FACTS` what the solver reads of each bound pod and node, and one `solve()` call computes
-the bound pods' load once for all its strategies (`_Shared`). All are pure caches: these tests
-solve with them warm, cold and switched off, and compare whole results.
+A `SolverCache` remembers each NodePool's view of the catalog across solves (`prepared`), and what
+the solver reads of each bound pod and node (`pod_facts`, `node_facts`); one `solve()` call
+computes the bound pods' load once for all its strategies (`existing.BoundPods`). All are pure
+caches: these tests solve with one warm, cold and switched off, and compare whole results.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
 
-from nodewright.engine.scheduling import PORTFOLIO, SchedulingInput, SchedulingResult, solve
-from nodewright.engine.scheduling import solver as solver_module
+from nodewright.engine.scheduling import PORTFOLIO, SchedulingInput, SchedulingResult, SolverCache, existing, solve
 from nodewright.model import labels as wk
 from nodewright.model.pod import Pod
 from tests.builders import ZONES, instance_type, node, pod
@@ -28,13 +27,6 @@ from tests.engine.scheduling.scenario import (
     spread,
     term,
 )
-
-
-@pytest.fixture(autouse=True)
-def _cold() -> Iterator[None]:
-    solver_module._PREPARED.clear()
-    yield
-    solver_module._PREPARED.clear()
 
 
 def _bound(name: str, count: int, app: str, *, cpu: str = "500m") -> list[Pod]:
@@ -69,70 +61,75 @@ def _inputs() -> dict[str, SchedulingInput]:
     }
 
 
-def _fresh(inp: SchedulingInput, monkeypatch: pytest.MonkeyPatch, strategy: object = None) -> SchedulingResult:
-    """Solve with nothing remembered: every solver prepares its pools anew."""
-    with monkeypatch.context() as m:
-        m.setattr(solver_module, "_PREPARED", solver_module._PreparedCache(size=0))
-        m.setattr(solver_module, "_POD_FACTS", solver_module._PodFacts(limit=0))
-        m.setattr(solver_module, "_NODE_FACTS", solver_module._NodeFacts(limit=0))
-        m.setattr(solver_module, "_BOUND_RUNS", solver_module._BoundRuns(limit=0))
-        return solve(inp) if strategy is None else solve(inp, strategy)  # type: ignore[arg-type]
+def _nothing_kept() -> SolverCache:
+    """A cache that forgets everything at once: every pass of a solve prepares its pools anew."""
+    return SolverCache(prepared=0, pod_facts=0, node_facts=0, bound_runs=0)
+
+
+def _fresh(inp: SchedulingInput, strategy: object = None) -> SchedulingResult:
+    """Solve with nothing remembered."""
+    if strategy is None:
+        return solve(inp, cache=_nothing_kept())
+    return solve(inp, strategy, cache=_nothing_kept())  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("name", sorted(_inputs()))
-def test_a_warm_cache_gives_the_results_of_a_cold_one(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_warm_cache_gives_the_results_of_a_cold_one(name: str) -> None:
     inp = _inputs()[name]
-    expected = _fresh(inp, monkeypatch)
-    assert solve(inp) == expected  # cold
-    assert solve(inp) == expected  # warm: every pool's types come from the cache
+    expected = _fresh(inp)
+    cache = SolverCache()
+    assert solve(inp, cache=cache) == expected  # cold
+    assert solve(inp, cache=cache) == expected  # warm: every pool's types come from the cache
+    assert solve(inp) == expected  # no cache: one of its own for the call
     for strategy in PORTFOLIO:
-        assert solve(inp, strategy) == _fresh(inp, monkeypatch, strategy)
+        assert solve(inp, strategy, cache=cache) == _fresh(inp, strategy)
 
 
-def test_a_cut_of_the_catalog_after_the_whole_gives_the_fresh_result(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cut_of_the_catalog_after_the_whole_gives_the_fresh_result() -> None:
     # As consolidation does: the whole catalog first, then only the types below some price.
     inp = _inputs()["mixed"]
-    solve(inp)
+    cache = SolverCache()
+    solve(inp, cache=cache)
     types = catalog()
     for size in (3, 6, len(types) - 1):
         cut = replace(inp, pools=(pool(types=sorted(types, key=lambda t: t.name)[:size]),))
-        assert solve(cut) == _fresh(cut, monkeypatch)
+        assert solve(cut, cache=cache) == _fresh(cut)
 
 
-def test_equal_inputs_built_again_hit_and_changed_inputs_do_not(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_equal_inputs_built_again_hit_and_changed_inputs_do_not() -> None:
     inp = _inputs()["daemonsets-and-blocked"]
-    first = solve(inp)
+    cache = SolverCache()
+    first = solve(inp, cache=cache)
     # Equal values in new objects (a catalog and daemonsets read again) give the same plan.
     again = replace(inp, pools=(pool(types=catalog()),), daemonsets=tuple(replace(d) for d in inp.daemonsets))
-    assert solve(again) == first
+    assert solve(again, cache=cache) == first
+    assert len(cache.prepared._entries) == 1  # the equal NodePool, daemonsets and blocked set hit
     # Blocking the offering a claim was priced with changes the plan, as it does when solved afresh.
     claim = first.claims[0]
     blocked = inp.blocked | {(claim.offering.capacity_type, claim.instance_type.name, claim.offering.zone)}
     changed = replace(inp, blocked=blocked)
-    assert solve(changed) == _fresh(changed, monkeypatch)
-    assert solve(changed) != first
+    assert solve(changed, cache=cache) == _fresh(changed)
+    assert solve(changed, cache=cache) != first
     # A type's price changes (a rebuilt catalog): the new price is what the plan uses.
     cheaper = [
         instance_type(t.name, cpu="4", memory="16Gi", price=0.001) if t.name == "m5.xlarge" else t for t in catalog()
     ]
     repriced = replace(inp, pools=(pool(types=cheaper),))
-    assert solve(repriced) == _fresh(repriced, monkeypatch)
+    assert solve(repriced, cache=cache) == _fresh(repriced)
 
 
-def _one_by_one(self: solver_module._Shared, bound_pods: Sequence[Pod], names: tuple[str, ...]) -> object:
-    """`_Shared.bound` without grouping alike pods: every pod recorded on its own."""
+def _one_by_one(self: existing.BoundPods, bound_pods: Sequence[Pod], names: tuple[str, ...]) -> object:
+    """`BoundPods.get` without grouping alike pods: every pod recorded on its own."""
     hit = original(self, bound_pods, names)
-    return solver_module._Bound(
-        hit.used, hit.pods, {n: [(p, 1) for p in node_pods] for n, node_pods in hit.pods.items()}
-    )
+    return existing.Bound(hit.used, hit.pods, {n: [(p, 1) for p in node_pods] for n, node_pods in hit.pods.items()})
 
 
-original = solver_module._Shared.bound
+original = existing.BoundPods.get
 
 
 @pytest.mark.parametrize("name", ["spread-over-bound-pods", "anti-affinity-and-inflight"])
 def test_recording_alike_bound_pods_once_counts_as_recording_each(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     inp = _inputs()[name]
     grouped = solve(inp)
-    monkeypatch.setattr(solver_module._Shared, "bound", _one_by_one)
+    monkeypatch.setattr(existing.BoundPods, "get", _one_by_one)
     assert solve(inp) == grouped

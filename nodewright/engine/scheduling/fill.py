@@ -1,0 +1,190 @@
+"""Filling with topology: each class split by its topology domains, then placed. Pure.
+
+Zone- and capacity-type-keyed spread and (anti-)affinity decide how many of a class's pods go to
+which domain (`topology.py`); each part is placed with the domain added to its node requirements
+(`place`). A part goes to existing nodes and in-flight claims first, then to the claims this pass
+opened (first fit, scanning at most SCAN_LIMIT), then to new claims (`nodeclaim.py`). Pods that
+still do not fit are retried with one preference fewer (`schedule`: the relaxation, whose order
+`classes.PodClass.relaxed` keeps) and are reported with a reason once nothing is left to relax.
+`zone_parts`, `unconstrained` and `zone_spread_only` tell the shape-mixing pass (`mix.py`) which
+classes it may pack freely.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+from nodewright.engine.scheduling.classes import PodClass
+from nodewright.engine.scheduling.fit import assign_pods, bin_compatible, fits, hostname_bound, pool_tolerates
+from nodewright.engine.scheduling.nodeclaim import drop_claim, open_claim
+from nodewright.engine.scheduling.state import Pass
+from nodewright.engine.scheduling.topology import spread_group
+from nodewright.model import labels as wk
+from nodewright.model.pod import AffinityTerm, Pod, SpreadConstraint
+from nodewright.model.requirements import Requirement, Requirements
+from nodewright.model.resources import CPU, MEMORY
+
+# How many of this pass's open claims a class scans before it opens a new one. Bounds the work per
+# class on huge plans; the claims scanned first are the oldest (first fit decreasing).
+SCAN_LIMIT = 256
+
+
+def zone_spread_only(p: Pass, cls: PodClass) -> bool:
+    """True for a class whose only constraints are required spreads keyed on something other
+    than hostname, counted only among its own pods: split by domain, its pods are as
+    interchangeable within a domain as unconstrained ones.
+    """
+    sample = cls.sample
+    if cls.affinity or cls.anti_affinity or cls.preferred_node or not cls.spread or hostname_bound(p, cls):
+        return False
+    if any(not c.required or c.topology_key == wk.HOSTNAME for c in sample.spread):
+        return False
+    own = {spread_group(c, sample.namespace) for c in cls.spread}
+    others = (c.sample for c in p.classes if c.sample is not sample)
+    return not any(g.selects(o.namespace, o.labels) for o in others for g in own)
+
+
+def zone_parts(p: Pass, cls: PodClass) -> list[PodClass]:
+    """The class split by its domain constraints; pods no domain can take are unschedulable."""
+    parts: list[PodClass] = []
+
+    def collect(part: PodClass) -> tuple[list[Pod], str]:
+        parts.append(part)
+        return [], ""
+
+    leftover, reason = place(p, cls, frozenset(), collect)
+    for pod in leftover:
+        p.unschedulable[pod.key] = reason
+    return parts
+
+
+def unconstrained(p: Pass, cls: PodClass) -> bool:
+    """True when nothing but resources, node requirements and taints constrain the class."""
+    sample = cls.sample
+    if cls.spread or cls.affinity or cls.anti_affinity or cls.preferred_node or sample.spread:
+        return False
+    keys = {g.key for g in p.topology.tracked()} | set(p.topology.anti_keys())
+    return not any(p.topology.counts_on(sample, key) for key in keys)
+
+
+def schedule(p: Pass, cls: PodClass) -> None:
+    """Place the class; what does not fit is tried again with one preference fewer
+    (`PodClass.relaxed`, in Karpenter's order), and reported with a reason once none is left.
+    """
+    current: PodClass | None = cls
+    while current is not None:
+        leftover, reason = place(p, current, frozenset())
+        if not leftover:
+            return
+        relaxed = current.relaxed()
+        if relaxed is None:
+            for pod in leftover:
+                p.unschedulable[pod.key] = reason
+            return
+        current = relaxed.with_pods(tuple(leftover))
+
+
+def place(
+    p: Pass, cls: PodClass, resolved: frozenset[int], fill: Callable[[PodClass], tuple[list[Pod], str]] | None = None
+) -> tuple[list[Pod], str]:
+    """Split the class by its domain constraints, then hand each part to `fill` (`fill_class`)."""
+    for i, (constraint, anti) in enumerate(domain_constraints(cls)):
+        if i in resolved:
+            continue
+        key = constraint.topology_key
+        split = p.topology.split(cls.sample, len(cls.pods), constraint, anti, reachable(p, cls, key))
+        if not split.parts:
+            return list(cls.pods), split.reason
+        leftover: list[Pod] = []
+        reason = ""
+        start = 0
+        for allowed, count in split.parts:
+            part = cls.with_pods(cls.pods[start : start + count]).restricted(
+                Requirements([Requirement.new(key, "In", allowed)])
+            )
+            start += count
+            rest, why = place(p, part, resolved | {i}, fill)
+            leftover += rest
+            reason = reason or why
+        if start < len(cls.pods):
+            leftover += cls.pods[start:]
+            reason = reason or f"topology spread on {key}: maxSkew {getattr(constraint, 'max_skew', 1)}"
+        return leftover, reason
+    for key in p.topology.anti_keys():
+        forbidden = p.topology.forbidden(cls.sample, key) if key != wk.HOSTNAME else set()
+        if forbidden:
+            # Other pods' required anti-affinity keeps this class out of those domains.
+            cls = cls.restricted(Requirements([Requirement.new(key, "NotIn", sorted(forbidden))]))
+    return fill(cls) if fill is not None else fill_class(p, cls)
+
+
+def reachable(p: Pass, cls: PodClass, key: str) -> list[str]:
+    """Domains of `key` this class could land in: from compatible pools and existing nodes."""
+    cache_key = (cls.alternatives, cls.sample.tolerations, cls.tolerate_prefer_no_schedule, key)
+    out = p.reachable_cache.get(cache_key)
+    if out is None:
+        found: set[str] = set()
+        for pool in p.pools:
+            if not pool_tolerates(p, cls, pool):
+                continue
+            for alt in cls.alternatives:
+                if not pool.requirements.compatible(alt):
+                    continue
+                narrowed = alt.get(key)
+                for t in pool.types:
+                    req = t.offer_reqs.get(key)
+                    if req is None or req.complement:
+                        continue
+                    found |= {v for v in req.values if narrowed is None or narrowed.has(v)}
+        for b in p.existing:
+            value = b.domain(key)
+            if value is not None and any(bin_compatible(p, b, alt) for alt in cls.alternatives):
+                found.add(value)
+        out = p.reachable_cache[cache_key] = frozenset(found)
+    return sorted(out - p.topology.forbidden(cls.sample, key))
+
+
+def fill_class(p: Pass, cls: PodClass) -> tuple[list[Pod], str]:
+    """Place the class's pods on existing bins, then this pass's open claims (first fit, at most
+    SCAN_LIMIT of them; emptiest first with `Strategy.emptiest_first`), then on new claims. Returns
+    the pods that found no place, and why.
+    """
+    pods = cls.pods
+    want = len(pods)
+    done = 0
+    req = p.vec(cls.requests)
+    ci, mi = p.index[CPU], p.index[MEMORY]
+    need_cpu, need_memory = req[ci], req[mi]
+    claims = sorted(p.open, key=lambda b: len(b.pods)) if p.strategy.emptiest_first else p.open
+    # Existing nodes and in-flight claims first, then this pass's open claims.
+    for b in itertools.chain(p.existing, claims[:SCAN_LIMIT]):
+        free = b.free
+        if free[ci] < need_cpu or free[mi] < need_memory:
+            continue  # the common rejection, without a call
+        n = fits(p, cls, req, b, want - done)
+        if n:
+            assign_pods(p, cls, b, pods[done : done + n], req)
+            done += n
+            if done == want:
+                return [], ""
+    while done < want:
+        claim, reason = open_claim(p, cls, req)
+        if claim is None:
+            return list(pods[done:]), reason
+        n = fits(p, cls, req, claim, want - done)
+        if n == 0:  # pragma: no cover - open_claim only opens claims that take a pod
+            drop_claim(p, claim)
+            return list(pods[done:]), "internal: a new claim took no pod"
+        assign_pods(p, cls, claim, pods[done : done + n], req)
+        done += n
+    return [], ""
+
+
+def domain_constraints(cls: PodClass) -> list[tuple[SpreadConstraint | AffinityTerm, bool]]:
+    """The class's constraints keyed on something other than hostname, in a fixed order."""
+    out: list[tuple[SpreadConstraint | AffinityTerm, bool]] = []
+    out += [(s, False) for s in cls.spread if s.topology_key != wk.HOSTNAME]
+    out += [(t, False) for t in cls.affinity if t.topology_key != wk.HOSTNAME]
+    out += [(t, True) for t in cls.anti_affinity if t.topology_key != wk.HOSTNAME]
+    return out

@@ -1,0 +1,56 @@
+"""Finalisation: each claim's instance-type options and price, and the pass's result. Pure.
+
+Each claim's options become the (at most 60, more when a minValues needs them) cheapest types that
+satisfy its requirements and hold its pods plus daemonset overhead, within the pool's remaining
+limits (pessimistically, the largest option counts against them); GPU, accelerator and metal types
+are dropped when any other type fits (`prepare.PreparedPool.claim_options`). The claim is priced at
+its cheapest allowed offering. A claim no type can hold any more reports its pods unschedulable.
+"""
+
+from __future__ import annotations
+
+from nodewright.engine.scheduling.prepare import add, cheapest_offering
+from nodewright.engine.scheduling.state import Pass
+from nodewright.engine.scheduling.types import PlannedClaim, SchedulingResult
+from nodewright.model.resources import Resources
+
+
+def finalize(p: Pass) -> SchedulingResult:
+    """The pass's result: each claim with its options, offering and requests; pods on existing
+    bins; pods not placed, with why.
+    """
+    claims: list[PlannedClaim] = []
+    for b in p.claims:
+        pool = b.pool
+        assert pool is not None
+        assert b.target is not None
+        used = tuple([c - f for c, f in zip(b.target.cap, b.free, strict=True)])
+        reqs = b.requirements
+        budget = None
+        if pool.remaining is not None and b.reserved is not None:
+            budget = tuple([r + v for r, v in zip(pool.remaining, b.reserved, strict=True)])
+        options, why = pool.prepared.claim_options(pool.types, reqs, used, budget)
+        if not options:
+            for pod in b.pods:
+                p.unschedulable[pod.key] = f"nodepool {pool.name}: {why}"
+            continue
+        if pool.remaining is not None and b.reserved is not None:
+            add(pool.remaining, b.reserved, 1)
+            peak = [max(o[2].capacity[i] for o in options) for i in range(len(p.names))]
+            add(pool.remaining, peak, -1)
+        offering = cheapest_offering(options[0][3])
+        # The pods' requests plus the overhead of the daemonsets the chosen type runs.
+        overhead = options[0][2].overhead
+        requests = Resources({n: u + o for n, u, o in zip(p.names, used, overhead, strict=True) if u + o})
+        claims.append(
+            PlannedClaim(
+                nodepool=pool.name,
+                requirements=reqs,
+                options=tuple(o[2].it for o in options),
+                offering=offering,
+                requests=requests,
+                pods=tuple(b.pods),
+            )
+        )
+    existing = {b.name: tuple(pod.key for pod in b.pods) for b in p.existing if b.pods}
+    return SchedulingResult(tuple(claims), existing, dict(sorted(p.unschedulable.items())))

@@ -1,0 +1,160 @@
+"""Fit checks: whether pods of a class may go to a bin, and putting them there. Pure.
+
+The questions every fill asks, class by class (never pod by pod): how many of a class fit a bin
+(`fits`), which pool is its first choice (`home_pool`) and with which capacity types, and
+`assign_pods`, the one place that changes a bin and the topology counts. Answers that depend only
+on values are remembered in the pass (`state.Pass`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nodewright.engine.scheduling.classes import PodClass
+from nodewright.engine.scheduling.prepare import Pool, add, tolerated
+from nodewright.engine.scheduling.state import Bin, Pass
+from nodewright.model import labels as wk
+from nodewright.model.pod import AffinityTerm, Pod, SpreadConstraint
+from nodewright.model.requirements import Requirements, label_matches
+from nodewright.model.resources import CPU, PODS
+
+
+def fits(p: Pass, cls: PodClass, req: tuple[int, ...], b: Bin, want: int) -> int:
+    """How many of `want` pods of `cls` (each requesting `req`) `b` takes now: room, taints,
+    node requirements, capacity types and topology all allow them; 0 when none.
+    """
+    n = want
+    free = b.free
+    for f, r in zip(free, req, strict=True):
+        if r:
+            q = f // r
+            if q < n:
+                if q <= 0:
+                    return 0
+                n = q
+    if not bin_tolerates(p, cls, b):
+        return 0
+    if not any(bin_compatible(p, b, alt) for alt in cls.alternatives):
+        return 0
+    if b.kind == "claim" and capacity_types(p, cls, b.pool) != b.capacity_types:
+        # A pod that may run on spot must not be packed onto an on-demand-only claim (nor
+        # the reverse): either would pay on-demand prices for capacity spot could serve.
+        return 0
+    limit = p.topology.bin_limit(cls.sample, cls.spread, cls.affinity, cls.anti_affinity, b.name)
+    return min(n, limit)
+
+
+def bin_compatible(p: Pass, b: Bin, alt: Requirements) -> bool:
+    """True when a pod needing `alt` may go to `b` (an existing node by its labels, a claim by
+    its requirements and its target's offerings).
+    """
+    if b.labels is not None:
+        node_key = (b.name, alt)
+        hit = p.node_fits.get(node_key)
+        if hit is None:
+            hit = p.node_fits[node_key] = label_matches(alt, b.labels)
+        return hit
+    assert b.target is not None
+    claim_key = (b.requirements, alt, b.target.it.name)
+    hit = p.claim_fits.get(claim_key)
+    if hit is None:
+        hit = b.requirements.compatible(alt) and b.target.offer_reqs.intersects(alt)
+        p.claim_fits[claim_key] = hit
+    return hit
+
+
+def bin_tolerates(p: Pass, cls: PodClass, b: Bin) -> bool:
+    """True when the class tolerates `b`'s taints."""
+    key = (cls.sample.tolerations, cls.tolerate_prefer_no_schedule, b.taints)
+    hit = p.tolerates.get(key)
+    if hit is None:
+        hit = tolerated(cls.sample.tolerations, b.taints, prefer=not cls.tolerate_prefer_no_schedule)
+        p.tolerates[key] = hit
+    return hit
+
+
+def remaining_demand(p: Pass, pool: Pool, cts: frozenset[str]) -> list[int]:
+    """What is still unplaced of the pods whose first choice is `pool`, for these capacity types."""
+    return pool.demand.setdefault(cts, [0] * len(p.names))
+
+
+def capacity_types(p: Pass, cls: PodClass, pool: Pool | None) -> frozenset[str]:
+    """The capacity types the class may use in `pool` (its first compatible alternative)."""
+    assert pool is not None
+    key = (cls.alternatives, pool.name)
+    hit = p.cts.get(key)
+    if hit is None:
+        hit = frozenset()
+        for alt in cls.alternatives:
+            if pool.requirements.compatible(alt):
+                req = pool.requirements.intersection(alt).get(wk.CAPACITY_TYPE)
+                hit = frozenset(ct for ct in wk.CAPACITY_TYPES if req is None or req.has(ct))
+                break
+        p.cts[key] = hit
+    return hit
+
+
+def pool_tolerates(p: Pass, cls: PodClass, pool: Pool) -> bool:
+    """True when the class tolerates the pool's taints."""
+    return tolerated(cls.sample.tolerations, pool.taints, prefer=not cls.tolerate_prefer_no_schedule)
+
+
+def assign_pods(p: Pass, cls: PodClass, b: Bin, pods: Sequence[Pod], req: tuple[int, ...]) -> None:
+    """Put `pods` of `cls` on `b`: take their room, narrow a claim's requirements to the
+    class's, close a claim that is full, count the pods for topology and take them off the demand.
+    """
+    count = len(pods)
+    free = b.free
+    for i, r in enumerate(req):
+        if r:
+            free[i] -= r * count
+    if b.kind == "claim":
+        alt = next(a for a in cls.alternatives if bin_compatible(p, b, a))
+        narrowed = b.requirements.intersection(alt)
+        if narrowed != b.requirements:
+            b.requirements = narrowed
+        if free[p.index[CPU]] < p.min_cpu or free[p.index[PODS]] < 1000:
+            p.open.remove(b)
+    b.pods.extend(pods)
+    b.movable = b.movable and not hostname_bound(p, cls)
+    domains = {key: b.domain(key) for key in p.topology_keys}
+    p.topology.record(cls.sample, domains, count)
+    home = home_pool(p, cls)
+    if home is not None:
+        add(remaining_demand(p, home, capacity_types(p, cls, home)), req, -count)
+
+
+def hostname_bound(p: Pass, cls: PodClass) -> bool:
+    """True when moving the class's pods between nodes could change a hostname-keyed count:
+    it has a hostname constraint, or some hostname group or anti-affinity counts it.
+    """
+    key = (
+        cls.sample.namespace,
+        tuple(sorted(cls.sample.labels.items())),
+        cls.spread,
+        cls.affinity,
+        cls.anti_affinity,
+    )
+    hit = p.bound_cache.get(key)
+    if hit is not None:
+        return hit
+    constraints: tuple[SpreadConstraint | AffinityTerm, ...] = (*cls.spread, *cls.affinity, *cls.anti_affinity)
+    hit = p.bound_cache[key] = any(c.topology_key == wk.HOSTNAME for c in constraints) or p.topology.counts_on(
+        cls.sample, wk.HOSTNAME
+    )
+    return hit
+
+
+def home_pool(p: Pass, cls: PodClass) -> Pool | None:
+    """The first pool (by weight) whose taints and requirements the class allows; None when none."""
+    key = (cls.alternatives, cls.sample.tolerations, cls.tolerate_prefer_no_schedule)
+    if key not in p.homes:
+        p.homes[key] = next(
+            (
+                pool
+                for pool in p.pools
+                if pool_tolerates(p, cls, pool) and any(pool.requirements.compatible(a) for a in cls.alternatives)
+            ),
+            None,
+        )
+    return p.homes[key]

@@ -1,0 +1,164 @@
+"""New claims: opening one for a class, and the target it is filled up to. Pure.
+
+A claim is opened in the first pool (by weight) whose taints and requirements a class allows and
+that has a type one pod fits; it aims at a *target* type (`targets.py`: the type that serves the
+pool's remaining demand most cheaply alone) and accepts pods while they fit the target, so claims
+come out right-sized instead of growing to the largest type in the catalog. A target is chosen
+again once the demand it was chosen for has shrunk (`targets.shrunk`). Pools with limits reserve a
+claim's target capacity when it opens (`finalize.py` settles it on the claim's real options).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nodewright.engine.scheduling.classes import PodClass
+from nodewright.engine.scheduling.fit import capacity_types, pool_tolerates, remaining_demand
+from nodewright.engine.scheduling.prepare import Pool, PoolType, add, tolerated
+from nodewright.engine.scheduling.state import Bin, Pass
+from nodewright.engine.scheduling.targets import best_target, priced, shrunk
+from nodewright.model.requirements import Requirements
+from nodewright.model.resources import Resources
+
+
+def open_claim(p: Pass, cls: PodClass, req: tuple[int, ...]) -> tuple[Bin | None, str]:
+    """Open a claim for pods of `cls` (each requesting `req`) in the first pool that allows
+    them and has a target type for them; or None and why no pool could, pool by pool.
+    """
+    reasons: list[str] = []
+    for pool in p.pools:
+        if not pool_tolerates(p, cls, pool):
+            taint = next(
+                t
+                for t in pool.taints
+                if not tolerated(cls.sample.tolerations, (t,), prefer=not cls.tolerate_prefer_no_schedule)
+            )
+            reasons.append(f"nodepool {pool.name}: taint {taint} is not tolerated")
+            continue
+        conflicts = [pool.requirements.conflicts(alt) for alt in cls.alternatives]
+        alts = [alt for alt, c in zip(cls.alternatives, conflicts, strict=True) if not c]
+        if not alts:
+            reasons.append(f"nodepool {pool.name}: {conflicts[0][0]}")
+            continue
+        target: PoolType | None = None
+        why = ""
+        cts = capacity_types(p, cls, pool)
+        for alt in alts:
+            target, why = claim_target(p, pool, alt, req, cts)
+            if target is not None:
+                break
+        if target is None:
+            reasons.append(f"nodepool {pool.name}: {why}")
+            continue
+        b = new_claim(p, cls, pool, target, cts, alt=alt)
+        if b is None:
+            reasons.append(f"nodepool {pool.name}: pod affinity to pods on another node")
+            continue
+        return b, ""
+    if not p.pools:
+        reasons.append("no NodePool is configured")
+    return None, "; ".join(reasons)
+
+
+def new_claim(
+    p: Pass, cls: PodClass, pool: Pool, target: PoolType, cts: frozenset[str], *, alt: Requirements | None = None
+) -> Bin | None:
+    """Open a claim in `pool` aiming at `target` for pods of `cls` (with `alt`, by default its
+    first alternative the pool allows); None when the class's affinity rules out a new node.
+    """
+    if alt is None:
+        alt = next((a for a in cls.alternatives if pool.requirements.compatible(a)), None)
+        if alt is None:
+            return None
+    p.claim_seq += 1
+    b = Bin(
+        f"nodeclaim-{p.claim_seq}",
+        "claim",
+        pool.requirements.intersection(alt),
+        pool.taints,
+        list(target.cap),
+        pool=pool,
+        target=target,
+        capacity_types=cts,
+    )
+    if p.topology.bin_limit(cls.sample, cls.spread, cls.affinity, cls.anti_affinity, b.name) == 0:
+        return None
+    if pool.remaining is not None:
+        b.reserved = list(target.capacity)
+        add(pool.remaining, target.capacity, -1)
+        pool.limit_version += 1
+    p.claims.append(b)
+    p.open.append(b)
+    return b
+
+
+def drop_claim(p: Pass, b: Bin) -> None:
+    """Close and forget a claim that took no pod, giving back what it reserved of the limits."""
+    p.claims.remove(b)
+    if b in p.open:
+        p.open.remove(b)
+    if b.pool is not None and b.pool.remaining is not None and b.reserved is not None:
+        add(b.pool.remaining, b.reserved, 1)
+
+
+def claim_target(
+    p: Pass, pool: Pool, alt: Requirements, req: tuple[int, ...], cts: frozenset[str]
+) -> tuple[PoolType | None, str]:
+    """The instance type a new claim in `pool` aims to fill, or None and why none fits."""
+    key = (pool.name, alt, req, pool.limit_version, cts)
+    demand = remaining_demand(p, pool, cts)
+    cached = p.targets.get(key)
+    if cached is not None:
+        target, why, demand_then = cached
+        if target is None or not shrunk(demand, demand_then):
+            return target, why
+    target, why = choose_target(p, pool, alt, req, cts, pool_demand=demand)
+    p.targets[key] = (target, why, list(demand))
+    return target, why
+
+
+def choose_target(
+    p: Pass, pool: Pool, alt: Requirements, req: tuple[int, ...], cts: frozenset[str], *, pool_demand: list[int]
+) -> tuple[PoolType | None, str]:
+    """The target for `claim_target`, from the prepared `Targets`, the limits and the demand."""
+    # What depends only on the types, `alt`, `req` and `cts` comes from `_Prepared.targets`,
+    # computed once across solves; the limits and the demand are applied here.
+    base = pool.prepared.targets(pool.types, alt, req)
+    if not base.compatible:
+        return None, f"no instance type satisfies {alt!r}" if alt else "no instance type is offered"
+    fitting = base.fitting
+    if not fitting:
+        return None, too_big(p, req, base.compatible)
+    if pool.remaining is not None:
+        remaining = pool.remaining
+        # When the largest of the fitting types is within the limits, every one is.
+        if not all(c <= r for c, r in zip(base.peak, remaining, strict=True)):
+            fitting = [t for t in fitting if all(c <= r for c, r in zip(t.capacity, remaining, strict=True))]
+            if not fitting:
+                return None, "limits reached"
+    demand = tuple([max(d, r) for d, r in zip(pool_demand, req, strict=True)])
+    if fitting is base.fitting:
+        # Unless the limits cut the types, the choice depends on nothing else: remembered.
+        best = base.best(cts, demand)
+    elif any(not t.exotic for t in fitting):
+        # The cut keeps plain types, so its priced list is the whole one's, less the types cut.
+        kept = {id(t) for t in fitting}
+        best = best_target([q for q in base.priced(cts) if id(q[0]) in kept], demand)
+    else:
+        best = best_target(priced(fitting, req, cts), demand)
+    if best is None:
+        return None, f"no instance type that fits is offered as {' or '.join(sorted(cts))}"
+    return best, ""
+
+
+def too_big(p: Pass, req: tuple[int, ...], types: Sequence[PoolType]) -> str:
+    """Why no type of `types` holds one pod of size `req`, naming the resource."""
+    for i, name in enumerate(p.names):
+        largest = max(t.cap[i] for t in types)
+        if req[i] > largest and largest == 0:
+            return f"no instance type offers {name}"
+        if req[i] > largest:
+            have = Resources({name: largest}).format()[name]
+            need = Resources({name: req[i]}).format()[name]
+            return f"no instance type has {need} {name} allocatable (the largest has {have} after daemonsets)"
+    return "no single instance type has room for all of the pod's requests"

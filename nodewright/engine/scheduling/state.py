@@ -1,0 +1,142 @@
+"""`Pass`: the state of one solver pass with one strategy, which every other file reads. Pure.
+
+A pass owns its bins (`Bin`: existing nodes, in-flight claims and the claims it opens), its pools
+(`prepare.Pool`, with the room their limits leave and the demand not placed yet), the topology
+counts, the unschedulable pods with their reasons, and memos that live for the pass only (keyed by
+values, never by object ids: ids of short-lived classes are reused). The functions of
+`existing.py`, `fill.py`, `fit.py`, `nodeclaim.py`, `mix.py`, `plan.py`, `repack.py` and
+`finalize.py` take it as their first argument and change it in place; nothing else does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from nodewright.engine.scheduling.cache import SolverCache
+from nodewright.engine.scheduling.classes import PodClass, group
+from nodewright.engine.scheduling.portfolio import Strategy
+from nodewright.engine.scheduling.prepare import Pool, PoolType, vec
+from nodewright.engine.scheduling.topology import Group, Topology
+from nodewright.engine.scheduling.types import PoolCapacity, SchedulingInput
+from nodewright.model import labels as wk
+from nodewright.model.instancetype import InstanceType
+from nodewright.model.nodepool import NodePool
+from nodewright.model.pod import Pod
+from nodewright.model.requirements import Requirements
+from nodewright.model.resources import CPU, MEMORY, PODS, Resources
+from nodewright.model.taints import Taint
+
+if TYPE_CHECKING:
+    from nodewright.engine.scheduling.existing import BoundPods
+
+
+@dataclass(slots=True, eq=False)
+class Bin:
+    """Somewhere pods can go: an existing node, an in-flight claim, or a claim of this pass."""
+
+    name: str
+    kind: str  # "node", "inflight" or "claim"
+    requirements: Requirements
+    taints: tuple[Taint, ...]
+    free: list[int]
+    labels: Mapping[str, str] | None = None  # existing nodes only
+    pool: Pool | None = None
+    target: PoolType | None = None
+    reserved: list[int] | None = None
+    pods: list[Pod] = field(default_factory=list)
+    capacity_types: frozenset[str] = frozenset()
+    # False once a pod whose hostname-keyed counts would change if it moved is placed here.
+    movable: bool = True
+
+    def domain(self, key: str) -> str | None:
+        """This bin's value for a topology key, when known."""
+        if key == wk.HOSTNAME:
+            return self.name
+        if self.labels is not None:
+            return self.labels.get(key)
+        req = self.requirements.get(key)
+        if req is not None and not req.complement and len(req.values) == 1:
+            return next(iter(req.values))
+        return None
+
+
+class Pass:
+    """One pass over `inp` with `strategy` (see the module docstring). `bound` is shared by the
+    passes of one `solve()` call; `cache` by whatever solves its caller lets share it.
+    """
+
+    def __init__(self, inp: SchedulingInput, strategy: Strategy, bound: BoundPods, cache: SolverCache) -> None:
+        self.inp = inp
+        self.strategy = strategy
+        self.bound = bound
+        self.cache = cache
+        self.classes = group(inp.pods)
+        self.names = resource_names(inp, self.classes)
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self.pools = [self._pool(pc.nodepool, pc.instance_types) for pc in by_weight(inp)]
+        self.topology = Topology()
+        self.existing: list[Bin] = []
+        self.claims: list[Bin] = []
+        self.open: list[Bin] = []
+        self.unschedulable: dict[str, str] = {}
+        # Memos of this pass, keyed by values (see the module docstring); each names its reader.
+        self.node_fits: dict[tuple[str, Requirements], bool] = {}  # fit.bin_compatible
+        self.claim_fits: dict[tuple[Requirements, Requirements, str], bool] = {}  # fit.bin_compatible
+        self.bound_cache: dict[tuple[object, ...], bool] = {}  # fit.hostname_bound
+        self.prices: dict[tuple[object, ...], float] = {}  # repack.claim_price
+        self.largest: dict[str, tuple[int, int]] = {}  # repack.cheapest_fit
+        self.reachable_cache: dict[tuple[object, ...], frozenset[str]] = {}  # fill.reachable
+        self.tolerates: dict[tuple[object, ...], bool] = {}  # fit.bin_tolerates
+        self.targets: dict[tuple[object, ...], tuple[PoolType | None, str, list[int]]] = {}  # nodeclaim
+        self.claim_seq = 0
+        self.homes: dict[tuple[object, ...], Pool | None] = {}  # fit.home_pool
+        self.cts: dict[tuple[tuple[Requirements, ...], str], frozenset[str]] = {}  # fit.capacity_types
+        self.plan_option_lists: dict[tuple[object, ...], list[tuple[PoolType, float]]] = {}  # plan
+        # Set by a shape-mixing pass that met pods a planned fill could plan (see `solve`).
+        self.plannable = False
+        self.topology_keys: list[str] = []
+        self.tracked: list[Group] = []  # the topology groups the pass tracks
+        self.min_cpu = min((c.requests[CPU] for c in self.classes), default=0)
+
+    def vec(self, resources: Mapping[str, int]) -> tuple[int, ...]:
+        """`resources` as a vector over this pass's resource names."""
+        return vec(resources, self.names)
+
+    def _pool(self, nodepool: NodePool, instance_types: Sequence[InstanceType]) -> Pool:
+        prepared = self.cache.prepared.get(nodepool, self.inp.daemonsets, self.inp.blocked, self.names)
+        types, by_name = prepared.types(instance_types)
+        remaining = None
+        if nodepool.limits is not None:
+            used = self.inp.used.get(nodepool.name, Resources())
+            limits = nodepool.limits
+            remaining = [limits[n] - used[n] if n in limits else 1 << 62 for n in self.names]
+        return Pool(
+            nodepool.name,
+            nodepool.weight,
+            prepared.requirements,
+            nodepool.taints,
+            types,
+            by_name,
+            prepared,
+            remaining,
+        )
+
+
+def by_weight(inp: SchedulingInput) -> list[PoolCapacity]:
+    """The input's pools, highest weight first, then by name."""
+    return sorted(inp.pools, key=lambda pc: (-pc.nodepool.weight, pc.nodepool.name))
+
+
+def resource_names(inp: SchedulingInput, classes: Iterable[PodClass]) -> tuple[str, ...]:
+    """Every resource a pod, a daemonset or a limit names (cpu, memory and pods always), sorted."""
+    names = {CPU, MEMORY, PODS}
+    for cls in classes:
+        names |= set(cls.requests)
+    for ds in inp.daemonsets:
+        names |= set(ds.template.requests)
+    for pc in inp.pools:
+        if pc.nodepool.limits is not None:
+            names |= set(pc.nodepool.limits)
+    return tuple(sorted(names))

@@ -1,0 +1,134 @@
+"""The target of a new claim: the instance type it aims to fill. Pure.
+
+A claim opened for pods of some size is filled while they fit its *target*: the type that would
+serve the pool's remaining demand (the pods not placed yet whose first choice is the pool) most
+cheaply if used alone, in whole nodes each holding whole pods of the opening size. Within
+TARGET_SLACK of that cost the smallest such type wins: the bill barely moves and an interruption
+or a failed launch hits fewer pods. `nodeclaim.py` asks; `Targets` remembers the answers that
+depend only on the types, the requirements and the pod size (held by `prepare.PreparedPool`, so
+shared across solves that use the same `SolverCache`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import MutableMapping, Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from nodewright.engine.scheduling.prepare import PoolType
+
+# A new claim's target is chosen again once the demand it was chosen for has shrunk to this share.
+TARGET_REFRESH = 0.5
+# How much dearer (as a fraction) a smaller target type may be than the most cost-efficient one.
+TARGET_SLACK = 0.02
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+# A type that may be a claim's target, with its price for some capacity types and, per resource it
+# has, how much of it pods of the opening size can use: [(resource index, usable amount)].
+Priced = tuple["PoolType", float, list[tuple[int, int]]]
+
+
+def priced(fitting: Sequence[PoolType], req: tuple[int, ...], cts: frozenset[str]) -> list[Priced]:
+    """The types a claim opened for pods of size `req` in capacity types `cts` may target, among
+    `fitting` (types that hold one such pod): the plain ones (no accelerator, not metal) unless
+    there are none, offered in one of `cts`; each with its cheapest price there and usable room;
+    cheapest first (then by name), as `best_target` relies on.
+    """
+    plain = [t for t in fitting if not t.exotic]
+    out: list[Priced] = []
+    for t in plain or fitting:
+        if not any(ct in t.prices for ct in cts):
+            continue
+        price = min(p for ct, p in t.prices.items() if ct in cts)
+        usable = [(i, (cap // req[i]) * req[i] if req[i] else cap) for i, cap in enumerate(t.cap) if cap]
+        out.append((t, price, usable))
+    out.sort(key=lambda p: (p[1], p[0].it.name))
+    return out
+
+
+def best_target(priced: Sequence[Priced], demand: Sequence[int]) -> PoolType | None:
+    """The type a new claim aims to fill among `priced` (cheapest first), for the pool's remaining
+    `demand` (at least one pod of the opening size); None when `priced` is empty.
+    """
+    costs: list[tuple[float, float, PoolType]] = []
+    cheapest = math.inf
+    for t, price, usable in priced:
+        # A type costs at least its price (one node), so once the price is beyond TARGET_SLACK of
+        # the cheapest cost so far, neither this type nor any dearer one can be chosen below.
+        if price > cheapest * (1 + TARGET_SLACK):
+            break
+        # Serve the remaining demand with this type alone: whole nodes, each holding whole
+        # pods of the size that opens the claim (so a 7.9-cpu node counts as 7 one-cpu pods).
+        # `usable` leaves out resources the type lacks: demand for them (other pods' GPUs) is
+        # not its to serve.
+        worst = 0.0
+        for i, room in usable:
+            d = demand[i]
+            if d > 0:
+                worst = max(worst, d / room)
+        cost = price * max(1, math.ceil(worst - 1e-9))
+        costs.append((cost, price, t))
+        cheapest = min(cheapest, cost)
+    if not costs:
+        return None
+    # Within TARGET_SLACK of the cheapest way to serve the demand, prefer the smallest type:
+    # the bill barely moves and an interruption or a failed launch hits fewer pods.
+    near = [(price, t) for c, price, t in costs if c <= cheapest * (1 + TARGET_SLACK)]
+    return min(near, key=lambda n: (n[0], n[1].it.name))[1]
+
+
+class Targets:
+    """For one list of types, node requirements `alt` and pod size `req`: the types `alt` allows
+    (`compatible`), those of them one pod fits (`fitting`), the largest capacity among those
+    (`peak`, per resource), `priced` per capacity types, and the target `best` chooses for a
+    demand. Shared across solves: never changed (but for what it remembers).
+    """
+
+    # Targets remembered per capacity types and demand (a pass asks about a few hundred demands).
+    MAX_CHOICES = 1024
+    __slots__ = ("_chosen", "_priced", "compatible", "fitting", "peak", "req")
+
+    def __init__(self, compatible: list[PoolType], req: tuple[int, ...]) -> None:
+        self.req = req
+        self.compatible = compatible
+        self.fitting = [t for t in compatible if all(c >= r for c, r in zip(t.cap, req, strict=True))]
+        self.peak = [max(t.capacity[i] for t in self.fitting) for i in range(len(req))] if self.fitting else []
+        self._priced: dict[frozenset[str], list[Priced]] = {}
+        self._chosen: dict[tuple[frozenset[str], tuple[int, ...]], PoolType | None] = {}
+
+    def priced(self, cts: frozenset[str]) -> list[Priced]:
+        """`priced(self.fitting, ...)`, remembered."""
+        hit = self._priced.get(cts)
+        if hit is None:
+            hit = self._priced[cts] = priced(self.fitting, self.req, cts)
+        return hit
+
+    def best(self, cts: frozenset[str], demand: tuple[int, ...]) -> PoolType | None:
+        """`best_target(self.priced(cts), demand)`, remembered: consolidation asks again about the
+        same pods (the same demand) in every pass, and the answer is a pure function of the key.
+        """
+        key = (cts, demand)
+        # A remembered None is an answer too, so a miss is told by KeyError, not by `get`.
+        with contextlib.suppress(KeyError):
+            return self._chosen[key]
+        best = best_target(self.priced(cts), demand)
+        bounded_put(self._chosen, key, best, self.MAX_CHOICES)
+        return best
+
+
+def shrunk(now: Sequence[int], then: Sequence[int]) -> bool:
+    """True when the remaining demand fell below TARGET_REFRESH of what it was when a target was
+    chosen: as packing changes the shape of what is left, the best type changes too.
+    """
+    return any(n < t * TARGET_REFRESH for n, t in zip(now, then, strict=True))
+
+
+def bounded_put(memo: MutableMapping[_K, _V], key: _K, value: _V, limit: int) -> None:
+    """Remember `value`, forgetting the oldest entry first when `memo` holds `limit` already."""
+    if len(memo) >= limit and key not in memo:
+        del memo[next(iter(memo))]
+    memo[key] = value
