@@ -44,6 +44,9 @@ def simulate(
     scale: Annotated[
         float, typer.Option("--scale", min=0.01, help="With --generate: multiply every replica count.")
     ] = 1.0,
+    faults: Annotated[
+        bool, typer.Option("--faults", help="With --generate: also draw faults (API errors, throttling, crashes).")
+    ] = False,
     write: Annotated[
         Path | None,
         typer.Option("--write", metavar="FILE", help="With --generate: write the drawn scenario's YAML and stop."),
@@ -52,7 +55,7 @@ def simulate(
     """Simulate Nodewright on a virtual cluster and write a report (summary.json, report.md/html, plots)."""
     from nodewright.simulator.runner import run_scenario
 
-    scenario = _scenario(scenario_file, generate, hours, scale, write)
+    scenario = _scenario(scenario_file, generate, write, hours=hours, scale=scale, faults=faults)
     if scenario is None:
         return
     if seed is not None:
@@ -78,14 +81,20 @@ def simulate(
 
 
 def _scenario(
-    scenario_file: Path | None, generate: int | None, hours: float | None, scale: float, write: Path | None
+    scenario_file: Path | None,
+    generate: int | None,
+    write: Path | None,
+    *,
+    hours: float | None,
+    scale: float,
+    faults: bool,
 ) -> Scenario | None:
     """The scenario to run: the file, or the one drawn for the seed; None when it was only written."""
     if (scenario_file is None) == (generate is None):
         typer.secho("give either SCENARIO.yaml or --generate SEED", err=True, fg=typer.colors.RED)
         raise typer.Exit(2)
-    if generate is None and (hours is not None or scale != 1.0 or write is not None):
-        typer.secho("--hours, --scale and --write go with --generate SEED", err=True, fg=typer.colors.RED)
+    if generate is None and (hours is not None or scale != 1.0 or faults or write is not None):
+        typer.secho("--hours, --scale, --faults and --write go with --generate SEED", err=True, fg=typer.colors.RED)
         raise typer.Exit(2)
     try:
         if scenario_file is not None:
@@ -93,7 +102,7 @@ def _scenario(
         from nodewright.simulator.generate import generate as draw
         from nodewright.simulator.generate import load, to_yaml
 
-        document = draw(generate or 0, hours=hours, scale=scale)
+        document = draw(generate or 0, hours=hours, scale=scale, faults=faults)
         if write is None:
             return load(document)
         write.write_text(to_yaml(document), encoding="utf-8")

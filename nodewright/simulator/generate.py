@@ -16,6 +16,9 @@ What is drawn (each seed independently, from `random.Random(seed)`):
   `karpenter.sh/do-not-disrupt`;
 * 0 to 2 batch bursts: a fixed number of large pods for tens of minutes;
 * one or two DaemonSets;
+* with `faults=True`, two to five of the simulator's fault kinds (Kubernetes API errors, EC2 and
+  DynamoDB throttling, partial fleets, killed invocations, duplicate and reordered SQS messages) at
+  modest rates, drawn from a random source of their own: the day is the same with and without;
 * 1 to 3 NodePools (weighted when several): spot, on-demand or both; amd64, arm64 or both; some
   instance categories and sizes; with or without a cpu limit; consolidateAfter and a budget;
 * spot interruptions (one storm interrupts several nodes within minutes, aimed at the NodePool of a
@@ -88,8 +91,10 @@ SIZES = (
 )
 
 
-def generate(seed: int, *, hours: float | None = None, scale: float = 1.0) -> dict[str, Any]:
-    """The scenario document drawn for `seed` (see the module docstring), as plain YAML data."""
+def generate(seed: int, *, hours: float | None = None, scale: float = 1.0, faults: bool = False) -> dict[str, Any]:
+    """The scenario document drawn for `seed` (see the module docstring), as plain YAML data; with
+    `faults`, also a `faults:` list (drawn from a source of its own, so the rest is the same day).
+    """
     if seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed}")
     if hours is not None and hours < MIN_HOURS:
@@ -98,7 +103,12 @@ def generate(seed: int, *, hours: float | None = None, scale: float = 1.0) -> di
         )
     if scale <= 0:
         raise ValueError(f"scale must be positive, got {scale}")
-    return _Draw(random.Random(seed), seed, hours, scale).scenario()
+    draw = _Draw(random.Random(seed), seed, hours, scale)
+    document = draw.scenario()
+    if faults:
+        document["faults"] = draw.faults(random.Random(f"faults-{seed}"))
+        document["description"] += f", {len(document['faults'])} fault kinds"
+    return document
 
 
 def to_yaml(document: dict[str, Any]) -> str:
@@ -268,6 +278,9 @@ class _Draw:
         name = f"{shape.name}-{index}"
         cpu, memory = rng.choice(shape.cpu), rng.choice(shape.memory)
         high = rng.randint(*shape.peak)
+        anti = rng.random()
+        if anti < 0.12:
+            high = min(high, 30)  # one pod per node: a small service (a quorum, a cache ring)
         low = max(1, round(high * rng.uniform(0.05, 0.35)))
         workload = _deployment(name, "apps", cpu, memory, self.count(low))
         template = workload["manifest"]["spec"]["template"]
@@ -285,10 +298,9 @@ class _Draw:
                     "labelSelector": {"matchLabels": labels},
                 }
             ]
-        anti = rng.random()
-        if anti < 0.15 and high <= 40:
+        if anti < 0.12:
             spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term(labels)]}}
-        elif anti < 0.3:
+        elif anti < 0.25:
             spec["affinity"] = {
                 "podAntiAffinity": {
                     "preferredDuringSchedulingIgnoredDuringExecution": [
@@ -369,6 +381,21 @@ class _Draw:
 
     # -- events --------------------------------------------------------------------------------------
 
+    def faults(self, rng: random.Random) -> list[dict[str, Any]]:
+        """Two to five fault kinds, each at a modest rate, over the whole day or a window of it."""
+        out: list[dict[str, Any]] = []
+        for kind in sorted(rng.sample(sorted(_FAULT_RATES), rng.randint(2, 5))):
+            low, high = _FAULT_RATES[kind]
+            entry: dict[str, Any] = {"kind": kind, "rate": round(rng.uniform(low, high), 3)}
+            if kind.startswith("kube-"):
+                entry["verbs"] = ["list", "evict", "patch"]
+            if rng.random() < 0.5:
+                start = rng.uniform(0.0, 0.7) * self.duration
+                entry["from"] = self.time(start)
+                entry["until"] = self.time(start + rng.uniform(0.1, 0.3) * self.duration)
+            out.append(entry)
+        return out
+
     def interruptions(self, pools: list[dict[str, Any]], protected: list[str]) -> list[dict[str, Any]]:
         """Spot interruptions: usually a storm (several nodes within 3 minutes, on the NodePool of a
         PDB-protected service when one is pinned to a spot pool), sometimes single ones too.
@@ -429,6 +456,23 @@ def _deployment(name: str, namespace: str, cpu: str, memory: str, replicas: int)
             },
         }
     }
+
+
+# Faults the generator draws, with the rates it draws them at: a bad day of an AWS region or an
+# EKS control plane, not a broken one. Watch faults need `kube_api: http`, so they are left out.
+_FAULT_RATES: dict[str, tuple[float, float]] = {
+    "kube-5xx": (0.01, 0.1),
+    "kube-429": (0.01, 0.1),
+    "kube-timeout": (0.01, 0.05),
+    "ec2-throttle": (0.05, 0.3),
+    "ec2-partial-fleet": (0.05, 0.3),
+    "dynamodb-throttle": (0.01, 0.1),
+    "dynamodb-conditional": (0.01, 0.1),
+    "crash": (0.02, 0.1),
+    "timeout": (0.02, 0.1),
+    "sqs-duplicate": (0.1, 0.5),
+    "sqs-reorder": (0.1, 0.5),
+}
 
 
 def _term(labels: dict[str, str]) -> dict[str, Any]:

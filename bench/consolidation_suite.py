@@ -1,0 +1,328 @@
+"""The consolidation suite: generated scenarios (and the shipped ones) in every consolidation mode.
+
+Role: check issue 15's goals on days nobody tuned. Each seed's scenario is drawn by
+`nodewright.simulator.generate` and run, as `nodewright simulate` runs it (the simulator's
+`run_scenario`, real handlers on moto and the in-memory cluster), once per consolidation mode:
+`nodewright`, `karpenter` and `off`. The shipped examples/scenarios/*.yaml run the same way, at
+their own length.
+
+    .venv/bin/python -m bench.consolidation_suite --seeds 30 [--first 1] [--hours 2] [--scale 1]
+        [--jobs 2] [--json FILE] [--no-shipped] [--faults] [--full] [--modes nodewright,karpenter,off]
+
+Shortening: `--hours H` (default 2) compresses each drawn 12-24 h day to H hours (every time of the
+day's story scales by H / drawn hours: curves, bursts, interruptions, capacity errors; the
+controllers' timings such as consolidateAfter do not), and `--scale S` multiplies every replica
+count. `--faults` also draws faults into each generated scenario (off by default: the suite
+measures consolidation; the generated day is the same with and without). Runs go to a process
+pool of `--jobs` workers, the longest (nodewright mode) first.
+
+Per run it takes from the run's summary: cost, pods lost, PDB / do-not-disrupt / limit
+violations, the longest wait of a pod displaced by consolidation and by an interruption, the
+consolidator's pass CPU seconds (p99 and max of its invocations' own thread CPU), the consolidator
+ticks that found the lease busy, pods moved by consolidation, warning -> drained (max), pods still
+pending at the end, handler errors, wall and CPU seconds. Per scenario it prints the cost ratio
+nodewright / karpenter and which goals fall short; in total the ratio's median and maximum, the
+sums and the worst figures, and wall time per mode. `--json FILE` writes every row and the totals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+MODES = ("nodewright", "karpenter", "off")
+SHIPPED = Path(__file__).resolve().parents[1] / "examples" / "scenarios"
+# Issue 15's goals, as the suite checks them.
+RATIO_MAX = 1.00
+RATIO_MEDIAN_MAX = 0.95
+DISPLACED_MAX_SECONDS = 120.0
+DRAIN_MAX_SECONDS = 60.0
+PASS_CPU_MAX_SECONDS = 30.0
+WALL_RATIO_MAX = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One run: a generated seed (with its compression) or a shipped file, in one mode."""
+
+    label: str
+    mode: str
+    seed: int | None = None
+    path: str | None = None
+    hours: float | None = None
+    scale: float = 1.0
+    faults: bool = False
+
+
+def run(task: Task) -> dict[str, Any]:
+    """Run one task in this process and return its row (the figures the module docstring lists)."""
+    from nodewright.simulator.generate import generate, load
+    from nodewright.simulator.runner import run_scenario
+    from nodewright.simulator.scenario import load_scenario
+
+    if task.seed is not None:
+        scenario = load(
+            generate(task.seed, hours=task.hours, scale=task.scale, faults=task.faults), f"<generated seed {task.seed}>"
+        )
+    else:
+        scenario = load_scenario(task.path or "")
+    summary = run_scenario(replace(scenario, consolidation=task.mode), None, plots=False).summary
+    return {"scenario": task.label, "mode": task.mode, **figures(summary)}
+
+
+def figures(summary: dict[str, Any]) -> dict[str, Any]:
+    """The suite's figures from one run's summary.json."""
+    displaced = summary["displaced_pending_seconds"]
+    interruption = summary["interruption"]
+    passes = summary.get("invocation_cpu_seconds", {}).get("consolidator", {})
+    return {
+        "cost_usd": summary["cost_usd"],
+        "pods_lost": summary["pods_lost"],
+        "pdb_violations": summary["pdb_violations"],
+        "do_not_disrupt_violations": summary["do_not_disrupt_violations"],
+        "limit_violations": summary["limit_violations"],
+        "displaced_pending_max": displaced["other"]["max"],
+        "interrupted_pending_max": displaced["interruption"]["max"],
+        "pass_cpu_p99": passes.get("p99", 0.0),
+        "pass_cpu_max": passes.get("max", 0.0),
+        "consolidator_ticks": summary["invocations"].get("consolidator", 0),
+        "lease_busy_ticks": summary["invocations_lease_busy"].get("consolidator", 0),
+        "pods_moved": summary["consolidation_moves"]["pods_moved"],
+        "interrupted_instances": interruption["instances"],
+        "warning_to_drained_max": interruption["drain_seconds_max"],
+        "reclaimed_with_pods": interruption["reclaimed_with_pods"],
+        "pods_pending_at_end": summary["pods_pending_at_end"],
+        "nodes_launched": summary["nodes_launched"],
+        "handler_errors": summary["handler_errors"],
+        "wall_seconds": summary["wall_seconds"],
+        "cpu_seconds": summary["cpu_seconds"],
+    }
+
+
+def tasks(
+    seeds: Sequence[int],
+    modes: Sequence[str],
+    *,
+    hours: float | None,
+    scale: float,
+    shipped: bool,
+    faults: bool = False,
+) -> list[Task]:
+    """Every run, nodewright mode first (the longest), so the pool ends with the short ones."""
+    out: list[Task] = []
+    for mode in modes:
+        out.extend(Task(f"seed {seed}", mode, seed=seed, hours=hours, scale=scale, faults=faults) for seed in seeds)
+        if shipped:
+            out.extend(Task(path.stem, mode, path=str(path)) for path in sorted(SHIPPED.glob("*.yaml")))
+    return out
+
+
+def shortfalls(by_mode: dict[str, dict[str, Any]]) -> list[str]:
+    """Which of issue 15's goals one scenario misses (its rows by mode)."""
+    out: list[str] = []
+    nodewright, karpenter = by_mode.get("nodewright"), by_mode.get("karpenter")
+    ratio = _ratio(by_mode)
+    if ratio is not None and ratio > RATIO_MAX:
+        out.append(f"cost {ratio:.3f}x karpenter")
+    for mode, row in sorted(by_mode.items()):
+        for key, what in (
+            ("pods_lost", "pods lost"),
+            ("pdb_violations", "PDB violations"),
+            ("do_not_disrupt_violations", "do-not-disrupt violations"),
+            ("limit_violations", "limit violations"),
+            ("handler_errors", "handler errors"),
+        ):
+            if row[key]:
+                out.append(f"{mode}: {row[key]} {what}")
+    if nodewright is not None:
+        if nodewright["displaced_pending_max"] > DISPLACED_MAX_SECONDS:
+            out.append(f"displaced pod pending {nodewright['displaced_pending_max']:.0f} s")
+        drained = nodewright["warning_to_drained_max"]
+        if drained is not None and drained > DRAIN_MAX_SECONDS:
+            out.append(f"warning -> drained {drained:.0f} s")
+        if nodewright["pass_cpu_p99"] > PASS_CPU_MAX_SECONDS:
+            out.append(f"pass p99 {nodewright['pass_cpu_p99']:.1f} s CPU")
+        if karpenter is not None and nodewright["cpu_seconds"] > WALL_RATIO_MAX * karpenter["cpu_seconds"]:
+            out.append(f"simulates {nodewright['cpu_seconds'] / max(karpenter['cpu_seconds'], 0.01):.1f}x slower")
+    return out
+
+
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per scenario (ratio and shortfalls) and in total (see the module docstring)."""
+    scenarios: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in rows:
+        scenarios.setdefault(row["scenario"], {})[row["mode"]] = row
+    per: list[dict[str, Any]] = []
+    for name, by_mode in scenarios.items():
+        off = by_mode.get("off")
+        per.append(
+            {
+                "scenario": name,
+                "ratio": _ratio(by_mode),
+                "nodewright_vs_off": _divide(by_mode.get("nodewright"), off),
+                "karpenter_vs_off": _divide(by_mode.get("karpenter"), off),
+                "short": shortfalls(by_mode),
+            }
+        )
+    ratios = [p["ratio"] for p in per if p["ratio"] is not None]
+    generated = [p["ratio"] for p in per if p["ratio"] is not None and p["scenario"].startswith("seed ")]
+    nodewright = [r for r in rows if r["mode"] == "nodewright"]
+    totals: dict[str, Any] = {
+        "scenarios": len(per),
+        "ratio_median": round(statistics.median(ratios), 4) if ratios else None,
+        "ratio_max": round(max(ratios), 4) if ratios else None,
+        "ratio_median_generated": round(statistics.median(generated), 4) if generated else None,
+        "scenarios_over_karpenter": sum(1 for r in ratios if r > RATIO_MAX),
+        "scenarios_short": sum(1 for p in per if p["short"]),
+        "wall_seconds_by_mode": {m: round(sum(r["wall_seconds"] for r in rows if r["mode"] == m), 1) for m in MODES},
+        "cpu_seconds_by_mode": {m: round(sum(r["cpu_seconds"] for r in rows if r["mode"] == m), 1) for m in MODES},
+    }
+    for key in ("pods_lost", "pdb_violations", "do_not_disrupt_violations", "limit_violations", "handler_errors"):
+        totals[key] = sum(r[key] for r in rows)
+    totals["pods_moved_nodewright"] = sum(r["pods_moved"] for r in nodewright)
+    totals["displaced_pending_max"] = max((r["displaced_pending_max"] for r in nodewright), default=0.0)
+    totals["pass_cpu_p99_max"] = max((r["pass_cpu_p99"] for r in nodewright), default=0.0)
+    totals["lease_busy_ticks_nodewright"] = sum(r["lease_busy_ticks"] for r in nodewright)
+    drains = [r["warning_to_drained_max"] for r in nodewright if r["warning_to_drained_max"] is not None]
+    totals["warning_to_drained_max"] = max(drains, default=None)
+    if totals["ratio_median_generated"] is not None and totals["ratio_median_generated"] > RATIO_MEDIAN_MAX:
+        totals["short"] = [f"median ratio {totals['ratio_median_generated']:.3f} > {RATIO_MEDIAN_MAX}"]
+    return {"scenarios": per, "totals": totals}
+
+
+def table(rows: Sequence[dict[str, Any]], result: dict[str, Any]) -> str:
+    """The markdown table: one line per scenario (nodewright mode's figures, karpenter's in the ratio)."""
+    by = {(r["scenario"], r["mode"]): r for r in rows}
+    lines = [
+        "| scenario | nw $ | karp $ | off $ | nw/karp | lost (nw/karp/off) | PDB+dnd+limit viol. | displaced max s "
+        "| pass CPU p99 s | lease busy | pods moved | warning->drained s | wall s (nw/karp/off) | short of the goals |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for per in result["scenarios"]:
+        name = per["scenario"]
+        rows_of = {m: by.get((name, m)) for m in MODES}
+        nw = rows_of["nodewright"] or {}
+        violations = sum(
+            r[k]
+            for r in rows_of.values()
+            if r
+            for k in ("pdb_violations", "do_not_disrupt_violations", "limit_violations")
+        )
+        drained = nw.get("warning_to_drained_max")
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    name,
+                    *(_money(rows_of[m]) for m in MODES),
+                    "-" if per["ratio"] is None else f"{per['ratio']:.3f}",
+                    "/".join(_field(rows_of[m], "pods_lost", "{}") for m in MODES),
+                    str(violations),
+                    f"{nw.get('displaced_pending_max', 0):.0f}",
+                    f"{nw.get('pass_cpu_p99', 0):.2f}",
+                    f"{nw.get('lease_busy_ticks', 0)}/{nw.get('consolidator_ticks', 0)}",
+                    str(nw.get("pods_moved", "-")),
+                    "-" if drained is None else f"{drained:.0f}",
+                    "/".join(_field(rows_of[m], "wall_seconds", "{:.0f}") for m in MODES),
+                    "; ".join(per["short"]) or "-",
+                ]
+            )
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.consolidation_suite", description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=6, help="how many generated seeds (default 6)")
+    parser.add_argument("--first", type=int, default=1, help="the first seed (default 1)")
+    parser.add_argument("--hours", type=float, default=2.0, help="compress each drawn day to H hours (default 2)")
+    parser.add_argument("--full", action="store_true", help="run the drawn days at their full 12-24 h")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every replica count (default 1)")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated consolidation modes")
+    parser.add_argument("--faults", action="store_true", help="also draw faults into the generated scenarios")
+    parser.add_argument("--no-shipped", action="store_true", help="skip examples/scenarios/*.yaml")
+    parser.add_argument("--json", type=Path, help="write every row and the totals here")
+    args = parser.parse_args(argv)
+    modes = [m for m in args.modes.split(",") if m]
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown or args.seeds < 0 or args.jobs < 1:
+        parser.error(f"--modes takes {', '.join(MODES)}; --seeds >= 0; --jobs >= 1 (got {args})")
+    seeds = range(args.first, args.first + args.seeds)
+    todo = tasks(
+        seeds,
+        modes,
+        hours=None if args.full else args.hours,
+        scale=args.scale,
+        shipped=not args.no_shipped,
+        faults=args.faults,
+    )
+    started = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {pool.submit(run, task): task for task in todo}
+        for future in as_completed(futures):
+            task = futures[future]
+            try:
+                row = future.result()
+            except Exception as error:  # one broken run is a finding, not the suite's end
+                print(f"{task.label} {task.mode}: FAILED {type(error).__name__}: {error}", file=sys.stderr)
+                continue
+            rows.append(row)
+            print(
+                f"[{len(rows)}/{len(todo)} {time.perf_counter() - started:.0f} s] {task.label} {task.mode}: "
+                f"${row['cost_usd']:.2f}, lost {row['pods_lost']}, wall {row['wall_seconds']:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+    order = {task.label: index for index, task in enumerate(todo)}
+    rows.sort(key=lambda r: (order[r["scenario"]], MODES.index(r["mode"])))
+    result = summarise(rows)
+    result["totals"]["suite_wall_seconds"] = round(time.perf_counter() - started, 1)
+    result["settings"] = {
+        "seeds": list(seeds),
+        "hours": None if args.full else args.hours,
+        "scale": args.scale,
+        "jobs": args.jobs,
+        "modes": modes,
+        "shipped": not args.no_shipped,
+        "faults": args.faults,
+        "cpus": os.cpu_count(),
+    }
+    print(table(rows, result))
+    print(json.dumps(result["totals"], indent=2))
+    if args.json is not None:
+        args.json.write_text(json.dumps({**result, "rows": rows}, indent=2) + "\n", encoding="utf-8")
+    return 1 if len(rows) < len(todo) else 0
+
+
+def _ratio(by_mode: dict[str, dict[str, Any]]) -> float | None:
+    return _divide(by_mode.get("nodewright"), by_mode.get("karpenter"))
+
+
+def _divide(top: dict[str, Any] | None, bottom: dict[str, Any] | None) -> float | None:
+    if top is None or bottom is None or not bottom["cost_usd"]:
+        return None
+    return round(float(top["cost_usd"]) / float(bottom["cost_usd"]), 4)
+
+
+def _money(row: dict[str, Any] | None) -> str:
+    return _field(row, "cost_usd", "{:.2f}")
+
+
+def _field(row: dict[str, Any] | None, key: str, form: str) -> str:
+    return "-" if row is None else form.format(row[key])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
