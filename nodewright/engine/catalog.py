@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from types import MappingProxyType
 from typing import Any
 
 from nodewright.model import labels as wk
@@ -73,7 +74,7 @@ VM_MEMORY_OVERHEAD_PERMILLE = 75  # 7.5%, Karpenter's default vmMemoryOverheadPe
 ARM64_MEMORY_OVERHEAD_MIB = 64
 DEFAULT_EPHEMERAL_STORAGE = 20 * 2**30  # bytes: Karpenter's default EBS volume for every AMI family
 # The device each AMI family's kubelet keeps its data on (Bottlerocket: a separate data volume).
-_EPHEMERAL_DEVICE = {"Bottlerocket": "/dev/xvdb"}
+_EPHEMERAL_DEVICE = MappingProxyType({"Bottlerocket": "/dev/xvdb"})
 _DEFAULT_EPHEMERAL_DEVICE = "/dev/xvda"
 DEFAULT_MAX_PODS = 110  # the kubelet's default when pod density is not ENI-limited
 AWS_NEURON_CORE = "aws.amazon.com/neuroncore"
@@ -84,8 +85,8 @@ AWS_EFA = "vpc.amazonaws.com/efa"
 _CPU_RESERVED_TIERS = ((0, 1000, 600), (1000, 2000, 100), (2000, 4000, 50), (4000, 1 << 62, 25))
 
 # Eviction signals that reduce allocatable, and the resource each one is measured against.
-_EVICTION_SIGNALS = {"memory.available": MEMORY, "nodefs.available": EPHEMERAL_STORAGE}
-_DEFAULT_EVICTION_HARD = {"memory.available": "100Mi", "nodefs.available": "10%"}
+_EVICTION_SIGNALS = MappingProxyType({"memory.available": MEMORY, "nodefs.available": EPHEMERAL_STORAGE})
+_DEFAULT_EVICTION_HARD = MappingProxyType({"memory.available": "100Mi", "nodefs.available": "10%"})
 _RESERVABLE = (CPU, MEMORY, EPHEMERAL_STORAGE)
 
 # "m5.large" -> category "m", generation "5"; "u-6tb1.metal" -> "u", "1"; "inf2.xlarge" -> "inf", "2".
@@ -107,7 +108,7 @@ _OPTIONAL_LABELS = (
 )
 
 # GPU manufacturer (lower case, as EC2 reports it) -> the device plugin's extended resource.
-_GPU_RESOURCES = {"nvidia": NVIDIA_GPU, "amd": AMD_GPU, "habana": HABANA_GAUDI}
+_GPU_RESOURCES = MappingProxyType({"nvidia": NVIDIA_GPU, "amd": AMD_GPU, "habana": HABANA_GAUDI})
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,8 @@ anything it cannot read, and for a schema version it does not know.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
+from types import MappingProxyType
 from typing import Any
 
 from nodewright.model.errors import InvalidValue
@@ -48,7 +50,10 @@ _STRINGS = (
     "image_id",
 )
 _FLOATS = ("price", "created_at", "launched_at", "registered_at", "initialized_at")
-_DEFAULTS = NodeClaim(name="", nodepool="")
+# A NodeClaim's own default for each string field (what an older record without it meant).
+_DEFAULTS: Mapping[str, str] = MappingProxyType(
+    {f.name: f.default for f in fields(NodeClaim) if f.name in _STRINGS and isinstance(f.default, str)}
+)
 
 
 def claim_to_dict(claim: NodeClaim) -> dict[str, Any]:
@@ -95,7 +100,7 @@ def claim_from_dict(data: Mapping[str, Any]) -> NodeClaim:
         "startup_taints": _taints(data, "startup_taints", where),
     }
     for field_name in _STRINGS:
-        fields[field_name] = _string(data, field_name, default=getattr(_DEFAULTS, field_name))
+        fields[field_name] = _string(data, field_name, default=_DEFAULTS[field_name])
     for field_name in _FLOATS:
         fields[field_name] = _float(data, field_name, where)
     return NodeClaim(**fields)

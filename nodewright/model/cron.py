@@ -10,29 +10,33 @@ window, which is how the disruption engine decides whether a scheduled budget is
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
 
 from nodewright.model.errors import InvalidValue
 
-MACROS = {
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-    "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0",
-    "@daily": "0 0 * * *",
-    "@midnight": "0 0 * * *",
-    "@hourly": "0 * * * *",
-}
+MACROS = MappingProxyType(
+    {
+        "@yearly": "0 0 1 1 *",
+        "@annually": "0 0 1 1 *",
+        "@monthly": "0 0 1 * *",
+        "@weekly": "0 0 * * 0",
+        "@daily": "0 0 * * *",
+        "@midnight": "0 0 * * *",
+        "@hourly": "0 * * * *",
+    }
+)
 _MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
 _DAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
 # (field name, lowest, highest, names mapped to numbers)
-_FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (
-    ("minute", 0, 59, {}),
-    ("hour", 0, 23, {}),
-    ("day of month", 1, 31, {}),
-    ("month", 1, 12, {name: i + 1 for i, name in enumerate(_MONTHS)}),
-    ("day of week", 0, 7, {name: i for i, name in enumerate(_DAYS)}),
+_FIELDS: tuple[tuple[str, int, int, Mapping[str, int]], ...] = (
+    ("minute", 0, 59, MappingProxyType({})),
+    ("hour", 0, 23, MappingProxyType({})),
+    ("day of month", 1, 31, MappingProxyType({})),
+    ("month", 1, 12, MappingProxyType({name: i + 1 for i, name in enumerate(_MONTHS)})),
+    ("day of week", 0, 7, MappingProxyType({name: i for i, name in enumerate(_DAYS)})),
 )
 
 
@@ -95,7 +99,7 @@ class CronSchedule:
         return self.first_fire_between(now - timedelta(seconds=duration), now) is not None
 
 
-def _number(text: str, low: int, high: int, names: dict[str, int], field: str) -> int:
+def _number(text: str, low: int, high: int, names: Mapping[str, int], field: str) -> int:
     upper = text.upper()
     if upper in names:
         return names[upper]
@@ -107,7 +111,7 @@ def _number(text: str, low: int, high: int, names: dict[str, int], field: str) -
     return value
 
 
-def _parse_field(text: str, low: int, high: int, names: dict[str, int], field: str) -> frozenset[int]:
+def _parse_field(text: str, low: int, high: int, names: Mapping[str, int], field: str) -> frozenset[int]:
     values: set[int] = set()
     for part in text.split(","):
         if not part:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 
 from nodewright.model.errors import InvalidValue, shown
 
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_UNITS = MappingProxyType({"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0})
 # As Go's time.ParseDuration: "1.5h", ".5h" and "1.h" are all numbers of hours.
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 

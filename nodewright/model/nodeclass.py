@@ -11,20 +11,23 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from nodewright.model.errors import InvalidValue
 from nodewright.model.resources import Resources
 
 AMI_FAMILIES = ("AL2", "AL2023", "Bottlerocket", "Windows2019", "Windows2022", "Windows2025", "Custom")
 # alias family (lower case, as written in `al2023@latest`) -> amiFamily it implies
-ALIAS_FAMILIES = {
-    "al2": "AL2",
-    "al2023": "AL2023",
-    "bottlerocket": "Bottlerocket",
-    "windows2019": "Windows2019",
-    "windows2022": "Windows2022",
-    "windows2025": "Windows2025",
-}
+ALIAS_FAMILIES = MappingProxyType(
+    {
+        "al2": "AL2",
+        "al2023": "AL2023",
+        "bottlerocket": "Bottlerocket",
+        "windows2019": "Windows2019",
+        "windows2022": "Windows2022",
+        "windows2025": "Windows2025",
+    }
+)
 VOLUME_TYPES = ("standard", "io1", "io2", "gp2", "sc1", "st1", "gp3")
 INSTANCE_STORE_POLICIES = ("RAID0",)
 INSTANCE_MATCH_CRITERIA = ("open", "targeted")

@@ -134,8 +134,12 @@ class Pod:
         return tuple(selector.intersection(term) for term in self.required_terms)
 
     @classmethod
-    def parse(cls, manifest: Mapping[str, Any]) -> Pod:
-        """Build from a pod manifest or API JSON. Raises KeyError/ValueError on malformed input."""
+    def parse(cls, manifest: Mapping[str, Any], memo: RequestsMemo | None = None) -> Pod:
+        """Build from a pod manifest or API JSON. Raises KeyError/ValueError on malformed input.
+
+        `memo`: resource lists parsed before, kept by a caller that parses many pods (a list of a
+        cluster's pods repeats each workload's lists); the pod is the same with or without one.
+        """
         meta = manifest.get("metadata") or {}
         spec = manifest.get("spec") or {}
         status = manifest.get("status") or {}
@@ -161,7 +165,7 @@ class Pod:
             uid=str(meta.get("uid") or ""),
             labels=dict(meta.get("labels") or {}),
             annotations=dict(annotations),
-            requests=effective_requests(spec),
+            requests=effective_requests(spec, memo),
             node_selector=dict(spec.get("nodeSelector") or {}),
             required_terms=tuple(Requirements.parse(t.get("matchExpressions")) for t in required),
             preferred_terms=tuple(
@@ -243,13 +247,15 @@ def parse_timestamp(value: object) -> float:
     return moment.timestamp()
 
 
-def effective_requests(spec: Mapping[str, Any]) -> Resources:
+def effective_requests(spec: Mapping[str, Any], memo: RequestsMemo | None = None) -> Resources:
     """Kubernetes' effective pod requests: max(sum of containers + sidecars, largest init
     container seen so far + the sidecars started before it), plus pod overhead, plus one pod.
+    Each container's lists are looked up in `memo` first, when there is one.
     """
+    parse = memo.requests if memo is not None else _requests
     containers = EMPTY
     for index, container in enumerate(spec.get("containers") or ()):
-        requests = _requests(container, f"containers[{index}]")
+        requests = parse(container, f"containers[{index}]")
         containers = containers + requests if containers else requests
     total = containers
     # Most pods have no init containers and no overhead: skip building lists that change nothing.
@@ -258,7 +264,7 @@ def effective_requests(spec: Mapping[str, Any]) -> Resources:
         sidecars = EMPTY
         init_peak = EMPTY
         for index, container in enumerate(init_containers):
-            requests = _requests(container, f"initContainers[{index}]")
+            requests = parse(container, f"initContainers[{index}]")
             if container.get("restartPolicy") == "Always":
                 sidecars = sidecars + requests
                 init_peak = init_peak.maximum(sidecars)
@@ -271,12 +277,35 @@ def effective_requests(spec: Mapping[str, Any]) -> Resources:
     return total + _ONE_POD
 
 
-# Every replica of a workload repeats its containers' resource lists, so a cluster holds a few
-# hundred distinct ones: each is parsed once (quantity parsing is exact, with Fractions, and was
-# two thirds of Pod.parse). Only all-string lists are kept, as the API server sends them, so a
-# hit needs string values equal to a stored key; the bound keeps odd inputs from growing it.
-_REQUESTS_CACHE: dict[tuple[tuple[Any, ...], tuple[Any, ...]], Resources] = {}
-_REQUESTS_CACHE_SIZE = 4096
+class RequestsMemo:
+    """Containers' resource lists already parsed, kept by a caller that parses many pods (the
+    Kubernetes adapter keeps one per cluster it reads).
+
+    Every replica of a workload repeats its containers' resource lists, so a cluster holds a few
+    hundred distinct ones: each is parsed once (quantity parsing is exact, with Fractions, and was
+    two thirds of Pod.parse). Only all-string lists are kept, as the API server sends them, so a
+    hit needs string values equal to a stored key; `size` keeps odd inputs from growing it. A hit
+    is exactly what parsing again gives (`Resources` are immutable).
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._parsed: dict[tuple[tuple[Any, ...], tuple[Any, ...]], Resources] = {}
+
+    def requests(self, container: Mapping[str, Any], where: str = "") -> Resources:
+        """`_requests(container, where)`, remembered."""
+        resources = container.get("resources") or {}
+        try:
+            key = (tuple((resources.get("limits") or {}).items()), tuple((resources.get("requests") or {}).items()))
+            cached = self._parsed.get(key)
+        except (AttributeError, TypeError):  # not a mapping, or unhashable values: let parsing say why
+            key, cached = None, None
+        if cached is not None:
+            return cached
+        parsed = _requests(container, where)
+        if key is not None and len(self._parsed) < self.size and all(isinstance(v, str) for _, v in key[0] + key[1]):
+            self._parsed[key] = parsed
+        return parsed
 
 
 def _requests(container: Mapping[str, Any], where: str = "") -> Resources:
@@ -284,25 +313,11 @@ def _requests(container: Mapping[str, Any], where: str = "") -> Resources:
     resources = container.get("resources") or {}
     limits = resources.get("limits") or {}
     requests = resources.get("requests") or {}
-    try:
-        key = (tuple(limits.items()), tuple(requests.items()))
-        cached = _REQUESTS_CACHE.get(key)
-    except (AttributeError, TypeError):  # not a mapping, or unhashable values: let parsing say why
-        key, cached = None, None
-    if cached is not None:
-        return cached
     # A limit without a request defaults the request to the limit, as the API server does.
     prefix = f"{where}." if where else ""
     parsed_limits = Resources.parse(limits, where=f"{prefix}resources.limits")
     parsed_requests = Resources.parse(requests, where=f"{prefix}resources.requests")
-    parsed = Resources({**dict(parsed_limits.items()), **dict(parsed_requests.items())})
-    if (
-        key is not None
-        and len(_REQUESTS_CACHE) < _REQUESTS_CACHE_SIZE
-        and all(isinstance(v, str) for _, v in key[0] + key[1])
-    ):
-        _REQUESTS_CACHE[key] = parsed
-    return parsed
+    return Resources({**dict(parsed_limits.items()), **dict(parsed_requests.items())})
 
 
 def _term(manifest: Mapping[str, Any], namespace: str, weight: int = 0) -> AffinityTerm:

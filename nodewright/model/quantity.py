@@ -11,22 +11,25 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from types import MappingProxyType
 
 from nodewright.model.errors import InvalidValue, shown
 
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 10**3),
-    "": Fraction(1),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-}
+_BINARY = MappingProxyType({"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60})
+_DECIMAL = MappingProxyType(
+    {
+        "n": Fraction(1, 10**9),
+        "u": Fraction(1, 10**6),
+        "m": Fraction(1, 10**3),
+        "": Fraction(1),
+        "k": Fraction(10**3),
+        "M": Fraction(10**6),
+        "G": Fraction(10**9),
+        "T": Fraction(10**12),
+        "P": Fraction(10**15),
+        "E": Fraction(10**18),
+    }
+)
 _QUANTITY = re.compile(
     r"^(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+))"
     r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exponent>[+-]?\d+))?$"

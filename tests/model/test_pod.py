@@ -10,7 +10,7 @@ import pytest
 from nodewright.model import labels as wk
 from nodewright.model.errors import InvalidValue
 from nodewright.model.node import Node
-from nodewright.model.pod import Pod, effective_requests
+from nodewright.model.pod import Pod, RequestsMemo, effective_requests
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.resources import Resources
 from nodewright.model.snapshot import ClusterSnapshot, provisionable
@@ -597,3 +597,24 @@ def test_a_pdb_without_a_selector_covers_no_pod_and_an_empty_one_every_pod_of_it
     assert empty.selects(web)
     assert empty.selects(replace(web, labels={}))
     assert not empty.selects(replace(web, namespace="other"))
+
+
+def test_a_requests_memo_gives_the_pods_parsing_afresh_gives_and_stays_bounded() -> None:
+    memo = RequestsMemo(size=2)
+    shapes = [
+        {"requests": {"cpu": "250m", "memory": "256Mi"}},
+        {"limits": {"cpu": "1", "memory": "1Gi"}},
+        {"requests": {"cpu": "1"}, "limits": {"cpu": "2", "nvidia.com/gpu": "1"}},
+        {"requests": {"cpu": 2}},  # not a string: parsed, never kept
+    ]
+    for rounds in range(3):
+        for i, resources in enumerate(shapes):
+            manifest = {
+                "metadata": {"name": f"p{rounds}-{i}"},
+                "spec": {"containers": [{"name": "app", "resources": resources}]},
+            }
+            assert Pod.parse(manifest, memo) == Pod.parse(manifest)
+    assert len(memo._parsed) == 2
+    bad = {"resources": {"requests": {"cpu": "x"}}}
+    with pytest.raises(InvalidValue, match=r"containers\[0\]\.resources\.requests\.cpu"):
+        Pod.parse({"metadata": {"name": "bad"}, "spec": {"containers": [bad]}}, memo)

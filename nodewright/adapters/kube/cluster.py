@@ -59,7 +59,7 @@ from nodewright.adapters.kube.store import DAEMONSETS, KINDS, NODES, PDBS, PODS,
 from nodewright.adapters.kube.usage import ApiMeter
 from nodewright.adapters.kube.watch import READ_SLACK_SECONDS, Gone, Watcher
 from nodewright.model.node import Node
-from nodewright.model.pod import Pod
+from nodewright.model.pod import Pod, RequestsMemo
 from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.model.taints import Taint
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
@@ -145,6 +145,9 @@ class KubeCluster:
         self._kinds = tuple(kinds)
         self._watchers: dict[str, Watcher] = {}
         self._barrier = barrier
+        # Every pod this cluster parses (lists and watches) shares the resource lists parsed so far.
+        # The watch threads share it too: it only ever holds pure answers (dict reads and writes).
+        self._pod_memo = RequestsMemo()
 
     # ------------------------------------------------------------------ following
 
@@ -250,12 +253,15 @@ class KubeCluster:
             monotonic=self._monotonic,
         )
 
+    def _pod(self, manifest: Mapping[str, Any]) -> Pod:
+        return Pod.parse(manifest, self._pod_memo)
+
     def _kind(self, kind: str) -> tuple[Callable[..., Any], Callable[[Mapping[str, Any]], Any], dict[str, Any]]:
         """The list call, parser and list parameters of a kind."""
         if kind == NODES:
             return self._core.list_node, _node, {}
         if kind == PODS:
-            return self._core.list_pod_for_all_namespaces, Pod.parse, {"field_selector": ACTIVE_PODS}
+            return self._core.list_pod_for_all_namespaces, self._pod, {"field_selector": ACTIVE_PODS}
         if kind == DAEMONSETS:
             return self._apps.list_daemon_set_for_all_namespaces, DaemonSet.parse, {}
         if kind == PDBS:
@@ -308,7 +314,7 @@ class KubeCluster:
     def pods_on(self, node: str) -> list[Pod]:
         """The active pods bound to `node`, read with a server-side field selector."""
         selector = f"{ACTIVE_PODS},spec.nodeName={node}"
-        return self._list("pods", self._core.list_pod_for_all_namespaces, Pod.parse, field_selector=selector)
+        return self._list("pods", self._core.list_pod_for_all_namespaces, self._pod, field_selector=selector)
 
     def cordon(self, name: str, taint: Taint | None = None) -> None:
         """Set `spec.unschedulable` and add `taint` (replacing one with the same key and effect).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from nodewright.engine.scheduling.types import BlockedOffering, PlannedClaim, PoolCapacity
 from nodewright.model.nodeclaim import NodeClaim
@@ -22,7 +23,9 @@ DRIFT = "drift"
 CONSOLIDATION = "consolidation"
 METHODS = (EMPTINESS, EXPIRATION, DRIFT, CONSOLIDATION)
 # The budget reason each method's commands count against (expiration is not budgeted).
-REASONS = {EMPTINESS: "Empty", EXPIRATION: "Expired", DRIFT: "Drifted", CONSOLIDATION: "Underutilized"}
+REASONS = MappingProxyType(
+    {EMPTINESS: "Empty", EXPIRATION: "Expired", DRIFT: "Drifted", CONSOLIDATION: "Underutilized"}
+)
 
 
 @dataclass(frozen=True, slots=True)

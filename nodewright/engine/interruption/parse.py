@@ -38,6 +38,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
+from types import MappingProxyType
 from typing import Any
 
 from nodewright.engine.interruption.actions import DRAIN_AFTER_REPLACEMENT, DRAIN_NOW, SPOT_NOTICE
@@ -74,7 +75,7 @@ _RFC1123 = re.compile(
     r"(?:[A-Za-z]{3},\s*)?(\d{1,2})\s+([A-Za-z]{3})\s+(\d{4})\s+(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(GMT|UTC|UT|Z|[+-]\d{4})"
 )
 _MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES, 1)}
+_MONTHS = MappingProxyType({name: number for number, name in enumerate(_MONTH_NAMES, 1)})
 _DRAINS = (DRAIN_NOW, DRAIN_AFTER_REPLACEMENT)
 
 
@@ -267,18 +268,20 @@ def _unknown(event: Event) -> Message:
     return event.message(UNKNOWN)
 
 
-PARSERS: Mapping[tuple[str, str, str], Callable[[Event], Message]] = {
-    ("aws.ec2", "EC2 Spot Instance Interruption Warning", EVENT_VERSION): _spot_interruption,
-    ("aws.ec2", "EC2 Instance Rebalance Recommendation", EVENT_VERSION): _rebalance,
-    ("aws.ec2", "EC2 Instance State-change Notification", EVENT_VERSION): _state_change,
-    ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning", EVENT_VERSION): _capacity_reservation,
-    # The EC2 guide prints this detail-type for interruptible reservations in some of its versions.
-    ("aws.ec2", "EC2 Interruptible Capacity Reservation Instance Interruption Warning", EVENT_VERSION): (
-        _capacity_reservation
-    ),
-    ("aws.health", "AWS Health Event", EVENT_VERSION): _health,
-    (CONTINUATION_SOURCE, CONTINUATION_DETAIL_TYPE, EVENT_VERSION): _continuation,
-}
+PARSERS: Mapping[tuple[str, str, str], Callable[[Event], Message]] = MappingProxyType(
+    {
+        ("aws.ec2", "EC2 Spot Instance Interruption Warning", EVENT_VERSION): _spot_interruption,
+        ("aws.ec2", "EC2 Instance Rebalance Recommendation", EVENT_VERSION): _rebalance,
+        ("aws.ec2", "EC2 Instance State-change Notification", EVENT_VERSION): _state_change,
+        ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning", EVENT_VERSION): _capacity_reservation,
+        # The EC2 guide prints this detail-type for interruptible reservations in some of its versions.
+        ("aws.ec2", "EC2 Interruptible Capacity Reservation Instance Interruption Warning", EVENT_VERSION): (
+            _capacity_reservation
+        ),
+        ("aws.health", "AWS Health Event", EVENT_VERSION): _health,
+        (CONTINUATION_SOURCE, CONTINUATION_DETAIL_TYPE, EVENT_VERSION): _continuation,
+    }
+)
 
 
 # --- envelope and fields ------------------------------------------------------------------------
