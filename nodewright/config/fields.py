@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Collection, Mapping
+from datetime import datetime
 from typing import Any, TypeVar
 
 from nodewright.config.problems import At, show
@@ -298,6 +299,26 @@ def dns_subdomain(at: At, value: Any, *, max_length: int = 253) -> str | None:
             f"{show(text)} is not a valid name: lower-case letters, digits, '-' and '.', "
             "starting and ending with a letter or digit"
         )
+        return None
+    return text
+
+
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def date_time(at: At, value: Any) -> str | None:
+    """An RFC 3339 date-time (OpenAPI's `date-time` format, e.g. 2025-01-31T12:00:00Z), kept as written."""
+    text = string(at, value)
+    if text is None:
+        return None
+    valid = _RFC3339.match(text) is not None
+    if valid:
+        try:  # the shape is right; are the month, day, hour... in range?
+            datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
+        except ValueError:
+            valid = False
+    if not valid:
+        at.error(f"{show(text)} is not an RFC 3339 date-time (e.g. 2025-01-31T12:00:00Z)")
         return None
     return text
 

@@ -116,6 +116,7 @@ _CONNECTION_TRACKING = ("tcpEstablishedTimeout", "udpStreamTimeout", "udpTimeout
 _NETWORK_INTERFACE = ("networkCardIndex", "deviceIndex", "interfaceType")
 _CPU_OPTIONS = ("nestedVirtualization",)
 _AMI_TERM = ("alias", "id", "name", "owner", "tags", "ssmParameter")
+_AMI_SELECTING = ("alias", "id", "name", "tags", "ssmParameter")
 _BDM = ("deviceName", "ebs", "rootVolume")
 _EBS = (
     "volumeSize",
@@ -164,7 +165,14 @@ def _selector_tags(at: At, value: Any) -> dict[str, str]:
     return tags
 
 
-def _selector_term(allowed: tuple[str, ...], exclusive: tuple[str, ...]) -> Callable[[At, Any], SelectorTerm | None]:
+# Karpenter's id patterns for subnets and security groups are unanchored (OpenAPI patterns search),
+# so an id only has to contain subnet-... / sg-...: `.*` keeps `match` as lenient as the CRD.
+_ID_PATTERNS = {"subnet": re.compile(r".*subnet-[0-9a-z]+"), "sg": re.compile(r".*sg-[0-9a-z]+")}
+
+
+def _selector_term(
+    allowed: tuple[str, ...], exclusive: tuple[str, ...], id_prefix: str
+) -> Callable[[At, Any], SelectorTerm | None]:
     def read(at: At, value: Any) -> SelectorTerm | None:
         start = at.mark()
         term = f.kube_item(at, value, allowed)
@@ -177,7 +185,13 @@ def _selector_term(allowed: tuple[str, ...], exclusive: tuple[str, ...]) -> Call
             if alone in present and len(present) > 1:
                 at.error(f"{alone!r} cannot be combined with other fields in a term")
         tags = _selector_tags(at / "tags", term.get("tags"))
-        ident = f.string(at / "id", term.get("id"), non_empty=True)
+        ident = f.string(
+            at / "id",
+            term.get("id"),
+            non_empty=True,
+            pattern=_ID_PATTERNS[id_prefix],
+            rule=f"is not an id of the form {id_prefix}-...",
+        )
         name = f.string(at / "name", term.get("name"), non_empty=True) if "name" in allowed else None
         owner = f.string(at / "ownerID", term.get("ownerID"), non_empty=True) if "ownerID" in allowed else None
         if at.failed_since(start):
@@ -304,8 +318,9 @@ def _ami_term(at: At, value: Any) -> AMISelectorTerm | None:
     if term is None:
         return None
     present = [name for name in _AMI_TERM if term.get(name) is not None]
-    if not present:
-        at.error(f"must set at least one of {', '.join(_AMI_TERM)}")
+    # owner only narrows a name or tags term: on its own it selects nothing.
+    if not any(name in present for name in _AMI_SELECTING):
+        at.error(f"must set at least one of {', '.join(_AMI_SELECTING)}")
     for alone in ("alias", "id", "ssmParameter"):
         if alone in present and len(present) > 1:
             at.error(f"{alone!r} cannot be combined with other fields in a term")
@@ -368,6 +383,8 @@ def _ebs(at: At, value: Any) -> EBS | None:
         snapshot_id=f.string(at / "snapshotID", ebs.get("snapshotID"), non_empty=True),
         volume_initialization_rate=rate,
     )
+    if ebs.get("volumeSize") is None and ebs.get("snapshotID") is None:
+        at.error("must set volumeSize or snapshotID (the size of a volume made from a snapshot is the snapshot's)")
     if parsed.volume_initialization_rate is not None and parsed.snapshot_id is None:
         (at / "volumeInitializationRate").error("can only be set together with snapshotID")
     return None if at.failed_since(start) else parsed
@@ -513,14 +530,14 @@ def parse_nodeclass(
     subnets = f.items(
         at_spec / "subnetSelectorTerms",
         f.required(at_spec, spec, "subnetSelectorTerms"),
-        _selector_term(_SUBNET_TERM, ("id",)),
+        _selector_term(_SUBNET_TERM, ("id",), "subnet"),
         min_items=1,
         max_items=MAX_TERMS,
     )
     groups = f.items(
         at_spec / "securityGroupSelectorTerms",
         f.required(at_spec, spec, "securityGroupSelectorTerms"),
-        _selector_term(_SG_TERM, ("id", "name")),
+        _selector_term(_SG_TERM, ("id", "name"), "sg"),
         min_items=1,
         max_items=MAX_TERMS,
     )

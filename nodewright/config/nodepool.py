@@ -49,7 +49,43 @@ RESTRICTED_LABELS = frozenset(
     {wk.NODEPOOL, wk.NW_NODEPOOL, wk.NW_NODECLAIM, wk.HOSTNAME, "karpenter.k8s.aws/ec2nodeclass"}
 )
 # Label domains reserved for Kubernetes and Karpenter, except well-known keys and these subdomains.
-RESTRICTED_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh")
+RESTRICTED_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh", "karpenter.k8s.aws")
+# The karpenter.k8s.aws keys Karpenter's CRD lets a NodePool label or require (v1.14); the rest of
+# that domain is refused. Some (tenancy, reservations, placement group) are not labels Nodewright sets.
+KARPENTER_AWS_LABELS = frozenset(
+    f"karpenter.k8s.aws/{name}"
+    for name in (
+        "instance-tenancy",
+        "capacity-reservation-type",
+        "capacity-reservation-id",
+        "capacity-reservation-interruptible",
+        "ec2nodeclass",
+        "instance-encryption-in-transit-supported",
+        "nitro-sandbox",
+        "instance-category",
+        "instance-hypervisor",
+        "instance-family",
+        "instance-generation",
+        "instance-local-nvme",
+        "instance-size",
+        "instance-cpu",
+        "instance-cpu-manufacturer",
+        "instance-cpu-sustained-clock-speed-mhz",
+        "instance-memory",
+        "instance-ebs-bandwidth",
+        "instance-network-bandwidth",
+        "instance-gpu-name",
+        "instance-gpu-manufacturer",
+        "instance-gpu-count",
+        "instance-gpu-memory",
+        "instance-accelerator-name",
+        "instance-accelerator-manufacturer",
+        "instance-accelerator-count",
+        "instance-capability-flex",
+        "placement-group-id",
+        "placement-group-partition",
+    )
+)
 DOMAIN_EXCEPTIONS = ("node.kubernetes.io", "node-restriction.kubernetes.io", "kops.k8s.io")
 
 SPEC_FIELDS = ("template", "disruption", "limits", "weight", "replicas")
@@ -87,7 +123,7 @@ def label_key_rule(at: At, key: str) -> None:
         at.error(problem)
     elif key in RESTRICTED_LABELS:
         at.error(f"label {show(key)} is restricted: nodes get it from their own identity")
-    elif key not in wk.WELL_KNOWN:
+    elif key not in wk.WELL_KNOWN and key not in KARPENTER_AWS_LABELS:
         domain = key.rpartition("/")[0]
         for restricted in RESTRICTED_DOMAINS:
             if (domain == restricted or domain.endswith("." + restricted)) and not any(
@@ -154,7 +190,7 @@ def _taint(at: At, value: Any) -> Taint | None:
     text = f.string(at / "value", taint.get("value")) or ""
     if text and (problem := f.label_value_problem(text)) is not None:
         (at / "value").error(problem)
-    f.string(at / "timeAdded", taint.get("timeAdded"))
+    f.date_time(at / "timeAdded", taint.get("timeAdded"))
     if key is None or effect is None:
         return None
     return Taint(key, effect, text)

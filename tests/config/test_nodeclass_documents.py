@@ -192,7 +192,7 @@ def test_an_alias_implies_its_ami_family(alias: str, family: str) -> None:
         ),
         pytest.param(
             {"amiSelectorTerms": [{}], "amiFamily": "AL2023"},
-            "EC2NodeClass/default: spec.amiSelectorTerms[0]: must set at least one of alias, id, name, owner, tags, "
+            "EC2NodeClass/default: spec.amiSelectorTerms[0]: must set at least one of alias, id, name, tags, "
             "ssmParameter",
             id="empty-ami-term",
         ),
@@ -245,13 +245,17 @@ def test_an_alias_implies_its_ami_family(alias: str, family: str) -> None:
             id="volume-too-large",
         ),
         pytest.param(
-            {"blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"volumeType": "gp2", "throughput": 200}}]},
+            {
+                "blockDeviceMappings": [
+                    {"deviceName": "/dev/xvda", "ebs": {"volumeSize": "20Gi", "volumeType": "gp2", "throughput": 200}}
+                ]
+            },
             "EC2NodeClass/default: spec.blockDeviceMappings[0].ebs.throughput: throughput can only be set for "
             "volumeType gp3",
             id="throughput-on-gp2",
         ),
         pytest.param(
-            {"blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"volumeType": "gp4"}}]},
+            {"blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"volumeSize": "20Gi", "volumeType": "gp4"}}]},
             'EC2NodeClass/default: spec.blockDeviceMappings[0].ebs.volumeType: "gp4" is not one of '
             "standard, io1, io2, gp2, sc1, st1, gp3",
             id="unknown-volume-type",
