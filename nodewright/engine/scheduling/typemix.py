@@ -1,6 +1,6 @@
 """Which instance types a workload's shape calls for, and which pods go to each: two tiny LPs. Pure.
 
-Role: give the solver's planned fill (`solver.py`, `Strategy.lp_plan`) an instance-type mix
+Role: give the solver's planned fill (`plan.py`, `Strategy.lp_plan`) an instance-type mix
 chosen by arithmetic over the whole workload rather than one claim at a time. Greedy packing
 picks each node's type from the pods in hand; the cheapest plan for a workload whose pods have
 assorted shapes often mixes a compute type (cheap cpu) with a general-purpose or memory type
