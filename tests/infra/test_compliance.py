@@ -9,11 +9,11 @@ import cdk_nag
 from cfnlint.api import ManualArgs, lint
 from constructs import IConstruct
 
+from infra.acknowledgements import CFN_LINT, ignored_rules
 from tests.infra.conftest import Synthesized
 
-# CDK's lambda.Function always adds DependsOn its role although Fn::GetAtt on the role already
-# orders them; cfn-lint flags the redundancy (W3005). It is harmless and not ours to remove.
-CFN_LINT_IGNORED = ["W3005"]
+# Rules ignored everywhere, each with its reason in infra/acknowledgements.py.
+CFN_LINT_IGNORED = ignored_rules(CFN_LINT)
 
 
 def _acknowledgements(root: IConstruct) -> list[tuple[str, str, str]]:
