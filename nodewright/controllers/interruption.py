@@ -13,7 +13,11 @@ the NodePool's rebalance policy and terminationGracePeriod, asks `action_for` wh
   ReplaceThenDrain first waits (by continuation) until the claims holding the pods are Ready;
 - once drained (or at the deadline), terminates the instance and removes the Node and the claim,
   for every kind except the NTH-style rebalance policies (Cordon, CordonAndDrain), which leave
-  the node in place;
+  the node in place. When the event said when AWS takes the instance (spot and capacity
+  reservation warnings, scheduled changes) and pods a PodDisruptionBudget holds are still on it
+  at the deadline, the drain goes on evicting what the budgets allow until that time instead:
+  terminating at the deadline would only take those pods down sooner (the deadline is that time
+  minus the margin; when terminationGracePeriod bounds it earlier, at most the margin past it);
 - on `terminated`, removes the Node object and the claim record (in any order of arrival).
 
 Continuations are authenticated by state: before sending one, the controller writes the drain's
@@ -37,8 +41,11 @@ from nodewright.controllers.drain import Drainer
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.provisioning import IN_FLIGHT, Configuration
 from nodewright.engine.interruption import (
+    CAPACITY_RESERVATION,
     CONTINUATION,
     REBALANCE,
+    SCHEDULED_CHANGE,
+    SPOT_INTERRUPTION,
     Continuation,
     MalformedEvent,
     Message,
@@ -46,7 +53,7 @@ from nodewright.engine.interruption import (
     continuation_event,
     parse,
 )
-from nodewright.engine.interruption.actions import DRAIN_AFTER_REPLACEMENT, NO_DRAIN
+from nodewright.engine.interruption.actions import DEFAULT_MARGIN, DRAIN_AFTER_REPLACEMENT, NO_DRAIN
 from nodewright.model import labels as wk
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
@@ -66,6 +73,8 @@ from nodewright.ports import (
 
 # Rebalance policies that stop at the node (as AWS Node Termination Handler does): no termination.
 KEEP_NODE_POLICIES = ("Cordon", "CordonAndDrain")
+# Kinds whose event says when AWS takes the instance: their drains end at that time, not before.
+TAKEN_AT_A_KNOWN_TIME = (SPOT_INTERRUPTION, CAPACITY_RESERVATION, SCHEDULED_CHANGE)
 # SQS caps DelaySeconds at 15 minutes.
 MAX_DELAY = 900.0
 
@@ -260,6 +269,14 @@ class InterruptionController:
             self._carry(event_id, cont, step.retry_in)
             record["drain"] = f"continues in {step.retry_in:g} s"
             return record
+        taken_at = _taken_at(cont)
+        if not step.done and taken_at is not None and now < taken_at:
+            # Past the deadline, but AWS takes the instance only at `taken_at`: terminating now
+            # would kill the pods a budget still holds on it 20 s early. Keep evicting what the
+            # budgets allow until then; the instance goes with whatever is left.
+            self._carry(event_id, cont, min(step.retry_in, taken_at - now))
+            record["drain"] = f"past its deadline: evicting what budgets allow until the interruption ({taken_at:.0f})"
+            return record
         record["drain"] = "done" if step.done else "deadline reached"
         record["drain_seconds"] = round(now - cont.started, 3)
         self.observer.metric("DrainSeconds", now - cont.started, "Seconds")
@@ -368,6 +385,15 @@ class InterruptionController:
             return None
         pools, _ = self.config.load()
         return next((p for p in pools if p.name == name), None)
+
+
+def _taken_at(cont: Continuation) -> float | None:
+    """When AWS takes the instance whose drain `cont` carries, if its event said (the deadline is
+    that time minus the margin), else None (a drain bounded only by terminationGracePeriod).
+    """
+    if cont.origin in TAKEN_AT_A_KNOWN_TIME and cont.deadline:
+        return cont.deadline + DEFAULT_MARGIN
+    return None
 
 
 def _drain_record(cont: Continuation, expires: float) -> DrainRecord:

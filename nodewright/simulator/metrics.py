@@ -10,7 +10,10 @@ Definitions (also written into report.md):
   from a node, by cause: `interruption` (from a node that received a spot interruption signal)
   or `other` (consolidation, a node removed for another reason).
 * `pods_lost`: workload pods still on a node when the node went away (its instance terminated,
-  or its Node deleted) without having been evicted.
+  or its Node deleted) without having been evicted, except those counted in
+  `pods_held_by_pdb_at_interruption`: pods on an interrupted node whose eviction a
+  PodDisruptionBudget refused after the node's first signal, so that no drain could have moved
+  them before the instance went (listed per pod in the report).
 * `pdb_violations`: pods removed by a controller (evicted, or on a Node deleted or an instance
   terminated by a controller) while a PodDisruptionBudget covering them allowed no disruption.
 * `do_not_disrupt_violations`: pods annotated do-not-disrupt removed that way, except from nodes
@@ -190,6 +193,7 @@ class Recorder:
     displaced: dict[str, str] = field(default_factory=dict)
     launch_latency: dict[str, float] = field(default_factory=dict)
     lost: list[tuple[float, str, str]] = field(default_factory=list)
+    held_by_pdb: list[tuple[float, str, str]] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     limit_violations: list[dict[str, Any]] = field(default_factory=list)
     replacement_requests: list[float] = field(default_factory=list)
@@ -280,6 +284,7 @@ class Recorder:
         cost = self.cost(end)
         return {
             "pods_lost": len(self.lost),
+            "pods_held_by_pdb_at_interruption": len(self.held_by_pdb),
             "pdb_violations": by_kind["pdb"],
             "do_not_disrupt_violations": by_kind["do-not-disrupt"],
             "limit_violations": len(self.limit_violations),

@@ -81,6 +81,7 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
     fidelity = summary["fidelity"]
     figures = [
         ("pods lost", str(summary["pods_lost"])),
+        ("pods a PDB held on an interrupted node until it went", str(summary["pods_held_by_pdb_at_interruption"])),
         ("PDB violations", str(summary["pdb_violations"])),
         ("do-not-disrupt violations", str(summary["do_not_disrupt_violations"])),
         ("NodePool limit violations", str(summary["limit_violations"])),
@@ -206,6 +207,18 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
         blocks += [
             Block("h2", "Pods lost"),
             Block("list", items=tuple(f"{count} on {node}" for node, count in lost.most_common(20))),
+        ]
+    if recorder.held_by_pdb:
+        rows = [("at", "pod", "node")]
+        rows += [(format_duration(round(at)), pod, node) for at, pod, node in recorder.held_by_pdb[:100]]
+        blocks += [
+            Block("h2", "Pods a PodDisruptionBudget held on an interrupted node until it went"),
+            Block(
+                "p",
+                "Their budget refused every eviction from the node's first signal until the instance was "
+                "taken: no drain could have moved them in time. Counted apart from the pods lost.",
+            ),
+            Block("table", rows=tuple(rows)),
         ]
     if recorder.errors:
         blocks.append(Block("h2", f"Handler errors ({len(recorder.errors)})"))

@@ -212,6 +212,7 @@ class World(Ec2Hooks):
         self._unbound: set[str] = set()
         self._forced: set[str] = set()  # nodes under a spot interruption warning
         self._watched: dict[str, InterruptionRecord] = {}  # interrupted nodes by name
+        self._refused: dict[str, float] = {}  # pod -> when a PodDisruptionBudget last refused its eviction
         self._booting: dict[str, float] = {}
         self._node_instance: dict[str, str] = {}
         self._reason = ""
@@ -506,12 +507,19 @@ class World(Ec2Hooks):
                 if change.node in self._watched:
                     self._check_drained(change.node, change.at)
             elif kind == kinds.NODE_DELETED:
+                interrupted = self._watched.get(change.name)
                 for pod in change.pods:
-                    recorder.lost.append((change.at, pod, change.name))
+                    if interrupted is not None and self._refused.get(pod, -math.inf) >= interrupted.first_signal:
+                        # A budget refused every eviction until the instance went: counted apart.
+                        recorder.held_by_pdb.append((change.at, pod, change.name))
+                    else:
+                        recorder.lost.append((change.at, pod, change.name))
                 self._dirty = True
                 self._node_gone(change.name, change.at)
             elif kind == kinds.NODE_CORDONED:
                 self._cordoned(change.name, change.at)
+            elif kind == kinds.EVICTION_BLOCKED:
+                self._refused[change.name] = change.at
             else:
                 self._dirty = True
         self._seen = len(changes)

@@ -281,16 +281,33 @@ def test_a_pdb_holds_the_drain_and_continuations_finish_it_when_pods_move() -> N
     assert continued[-1]["drain"] == "done"
 
 
-def test_the_drain_stops_at_the_warnings_deadline_when_a_pdb_never_allows_it() -> None:
+def test_a_drain_a_pdb_holds_goes_on_past_the_deadline_until_aws_takes_the_instance() -> None:
     world = World()
     world.spot_node(pods=3)
     world.cluster.add_pdb(_pdb("web", "web", min_available=3))
     world.controller.handle(world.message(SPOT_INTERRUPTION, "i-spot-1"))
-    world.tick(119)
+    world.tick(110)  # past the deadline (20 s before the interruption), before the interruption
+    assert world.cluster.get_node("spot-1") is not None, "terminating now would only kill the held pods sooner"
+    assert world.continuations.sent, "the chain goes on evicting what the budget allows"
+    assert "past its deadline" in world.observer.of("interruption")[-1]["drain"]
+    world.tick(11)  # the interruption's time: the instance goes with what the budget held
     last = world.observer.of("interruption")[-1]
     assert last["drain"] == "deadline reached"
+    assert last["terminated"] == "i-spot-1"
     assert world.continuations.sent == []  # the chain ended
     assert world.cluster.changes_of("pod_evicted") == []
+
+
+def test_pods_a_budget_releases_after_the_deadline_are_still_evicted_before_the_interruption() -> None:
+    world = World()
+    world.spot_node(pods=3)
+    world.cluster.add_pdb(_pdb("web", "web", min_available=3))
+    world.controller.handle(world.message(SPOT_INTERRUPTION, "i-spot-1"))
+    world.tick(105)  # past the deadline
+    world.cluster.add_pdb(_pdb("web", "web", min_available=0))  # the budget lets go
+    world.tick(15)
+    assert len(world.cluster.changes_of("pod_evicted")) == 3
+    assert world.cluster.lost_pods() == []
 
 
 # -- what a drain leaves alone ------------------------------------------------------------------

@@ -111,3 +111,32 @@ def test_capacity_errors_block_the_offering_and_fall_back_to_on_demand(scenario:
     # Spot failed in us-east-1a and the pass re-planned at once: on-demand there, in seconds.
     fallback = min(r.launched_at for r in launched if r.zone == "us-east-1a" and r.capacity_type == "on-demand")
     assert fallback - outage.start <= 12
+
+
+def test_pods_a_budget_holds_until_the_spot_reclaim_are_counted_apart_from_the_lost(
+    scenario: Callable[[str], Scenario], tmp_path: Path
+) -> None:
+    held = scenario(
+        "name: held\nduration: 10m\nconsolidation: off\n"
+        f"nodepools:{nodepool(capacity_types='spot')}nodeclasses:{NODECLASS}workloads:"
+        + deployment("web", 6, cpu="2", memory="4Gi")
+        + "pdbs:\n  - {apiVersion: policy/v1, kind: PodDisruptionBudget, metadata: {name: web},"
+        " spec: {maxUnavailable: 0, selector: {matchLabels: {app: web}}}}\n"
+        "interruptions:\n  - {at: 4m, count: 1, rebalance: false}\n"
+    )
+    result = run_scenario(held, tmp_path / "report")
+    summary = result.summary
+    world = result.world
+    assert world is not None
+    held_pods = world.recorder.held_by_pdb
+    assert held_pods, "a budget that never allows an eviction holds the pods until the instance goes"
+    assert summary["pods_held_by_pdb_at_interruption"] == len(held_pods)
+    assert summary["pods_lost"] == 0
+    assert summary["pdb_violations"] == 0
+    # The drain went on until AWS took the instance, not 20 s before it.
+    record = next(iter(world.recorder.interruptions.values()))
+    assert record.reclaimed
+    assert record.pods_at_reclaim == len(held_pods)
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "held on an interrupted node until it went" in report
+    assert held_pods[0][1] in report
