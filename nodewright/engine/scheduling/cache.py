@@ -122,6 +122,7 @@ class BoundRuns:
         return self._remember(self._add_up(pods, start, names))
 
     def _add_up(self, pods: Sequence[Pod], start: int, names: tuple[str, ...]) -> Run:
+        """The run of counted pods on one node from `pods[start]`, added up pod by pod."""
         node = pods[start].node_name
         end = start
         used = [0] * len(names)
@@ -143,6 +144,7 @@ class BoundRuns:
         return Run(tuple(pods[start:end]), names, tuple(used), tuple((key, p, n) for key, (p, n) in alike.items()))
 
     def _remember(self, run: Run) -> Run:
+        """Keep `run` first among its first pod's runs (forgetting all when full); return it."""
         if len(self._runs) >= self.limit:
             self._runs.clear()
         known = self._runs.setdefault(id(run.pods[0]), [])

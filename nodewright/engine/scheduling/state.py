@@ -105,6 +105,9 @@ class Pass:
         return vec(resources, self.names)
 
     def _pool(self, nodepool: NodePool, instance_types: Sequence[InstanceType]) -> Pool:
+        """The pool for this pass: its prepared types (from the cache), and its limits less what
+        its nodes and claims already use.
+        """
         prepared = self.cache.prepared.get(nodepool, self.inp.daemonsets, self.inp.blocked, self.names)
         types, by_name = prepared.types(instance_types)
         remaining = None
