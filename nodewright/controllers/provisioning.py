@@ -126,6 +126,11 @@ class ProvisionerOptions:
     # Pods no NodePool can take now wait this long before a pass tries them again, so they
     # neither trigger a pass every second nor flood the log with the same reason.
     unschedulable_retry: float = 30.0
+    # Pods a pass put on a registered node are kube-scheduler's to bind; they wait this long before
+    # they start a pass again. Pods of a node being drained stay "pending" (they need a new home)
+    # for the whole drain, which a PodDisruptionBudget can stretch to minutes: without the wait,
+    # every second of it re-solved them to the same answer.
+    placed_retry: float = 10.0
     # Economy: end the invocation once no pod has waited for this long (None: wait for pods until
     # the deadline). Lambda bills the waiting; a pod arriving after the early end waits for the
     # next scheduled invocation (up to a minute) instead of about a second.
@@ -140,6 +145,8 @@ class PassReport:
     launched: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     unschedulable: dict[str, str] = field(default_factory=dict)
+    # Pods the pass put on registered nodes (kube-scheduler binds them; nothing was launched).
+    placed: list[str] = field(default_factory=list)
     solve_seconds: float = 0.0
 
 
@@ -292,6 +299,7 @@ class Provisioner:
                 if batch.due(waiting, now):
                     result = self.provision(self.cluster.snapshot())
                     parked.update(dict.fromkeys(result.unschedulable, self.clock.now() + opts.unschedulable_retry))
+                    parked.update(dict.fromkeys(result.placed, self.clock.now() + opts.placed_retry))
                     report.passes += 1
                     report.launched += result.launched
                     report.failed.update(result.failed)
@@ -344,7 +352,7 @@ class Provisioner:
             report.solve_seconds += time.perf_counter() - started
             self.observer.metric("SchedulingSeconds", time.perf_counter() - started, "Seconds")
             report.unschedulable = dict(result.unschedulable)
-            self._nominate(result, claims)
+            report.placed = self._nominate(result, claims)
             for pod, reason in result.unschedulable.items():
                 self.observer.decision("unschedulable", pod=pod, reason=reason)
             if not self._launch_all(result, nodepools, nodeclasses, inp, report):
@@ -492,18 +500,23 @@ class Provisioner:
             report.launched.append(claim.name)
         return replan
 
-    def _nominate(self, result: SchedulingResult, claims: Sequence[NodeClaim]) -> None:
-        """Record pods the plan put on in-flight claims, so later passes count them as handled."""
+    def _nominate(self, result: SchedulingResult, claims: Sequence[NodeClaim]) -> list[str]:
+        """Record pods the plan put on in-flight claims, so later passes count them as handled;
+        return the pods it put on registered nodes.
+        """
         now = self.clock.now()
         by_bin = {c.node_name or c.name: c for c in claims if c.state in IN_FLIGHT}
+        placed: list[str] = []
         for name, pods in result.existing.items():
             claim = by_bin.get(name)
             if claim is None:
-                continue  # a registered node: kube-scheduler binds the pods there
+                placed.extend(pods)  # a registered node: kube-scheduler binds the pods there
+                continue
             added = tuple(p for p in pods if p not in claim.pods)
             if added:
                 self.store.save_claim(claim.with_changes(pods=tuple(sorted((*claim.pods, *added)))))
                 self.observer.decision("nominate", nodeclaim=claim.name, pods=list(added), at=now)
+        return placed
 
     def _record_launch(self, claim: NodeClaim, instance: Instance, planned: PlannedClaim, reason: str) -> None:
         now = self.clock.now()

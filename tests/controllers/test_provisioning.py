@@ -435,3 +435,17 @@ def test_a_woken_loop_measures_growth_per_poll_so_a_burst_still_arriving_is_pass
     committed = capacity_committed(world.observer.decisions)
     assert len(committed) == 30
     assert len(set(committed.values())) == 1  # one pass, after the burst ended
+
+
+def test_pods_a_pass_put_on_a_registered_node_wait_for_kube_scheduler_instead_of_a_pass_every_second() -> None:
+    """Nobody binds the pod here (kube-scheduler is not part of this world), as while a node
+    drains under a PodDisruptionBudget: its pods stay pending for minutes. The loop leaves them to
+    kube-scheduler for `placed_retry` seconds between passes instead of re-solving every second.
+    """
+    world = World()
+    world.cluster.add_node(node("roomy", cpu="4", labels={wk.ZONE: ZONES[0], wk.NODEPOOL: "default"}))
+    world.pending(1)
+    report = world.provisioner(placed_retry=10.0).run(START + 58)
+    assert world.launches() == 0, "the pod fits on the registered node"
+    assert 4 <= report.passes <= 6  # one a 10 s period over 48 s, not one a second
+    assert world.cluster.pending()[0].key == "default/web-0"
