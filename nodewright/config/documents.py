@@ -7,8 +7,9 @@ kind's parser. Nothing stops at the first problem: a `Loaded` carries every vali
 every problem, so a caller can show all of them; callers that store or act must refuse the whole
 set unless `Loaded.ok` (see `Loaded.require`).
 
-Accepted kinds: NodePool (`karpenter.sh/v1`, `nodewright.io/v1`) and EC2NodeClass
-(`karpenter.k8s.aws/v1`, `nodewright.io/v1`), so unchanged Karpenter manifests work.
+Accepted kinds: NodePool (`karpenter.sh/v1`, `nodewright.io/v1`), EC2NodeClass
+(`karpenter.k8s.aws/v1`, `nodewright.io/v1`) and NodeOverlay (`karpenter.sh/v1alpha1`,
+validated and kept, not applied yet), so unchanged Karpenter manifests work.
 
 What `kubectl get -o yaml` or `-o json` prints is input too: a stream may be JSON, a `kind: List`
 (or `NodePoolList`, any `*List`) stands for each of its `items`, and the fields the server writes
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -33,16 +34,20 @@ import yaml
 
 from nodewright.config import fields as f
 from nodewright.config.nodeclass import parse_nodeclass
+from nodewright.config.nodeoverlay import parse_nodeoverlay
 from nodewright.config.nodepool import parse_nodepool
 from nodewright.config.problems import SHOWN_KEY, At, ConfigError, Problem, SegmentPath, clip, format_path, show
 from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
 
 NODEPOOL = "NodePool"
 EC2NODECLASS = "EC2NodeClass"
+NODEOVERLAY = "NodeOverlay"
 API_VERSIONS: Mapping[str, tuple[str, ...]] = {
     NODEPOOL: ("karpenter.sh/v1", "nodewright.io/v1"),
     EC2NODECLASS: ("karpenter.k8s.aws/v1", "nodewright.io/v1"),
+    NODEOVERLAY: ("karpenter.sh/v1alpha1",),
 }
 KINDS = tuple(API_VERSIONS)
 
@@ -81,7 +86,13 @@ _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _LIST = ("apiVersion", "kind", "metadata", "items")
 _LIST_METADATA = ("resourceVersion", "continue", "remainingItemCount", "selfLink")
 
-Model = NodePool | EC2NodeClass
+Model = NodePool | EC2NodeClass | NodeOverlay
+# kind -> its spec parser: (cursor at the document, name, metadata, spec, apiVersion) -> model or None.
+PARSERS: Mapping[str, Callable[[At, str, Mapping[str, Any], Any, str], Model | None]] = {
+    NODEPOOL: parse_nodepool,
+    EC2NODECLASS: parse_nodeclass,
+    NODEOVERLAY: parse_nodeoverlay,
+}
 # How many values YAML aliases may add to one document beyond those written out. Anchors in real
 # manifests share a few requirement or toleration blocks; a billion-laughs bomb adds billions.
 MAX_ALIASED_VALUES = 10_000
@@ -337,8 +348,7 @@ def parse_document(manifest: Manifest, source: str) -> Loaded:
         f.string_map(at / "metadata" / "labels", metadata.get("labels"))
         f.string_map(at / "metadata" / "annotations", metadata.get("annotations"))
         if kind is not None and api_version is not None:
-            parse = parse_nodepool if kind == NODEPOOL else parse_nodeclass
-            model = parse(at, name or "", metadata, top.get("spec"), api_version)
+            model = PARSERS[kind](at, name or "", metadata, top.get("spec"), api_version)
     warnings = tuple(_problems(at.warnings, source, label, lines, warning=True))
     if at.failed_since() or model is None or kind is None or api_version is None or name is None:
         return Loaded(problems=tuple(_problems(at.sink, source, label, lines, warning=False)), warnings=warnings)

@@ -10,7 +10,7 @@ fields Nodewright does not act on yet (`spec.replicas`) are warnings, not errors
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from nodewright.config import fields as f
@@ -144,21 +144,39 @@ def _labels(at: At, value: Any) -> dict[str, str] | None:
     return found
 
 
-def _requirement(at: At, value: Any) -> Requirement | None:
+def requirement_reader(
+    key_rule: Callable[[At, str], None], *, min_values: bool = True, not_in_needs_values: bool = False
+) -> Callable[[At, Any], Requirement | None]:
+    """A reader of one requirement term (key, operator, values[, minValues]) as Karpenter's CRDs
+    check it; NodeOverlays differ from NodePools in their key rule, no minValues, and NotIn
+    needing a value.
+    """
+    fields = _REQUIREMENT if min_values else _REQUIREMENT[:3]
+    needs_values = ("In", "NotIn") if not_in_needs_values else ("In",)
+
+    def read(at: At, value: Any) -> Requirement | None:
+        return _requirement(at, value, key_rule, fields, needs_values)
+
+    return read
+
+
+def _requirement(
+    at: At, value: Any, key_rule: Callable[[At, str], None], fields: tuple[str, ...], needs_values: tuple[str, ...]
+) -> Requirement | None:
     start = at.mark()
-    term = f.kube_item(at, value, _REQUIREMENT)
+    term = f.kube_item(at, value, fields)
     if term is None:
         return None
     key = f.string(at / "key", f.required(at, term, "key"), non_empty=True)
     if key is not None:
-        label_key_rule(at / "key", key)
+        key_rule(at / "key", key)
     operator = f.string(at / "operator", f.required(at, term, "operator"), enum=OPERATORS)
     values = f.string_list(at / "values", term.get("values")) or ()
     min_values = f.integer(at / "minValues", term.get("minValues"), minimum=1, maximum=MAX_MIN_VALUES)
     if operator is None or key is None or at.failed_since(start):
         return None
-    if operator == "In" and not values:
-        (at / "values").error("operator In needs at least one value")
+    if operator in needs_values and not values:
+        (at / "values").error(f"operator {operator} needs at least one value")
     elif operator in ("Exists", "DoesNotExist") and values:
         (at / "values").error(f"operator {operator} takes no values")
     elif operator in ("Gt", "Lt", "Gte", "Lte") and (len(values) != 1 or not values[0].isdigit()):
@@ -300,7 +318,7 @@ def parse_nodepool(
     requirements = f.items(
         at_ts / "requirements",
         f.required(at_ts, tpl_spec_raw, "requirements"),
-        _requirement,
+        requirement_reader(label_key_rule),
         max_items=MAX_REQUIREMENTS,
     )
     taints = f.items(at_ts / "taints", tpl_spec.get("taints"), _taint) or ()
@@ -315,7 +333,7 @@ def parse_nodepool(
         examples="30s, 10m or 24h",
     )
     node_class_ref = _node_class_ref(at_ts / "nodeClassRef", f.required(at_ts, tpl_spec_raw, "nodeClassRef"))
-    limits = _limits(at_spec / "limits", spec.get("limits"))
+    limits = resource_list(at_spec / "limits", spec.get("limits"))
     weight = f.integer(at_spec / "weight", spec.get("weight"), minimum=1, maximum=100)
     replicas = _replicas(at_spec, spec)
     disruption = _disruption(at_spec / "disruption", spec.get("disruption"))
@@ -357,7 +375,8 @@ def _replicas(at_spec: At, spec: Mapping[str, Any]) -> int | None:
     return replicas
 
 
-def _limits(at: At, value: Any) -> Resources | None:
+def resource_list(at: At, value: Any) -> Resources | None:
+    """A resource list ({cpu: "100", memory: 1000Gi}); each bad quantity is a problem naming its key."""
     if value is None:
         return None
     if not isinstance(value, Mapping):

@@ -104,6 +104,7 @@ CRDS = Path(os.environ.get("KARPENTER_PROVIDER_AWS", "/nonexistent")) / "pkg" / 
 CRD_FILES = {
     "NodePool": "karpenter.sh_nodepools.yaml",
     "EC2NodeClass": "karpenter.k8s.aws_ec2nodeclasses.yaml",
+    "NodeOverlay": "karpenter.sh_nodeoverlays.yaml",
 }
 
 

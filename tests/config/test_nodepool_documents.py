@@ -340,7 +340,7 @@ def test_budgets_with_schedules_durations_and_reasons_are_read_in_order() -> Non
         pytest.param(
             "kind",
             "Provisioner",
-            'Provisioner/default: kind: "Provisioner" is not one of NodePool, EC2NodeClass',
+            'Provisioner/default: kind: "Provisioner" is not one of NodePool, EC2NodeClass, NodeOverlay',
             id="unknown-kind",
         ),
     ],
