@@ -44,6 +44,20 @@ class ConsolidationMode(StrEnum):
     KARPENTER = "karpenter"
 
 
+class VpcAccess(StrEnum):
+    """How the functions reach the cluster endpoint and the AWS APIs.
+
+    `public` (default): the functions run outside any VPC and reach a public cluster endpoint.
+    `endpoints`: they run in the cluster's VPC and the stack creates the VPC endpoints they call.
+    `existing`: they run in the cluster's VPC, which already routes to the AWS APIs (a NAT
+    gateway, or VPC endpoints created elsewhere); the stack creates none.
+    """
+
+    PUBLIC = "public"
+    ENDPOINTS = "endpoints"
+    EXISTING = "existing"
+
+
 class ConfigSource(StrEnum):
     """Where the functions read NodePools and EC2NodeClasses from."""
 
@@ -70,6 +84,10 @@ _ACCOUNT = re.compile(r"^\d{12}$")
 _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 _SNS_TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$")
 _TAG_KEY = re.compile(r"^[\w .:/=+\-@]{1,128}$")
+_VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
+_SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8,17}$")
+_SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
+_ROUTE_TABLE_ID = re.compile(r"^rtb-[0-9a-f]{8,17}$")
 _TAG_VALUE = re.compile(r"^[\w .:/=+\-@]{0,256}$")
 
 
@@ -130,6 +148,14 @@ class DeployConfig:
     # Session Manager on the nodes (AmazonSSMManagedInstanceCore on the node role): EKS does not
     # need it, and it gives a shell on every node to whoever may start sessions. Off by default.
     node_session_manager: bool = False
+    # Private-endpoint clusters (docs/deploy.md, "Private cluster endpoint"): where the functions
+    # run and how they reach the AWS APIs. Each id left empty is discovered at deploy time from
+    # DescribeCluster's resourcesVpcConfig (and the subnets' route tables).
+    vpc_access: VpcAccess = VpcAccess.PUBLIC
+    vpc_id: str | None = None
+    vpc_subnet_ids: tuple[str, ...] = ()
+    vpc_security_group_ids: tuple[str, ...] = ()
+    vpc_route_table_ids: tuple[str, ...] = ()
 
     @property
     def stack_name(self) -> str:
@@ -191,6 +217,15 @@ def _as_optional_str(value: object) -> str | None:
     return text or None
 
 
+def _as_id_list(value: object) -> tuple[str, ...]:
+    """A comma-separated string (from `-c key=a,b`) or a JSON list (from cdk.json) of ids."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    if isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value):
+        return tuple(item.strip() for item in value if item.strip())
+    raise ValueError(f"expected a comma-separated list of ids, got {value!r}")
+
+
 def _as_enum(kind: type[StrEnum]) -> Callable[[object], StrEnum]:
     def parse(value: object) -> StrEnum:
         text = _as_str(value)
@@ -230,6 +265,11 @@ _KEYS: Mapping[str, tuple[str, Callable[[object], Any]]] = {
     "requireImdsv2": ("require_imdsv2", _as_bool),
     "requireEncryptedVolumes": ("require_encrypted_volumes", _as_bool),
     "nodeSessionManager": ("node_session_manager", _as_bool),
+    "vpcAccess": ("vpc_access", _as_enum(VpcAccess)),
+    "vpcId": ("vpc_id", _as_optional_str),
+    "vpcSubnetIds": ("vpc_subnet_ids", _as_id_list),
+    "vpcSecurityGroupIds": ("vpc_security_group_ids", _as_id_list),
+    "vpcRouteTableIds": ("vpc_route_table_ids", _as_id_list),
 }
 
 CONTEXT_KEYS: frozenset[str] = frozenset({"environment", *_KEYS})
@@ -332,4 +372,26 @@ def validate(config: DeployConfig) -> list[str]:
         problems.append(f"context key 'logLevel': {config.log_level!r} is not one of {', '.join(sorted(LOG_LEVELS))}")
     if config.alarm_topic_arn is not None and not _SNS_TOPIC_ARN.match(config.alarm_topic_arn):
         problems.append(f"context key 'alarmTopicArn': {config.alarm_topic_arn!r} is not an SNS topic ARN")
+    problems.extend(_vpc_problems(config))
+    return problems
+
+
+def _vpc_problems(config: DeployConfig) -> list[str]:
+    problems: list[str] = []
+    ids: tuple[tuple[str, re.Pattern[str], str, tuple[str, ...]], ...] = (
+        ("vpcId", _VPC_ID, "VPC id (vpc-...)", (config.vpc_id,) if config.vpc_id else ()),
+        ("vpcSubnetIds", _SUBNET_ID, "subnet id (subnet-...)", config.vpc_subnet_ids),
+        ("vpcSecurityGroupIds", _SECURITY_GROUP_ID, "security group id (sg-...)", config.vpc_security_group_ids),
+        ("vpcRouteTableIds", _ROUTE_TABLE_ID, "route table id (rtb-...)", config.vpc_route_table_ids),
+    )
+    for key, pattern, noun, values in ids:
+        bad = [value for value in values if not pattern.match(value)]
+        if bad:
+            problems.append(f"context key '{key}': {', '.join(map(repr, bad))} is not a {noun}")
+        if values and config.vpc_access is VpcAccess.PUBLIC:
+            problems.append(f"context key '{key}': only used with vpcAccess endpoints or existing (it is public)")
+    if len(config.vpc_subnet_ids) > 16:
+        problems.append("context key 'vpcSubnetIds': Lambda accepts at most 16 subnets")
+    if len(config.vpc_security_group_ids) > 5:
+        problems.append("context key 'vpcSecurityGroupIds': Lambda accepts at most 5 security groups")
     return problems

@@ -13,11 +13,12 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from infra.bundling import function_code
-from infra.config import DeployConfig
+from infra.config import DeployConfig, VpcAccess
 from infra.constructs.access import ClusterAccess
 from infra.constructs.consolidator import Consolidator
 from infra.constructs.interruption import Interruption
 from infra.constructs.monitoring import CONSOLIDATOR, INTERRUPTION, PROVISIONER, Monitoring
+from infra.constructs.network import ClusterNetwork
 from infra.constructs.provisioner import Provisioner
 from infra.constructs.state import State
 
@@ -123,6 +124,16 @@ class NodewrightStack(cdk.Stack):
             ("consolidator", self.consolidator.role),
         ):
             self.access.grant_cluster_access(f"{function.capitalize()}AccessEntry", role, function)
+        # Private-endpoint clusters: the functions run in the cluster's VPC (infra/constructs/network.py).
+        self.network: ClusterNetwork | None = None
+        if config.vpc_access is not VpcAccess.PUBLIC:
+            self.network = ClusterNetwork(self, "Network", config=config)
+            for name, handler in (
+                ("provisioner", self.provisioner.handler),
+                ("interruption", self.interruption.handler),
+                ("consolidator", self.consolidator.handler),
+            ):
+                self.network.attach(name, handler.function, handler.role)
         self.monitoring = Monitoring(
             self,
             "Monitoring",

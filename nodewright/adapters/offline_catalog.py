@@ -101,6 +101,20 @@ def load_family_rates() -> Mapping[str, FamilyRate]:
     }
 
 
+def estimated_on_demand_prices() -> dict[str, float]:
+    """Every snapshot type's estimated on-demand USD/hour (its family's fitted rates), by name.
+
+    What a function prices on-demand capacity with when the Price List API is out of reach (a
+    private VPC in a region without a Price List endpoint: `PRICE_SOURCE=estimates`).
+    """
+    rates = load_family_rates()
+    return {
+        spec.name: round(rate.estimate(spec), 6)
+        for spec in load_snapshot().specs
+        if (rate := rates.get(spec.family)) is not None
+    }
+
+
 def read_prices_csv(path: str | Path) -> dict[str, float]:
     """Read `instance_type,usd_per_hour` rows into {instance type: USD/hour}.
 

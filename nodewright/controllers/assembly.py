@@ -13,7 +13,7 @@ from nodewright.adapters.aws.catalog import LiveCatalog
 from nodewright.adapters.aws.config_store import ConfigStore
 from nodewright.adapters.aws.ec2 import Ec2CloudProvider
 from nodewright.adapters.aws.eks import EksTokenSource, describe_cluster
-from nodewright.adapters.aws.pricing import PriceCache, pricing_client
+from nodewright.adapters.aws.pricing import PriceCache, Prices, pricing_client
 from nodewright.adapters.aws.signals import LambdaProvisionerTrigger, SqsContinuations
 from nodewright.adapters.aws.state_store import DynamoStateStore
 from nodewright.adapters.clock import SystemClock
@@ -21,6 +21,7 @@ from nodewright.adapters.kube.client import from_cluster_info
 from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.kube.crd_config import read_config
 from nodewright.adapters.kube.store import KINDS, NODES
+from nodewright.adapters.offline_catalog import estimated_on_demand_prices
 from nodewright.config.documents import Document
 from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
@@ -78,7 +79,17 @@ def provisioner_from_settings(settings: Settings, observer: Observer) -> Provisi
 
 
 def _provisioner(aws: _Aws, settings: Settings, observer: Observer) -> Provisioner:
-    prices = PriceCache(settings.region, pricing=pricing_client(settings.region), ec2=aws.ec2, clock=aws.clock)
+    if settings.price_source == "estimates":
+        # A private VPC with no Price List endpoint: on-demand from the bundled estimates, spot from EC2.
+        prices = PriceCache(
+            settings.region,
+            pricing=None,
+            ec2=aws.ec2,
+            clock=aws.clock,
+            initial=Prices(on_demand=estimated_on_demand_prices()),
+        )
+    else:
+        prices = PriceCache(settings.region, pricing=pricing_client(settings.region), ec2=aws.ec2, clock=aws.clock)
     return Provisioner(
         cluster=aws.cluster,
         cloud=aws.cloud,

@@ -13,6 +13,7 @@ from nodewright.engine.disruption import DisruptionOptions
 from nodewright.model.nodepool import REBALANCE_POLICIES
 
 CONFIG_SOURCES = ("dynamodb", "crd")
+PRICE_SOURCES = ("api", "estimates")
 # `nodewright` adds many-to-many replacement; `karpenter` limits consolidation to delete or N->1.
 CONSOLIDATION_MODES = ("nodewright", "karpenter")
 # The consolidation stability guard's defaults ($/h, and percent of the removed nodes' price).
@@ -49,6 +50,9 @@ class Settings:
     # Economy: the provisioner ends its invocation after this many seconds with no pod waiting
     # (None: it waits for pods until its deadline). See ProvisionerOptions.idle_exit.
     provisioner_idle_exit: float | None = None
+    # Where on-demand prices come from: "api" (the Price List API) or "estimates" (the bundled
+    # per-family estimates, for a private VPC that cannot reach the Price List API).
+    price_source: str = "api"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -99,7 +103,10 @@ class Settings:
                 if env.get("PROVISIONER_IDLE_EXIT_SECONDS", "").strip()
                 else None
             ),
+            price_source=env.get("PRICE_SOURCE", "api").strip() or "api",
         )
+        if settings.price_source not in PRICE_SOURCES:
+            problems.append(f"PRICE_SOURCE {settings.price_source!r} is not one of {', '.join(PRICE_SOURCES)}")
         if settings.config_source not in CONFIG_SOURCES:
             problems.append(f"CONFIG_SOURCE {settings.config_source!r} is not one of {', '.join(CONFIG_SOURCES)}")
         if settings.config_source == "dynamodb" and not settings.config_table:

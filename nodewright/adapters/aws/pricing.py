@@ -154,6 +154,9 @@ class PriceCache:
     `initial`, e.g. an offline estimate, before the first success) and records the error in
     `last_error`. On-demand and spot are refreshed independently, so a spot outage does not
     discard fresh on-demand prices. Not thread-safe: one per Lambda container.
+
+    With `pricing=None` (no Price List API reachable) the on-demand prices are `initial`'s and
+    never refreshed; spot prices still come from EC2.
     """
 
     def __init__(
@@ -209,6 +212,9 @@ class PriceCache:
         return self.prices().spot.get((instance_type, zone))
 
     def _refresh_on_demand(self, now: float) -> None:
+        if self._pricing is None:  # fixed on-demand prices: nothing to ask
+            self._on_demand = _Slot(fetched_at=now)
+            return
         try:
             fetched = fetch_on_demand_prices(self._pricing, self.region)
             if not fetched:
