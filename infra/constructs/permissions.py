@@ -182,7 +182,8 @@ def allow_launch(
     Split the way Karpenter's controller policy is: resources the call creates must be requested
     with our tag (and, tighter than Karpenter where it costs nothing, a launch with its NodePool's
     tag and a template with its EC2NodeClass's); existing resources it only references (images,
-    snapshots, subnets, security groups, capacity reservations) cannot carry a request tag, so
+    snapshots, subnets, security groups, capacity reservations, placement groups) cannot carry a
+    request tag, so
     they are granted by type; our own launch templates are referenced only when tagged as ours.
     Two guards deny, whatever a NodeClass says, an instance without IMDSv2 tokens and an
     unencrypted volume (EC2 User Guide, "Require the use of IMDSv2" and the `ec2:Encrypted`
@@ -234,6 +235,8 @@ def allow_launch(
             ec2_arn("subnet"),
             ec2_arn("security-group"),
             ec2_arn("capacity-reservation"),
+            # An EC2NodeClass placementGroupSelector puts the group in the launch template.
+            ec2_arn("placement-group"),
         ],
         wildcard_reason=(
             "Referenced, not created, by a launch: selected at run time from NodeClass selectors, "

@@ -89,6 +89,24 @@ def test_launchers_create_fleets_instances_and_templates_only_with_our_request_t
     )
 
 
+def test_launchers_reference_images_networks_reservations_and_placement_groups_by_type(
+    synthesized: Synthesized, launcher: iam.IRole
+) -> None:
+    referenced = [ec2_arn(kind) for kind in ("subnet", "security-group", "capacity-reservation", "placement-group")]
+    policy_of(
+        synthesized,
+        launcher,
+        [
+            Match.object_like(
+                {
+                    "Action": ["ec2:CreateFleet", "ec2:RunInstances"],
+                    "Resource": Match.array_with(referenced),
+                }
+            )
+        ],
+    )
+
+
 def test_launchers_are_denied_instances_without_imdsv2_and_unencrypted_volumes(
     synthesized: Synthesized, launcher: iam.IRole
 ) -> None:
