@@ -43,6 +43,8 @@ CONFIG_SEEDS = sorted(
         *(FIXTURES / "valid").glob("*.yaml"),
         FIXTURES / "kubectl" / "nodepools.yaml",
         FIXTURES / "kubectl" / "ec2nodeclasses.json",
+        FIXTURES / "karpenter-v1" / "features.yaml",
+        FIXTURES / "karpenter-v1" / "overlays.yaml",
     ]
 )
 WORKLOAD_SEEDS = sorted([*(ROOT / "examples" / "workloads").glob("*.yaml"), FIXTURES / "kubectl" / "deployments.json"])

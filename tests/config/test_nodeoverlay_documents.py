@@ -8,6 +8,7 @@ EC2NodeClasses in one configuration.
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -18,45 +19,7 @@ from nodewright.model.errors import InvalidValue
 from nodewright.model.nodeoverlay import NodeOverlay, PriceAdjustment
 from nodewright.model.resources import Resources
 
-OVERLAYS = textwrap.dedent(
-    """\
-    apiVersion: karpenter.sh/v1alpha1
-    kind: NodeOverlay
-    metadata:
-      name: savings-plan
-    spec:
-      weight: 10
-      requirements:
-        - key: karpenter.k8s.aws/instance-family
-          operator: In
-          values: [m7g, c7g]
-        - key: karpenter.sh/capacity-type
-          operator: In
-          values: [on-demand]
-      priceAdjustment: "-28%"
-    ---
-    apiVersion: karpenter.sh/v1alpha1
-    kind: NodeOverlay
-    metadata:
-      name: fuse-devices
-    spec:
-      requirements: []
-      capacity:
-        smarter-devices/fuse: 2
-        hugepages-2Mi: 100Mi
-    ---
-    apiVersion: karpenter.sh/v1alpha1
-    kind: NodeOverlay
-    metadata:
-      name: preview-type
-    spec:
-      requirements:
-        - key: node.kubernetes.io/instance-type
-          operator: In
-          values: [m9x.large]
-      price: "0.1234"
-    """
-)
+OVERLAYS = (Path(__file__).parent / "fixtures" / "karpenter-v1" / "overlays.yaml").read_text()
 
 
 def overlays() -> dict[str, NodeOverlay]:
