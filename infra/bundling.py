@@ -7,7 +7,10 @@ runtime dependencies from pyproject's `[project.dependencies]` as arm64 CPython 
 what pip installs on an x86 laptop is exactly what runs on Graviton.
 
 boto3 (and botocore, which it brings) are left out: the Lambda Python runtime provides them, and
-leaving them out keeps the asset about 25 MB smaller.
+leaving them out keeps the asset about 25 MB smaller. So is what only the command line uses:
+typer and rich (with pygments, markdown-it, pydantic and the rest they bring, 14 MB), and the
+`nodewright` sub-packages no handler imports (the command line, the simulator and its in-memory
+fakes). tests/infra/test_bundling.py checks both lists against the handlers' import graph.
 
 The asset is reproducible: built in two checkouts in two directories it has the same hash. pip
 writes nothing that depends on the build machine except the console scripts in `bin/` (their
@@ -37,17 +40,23 @@ from aws_cdk import aws_lambda as lambda_
 SOURCE_PACKAGES: tuple[str, ...] = ("nodewright", "functions")
 # Provided by the Lambda runtime; see the module docstring.
 RUNTIME_PROVIDED: frozenset[str] = frozenset({"boto3", "botocore"})
+# Distributions only the command line imports; see the module docstring.
+CLI_ONLY: frozenset[str] = frozenset({"typer", "rich"})
+# Sub-packages (relative to the repository root) that no handler imports.
+SOURCES_LEFT_OUT: tuple[str, ...] = ("nodewright/cli", "nodewright/sim", "nodewright/simulator")
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache")
 
 
 def runtime_requirements(pyproject: Path) -> list[str]:
-    """Return pyproject's `[project.dependencies]` minus what the Lambda runtime already provides."""
+    """Return pyproject's `[project.dependencies]` minus what the Lambda runtime already provides
+    and what only the command line uses.
+    """
     with pyproject.open("rb") as stream:
         dependencies: list[str] = tomllib.load(stream)["project"]["dependencies"]
     kept = []
     for requirement in dependencies:
         name = re.split(r"[\s<>=!~;\[(]", requirement.strip(), maxsplit=1)[0]
-        if name.lower().replace("_", "-") not in RUNTIME_PROVIDED:
+        if name.lower().replace("_", "-") not in RUNTIME_PROVIDED | CLI_ONLY:
             kept.append(requirement)
     return kept
 
@@ -66,41 +75,48 @@ class LocalPythonBundling:
 
         (jsii passes the bundling options as one positional struct, not as keyword arguments.)
         """
-        target = Path(output_dir)
-        if self._install_dependencies:
-            self._pip_install(target)
-            drop_build_machine_files(target)
-        for package in SOURCE_PACKAGES:
-            shutil.copytree(self._source_root / package, target / package, ignore=_IGNORED, dirs_exist_ok=True)
+        build_asset(self._source_root, Path(output_dir), install_dependencies=self._install_dependencies)
         return True
 
-    def _pip_install(self, target: Path) -> None:
-        requirements = runtime_requirements(self._source_root / "pyproject.toml")
-        command = [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--no-compile",  # .pyc files would make the asset hash differ between builds
-            "--platform",
-            "manylinux2014_aarch64",
-            "--implementation",
-            "cp",
-            "--python-version",
-            "3.12",
-            "--only-binary=:all:",
-            "--target",
-            str(target),
-            *requirements,
-        ]
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            raise RuntimeError(
-                "installing the Lambda dependencies failed (synth with -c bundle=false to skip it):\n"
-                f"$ {' '.join(command)}\n{result.stderr.strip()}"
-            )
+
+def build_asset(source_root: Path, target: Path, *, install_dependencies: bool) -> None:
+    """Write the asset of the sources under `source_root` into `target` (see the module docstring).
+
+    Raises RuntimeError, with pip's error, when the dependencies cannot be installed.
+    """
+    if install_dependencies:
+        _pip_install(source_root, target)
+        drop_build_machine_files(target)
+    copy_sources(source_root, target)
+
+
+def _pip_install(source_root: Path, target: Path) -> None:
+    requirements = runtime_requirements(source_root / "pyproject.toml")
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-compile",  # .pyc files would make the asset hash differ between builds
+        "--platform",
+        "manylinux2014_aarch64",
+        "--implementation",
+        "cp",
+        "--python-version",
+        "3.12",
+        "--only-binary=:all:",
+        "--target",
+        str(target),
+        *requirements,
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(
+            "installing the Lambda dependencies failed (synth with -c bundle=false to skip it):\n"
+            f"$ {' '.join(command)}\n{result.stderr.strip()}"
+        )
 
 
 def drop_build_machine_files(target: Path) -> None:
@@ -108,6 +124,18 @@ def drop_build_machine_files(target: Path) -> None:
     shutil.rmtree(target / "bin", ignore_errors=True)
     for record in target.glob("*.dist-info/RECORD"):
         record.unlink()
+
+
+def copy_sources(source_root: Path, target: Path) -> None:
+    """Copy SOURCE_PACKAGES into `target`, without SOURCES_LEFT_OUT and caches."""
+    left_out = {source_root / path for path in SOURCES_LEFT_OUT}
+
+    def ignored(directory: str, names: list[str]) -> set[str]:
+        skipped = set(_IGNORED(directory, names))
+        return skipped | {name for name in names if Path(directory) / name in left_out}
+
+    for package in SOURCE_PACKAGES:
+        shutil.copytree(source_root / package, target / package, ignore=ignored, dirs_exist_ok=True)
 
 
 def function_code(*, source_root: Path, install_dependencies: bool) -> lambda_.Code:

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
 
-from infra.bundling import LocalPythonBundling, drop_build_machine_files, runtime_requirements
+from infra.bundling import (
+    CLI_ONLY,
+    SOURCES_LEFT_OUT,
+    LocalPythonBundling,
+    drop_build_machine_files,
+    runtime_requirements,
+)
 from tests.infra.conftest import REPO_ROOT, Synthesized
 
 
@@ -41,6 +48,46 @@ def test_source_only_asset_holds_the_two_packages_and_no_dependencies(synthesize
     assert (asset / "functions" / "__init__.py").exists()
     assert (asset / "nodewright" / "__init__.py").exists()
     assert not list(asset.rglob("__pycache__"))
+    assert [path for path in SOURCES_LEFT_OUT if (asset / path).exists()] == []
+    assert (asset / "nodewright" / "data").is_dir()
+
+
+def _handler_imports() -> set[str]:
+    """Every module the three handlers can import, by the static import graph (grimp, as
+    import-linter builds it: imports inside functions count too)."""
+    import grimp
+
+    graph = grimp.build_graph("functions", "nodewright", include_external_packages=True, cache_dir=None)
+    seen = {m for m in graph.modules if m.startswith("functions.") and m.endswith(".handler")}
+    assert len(seen) == 3, seen
+    stack = list(seen)
+    while stack:
+        for imported in graph.find_modules_directly_imported_by(stack.pop()):
+            if imported not in seen:
+                seen.add(imported)
+                stack.append(imported)
+    return seen
+
+
+def _normal(distribution: str) -> str:
+    return distribution.lower().replace("_", "-")
+
+
+def test_what_the_asset_leaves_out_no_handler_imports_and_what_it_installs_they_do() -> None:
+    from importlib.metadata import packages_distributions
+
+    imported = _handler_imports()
+    left_out = tuple(path.replace("/", ".") for path in SOURCES_LEFT_OUT)
+    assert sorted(m for m in imported if m.startswith(left_out)) == []
+    top_level = {m.split(".")[0] for m in imported}
+    distributions_imported = {
+        _normal(dist) for module in top_level for dist in packages_distributions().get(module, [])
+    }
+    assert distributions_imported.isdisjoint(CLI_ONLY)
+    requirements = runtime_requirements(REPO_ROOT / "pyproject.toml")
+    installed = {_normal(re.split(r"[\s<>=!~;\[(]", r, maxsplit=1)[0]) for r in requirements}
+    # Each requirement the asset installs is imported by a handler (names as pyproject spells them).
+    assert installed - distributions_imported == set()
 
 
 @pytest.mark.integration
@@ -55,6 +102,7 @@ def test_full_bundle_installs_arm64_cp312_wheels_without_boto3(tmp_path: Path) -
     names = {p.name for p in tmp_path.iterdir()}
     assert {"functions", "nodewright", "aws_lambda_powertools", "kubernetes", "yaml"} <= names
     assert not {n for n in names if n.startswith(("boto3", "botocore"))}
+    assert not {n for n in names if n.startswith(("typer", "rich", "pygments", "markdown_it", "pydantic"))}
     native = list(tmp_path.rglob("*.so"))
     assert native
     assert all("aarch64" in p.name or "cpython" not in p.name for p in native)

@@ -1,0 +1,73 @@
+"""Suite-wide: a test run leaves no file in the temporary directory.
+
+Each run gets a fresh, empty temporary directory: before any test runs, TMPDIR (and Python's
+cached `tempfile.tempdir`) point at a new `nodewright-tests-*` directory inside the usual one,
+so every temporary file the tests, the code under test and the processes they start (node for
+jsii and the cdk CLI, moto servers, checkov) make lands there, and nothing another process of
+the machine writes is mistaken for ours. pytest's own `tmp_path` directories stay where they
+always are (PYTEST_DEBUG_TEMPROOT keeps them in the usual directory): pytest keeps the last
+three runs on purpose.
+
+When the session ends, the directory must be empty: whatever is left is named in the summary and
+fails the run (exit status 1), then the directory is removed. Under pytest-xdist, the controller
+makes the directory (the workers inherit TMPDIR) and checks it once all workers are done; the
+workers do neither.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_FRESH = pytest.StashKey[Path]()
+_LEFT = pytest.StashKey[list[str]]()
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Point the session's temporary directory at a fresh, empty one (controller only)."""
+    if _is_worker(config):
+        return
+    usual = tempfile.gettempdir()
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", usual)
+    fresh = Path(tempfile.mkdtemp(prefix="nodewright-tests-", dir=usual))
+    os.environ["TMPDIR"] = str(fresh)
+    tempfile.tempdir = None  # recomputed from TMPDIR on next use
+    config.stash[_FRESH] = fresh
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when a file is left in the session's temporary directory."""
+    fresh = session.config.stash.get(_FRESH, None)
+    if fresh is None:
+        return
+    left = sorted(str(path.relative_to(fresh)) for path in fresh.rglob("*") if not path.is_dir() or _empty(path))
+    session.config.stash[_LEFT] = left
+    if left and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _empty(directory: Path) -> bool:
+    return not any(directory.iterdir())
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """Name what was left behind, and remove the session's temporary directory."""
+    fresh = config.stash.get(_FRESH, None)
+    if fresh is None:
+        return
+    left = config.stash.get(_LEFT, [])
+    if left:
+        terminalreporter.section("files left in the temporary directory", red=True)
+        shown = left[:50]
+        terminalreporter.line(f"{len(left)} left in {fresh} (a test or the code it runs does not clean up):")
+        for name in shown:
+            terminalreporter.line(f"  {name}")
+    shutil.rmtree(fresh, ignore_errors=True)
