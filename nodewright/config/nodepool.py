@@ -218,7 +218,14 @@ def _node_class_ref(at: At, value: Any) -> NodeClassRef | None:
     ref = f.kube_obj(at, value, _NODE_CLASS_REF)
     if ref is None:
         return None
-    group = f.string(at / "group", f.required(at, ref, "group"), enum=NODE_CLASS_GROUPS)
+    raw_group = f.required(at, ref, "group")
+    if isinstance(raw_group, str) and "/" in raw_group:
+        # An apiVersion written where the group goes (Karpenter's CRD refuses any "/" here).
+        (at / "group").error(
+            f"{show(raw_group)} is an apiVersion, not a group: write {show(raw_group.partition('/')[0])}"
+        )
+        raw_group = None
+    group = f.string(at / "group", raw_group, enum=NODE_CLASS_GROUPS)
     kind = f.string(at / "kind", f.required(at, ref, "kind"), enum=NODE_CLASS_KINDS)
     name = f.dns_subdomain(at / "name", f.required(at, ref, "name"))
     if group is None or kind is None or name is None:

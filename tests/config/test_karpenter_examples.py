@@ -29,7 +29,7 @@ pytestmark = pytest.mark.integration
 
 MIRROR = Path("/work/.mirror/aws+karpenter-provider-aws/repo")
 REFUSED = {
-    "windows-custom-userdata.yaml": 'spec.template.spec.nodeClassRef.group: "karpenter.k8s.aws/v1"',
+    "windows-custom-userdata.yaml": 'spec.template.spec.nodeClassRef.group: "karpenter.k8s.aws/v1" is an apiVersion',
 }
 
 

@@ -232,6 +232,13 @@ def test_budgets_with_schedules_durations_and_reasons_are_read_in_order() -> Non
             id="node-class-ref-without-group",
         ),
         pytest.param(
+            "spec.template.spec.nodeClassRef.group",
+            "karpenter.k8s.aws/v1",
+            'NodePool/default: spec.template.spec.nodeClassRef.group: "karpenter.k8s.aws/v1" is an apiVersion, not a '
+            'group: write "karpenter.k8s.aws"',
+            id="node-class-ref-group-with-version",
+        ),
+        pytest.param(
             "spec.template.spec.nodeClassRef.kind",
             "AKSNodeClass",
             'NodePool/default: spec.template.spec.nodeClassRef.kind: "AKSNodeClass" is not one of EC2NodeClass',
