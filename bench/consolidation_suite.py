@@ -20,9 +20,11 @@ Per run it takes from the run's summary: cost, pods lost, PDB / do-not-disrupt /
 violations, the longest wait of a pod displaced by consolidation and by an interruption, the
 consolidator's pass CPU seconds (p99 and max of its invocations' own thread CPU), the consolidator
 ticks that found the lease busy, pods moved by consolidation, warning -> drained (max), pods still
-pending at the end, handler errors, wall and CPU seconds. Per scenario it prints the cost ratio
-nodewright / karpenter and which goals fall short; in total the ratio's median and maximum, the
-sums and the worst figures, and wall time per mode. `--json FILE` writes every row and the totals.
+pending at the end, handler errors, wall and CPU seconds; with faults, how many were injected and
+the fault audit's claims with a duplicate instance and orphan instances or claims. Per scenario it
+prints the cost ratio nodewright / karpenter and which goals fall short; in total the ratio's
+median and maximum, the sums and the worst figures, and wall time per mode. `--json FILE` writes
+every row and the totals.
 """
 
 from __future__ import annotations
@@ -84,6 +86,8 @@ def figures(summary: dict[str, Any]) -> dict[str, Any]:
     displaced = summary["displaced_pending_seconds"]
     interruption = summary["interruption"]
     passes = summary.get("invocation_cpu_seconds", {}).get("consolidator", {})
+    faults = summary.get("faults") or {}  # absent from runs of a simulator without fault injection
+    audit = faults.get("audit") or {}
     return {
         "cost_usd": summary["cost_usd"],
         "pods_lost": summary["pods_lost"],
@@ -103,6 +107,9 @@ def figures(summary: dict[str, Any]) -> dict[str, Any]:
         "pods_pending_at_end": summary["pods_pending_at_end"],
         "nodes_launched": summary["nodes_launched"],
         "handler_errors": summary["handler_errors"],
+        "faults_injected": faults.get("injected", 0),
+        "duplicate_instances": len(audit.get("duplicate_instances") or ()),
+        "orphans": len(audit.get("orphan_instances") or ()) + len(audit.get("orphan_claims") or ()),
         "wall_seconds": summary["wall_seconds"],
         "cpu_seconds": summary["cpu_seconds"],
     }
@@ -140,8 +147,10 @@ def shortfalls(by_mode: dict[str, dict[str, Any]]) -> list[str]:
             ("do_not_disrupt_violations", "do-not-disrupt violations"),
             ("limit_violations", "limit violations"),
             ("handler_errors", "handler errors"),
+            ("duplicate_instances", "claims with a duplicate instance"),
+            ("orphans", "orphan instances or claims 15 min after the last fault"),
         ):
-            if row[key]:
+            if row.get(key):
                 out.append(f"{mode}: {row[key]} {what}")
     if nodewright is not None:
         if nodewright["displaced_pending_max"] > DISPLACED_MAX_SECONDS:
@@ -186,8 +195,17 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "wall_seconds_by_mode": {m: round(sum(r["wall_seconds"] for r in rows if r["mode"] == m), 1) for m in MODES},
         "cpu_seconds_by_mode": {m: round(sum(r["cpu_seconds"] for r in rows if r["mode"] == m), 1) for m in MODES},
     }
-    for key in ("pods_lost", "pdb_violations", "do_not_disrupt_violations", "limit_violations", "handler_errors"):
-        totals[key] = sum(r[key] for r in rows)
+    for key in (
+        "pods_lost",
+        "pdb_violations",
+        "do_not_disrupt_violations",
+        "limit_violations",
+        "handler_errors",
+        "faults_injected",
+        "duplicate_instances",
+        "orphans",
+    ):
+        totals[key] = sum(r.get(key, 0) for r in rows)
     totals["pods_moved_nodewright"] = sum(r["pods_moved"] for r in nodewright)
     totals["displaced_pending_max"] = max((r["displaced_pending_max"] for r in nodewright), default=0.0)
     totals["pass_cpu_p99_max"] = max((r["pass_cpu_p99"] for r in nodewright), default=0.0)
