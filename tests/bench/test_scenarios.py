@@ -237,3 +237,14 @@ def test_a_scenario_short_of_the_goals_says_which_and_by_how_much() -> None:
         "warning -> drained 105 s",
         "simulates 2.5x slower",
     ]
+
+
+def test_simulate_generate_faults_writes_the_same_day_with_a_faults_list(tmp_path: Path) -> None:
+    plain, faulty = tmp_path / "plain.yaml", tmp_path / "faulty.yaml"
+    for path, extra in ((plain, []), (faulty, ["--faults"])):
+        result = runner.invoke(app, ["simulate", "--generate", "5", "--hours", "1", *extra, "--write", str(path)])
+        assert result.exit_code == 0, result.output
+    with_faults, without = load_scenario(faulty), load_scenario(plain)
+    assert with_faults.faults
+    assert not without.faults
+    assert replace(with_faults, faults=(), description="", source="") == replace(without, description="", source="")
