@@ -121,7 +121,7 @@ def choose_target(
     p: Pass, pool: Pool, alt: Requirements, req: tuple[int, ...], cts: frozenset[str], *, pool_demand: list[int]
 ) -> tuple[PoolType | None, str]:
     """The target for `claim_target`, from the prepared `Targets`, the limits and the demand."""
-    # What depends only on the types, `alt`, `req` and `cts` comes from `_Prepared.targets`,
+    # What depends only on the types, `alt`, `req` and `cts` comes from `PreparedPool.targets`,
     # computed once across solves; the limits and the demand are applied here.
     base = pool.prepared.targets(pool.types, alt, req)
     if not base.compatible:
