@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from nodewright.controllers.provisioning import pool_capacities
-from nodewright.engine.scheduling import solve
-from nodewright.engine.scheduling.types import SchedulingInput
+from nodewright.engine.headroom import measure
+from nodewright.model.node import Node
 from nodewright.simulator.runner import run_scenario
 from nodewright.simulator.scenario import load_scenario
 
@@ -37,16 +38,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         snapshot = world.cluster.snapshot()
         pools = pool_capacities(list(base.nodepools), base.nodeclasses, world.catalog)
-        pods = tuple(dataclasses.replace(p, node_name="", unschedulable=True) for p in snapshot.pods if not p.daemon)
-        fresh = solve(SchedulingInput(pods=pods, pools=pools, daemonsets=snapshot.daemonsets, now=world.clock.now()))
-        fresh_cost = sum(c.price for c in fresh.claims)
         price = {c.node_name: c.price for c in world.store.claims() if c.node_name}
-        current = sum(price.get(n.name, 0.0) for n in snapshot.nodes)
+        found = measure(snapshot, pools, functools.partial(_claim_price, price), world.clock.now())
+        pods = sum(1 for p in snapshot.pods if not p.daemon)
+        fresh_claims = len(found.plan.claims) if found.plan is not None else 0
+        current, fresh_cost = found.current, found.fresh
         print(
-            f"{hours:5g}  {len(pods):4d}  {len(snapshot.nodes):5d}  {current:11.3f}  {fresh_cost:9.3f}  "
-            f"{len(fresh.claims):11d}  {current / fresh_cost if fresh_cost else float('nan'):13.3f}"
+            f"{hours:5g}  {pods:4d}  {len(snapshot.nodes):5d}  {current:11.3f}  {fresh_cost:9.3f}  "
+            f"{fresh_claims:11d}  {current / fresh_cost if fresh_cost else float('nan'):13.3f}"
         )
     return 0
+
+
+def _claim_price(prices: Mapping[str, float], node: Node) -> float | None:
+    """A node's $/h: the price of the claim it registered for (the simulator's store knows it)."""
+    return prices.get(node.name)
 
 
 if __name__ == "__main__":

@@ -47,8 +47,10 @@ DEFAULT_NODEPOOL = NodePool(
 
 
 @app.command()
-def plan(
-    files: Annotated[list[Path], typer.Option("-f", "--file", help="YAML or JSON file, or directory (repeatable).")],
+def plan(  # noqa: PLR0917 - Typer maps each parameter to an option
+    files: Annotated[
+        list[Path] | None, typer.Option("-f", "--file", help="YAML or JSON file, or directory (repeatable).")
+    ] = None,
     prices: Annotated[
         Path | None, typer.Option("--prices", help="CSV instance_type,usd_per_hour; types absent are not offered.")
     ] = None,
@@ -57,11 +59,26 @@ def plan(
     strict: Annotated[
         bool, typer.Option("--strict", help="Treat warnings (unknown or ignored fields) as problems: plan nothing.")
     ] = False,
+    cluster: Annotated[
+        str | None, typer.Option("--cluster", help="EKS cluster to read (your AWS credentials); changes nothing.")
+    ] = None,
+    kubeconfig: Annotated[
+        str | None, typer.Option("--kubeconfig", help="Read the cluster of this kubeconfig; changes nothing.")
+    ] = None,
+    context: Annotated[str | None, typer.Option("--context", help="The kubeconfig context to read.")] = None,
+    region: Annotated[str | None, typer.Option("--region", help="AWS region of --cluster.")] = None,
 ) -> None:
-    """Plan the nodes Nodewright would launch for the pending pods in FILES, offline."""
+    """Plan the nodes Nodewright would launch for the pending pods in FILES (offline), or read a
+    live cluster (--cluster, --kubeconfig/--context) and add what consolidation could save.
+    """
     if output not in ("table", "json"):
         _fail(f"--output: {output!r} is not one of table, json")
-    paths, missing = expand(files)
+    if cluster or kubeconfig or context:
+        _plan_live(files or [], output=output, cluster=cluster, kubeconfig=kubeconfig, context=context, region=region)
+        return
+    if not files:
+        _fail("give -f FILE (offline plan) or --cluster NAME / --kubeconfig PATH (read a live cluster)")
+    paths, missing = expand(files or [])
     texts = []
     for path in paths:
         try:
@@ -92,6 +109,71 @@ def plan(
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
     else:
         _print_table(report)
+
+
+def _plan_live(
+    files: list[Path],
+    *,
+    output: str,
+    cluster: str | None,
+    kubeconfig: str | None,
+    context: str | None,
+    region: str | None,
+) -> None:
+    """`plan --cluster/--kubeconfig`: see nodewright.cli.plan_cluster."""
+    from nodewright.cli.plan_cluster import LiveReadError, plan_cluster, read_cluster
+
+    files_config = None
+    if files:
+        paths, missing = expand(files)
+        texts = [(str(path), path.read_text(encoding="utf-8")) for path in paths]
+        planned = read_workloads(texts)
+        problems = [*missing, *planned.problems]
+        if problems:
+            _fail("\n".join([f"{len(problems)} problem(s) in the NodePool files:", *(f"  {p}" for p in problems)]))
+        files_config = planned.config
+    try:
+        live, aws = read_cluster(cluster=cluster, kubeconfig=kubeconfig, context=context, region=region)
+    except LiveReadError as error:
+        _fail(str(error))
+    report = plan_cluster(live, files_config, aws)
+    if output == "json":
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+        return
+    console = Console()
+    console = Console(width=max(console.width, 110))
+    facts = report["cluster"]
+    console.print(
+        f"{facts['source']}: {facts['nodes']} node(s), {facts['pods']} pod(s), {len(report['pending'])} pending; "
+        f"NodePools ({facts['nodepools_from']}): {', '.join(facts['nodepools'])}"
+    )
+    _print_table(report)
+    repack = report["repack"]
+    table = Table(title="Re-pack: today's nodes against the cheapest plan of all pods", title_justify="left")
+    for column in ("pool", "capacity", "nodes", "$/h now", "fresh nodes", "fresh $/h"):
+        table.add_column(column, no_wrap=True)
+    for group in repack["by_group"]:
+        table.add_row(
+            group["nodepool"],
+            group["capacity_type"],
+            str(group["nodes"]),
+            f"{group['current_price_per_hour']:.4f}",
+            str(group["fresh_nodes"]),
+            f"{group['fresh_price_per_hour']:.4f}",
+        )
+    console.print(table)
+    console.print(
+        f"now ${repack['current_price_per_hour']:.4f}/h, fresh plan ${repack['fresh_price_per_hour']:.4f}/h: "
+        f"consolidation could save up to ${repack['savings_per_hour']:.4f}/h ({repack['savings_percent']}%)"
+    )
+    prices = report["prices"]
+    console.print(
+        f"prices: {prices['source']} ({prices['region']}): on-demand {prices['on_demand']}, spot {prices['spot']}"
+        + (f"; live prices failed: {prices['live_prices_failed']}" if "live_prices_failed" in prices else "")
+        + (f"; {prices['note']}" if "note" in prices else "")
+    )
+    if repack["unpriced_nodes"]:
+        console.print(f"[yellow]no price for[/yellow] {', '.join(repack['unpriced_nodes'])} (counted as $0)")
 
 
 def build_input(planned: PlanInput, prices: dict[str, float] | None, zones: tuple[str, ...]) -> SchedulingInput:

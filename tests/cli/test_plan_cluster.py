@@ -1,0 +1,174 @@
+"""`nodewright plan --kubeconfig/--context` against a live (emulated) cluster, read-only.
+
+What is real: the CLI entry point (Typer), the kubeconfig loader, the Lambdas' Kubernetes adapter
+(`KubeCluster`, `read_config`) over real HTTP, the project's API server emulator
+(nodewright.sim.apiserver) serving a cluster the simulator built by running the shipped scale-up
+scenario, `solve()` and the bundled catalog. What is observed: the JSON report (pending pods,
+claims, re-pack figures), the requests the emulator served (reads only), and that the re-pack
+figures equal `bench.headroom`'s measure on the same cluster at the same moment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from nodewright.cli import app
+from nodewright.cli import commands as _commands  # noqa: F401 - registers the commands
+from nodewright.controllers.provisioning import pool_capacities
+from nodewright.engine.headroom import measure
+from nodewright.model.node import Node
+from nodewright.sim.apiserver import ApiServer
+from nodewright.simulator.runner import run_scenario
+from nodewright.simulator.scenario import load_scenario
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIO = REPO / "examples" / "scenarios" / "scale-up.yaml"
+NODEPOOLS = REPO / "examples" / "nodepools" / "default.yaml"
+
+
+def _kubeconfig(path: Path, url: str) -> Path:
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "emulated", "cluster": {"server": url}}],
+                "users": [{"name": "reader", "user": {"token": "read-only"}}],
+                "contexts": [{"name": "emulated", "context": {"cluster": "emulated", "user": "reader"}}],
+                "current-context": "emulated",
+            }
+        )
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The scale-up scenario run for 6 virtual minutes, then served over HTTP, with bench.headroom's
+    measure of that cluster (the claim prices the simulator paid, the scenario's NodePools)."""
+    base = load_scenario(SCENARIO)
+    world = run_scenario(dataclasses.replace(base, duration=360.0), plots=False).world
+    assert world is not None
+    assert world.store is not None
+    snapshot = world.cluster.snapshot()
+    pools = pool_capacities(list(base.nodepools), base.nodeclasses, world.catalog)
+    paid = {c.node_name: c.price for c in world.store.claims() if c.node_name}
+
+    def claim_price(node: Node) -> float | None:
+        return paid.get(node.name)
+
+    expected = measure(snapshot, pools, claim_price, world.clock.now())
+    server = ApiServer(world.cluster)
+    url = server.start()
+    try:
+        yield {
+            "server": server,
+            "kubeconfig": _kubeconfig(tmp_path_factory.mktemp("kube") / "config", url),
+            "expected": expected,
+            "snapshot": snapshot,
+        }
+    finally:
+        server.stop()
+
+
+def _plan(*args: str) -> dict[str, Any]:
+    result = CliRunner().invoke(app, ["plan", *args, "--output", "json"])
+    assert result.exit_code == 0, result.output
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+def test_repack_report_matches_the_headroom_measure_of_the_same_cluster(served: dict[str, Any]) -> None:
+    report = _plan("--kubeconfig", str(served["kubeconfig"]), "--context", "emulated", "-f", str(NODEPOOLS))
+
+    expected = served["expected"]
+    repack = report["repack"]
+    assert repack["current_price_per_hour"] == pytest.approx(expected.current, abs=1e-6)
+    assert repack["fresh_price_per_hour"] == pytest.approx(expected.fresh, abs=1e-6)
+    assert repack["savings_per_hour"] == pytest.approx(expected.current - expected.fresh, abs=1e-6)
+    assert repack["unpriced_nodes"] == []
+    # By NodePool and capacity type, adding up to the totals.
+    assert {(g["nodepool"], g["capacity_type"]) for g in repack["by_group"]} == set(expected.current_by_group) | set(
+        expected.fresh_by_group
+    )
+    assert sum(g["current_price_per_hour"] for g in repack["by_group"]) == pytest.approx(expected.current, abs=1e-5)
+    assert sum(g["nodes"] for g in repack["by_group"]) == len(served["snapshot"].nodes)
+    # What it read, and where prices came from.
+    assert report["cluster"]["nodes"] == len(served["snapshot"].nodes)
+    assert report["cluster"]["nodepools_from"] == "files"  # the emulator serves no CRDs
+    assert report["prices"]["source"] == "bundled"
+    assert report["prices"]["on_demand"] == "estimates"
+
+
+def test_pending_pods_get_claims_and_nothing_is_written(served: dict[str, Any]) -> None:
+    server: ApiServer = served["server"]
+    world_pending = [p.key for p in served["snapshot"].pending()]
+    # Add pending pods: a deployment scaled up after the run (as a user would see them).
+    with server.lock:
+        template = next(p for p in served["snapshot"].pods if not p.daemon)
+        for index in range(5):
+            late_pod = dataclasses.replace(
+                template, name=f"late-{index}", node_name="", uid=f"late-{index}", unschedulable=True
+            )
+            server.cluster.add_pod(late_pod)
+
+    report = _plan("--kubeconfig", str(served["kubeconfig"]), "-f", str(NODEPOOLS))
+
+    late = sorted(f"{template.namespace}/late-{index}" for index in range(5))
+    assert set(late) <= set(report["pending"])
+    assert set(world_pending) <= set(report["pending"])
+    placed = {pod for claim in report["nodeclaims"] for pod in claim["pods"]} | {
+        pod for pods in report["existing"].values() for pod in pods
+    }
+    assert set(late) <= placed
+    # Every request the emulator has served (the other tests' too): reads only.
+    verbs = {usage.verb for usage in server.usage()}
+    assert "list" in verbs
+    assert verbs <= {"list", "get", "watch"}, verbs
+
+
+def test_an_unreachable_cluster_is_one_readable_line(tmp_path: Path) -> None:
+    config = _kubeconfig(tmp_path / "config", "http://127.0.0.1:9")
+    result = CliRunner().invoke(app, ["plan", "--kubeconfig", str(config), "--output", "json"])
+    assert result.exit_code == 1
+    assert "cannot list nodes, pods, daemonsets and PDBs" in result.output
+
+
+def test_kubectl_output_files_still_plan_offline(tmp_path: Path) -> None:
+    # The file path (no cluster) is unchanged: `kubectl get nodes,pods -o json` style input.
+    pods = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": f"web-{i}", "namespace": "shop"},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+                "status": {"phase": "Pending"},
+            }
+            for i in range(3)
+        ],
+    }
+    path = tmp_path / "pods.json"
+    path.write_text(json.dumps(pods))
+
+    report = _plan("-f", str(path), "-f", str(NODEPOOLS))
+
+    assert sorted(p for claim in report["nodeclaims"] for p in claim["pods"]) == [f"shop/web-{i}" for i in range(3)]
+
+
+def test_the_table_names_the_savings_and_where_prices_came_from(served: dict[str, Any]) -> None:
+    result = CliRunner().invoke(app, ["plan", "--kubeconfig", str(served["kubeconfig"]), "-f", str(NODEPOOLS)])
+
+    assert result.exit_code == 0, result.output
+    expected = served["expected"]
+    assert f"now ${expected.current:.4f}/h, fresh plan ${expected.fresh:.4f}/h" in result.stdout
+    assert "prices: bundled (us-east-1): on-demand estimates" in result.stdout
