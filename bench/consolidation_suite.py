@@ -4,10 +4,11 @@ Role: check issue 15's goals on days nobody tuned. Each seed's scenario is drawn
 `nodewright.simulator.generate` and run, as `nodewright simulate` runs it (the simulator's
 `run_scenario`, real handlers on moto and the in-memory cluster), once per consolidation mode:
 `nodewright`, `karpenter` and `off`. The shipped examples/scenarios/*.yaml run the same way, at
-their own length.
+their own length (`--scenario FILE`, repeatable: those files instead).
 
     .venv/bin/python -m bench.consolidation_suite --seeds 30 [--first 1] [--hours 2] [--scale 1]
-        [--jobs 2] [--json FILE] [--no-shipped] [--faults] [--full] [--modes nodewright,karpenter,off]
+        [--jobs 2] [--json FILE] [--no-shipped | --scenario FILE...] [--faults] [--full]
+        [--modes nodewright,karpenter,off]
 
 Shortening: `--hours H` (default 2) compresses each drawn 12-24 h day to H hours (every time of the
 day's story scales by H / drawn hours: curves, bursts, interruptions, capacity errors; the
@@ -121,15 +122,14 @@ def tasks(
     *,
     hours: float | None,
     scale: float,
-    shipped: bool,
+    files: Sequence[Path] = (),
     faults: bool = False,
 ) -> list[Task]:
     """Every run, nodewright mode first (the longest), so the pool ends with the short ones."""
     out: list[Task] = []
     for mode in modes:
         out.extend(Task(f"seed {seed}", mode, seed=seed, hours=hours, scale=scale, faults=faults) for seed in seeds)
-        if shipped:
-            out.extend(Task(path.stem, mode, path=str(path)) for path in sorted(SHIPPED.glob("*.yaml")))
+        out.extend(Task(path.stem, mode, path=str(path)) for path in files)
     return out
 
 
@@ -270,6 +270,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated consolidation modes")
     parser.add_argument("--faults", action="store_true", help="also draw faults into the generated scenarios")
     parser.add_argument("--no-shipped", action="store_true", help="skip examples/scenarios/*.yaml")
+    parser.add_argument(
+        "--scenario", type=Path, action="append", default=[], help="run this file instead of the shipped ones"
+    )
     parser.add_argument("--json", type=Path, help="write every row and the totals here")
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
@@ -282,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         modes,
         hours=None if args.full else args.hours,
         scale=args.scale,
-        shipped=not args.no_shipped,
+        files=[] if args.no_shipped else args.scenario or sorted(SHIPPED.glob("*.yaml")),
         faults=args.faults,
     )
     started = time.perf_counter()
@@ -313,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "scale": args.scale,
         "jobs": args.jobs,
         "modes": modes,
-        "shipped": not args.no_shipped,
+        "files": [] if args.no_shipped else [str(p) for p in args.scenario] or "shipped",
         "faults": args.faults,
         "cpus": os.cpu_count(),
     }
