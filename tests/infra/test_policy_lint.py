@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -155,13 +156,17 @@ def checkov() -> str:
 
 def run_checkov(*args: str) -> Iterator[tuple[str, str, str]]:
     """(check type, check id, resource) of every failed check, with checkov offline."""
-    done = subprocess.run(
-        [checkov(), *args, "--output", "json", "--compact", "--quiet", "--skip-download"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    # checkov's HCL parser caches its grammar in the temporary directory (lark's cache=True): give
+    # it one of its own, removed afterwards, so the run leaves nothing behind.
+    with tempfile.TemporaryDirectory(prefix="checkov-") as scratch:
+        done = subprocess.run(
+            [checkov(), *args, "--output", "json", "--compact", "--quiet", "--skip-download"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+            env={**os.environ, "TMPDIR": scratch},
+        )
     # checkov exits 1 when a check failed; anything else (or no JSON) is a failure to run.
     assert done.returncode in (0, 1), done.stderr[-2000:]
     reports = json.loads(done.stdout)
