@@ -306,6 +306,25 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
+            if args.json is not None:  # as it goes, so a suite cut short keeps what it measured
+                _report(args, todo, rows, started, modes, seeds, done=False)
+    result = _report(args, todo, rows, started, modes, seeds, done=True)
+    print(table(rows, result))
+    print(json.dumps(result["totals"], indent=2))
+    return 1 if len(rows) < len(todo) else 0
+
+
+def _report(
+    args: argparse.Namespace,
+    todo: Sequence[Task],
+    rows: list[dict[str, Any]],
+    started: float,
+    modes: Sequence[str],
+    seeds: Sequence[int],
+    *,
+    done: bool,
+) -> dict[str, Any]:
+    """Sort the rows, summarise them and, with --json, write the file (`complete` says if all ran)."""
     order = {task.label: index for index, task in enumerate(todo)}
     rows.sort(key=lambda r: (order[r["scenario"]], MODES.index(r["mode"])))
     result = summarise(rows)
@@ -315,16 +334,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "hours": None if args.full else args.hours,
         "scale": args.scale,
         "jobs": args.jobs,
-        "modes": modes,
+        "modes": list(modes),
         "files": [] if args.no_shipped else [str(p) for p in args.scenario] or "shipped",
         "faults": args.faults,
         "cpus": os.cpu_count(),
     }
-    print(table(rows, result))
-    print(json.dumps(result["totals"], indent=2))
+    result["complete"] = done and len(rows) == len(todo)
     if args.json is not None:
         args.json.write_text(json.dumps({**result, "rows": rows}, indent=2) + "\n", encoding="utf-8")
-    return 1 if len(rows) < len(todo) else 0
+    return result
 
 
 def _ratio(by_mode: dict[str, dict[str, Any]]) -> float | None:
