@@ -180,6 +180,8 @@ class InterruptionController:
     def _instance(self, message: Message, instance_id: str, started: float) -> dict[str, object]:
         node = self.cluster.node_by_instance(instance_id)
         claim = self._claim_of(instance_id, node)
+        if claim is None and node is not None and not node.launched_by_nodewright:
+            node = None  # another autoscaler's node (the EventBridge rules see every instance of the account)
         record: dict[str, object] = {"node": node.name if node else "", "nodeclaim": claim.name if claim else ""}
         if node is None and claim is None:
             record["action"] = "ignored: not a Nodewright instance, or already gone"

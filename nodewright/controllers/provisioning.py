@@ -637,7 +637,8 @@ class Provisioner:
             counts["orphans"] = len(orphans)
             self.observer.decision("orphans-terminated", instance_ids=orphans)
         for node in snapshot.nodes:
-            if node.nodepool and node.instance_id and node.instance_id not in live_ids:
+            # Only nodes Nodewright launched: another autoscaler's instances are not in `live_ids`.
+            if node.launched_by_nodewright and node.instance_id and node.instance_id not in live_ids:
                 self.cluster.delete_node(node.name)
                 counts["stale_nodes"] += 1
                 self.observer.decision("stale-node-deleted", node=node.name, instance_id=node.instance_id)

@@ -42,6 +42,14 @@ class Node:
         return self.labels.get(wk.NW_NODEPOOL) or self.labels.get(wk.NODEPOOL) or ""
 
     @property
+    def launched_by_nodewright(self) -> bool:
+        """True when the node carries a label only Nodewright registers its nodes with
+        (`nodewright.io/nodepool`, `nodewright.io/nodeclaim`). Karpenter's nodes carry only
+        `karpenter.sh/nodepool`: side by side, Nodewright must not take them for its own.
+        """
+        return bool(self.labels.get(wk.NW_NODEPOOL) or self.labels.get(wk.NW_NODECLAIM))
+
+    @property
     def nodeclaim(self) -> str:
         """The node claim this node registered for ('' when unknown)."""
         return self.labels.get(wk.NW_NODECLAIM, "")

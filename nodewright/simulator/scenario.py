@@ -20,6 +20,9 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
           - {at: 1m, replicas: 1000}
           - {at: 2h, diurnal: {min: 200, max: 2000, period: 24h, peak: 14h, every: 5m}}
     pdbs: [ {apiVersion: policy/v1, kind: PodDisruptionBudget, ...} ]
+    initial_nodes:                        # Ready at the start, launched by another autoscaler
+      - {instance_type: m5.xlarge, zone: us-east-1a, capacity_type: on-demand, count: 3,
+         labels: {karpenter.sh/nodepool: default}}   # no Nodewright tag or label
     interruptions:
       - {at: 10m, fraction: 0.3, within: 5m}   # or count: 3; optional nodepool, zone
     capacity_errors:
@@ -144,6 +147,7 @@ _TOP = (
     "nodeclasses",
     "workloads",
     "pdbs",
+    "initial_nodes",
     "interruptions",
     "capacity_errors",
     "functions",
@@ -250,6 +254,19 @@ class Interruption:
 
 
 @dataclass(frozen=True, slots=True)
+class InitialNodes:
+    """`count` Ready nodes present at the start, launched by another autoscaler (e.g. Karpenter):
+    instances without Nodewright's tags, Nodes with `labels` and none of Nodewright's labels.
+    """
+
+    instance_type: str
+    zone: str
+    capacity_type: str = "on-demand"
+    count: int = 1
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class CapacityError:
     """EC2 has no capacity for matching offerings between `start` and `end` (None: the run's end).
     `*` matches any instance type, zone or capacity type.
@@ -337,6 +354,7 @@ class Scenario:
     workloads: tuple[Workload, ...] = ()
     daemonsets: tuple[DaemonSet, ...] = ()
     pdbs: tuple[PodDisruptionBudget, ...] = ()
+    initial_nodes: tuple[InitialNodes, ...] = ()
     interruptions: tuple[Interruption, ...] = ()
     capacity_errors: tuple[CapacityError, ...] = ()
     provisioner: FunctionSettings = FunctionSettings(rate=60.0, timeout=68.0)
@@ -515,6 +533,10 @@ class _Reader:
                 pdb = self._pdb(body_at, doc)
                 if pdb is not None:
                     pdbs.append(pdb)
+        initial_nodes = f.items(at / "initial_nodes", top.get("initial_nodes"), self._initial_nodes) or ()
+        for index, group in enumerate(initial_nodes):
+            if group.zone not in zones:
+                (at / "initial_nodes" / index / "zone").error(f"{group.zone!r} is not one of the scenario's zones")
         interruptions = f.items(at / "interruptions", top.get("interruptions"), self._interruption) or ()
         errors = f.items(at / "capacity_errors", top.get("capacity_errors"), self._capacity_error) or ()
         functions = self._functions(at / "functions", top.get("functions"))
@@ -539,6 +561,7 @@ class _Reader:
             workloads=tuple(workloads),
             daemonsets=tuple(daemonsets),
             pdbs=tuple(pdbs),
+            initial_nodes=initial_nodes,
             interruptions=interruptions,
             capacity_errors=errors,
             consolidation=consolidation or "nodewright",
@@ -841,6 +864,30 @@ class _Reader:
             nodepool=nodepool,
             zone=zone,
         )
+
+    def _initial_nodes(self, at: At, raw: Any) -> InitialNodes | None:
+        entry = f.item(at, raw, ("instance_type", "zone", "capacity_type", "count", "labels"))
+        if entry is None:
+            return None
+        instance_type = f.string(at / "instance_type", f.required(at, entry, "instance_type"), non_empty=True)
+        zone = f.string(at / "zone", f.required(at, entry, "zone"), non_empty=True)
+        capacity_type = f.string(
+            at / "capacity_type", entry.get("capacity_type", "on-demand"), enum=("spot", "on-demand", "reserved")
+        )
+        count = f.integer(at / "count", entry.get("count", 1), minimum=1)
+        labels = entry.get("labels") or {}
+        if not isinstance(labels, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+        ):
+            (at / "labels").error("must map label keys to string values")
+            return None
+        owned = sorted(k for k in labels if k.startswith("nodewright.io/"))
+        if owned:
+            (at / "labels").error(f"{', '.join(owned)}: another autoscaler's nodes carry no Nodewright label")
+            return None
+        if instance_type is None or zone is None or capacity_type is None or count is None:
+            return None
+        return InitialNodes(instance_type, zone, capacity_type, count, dict(labels))
 
     def _capacity_error(self, at: At, raw: Any) -> CapacityError | None:
         entry = f.item(at, raw, ("instance_type", "zone", "capacity_type", "from", "until", "code"))

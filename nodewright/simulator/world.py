@@ -81,6 +81,7 @@ from nodewright.simulator.aws import (
     SimulatedLambda,
     instance_arn,
 )
+from nodewright.simulator.foreign import add_initial_nodes
 from nodewright.simulator.kube import Deployments, KubeScheduler, SimulatedCluster, node_for, registration
 from nodewright.simulator.kubehttp import HttpCluster
 from nodewright.simulator.lambdas import ACCOUNT, REGION, EventLoop, Invocation, Lambdas
@@ -231,6 +232,8 @@ class World(Ec2Hooks):
             self.cluster.add_daemonset(daemonset)
         for pdb in scenario.pdbs:
             self.cluster.add_pdb(pdb)
+        # Nodes another autoscaler launched before the run (a migration's starting point).
+        self.foreign_nodes = add_initial_nodes(self)
         self._wire()
         for workload in scenario.workloads:
             for t in sorted({0.0, *workload.change_times(scenario.duration)}):
