@@ -80,8 +80,10 @@ def claim_to_dict(claim: NodeClaim) -> dict[str, Any]:
 def claim_from_dict(data: Mapping[str, Any]) -> NodeClaim:
     """The claim a `claim_to_dict` dict describes; InvalidValue (naming the field) when it cannot."""
     schema = data.get("schema", SCHEMA)
-    if schema != SCHEMA:
-        raise InvalidValue(f"schema: node claim record version {schema!r} is not {SCHEMA}; upgrade Nodewright")
+    # Older versions are read (fields they lack take their defaults); a newer one was written by a
+    # newer Nodewright whose fields this one would drop on its next save.
+    if isinstance(schema, bool) or not isinstance(schema, int) or not 1 <= schema <= SCHEMA:
+        raise InvalidValue(f"schema: node claim record version {schema!r} is not 1-{SCHEMA}; upgrade Nodewright")
     name = _string(data, "name", required=True)
     where = f"node claim {name!r}"
     try:

@@ -14,6 +14,13 @@ infra/constructs/state.py):
                                                     replace_by N (absent when None), expires N,
                                                     expires_at N
 
+Schema versions: Command and Drain items carry `schema` N (`ITEM_SCHEMA`, 1 now); an item without
+it was written before versions were recorded (version 0, the same layout) and is read as it is.
+NodeClaim records carry theirs inside the claim JSON (nodewright.model.codec.SCHEMA). A reader
+takes every version up to its own and refuses a newer one with InvalidValue naming the item:
+acting on a record whose meaning it does not know (a half-finished command, a drain) is worse than
+stopping. tests/adapters/test_state_schema.py replays records in the previous format.
+
 Concurrency contract: every decision another writer could race is one conditional write, so
 DynamoDB decides the winner atomically and nothing is read-then-written in Python:
   * `create_claim`: put if absent (`attribute_not_exists`); False when the claim exists.
@@ -56,6 +63,7 @@ from botocore.exceptions import ClientError
 
 from nodewright.model.codec import claim_from_dict, claim_to_dict
 from nodewright.model.command import CommandRecord
+from nodewright.model.errors import InvalidValue
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.ports import DrainRecord, Offering
 
@@ -68,9 +76,12 @@ BLOCKED = "Blocked"
 COMMAND = "Command"
 DRAIN = "Drain"
 TTL_ATTRIBUTE = "expires_at"
+# The item layout version written on Command and Drain items (see "Schema versions" above).
+ITEM_SCHEMA = 1
+SCHEMA_ATTRIBUTE = "schema"
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 # Read through aliases: a plain word in a ProjectionExpression fails when DynamoDB reserves it.
-_DRAIN_FIELDS = ("node", "drain", "deadline", "started", "origin", "replace_by", "expires")
+_DRAIN_FIELDS = ("node", "drain", "deadline", "started", "origin", "replace_by", "expires", SCHEMA_ATTRIBUTE)
 
 
 def create_table(client: Any, name: str) -> None:
@@ -107,6 +118,17 @@ def _number(value: float) -> str:
 def _ttl(value: float) -> str:
     # DynamoDB TTL wants whole epoch seconds; rounding up never deletes an item early.
     return str(math.ceil(value))
+
+
+def _readable(item: dict[str, Any], what: str) -> dict[str, Any]:
+    """`item` when its schema version is one this reader knows; InvalidValue naming it otherwise."""
+    raw = item.get(SCHEMA_ATTRIBUTE, {}).get("N", "0")
+    if not raw.isdigit() or int(raw) > ITEM_SCHEMA:
+        raise InvalidValue(
+            f"state table {what} {item.get('sk', {}).get('S', '?')!r}: schema version {raw} is newer than "
+            f"{ITEM_SCHEMA}, the newest this Nodewright reads; upgrade the functions"
+        )
+    return item
 
 
 def _condition_failed(error: ClientError) -> bool:
@@ -258,13 +280,16 @@ class DynamoStateStore:
             "sk": {"S": record.id},
             "command": {"S": record.to_json()},
             "state": {"S": record.state},
+            SCHEMA_ATTRIBUTE: {"N": str(ITEM_SCHEMA)},
         }
         self._client.put_item(TableName=self.table_name, Item=item)
 
     def commands(self) -> list[CommandRecord]:
         """Every command record, oldest first. Raises InvalidValue when a record cannot be read."""
-        items = self._query(COMMAND, projection="#command", names={"#command": "command"})
-        records = [CommandRecord.from_json(item["command"]["S"]) for item in items]
+        items = self._query(
+            COMMAND, projection="sk, #command, #schema", names={"#command": "command", "#schema": SCHEMA_ATTRIBUTE}
+        )
+        records = [CommandRecord.from_json(_readable(item, COMMAND)["command"]["S"]) for item in items]
         return sorted(records, key=lambda r: (r.created_at, r.id))
 
     def delete_command(self, command_id: str) -> None:
@@ -285,6 +310,7 @@ class DynamoStateStore:
             "origin": {"S": record.origin},
             "expires": {"N": _number(record.expires)},
             TTL_ATTRIBUTE: {"N": _ttl(record.expires)},
+            SCHEMA_ATTRIBUTE: {"N": str(ITEM_SCHEMA)},
         }
         if record.replace_by is not None:
             item["replace_by"] = {"N": _number(record.replace_by)}
@@ -305,7 +331,7 @@ class DynamoStateStore:
         )
         if not items:
             return None
-        item = items[0]
+        item = _readable(items[0], DRAIN)
         replace_by = item.get("replace_by")
         return DrainRecord(
             instance_id=item["sk"]["S"],
