@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult, solve
 from nodewright.model import labels as wk
@@ -25,7 +26,7 @@ from nodewright.model.snapshot import ClusterSnapshot
 
 # Node labels saying how a node was bought: Karpenter's and Nodewright's, then EKS managed node groups'.
 _EKS_CAPACITY_TYPE = "eks.amazonaws.com/capacityType"
-_EKS_CAPACITY = {"ON_DEMAND": "on-demand", "SPOT": "spot", "CAPACITY_BLOCK": "reserved"}
+_EKS_CAPACITY = MappingProxyType({"ON_DEMAND": "on-demand", "SPOT": "spot", "CAPACITY_BLOCK": "reserved"})
 
 
 @dataclass(frozen=True, slots=True)
