@@ -50,6 +50,9 @@ Endpoints (all namespaces, or under /namespaces/{ns}/ for the namespaced kinds)
          mismatch 409; several PDBs 500; with the cluster's message.
   Unknown paths answer a 404 Status. With `tokens`, a request without `Authorization: Bearer
   <one of them>` answers 401. An error `cluster.fail_next` injects answers its `status` (500).
+  `fault(verb, resource)`, when set, is asked before each request is answered: a (status,
+  retry_after) pair answers that status instead (with a `Retry-After` header when given), status
+  0 hangs up without an answer (a timeout, as the client sees it); None serves the request.
 
 Deviations from kube-apiserver, chosen for a small emulator
   * resourceVersions are the emulator's counter, not etcd's; a list's `resourceVersion` parameter
@@ -111,6 +114,14 @@ DEFAULT_WATCH_SECONDS = 1800.0
 OPEN_LISTS = 64
 # Watch events sent in one chunk at most (a replay of thousands is cut into chunks of this many).
 _CHUNK_EVENTS = 256
+# The Status message of an injected answer, as kube-apiserver words it.
+FAULT_MESSAGES = {
+    429: "Too many requests, please try again later.",
+    500: "Internal error occurred: etcdserver: request timed out",
+    502: "Bad Gateway",
+    503: "The server is currently unable to handle the request",
+    504: "Timeout: request did not complete within requested timeout - context deadline exceeded",
+}
 _CODE_SUFFIX = re.compile(r"^(.*) \((\d{3})\)$", re.DOTALL)
 _REASONS = {
     400: "BadRequest",
@@ -123,6 +134,9 @@ _REASONS = {
     422: "Invalid",
     429: "TooManyRequests",
     500: "InternalError",
+    502: "BadGateway",
+    503: "ServiceUnavailable",
+    504: "Timeout",
 }
 
 
@@ -212,6 +226,8 @@ class ApiServer:
         self.cluster = cluster
         self.lock = threading.RLock()
         self.tokens: set[str] | None = None if tokens is None else set(tokens)
+        # Injected failures (see "Endpoints" in the module docstring); the simulator's faults set it.
+        self.fault: Callable[[str, str], tuple[int, float | None] | None] | None = None
         self._history = history
         self._bookmark_every = bookmark_every
         self._dress = dress
@@ -448,6 +464,17 @@ class ApiServer:
                     raise _Failure(401, "Unauthorized")
             if route is None:
                 raise _Failure(404, "the server could not find the requested resource")
+            injected = self.fault(verb, resource) if self.fault is not None else None
+            if injected is not None:
+                status, retry_after = injected
+                if status == 0:
+                    self._count(verb, resource, 1, 0)
+                    handler.close_connection = True
+                    return
+                headers = {"Retry-After": str(max(1, round(retry_after)))} if retry_after is not None else {}
+                answer = _status(status, FAULT_MESSAGES.get(status, "injected"))
+                self._send(handler, status, answer, verb, resource, headers=headers)
+                return
             if verb == "watch":
                 self._watch(handler, route, query)
                 return
@@ -483,10 +510,21 @@ class ApiServer:
             return 200, self._delete_node(route.name)
         raise _Failure(405, f"{method} is not supported on {resource.plural}")
 
-    def _send(self, handler: _Handler, code: int, body: bytes, verb: str, resource: str) -> None:
+    def _send(
+        self,
+        handler: _Handler,
+        code: int,
+        body: bytes,
+        verb: str,
+        resource: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         self._count(verb, resource, 1, len(body))
         try:
             handler.send_response(code)
+            for name, value in (headers or {}).items():
+                handler.send_header(name, value)
             handler.send_header("Content-Type", "application/json")
             handler.send_header("Content-Length", str(len(body)))
             handler.end_headers()

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from nodewright.adapters.kube.client import from_cluster_info
-from nodewright.adapters.kube.cluster import ACTIVE_PODS, KubeApiError, KubeCluster
+from nodewright.adapters.kube.cluster import ACTIVE_PODS, RETRIES, KubeApiError, KubeCluster
 from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.pod import Pod
@@ -302,9 +302,10 @@ def test_a_following_adapter_converges_while_another_thread_churns_the_cluster_p
 def test_an_error_the_cluster_injects_reaches_the_adapter_as_its_status(
     cluster: InMemoryCluster, server: ApiServer
 ) -> None:
-    cluster.fail_next("delete_node")
+    # Every attempt fails: a 500 is transient, so the adapter sends it RETRIES more times first.
+    cluster.fail_next("delete_node", times=RETRIES + 1)
     with pytest.raises(KubeApiError, match=r"delete node node-1: HTTP 500: SimulatedApiError"):
-        adapter(server).delete_node("node-1")
+        adapter(server, sleep=lambda seconds: None).delete_node("node-1")
     assert cluster.get_node("node-1") is not None
 
 

@@ -35,17 +35,33 @@ Writing:
   * delete_node treats 404 as already deleted.
 
 Authentication: on a 401 the call asks `on_unauthorized` (e.g. `EksTokenSource.invalidate`) to
-drop the cached token and retries once. Every other failure raises `KubeApiError` naming the call.
+drop the cached token and retries once.
+
+Transient failures are sent again, up to `retries` times, before the call fails: a 429 that
+carries `Retry-After` (the API server's priority and fairness; an eviction's 429 from a PDB has
+none and means "blocked"), a 500 (but the eviction's several-PDB 500), 502, 503 and 504 (an API
+server restarting or overloaded, or its load balancer), and a request that got no answer
+(connection reset, read timeout). The wait is `Retry-After` (at most `MAX_RETRY_AFTER` seconds)
+or a jittered backoff. client-go's REST client does the same for 429/5xx with Retry-After; the
+Python client retries nothing, so without this one lost answer failed a whole drain step and the
+interruption message waited out its SQS visibility timeout. Every request the adapter sends is
+safe to repeat: reads; patches guarded by resourceVersion (a repeat of one that landed finds
+nothing to change); an eviction whose repeat finds the pod gone ("gone", counted as done); a node
+deletion whose repeat gets 404. Watches are not retried here (the watcher has its own backoff).
+`retried` counts the retries by status (0: no answer) and `retry_seconds` the time waited.
+Every other failure raises `KubeApiError` naming the call.
 
 Accounting: every request is counted by verb and resource with the bytes received (`usage`).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import gc
 import json
+import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
@@ -74,6 +90,13 @@ MERGE_PATCH = "application/merge-patch+json"
 _MULTIPLE_BUDGETS = "more than one PodDisruptionBudget"
 # How often a node write is recomputed after losing a resourceVersion race before giving up.
 _CONFLICT_RETRIES = 5
+# Transient answers (see "Transient failures" above): statuses, and 0 for no answer at all.
+TRANSIENT_STATUSES = frozenset({0, 429, 500, 502, 503, 504})
+RETRIES = 3
+# The longest Retry-After honoured, and the jittered backoff when there is none.
+MAX_RETRY_AFTER = 10.0
+_BACKOFF_BASE = 0.2
+_BACKOFF_CAP = 2.0
 
 
 class KubeApiError(Exception):
@@ -129,6 +152,9 @@ class KubeCluster:
         sync_timeout: float = 60.0,
         monotonic: Callable[[], float] = time.monotonic,
         barrier: Callable[[], Mapping[str, int]] | None = None,
+        retries: int = RETRIES,
+        sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, got {page_size}")
@@ -145,6 +171,11 @@ class KubeCluster:
         self._kinds = tuple(kinds)
         self._watchers: dict[str, Watcher] = {}
         self._barrier = barrier
+        self._retries = retries
+        self._sleep = sleep
+        self._jitter = jitter
+        self.retried: collections.Counter[int] = collections.Counter()
+        self.retry_seconds = 0.0
         # Every pod this cluster parses (lists and watches) shares the resource lists parsed so far.
         # The watch threads share it too: it only ever holds pure answers (dict reads and writes).
         self._pod_memo = RequestsMemo()
@@ -236,6 +267,7 @@ class KubeCluster:
                         **params,
                     ),
                     mapped=(410,),
+                    retry=False,
                 )
             except ApiException as error:
                 raise Gone(_status_message(error)) from error
@@ -401,12 +433,38 @@ class KubeCluster:
 
     # ------------------------------------------------------------------ internals
 
-    def _request(self, verb: str, resource: str, call: str, send: Callable[[], T], mapped: tuple[int, ...] = ()) -> T:
+    def _request(
+        self,
+        verb: str,
+        resource: str,
+        call: str,
+        send: Callable[[], T],
+        mapped: tuple[int, ...] = (),
+        *,
+        retry: bool = True,
+    ) -> T:
         """`send()`, counted as a `verb` on `resource`, retried once after a 401 when
-        `on_unauthorized` is set. ApiExceptions with a status in `mapped` propagate for the
-        caller to interpret; any other failure, transport errors (connection refused, TLS
+        `on_unauthorized` is set and, with `retry`, up to `retries` times after a transient
+        failure (see the module docstring). ApiExceptions with a status in `mapped` propagate for
+        the caller to interpret; any other failure, transport errors (connection refused, TLS
         verification, timeouts) included, raises KubeApiError.
         """
+        attempt = 0
+        while True:
+            try:
+                return self._request_once(verb, resource, call, send, mapped)
+            except (ApiException, KubeApiError) as error:
+                wait = _transient(error)
+                if not retry or wait is None or attempt >= self._retries:
+                    raise
+                delay = retry_delay(attempt, wait, self._jitter())
+                self.retried[_status_of(error)] += 1
+                self.retry_seconds += delay
+                self._sleep(delay)
+                attempt += 1
+
+    def _request_once(self, verb: str, resource: str, call: str, send: Callable[[], T], mapped: tuple[int, ...]) -> T:
+        """One `send()` (and its one retry after a 401): see `_request`."""
         try:
             self.meter.request(verb, resource)
             return send()
@@ -625,6 +683,50 @@ def _status_message(error: ApiException) -> str:
             return body.decode(errors="replace")[:500]
         return str(body)[:500]
     return str(error.reason or "no response")
+
+
+def retry_delay(attempt: int, retry_after: float, jitter: float) -> float:
+    """Seconds to wait before retry `attempt` (0-based) of a transient failure: its Retry-After
+    (at most `MAX_RETRY_AFTER`), or without one (0) full jitter (`jitter` in [0, 1)) doubling
+    from `_BACKOFF_BASE` up to `_BACKOFF_CAP`.
+    """
+    if retry_after > 0:
+        return min(retry_after, MAX_RETRY_AFTER)
+    return float(jitter * min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt))
+
+
+def _transient(error: ApiException | KubeApiError) -> float | None:
+    """How long to wait before sending again after `error` (0: no Retry-After, back off), or
+    None when it is not transient (see "Transient failures" in the module docstring).
+    """
+    if isinstance(error, KubeApiError):
+        cause = error.__cause__
+        if isinstance(cause, ApiException):
+            return _transient(cause)
+        return 0.0 if error.status == 0 else None
+    status = int(error.status or 0)
+    if status not in TRANSIENT_STATUSES:
+        return None
+    retry_after = _retry_after(error)
+    if status == 429:
+        return retry_after  # a PDB's refusal carries no Retry-After: not transient
+    if status == 500 and _MULTIPLE_BUDGETS in _status_message(error):
+        return None
+    return retry_after or 0.0
+
+
+def _retry_after(error: ApiException) -> float | None:
+    """The Retry-After header of an answer, in seconds (None when absent or not a number)."""
+    headers = error.headers or {}
+    value = headers.get("Retry-After") if hasattr(headers, "get") else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _status_of(error: ApiException | KubeApiError) -> int:
+    return int(error.status or 0)
 
 
 def _error(call: str, error: ApiException) -> KubeApiError:
