@@ -15,7 +15,8 @@ Role: the imperative shell around `nodewright.engine.disruption`. One Lambda inv
    leave each candidate/type pair out of later passes for `no_cheaper_memory` seconds, so a move
    that cannot save cannot repeat); cordon the candidates with `nodewright.io/disrupted=consolidation:
    NoSchedule` (`tainted`); wait until every replacement is Ready (timeout: untaint and abort);
-   drain the candidates with the interruption function's Drainer (`draining`); terminate the
+   drain the candidates with the interruption function's Drainer (`draining`; a budgeted drain
+   that PodDisruptionBudgets hold past `drain_timeout` is given up the same way); terminate the
    instances, delete the Nodes and the claim records (`terminating`); delete the record.
 
 Intent is recorded before each effect, so a crash resumes: a `computed` record is dropped (nothing
@@ -63,6 +64,13 @@ class ConsolidatorOptions:
     deadline_margin: float = 10.0
     lease_ttl: float = 120.0
     replacement_timeout: float = 600.0
+    # A budgeted drain (every method but expiration) still not over this long after it started is
+    # given up: the candidates are untainted and serve again. A PodDisruptionBudget that refuses
+    # every eviction (a workload with pods pending anywhere counts them as unavailable) would
+    # otherwise keep cordoned, for as long as it lasts, the very capacity those pods wait for.
+    drain_timeout: float = 300.0
+    # How long the candidates of a drain given up that way are left to the forceful methods only.
+    stalled_memory: float = 900.0
     # How long a candidate/type pair whose replacement came up no cheaper stays out of the options.
     no_cheaper_memory: float = 3600.0
     disruption: DisruptionOptions = field(default_factory=DisruptionOptions)
@@ -127,6 +135,8 @@ class Consolidator:
         # (candidate node, instance type) -> until when that type is no option for that node: its
         # replacement came up no cheaper. Held by the warm container, as the fingerprint is.
         self._no_cheaper: dict[tuple[str, str], float] = {}
+        # node -> until when: its drain stalled and was given up (see ConsolidatorOptions).
+        self._stalled: dict[str, float] = {}
         # What passes may reuse (node destinations, the solver's memos), held by the warm container.
         self._cache = DisruptionCache()
 
@@ -176,6 +186,7 @@ class Consolidator:
         now = self.clock.now()
         in_progress = frozenset(n for r in self.store.commands() for n in r.candidates)
         self._no_cheaper = {pair: until for pair, until in self._no_cheaper.items() if until > now}
+        self._stalled = {node: until for node, until in self._stalled.items() if until > now}
         return DisruptionInput(
             snapshot=snapshot,
             claims=tuple(self.store.claims()),
@@ -184,6 +195,7 @@ class Consolidator:
             blocked=self.store.blocked_offerings(now),
             in_progress=in_progress,
             no_cheaper=frozenset(self._no_cheaper),
+            stalled=frozenset(self._stalled),
             options=self.options.disruption,
         )
 
@@ -352,6 +364,8 @@ class Consolidator:
     def _drain(self, record: CommandRecord, report: ConsolidationReport) -> float:
         wait = 0.0
         done = True
+        stalled = record.budgeted and self.clock.now() - record.updated_at > self.options.drain_timeout
+        refused: dict[str, str] = {}
         for node in record.candidates:
             if self.cluster.get_node(node) is None:
                 continue
@@ -359,9 +373,19 @@ class Consolidator:
             if "do-not-disrupt" in step.kept.values():
                 self._abort(record, f"a do-not-disrupt pod appeared on {node}", report)
                 return 0.0
+            refused.update(step.blocked)
             if not step.done:
                 done = False
                 wait = max(wait, step.retry_in)
+        if not done and stalled:
+            why = f"the drain did not finish within {self.options.drain_timeout:g} s"
+            if refused:
+                pod, answer = min(refused.items())
+                why += f" ({len(refused)} eviction(s) refused, e.g. {pod}: {answer})"
+            until = self.clock.now() + self.options.stalled_memory
+            self._stalled.update(dict.fromkeys(record.candidates, until))
+            self._abort(record, why, report)
+            return 0.0
         if done:
             self.store.save_command(record.advanced("terminating", self.clock.now()))
         return wait

@@ -18,8 +18,9 @@ from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
 from nodewright.model.instance import Instance
 from nodewright.model.node import Node
+from nodewright.model.pod import Pod
 from nodewright.model.taints import Taint
-from nodewright.ports import Clock, LaunchRequest
+from nodewright.ports import Clock, Eviction, LaunchRequest
 from nodewright.sim.cloud import FakeCloudProvider
 from nodewright.sim.state import InMemoryStateStore
 from tests.builders import pod
@@ -320,3 +321,30 @@ def test_a_replacement_that_came_up_cheaper_is_kept_and_audited() -> None:
     assert came_up["outcome"] == "kept"
     assert came_up["launched"] == pytest.approx(came_up["promised"])
     assert came_up["launched"] < came_up["price"]
+
+
+def test_a_drain_a_budget_holds_past_the_drain_timeout_is_given_up_and_the_nodes_serve_again() -> None:
+    world = ConsolidationWorld()
+    world.node_with("a", 3)
+    world.node_with("b", 3)
+
+    def refused(pod: Pod) -> Eviction:
+        # Once the drain starts a budget refuses every eviction (as a workload's pods pending
+        # elsewhere make it do: they count as unavailable).
+        return Eviction(pod.key, "blocked", "Cannot evict pod as it would violate the pod's disruption budget.")
+
+    world.cluster.evict = refused  # type: ignore[method-assign]
+    report = world.run(400, drain_timeout=120.0)
+    assert report["aborted"], "the stalled drain was given up"
+    aborted = report["aborted"]
+    assert isinstance(aborted, dict)
+    assert all("did not finish within 120 s" in why and "refused" in why for why in aborted.values())
+    # Each node is tried once (a then b, or b then a): a stalled drain is not tried again at once.
+    assert len(aborted) <= 2
+    assert world.tainted() == [], "the candidates serve again"
+    assert world.store.commands() == []
+    assert world.cluster.lost_pods() == []
+    assert len(world.cluster.nodes()) == 2
+    rejected = {d["node"]: d["reason"] for d in world.observer.of("disruption-rejected")}
+    assert "drain stalled" in rejected["a"]
+    assert "drain stalled" in rejected["b"]

@@ -207,6 +207,8 @@ class ClusterView:
         blocker = next((p for p in pods if p.do_not_disrupt and not p.terminal and not p.deleting), None)
         if blocker is not None:
             return f"pod {blocker.key} is annotated karpenter.sh/do-not-disrupt", ""
+        if node.name in self.inp.stalled:
+            return "", "its last drain stalled (PodDisruptionBudgets refused the evictions) and was given up"
         nominated = self.inp.nominated.get(node.name)
         window = self.inp.options.nomination_window
         if nominated is not None and self.inp.now - nominated < window:

@@ -59,7 +59,9 @@ class DisruptionInput:
     maps EC2NodeClass names to the AMI ids they resolve to now; `blocked` are offerings the
     capacity-error cache holds; `in_progress` are nodes a running command already disrupts;
     `no_cheaper` are (node, instance type) pairs whose consolidation replacement came up no cheaper
-    (the controller rolled it back): that type is no replacement option for that node.
+    (the controller rolled it back): that type is no replacement option for that node; `stalled`
+    are nodes whose last drain PodDisruptionBudgets held until the controller gave it up: only
+    the forceful methods take them for a while.
     """
 
     snapshot: ClusterSnapshot
@@ -71,6 +73,7 @@ class DisruptionInput:
     blocked: frozenset[Offering] = frozenset()
     in_progress: frozenset[str] = frozenset()
     no_cheaper: frozenset[tuple[str, str]] = frozenset()
+    stalled: frozenset[str] = frozenset()
     options: DisruptionOptions = DisruptionOptions()
 
 
