@@ -151,6 +151,8 @@ class DeployConfig:
     # Private-endpoint clusters (docs/deploy.md, "Private cluster endpoint"): where the functions
     # run and how they reach the AWS APIs. Each id left empty is discovered at deploy time from
     # DescribeCluster's resourcesVpcConfig (and the subnets' route tables).
+    # Whether `cdk destroy` keeps the config table (with deletion protection), as by default.
+    retain_config_table: bool = True
     vpc_access: VpcAccess = VpcAccess.PUBLIC
     vpc_id: str | None = None
     vpc_subnet_ids: tuple[str, ...] = ()
@@ -265,6 +267,7 @@ _KEYS: Mapping[str, tuple[str, Callable[[object], Any]]] = {
     "requireImdsv2": ("require_imdsv2", _as_bool),
     "requireEncryptedVolumes": ("require_encrypted_volumes", _as_bool),
     "nodeSessionManager": ("node_session_manager", _as_bool),
+    "retainConfigTable": ("retain_config_table", _as_bool),
     "vpcAccess": ("vpc_access", _as_enum(VpcAccess)),
     "vpcId": ("vpc_id", _as_optional_str),
     "vpcSubnetIds": ("vpc_subnet_ids", _as_id_list),

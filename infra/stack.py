@@ -44,7 +44,7 @@ class NodewrightStack(cdk.Stack):
         )
         cluster = config.cluster_name
         code = function_code(source_root=source_root, install_dependencies=config.bundle_dependencies)
-        self.state = State(self, "State")
+        self.state = State(self, "State", retain_config_table=config.retain_config_table)
         self.access = ClusterAccess(self, "Access", cluster_name=cluster, session_manager=config.node_session_manager)
         # The same settings for every function, so the runtime's Settings.from_env is uniform.
         environment = {

@@ -36,12 +36,18 @@ class State(Construct):
     state_table: dynamodb.Table
     idempotency_table: dynamodb.Table
 
-    def __init__(self, scope: Construct, construct_id: str) -> None:
-        """Create the three tables (no props: their shape is part of the runtime contract)."""
+    def __init__(self, scope: Construct, construct_id: str, *, retain_config_table: bool = True) -> None:
+        """Create the three tables (their shape is part of the runtime contract).
+
+        `retain_config_table=False` (deploy key `retainConfigTable=false`) lets `cdk destroy`
+        delete the config table too: no deletion protection, removal policy DESTROY.
+        """
         super().__init__(scope, construct_id)
         # One item per document, keyed `Kind#name` (nodewright.adapters.aws.config_store);
-        # the operator's configuration: kept when the stack is deleted, and protected.
-        self.config_table = self._table("ConfigTable", "pk", deletion_protection=True, retain=True)
+        # the operator's configuration: by default kept when the stack is deleted, and protected.
+        self.config_table = self._table(
+            "ConfigTable", "pk", deletion_protection=retain_config_table, retain=retain_config_table
+        )
         # Working state is rebuilt from the cluster and EC2 on the next pass.
         self.state_table = self._table("StateTable", "pk", sort_key="sk", ttl=STATE_TTL_ATTRIBUTE)
         self.idempotency_table = self._table("IdempotencyTable", "id", ttl=IDEMPOTENCY_TTL_ATTRIBUTE)
