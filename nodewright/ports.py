@@ -181,6 +181,9 @@ class DrainRecord:
     only when its fields equal the record's (all but the attempt counter, which only paces the
     backoff). `expires` (epoch seconds) is when the record stops counting even if nothing deleted
     it: past every continuation the drain could still send.
+
+    One record per drain chain, not per instance: a rebalance recommendation and a spot warning
+    for the same instance each run their own chain, and neither may silence the other.
     """
 
     instance_id: str
@@ -191,6 +194,11 @@ class DrainRecord:
     origin: str
     replace_by: float | None
     expires: float
+
+    @property
+    def chain(self) -> str:
+        """The chain's key: the instance, the kind of event that started the drain, and when."""
+        return f"{self.instance_id}/{self.origin}/{self.started!r}"
 
 
 class StateStore(Protocol):
@@ -243,15 +251,15 @@ class StateStore(Protocol):
         ...
 
     def save_drain(self, record: DrainRecord) -> None:
-        """Write the drain record of `record.instance_id` (create or overwrite; one per instance)."""
+        """Write the record of the drain chain `record.chain` (create or overwrite)."""
         ...
 
-    def drain_record(self, instance_id: str, now: float) -> DrainRecord | None:
-        """The drain record of this instance, or None when there is none or it expired (expires <= now)."""
+    def drain_record(self, chain: str, now: float) -> DrainRecord | None:
+        """The record of this drain chain, or None when there is none or it expired (expires <= now)."""
         ...
 
-    def delete_drain(self, instance_id: str) -> None:
-        """Remove the drain record of this instance; a missing one counts as removed."""
+    def delete_drain(self, chain: str) -> None:
+        """Remove the record of this drain chain; a missing one counts as removed."""
         ...
 
 

@@ -20,12 +20,12 @@ the NodePool's rebalance policy and terminationGracePeriod, asks `action_for` wh
   minus the margin; when terminationGracePeriod bounds it earlier, at most the margin past it);
 - on `terminated`, removes the Node object and the claim record (in any order of arrival).
 
-Continuations are authenticated by state: before sending one, the controller writes the drain's
-record to the state table (`StateStore.save_drain`), and a continuation acts only when the record
-of its instance exists and holds the same drain (node, kind, deadline, start, origin, replacement
-time). Anything else, a forged message or one of a chain that a newer event replaced, is logged
+Continuations are authenticated by state: before sending one, the controller writes the record of
+its drain chain to the state table (`StateStore.save_drain`), and a continuation acts only when
+the record of its chain (instance, origin, start) exists and holds the same drain (node, kind,
+deadline, replacement time). Anything else, a forged message above all, is logged
 (`interruption-continuation-rejected`, with why) and dropped. The record is deleted after the
-drain's last effect and expires by TTL if a chain dies.
+chain's last effect and expires by TTL if a chain dies.
 
 Every step is idempotent: cordoning twice, evicting a gone pod, deleting a missing node or claim,
 terminating a terminated instance are all no-ops, so a redelivered message is safe.
@@ -244,7 +244,7 @@ class InterruptionController:
         node = self.cluster.get_node(cont.node)
         if node is None:
             record: dict[str, object] = {"node": cont.node, "action": "node gone: drain over"}
-            self.store.delete_drain(cont.instance_id)
+            self.store.delete_drain(_chain(cont))
         else:
             pool = self._pool(node.nodepool)
             policy = pool.rebalance_policy if pool else self.default_policy
@@ -293,16 +293,16 @@ class InterruptionController:
             self._retire(cont.instance_id, node, self._claim_of(cont.instance_id, node))
             record["terminated"] = cont.instance_id
         # Last: a crash before this line redelivers a continuation that the record still admits.
-        self.store.delete_drain(cont.instance_id)
+        self.store.delete_drain(_chain(cont))
         return record
 
     def _refusal(self, cont: Continuation) -> str:
         """Why `cont` may not act ("" when its drain record admits it)."""
-        recorded = self.store.drain_record(cont.instance_id, self.clock.now())
+        recorded = self.store.drain_record(_chain(cont), self.clock.now())
         if recorded is None:
-            return "no drain record for this instance: not sent by this function, or the drain is over"
+            return "no drain record for this chain: not sent by this function, or the drain is over"
         if _drain_record(cont, recorded.expires) != recorded:
-            return "does not match the drain record: not sent by this function, or a newer drain replaced it"
+            return "does not match its drain record: not sent by this function"
         return ""
 
     def _replaced(self, cont: Continuation, now: float) -> bool:
@@ -396,6 +396,11 @@ def _taken_at(cont: Continuation) -> float | None:
     if cont.origin in TAKEN_AT_A_KNOWN_TIME and cont.deadline:
         return cont.deadline + DEFAULT_MARGIN
     return None
+
+
+def _chain(cont: Continuation) -> str:
+    """The key of the drain chain `cont` belongs to."""
+    return _drain_record(cont, 0.0).chain
 
 
 def _drain_record(cont: Continuation, expires: float) -> DrainRecord:

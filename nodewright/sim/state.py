@@ -9,8 +9,8 @@ store says something about the real one:
     `release_lease` only removes it for its holder.
   * `block_offerings` never shortens a block; `blocked_offerings(now)` returns blocks with
     `until > now` (expired ones are dropped on read, as the DynamoDB store filters them).
-  * one drain record per instance, overwritten by `save_drain`; `drain_record(id, now)` returns
-    it only while `expires > now`.
+  * one drain record per chain (`DrainRecord.chain`), overwritten by `save_drain`;
+    `drain_record(chain, now)` returns it only while `expires > now`.
 
 What is faked: DynamoDB's per-item atomic conditional writes, with one lock around every
 method, so controllers racing in threads see exactly one winner. What is not faked: TTL deletion
@@ -120,20 +120,20 @@ class InMemoryStateStore:
             self._commands.pop(command_id, None)
 
     def save_drain(self, record: DrainRecord) -> None:
-        """Write the drain record of `record.instance_id` (create or overwrite)."""
+        """Write the record of the drain chain `record.chain` (create or overwrite)."""
         with self._lock:
-            self._drains[record.instance_id] = record
+            self._drains[record.chain] = record
 
-    def drain_record(self, instance_id: str, now: float) -> DrainRecord | None:
-        """The drain record of this instance, or None when absent or expired (expires <= now)."""
+    def drain_record(self, chain: str, now: float) -> DrainRecord | None:
+        """The record of this drain chain, or None when absent or expired (expires <= now)."""
         with self._lock:
-            record = self._drains.get(instance_id)
+            record = self._drains.get(chain)
             return record if record is not None and record.expires > now else None
 
-    def delete_drain(self, instance_id: str) -> None:
-        """Remove the drain record of this instance; a missing one counts as removed."""
+    def delete_drain(self, chain: str) -> None:
+        """Remove the record of this drain chain; a missing one counts as removed."""
         with self._lock:
-            self._drains.pop(instance_id, None)
+            self._drains.pop(chain, None)
 
     def lease_holder(self, name: str, now: float) -> str | None:
         """Who holds the lease `name` at `now`, or None (for tests and the simulator; not a port method)."""

@@ -342,33 +342,43 @@ def drain(instance_id: str = "i-0123456789abcdef0", **fields: Any) -> DrainRecor
 def test_a_drain_record_reads_back_exactly_until_it_expires(store: StateStore) -> None:
     record = drain()
     store.save_drain(record)
-    assert store.drain_record(record.instance_id, now=1_700_000_000.0) == record
-    assert store.drain_record(record.instance_id, now=1_700_003_600.0) == record
-    assert store.drain_record(record.instance_id, now=1_700_003_600.125) is None
+    assert store.drain_record(record.chain, now=1_700_000_000.0) == record
+    assert store.drain_record(record.chain, now=1_700_003_600.0) == record
+    assert store.drain_record(record.chain, now=1_700_003_600.125) is None
 
 
 def test_a_drain_record_without_a_replacement_time_reads_back_with_none(store: StateStore) -> None:
     record = drain(replace_by=None, drain="now", deadline=0.0)
     store.save_drain(record)
-    assert store.drain_record(record.instance_id, now=0.0) == record
+    assert store.drain_record(record.chain, now=0.0) == record
 
 
-def test_there_is_no_drain_record_for_an_instance_never_drained(store: StateStore) -> None:
+def test_there_is_no_drain_record_for_a_chain_never_started(store: StateStore) -> None:
     store.save_drain(drain("i-1"))
-    assert store.drain_record("i-2", now=0.0) is None
+    assert store.drain_record(drain("i-2").chain, now=0.0) is None
+    assert store.drain_record(drain("i-1", started=5.0).chain, now=0.0) is None
+
+
+def test_two_chains_of_one_instance_have_a_record_each(store: StateStore) -> None:
+    rebalance = drain("i-1", origin="rebalance", started=10.0, deadline=0.0)
+    warning = drain("i-1", origin="spot-interruption", started=20.0)
+    store.save_drain(rebalance)
+    store.save_drain(warning)
+    assert store.drain_record(rebalance.chain, now=0.0) == rebalance
+    assert store.drain_record(warning.chain, now=0.0) == warning
 
 
 def test_saving_a_drain_record_again_overwrites_it_and_extends_it(store: StateStore) -> None:
     store.save_drain(drain("i-1", expires=100.0))
     store.save_drain(drain("i-1", expires=200.0, node="other"))
-    assert store.drain_record("i-1", now=150.0) == drain("i-1", expires=200.0, node="other")
+    assert store.drain_record(drain("i-1").chain, now=150.0) == drain("i-1", expires=200.0, node="other")
 
 
 def test_deleting_a_drain_record_twice_or_one_never_made_is_fine(store: StateStore) -> None:
     store.save_drain(drain("i-1"))
     store.save_drain(drain("i-2"))
-    store.delete_drain("i-1")
-    store.delete_drain("i-1")
-    store.delete_drain("i-never")
-    assert store.drain_record("i-1", now=0.0) is None
-    assert store.drain_record("i-2", now=0.0) == drain("i-2")
+    store.delete_drain(drain("i-1").chain)
+    store.delete_drain(drain("i-1").chain)
+    store.delete_drain("i-never/none/0.0")
+    assert store.drain_record(drain("i-1").chain, now=0.0) is None
+    assert store.drain_record(drain("i-2").chain, now=0.0) == drain("i-2")

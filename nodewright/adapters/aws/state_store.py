@@ -10,7 +10,8 @@ infra/constructs/state.py):
     Blocked     <capacity type>/<type>/<zone>       capacity_type S, instance_type S, zone S,
                                                     until N, expires_at N
     Command     <command id>                        command S (JSON of CommandRecord), state S
-    Drain       <instance id>                       node S, drain S, deadline N, started N, origin S,
+    Drain       <chain: instance/origin/started>    instance_id S, node S, drain S, deadline N,
+                                                    started N, origin S,
                                                     replace_by N (absent when None), expires N,
                                                     expires_at N
 
@@ -30,8 +31,8 @@ DynamoDB decides the winner atomically and nothing is read-then-written in Pytho
   * `block_offerings`: put if absent or blocked until earlier, so a block is never shortened by
     a late writer with an older `until`.
 `save_claim` and `delete_claim` are plain writes (the claim's owner is the only writer), and so
-are `save_drain` and `delete_drain` (one drain chain per instance, written by the interruption
-function before each continuation it sends).
+are `save_drain` and `delete_drain` (a drain chain's record, written by the interruption function
+before each continuation it sends).
 
 Expiry: DynamoDB deletes items past `expires_at` lazily (often hours later), so readers never
 rely on it; `acquire_lease` compares `expires`, `blocked_offerings` filters on `until` and
@@ -299,10 +300,11 @@ class DynamoStateStore:
     # ------------------------------------------------------------------ drain records
 
     def save_drain(self, record: DrainRecord) -> None:
-        """Write the drain record of `record.instance_id` (create or overwrite)."""
+        """Write the record of the drain chain `record.chain` (create or overwrite)."""
         item: dict[str, Any] = {
             "pk": {"S": DRAIN},
-            "sk": {"S": record.instance_id},
+            "sk": {"S": record.chain},
+            "instance_id": {"S": record.instance_id},
             "node": {"S": record.node},
             "drain": {"S": record.drain},
             "deadline": {"N": _number(record.deadline)},
@@ -316,15 +318,15 @@ class DynamoStateStore:
             item["replace_by"] = {"N": _number(record.replace_by)}
         self._client.put_item(TableName=self.table_name, Item=item)
 
-    def drain_record(self, instance_id: str, now: float) -> DrainRecord | None:
-        """The drain record of this instance, or None when absent or expired (expires <= now).
+    def drain_record(self, chain: str, now: float) -> DrainRecord | None:
+        """The record of this drain chain, or None when absent or expired (expires <= now).
 
         A Query on the full key rather than GetItem: the same read the role already holds.
         """
         items = self._query(
             DRAIN,
-            sort_key=instance_id,
-            projection="sk, " + ", ".join(f"#{name}" for name in _DRAIN_FIELDS),
+            sort_key=chain,
+            projection="instance_id, " + ", ".join(f"#{name}" for name in _DRAIN_FIELDS),
             names={f"#{name}": name for name in _DRAIN_FIELDS},
             filter_expression="#expires > :now",
             values={":now": {"N": _number(now)}},
@@ -334,7 +336,7 @@ class DynamoStateStore:
         item = _readable(items[0], DRAIN)
         replace_by = item.get("replace_by")
         return DrainRecord(
-            instance_id=item["sk"]["S"],
+            instance_id=item["instance_id"]["S"],
             node=item["node"]["S"],
             drain=item["drain"]["S"],
             deadline=float(item["deadline"]["N"]),
@@ -344,9 +346,9 @@ class DynamoStateStore:
             expires=float(item["expires"]["N"]),
         )
 
-    def delete_drain(self, instance_id: str) -> None:
-        """Remove the drain record of this instance; a missing one counts as removed."""
-        self._client.delete_item(TableName=self.table_name, Key={"pk": {"S": DRAIN}, "sk": {"S": instance_id}})
+    def delete_drain(self, chain: str) -> None:
+        """Remove the record of this drain chain; a missing one counts as removed."""
+        self._client.delete_item(TableName=self.table_name, Key={"pk": {"S": DRAIN}, "sk": {"S": chain}})
 
     # ------------------------------------------------------------------ internals
 

@@ -90,11 +90,12 @@ def test_a_blocked_offering_item_is_keyed_by_its_offering_and_expires_with_it(
     )
 
 
-def test_a_drain_record_is_keyed_by_its_instance_and_expires_by_ttl(client: Any, store: DynamoStateStore) -> None:
+def test_a_drain_record_is_keyed_by_its_chain_and_expires_by_ttl(client: Any, store: DynamoStateStore) -> None:
     record = DrainRecord("i-1", "node-a", "now", 0.0, 1_700_000_000.5, "spot-interruption", None, 1_700_003_600.5)
     store.save_drain(record)
-    stored = item(client, "Drain", "i-1")
+    stored = item(client, "Drain", "i-1/spot-interruption/1700000000.5")
     assert stored is not None
+    assert stored["instance_id"] == {"S": "i-1"}
     assert stored["node"] == {"S": "node-a"}
     assert "replace_by" not in stored
     # Rounded up: TTL must never delete a record a continuation still needs.
