@@ -339,7 +339,12 @@ def stale_node(recorder: Recorder) -> None:
     clock = VirtualClock(1_767_571_200.0)
     cluster = InMemoryCluster(clock)
     cluster.add_node(
-        Node(name="gone", labels={wk.NODEPOOL: "default"}, provider_id="aws:///us-east-1a/i-0123456789abcdef0")
+        # Labelled as Nodewright labels its nodes: only those are its to delete.
+        Node(
+            name="gone",
+            labels={wk.NODEPOOL: "default", wk.NW_NODEPOOL: "default"},
+            provider_id="aws:///us-east-1a/i-0123456789abcdef0",
+        )
     )
     ca = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").decode()
     with ApiServer(cluster) as server, recorder.acting_as("provisioner"):
