@@ -126,6 +126,15 @@ class Ec2Hooks:
     def terminated(self, instance_ids: Sequence[str]) -> None:
         """These instances were terminated."""
 
+    def short_fleet(self) -> bool:
+        """True when this CreateFleet comes back short (a fault): fewer instances, plus Errors."""
+        return False
+
+    def effect(self, operation: str) -> None:
+        """EC2 carried out a whole CreateFleet or TerminateInstances for the caller (a fault may
+        stop the caller right after it).
+        """
+
 
 class SimulatedEc2:
     """moto's EC2 client that chooses what a CreateFleet launches as EC2 does, with capacity errors,
@@ -138,6 +147,9 @@ class SimulatedEc2:
         self._pool_of: dict[str, tuple[str, str, str]] = {}  # live instance -> (capacity type, type, zone)
         self._in_pool: Counter[tuple[str, str, str]] = Counter()
         self._zones: dict[str, str] = {}  # subnet id -> zone
+        # True while this EC2 calls moto for itself after the first call of a CreateFleet (the
+        # other pools' launches, a subnet lookup): one CreateFleet is one request to throttle.
+        self.quiet = False
 
     def create_fleet(self, **request: Any) -> dict[str, Any]:
         """CreateFleet `instant`: the scenario's capacity errors and pool depths, then EC2's
@@ -182,7 +194,15 @@ class SimulatedEc2:
                 pools.append(pool)
                 chosen[pool.position] = (config, override)
         allocation = allocate(pools, float(target.get("TotalTargetCapacity", 1)), strategy)
-        for pool in allocation.short:
+        short = list(allocation.short)
+        launches = list(allocation.launches)
+        if launches and self.hooks.short_fleet():
+            # EC2 fulfils an instant fleet partly: the last pool gets half of its share (none of
+            # one), and its shortfall comes back as an Errors entry.
+            pool, count = launches[-1]
+            launches[-1] = (pool, count // 2)
+            short.append(pool)
+        for pool in short:
             config, override = chosen[pool.position]
             errors.append(
                 _capacity_error(config, override, capacity_type, "InsufficientInstanceCapacity", zone=pool.zone)
@@ -196,19 +216,27 @@ class SimulatedEc2:
             if spec.get("ResourceType") == "instance"
             for t in spec.get("Tags", [])
         }
-        for pool, count in allocation.launches:
+        first = True
+        for pool, count in launches:
+            if count <= 0:
+                continue
             config, override = chosen[pool.position]
             bare = {k: v for k, v in override.items() if k not in ("WeightedCapacity", "Priority")}
-            answer = self._client.create_fleet(
-                **{
-                    **request,
-                    "TargetCapacitySpecification": {
-                        "TotalTargetCapacity": count,
-                        "DefaultTargetCapacityType": capacity_type,
-                    },
-                    "LaunchTemplateConfigs": [{**config, "Overrides": [bare]}],
-                }
-            )
+            self.quiet = not first
+            first = False
+            try:
+                answer = self._client.create_fleet(
+                    **{
+                        **request,
+                        "TargetCapacitySpecification": {
+                            "TotalTargetCapacity": count,
+                            "DefaultTargetCapacityType": capacity_type,
+                        },
+                        "LaunchTemplateConfigs": [{**config, "Overrides": [bare]}],
+                    }
+                )
+            finally:
+                self.quiet = False
             if not instances:
                 fleet_id = str(answer.get("FleetId", fleet_id))
             errors += list(answer.get("Errors") or [])
@@ -238,6 +266,7 @@ class SimulatedEc2:
                 launched=tuple(launched),
             )
         )
+        self.hooks.effect("CreateFleet")
         return {"FleetId": fleet_id, "Errors": errors, "Instances": instances}
 
     def terminate_instances(self, **request: Any) -> dict[str, Any]:
@@ -251,6 +280,7 @@ class SimulatedEc2:
             if key is not None:
                 self._in_pool[key] -= 1
         self.hooks.terminated(gone)
+        self.hooks.effect("TerminateInstances")
         return response
 
     def in_pool(self, capacity_type: str, instance_type: str, zone: str) -> int:
@@ -259,7 +289,12 @@ class SimulatedEc2:
 
     def _zone(self, subnet_id: str) -> str:
         if subnet_id and subnet_id not in self._zones:
-            for subnet in self._client.describe_subnets()["Subnets"]:
+            quiet, self.quiet = self.quiet, True
+            try:
+                subnets = self._client.describe_subnets()["Subnets"]
+            finally:
+                self.quiet = quiet
+            for subnet in subnets:
                 self._zones[str(subnet["SubnetId"])] = str(subnet["AvailabilityZone"])
         return self._zones.get(subnet_id, "")
 
@@ -340,10 +375,16 @@ class MirroredStateStore(DynamoStateStore):
         self._commands: dict[str, CommandRecord] = {}
 
     def create_claim(self, claim: NodeClaim) -> bool:
-        """DynamoDB's conditional put decides; the mirror follows."""
+        """DynamoDB's conditional put decides; the mirror follows. A refused put is looked up in
+        the table: the record may be this very claim, written by an attempt whose answer was lost.
+        """
         created = super().create_claim(claim)
         if created:
             self._put(claim)
+        elif claim.name not in self._claims:
+            stored = next((c for c in super().claims() if c.name == claim.name), None)
+            if stored is not None:
+                self._put(stored)
         return created
 
     def save_claim(self, claim: NodeClaim) -> None:
@@ -412,8 +453,11 @@ class MirroredStateStore(DynamoStateStore):
 class SimulatedLambda:
     """The Lambda client of the provisioner trigger: an Event invoke starts a provisioner run."""
 
-    def __init__(self, start: Callable[[str, dict[str, Any]], None]) -> None:
+    def __init__(
+        self, start: Callable[[str, dict[str, Any]], None], effect: Callable[[str], None] = lambda what: None
+    ) -> None:
         self._start = start
+        self._effect = effect
         self.invocations: list[tuple[str, dict[str, Any]]] = []
 
     def invoke(self, **request: Any) -> dict[str, Any]:
@@ -423,6 +467,7 @@ class SimulatedLambda:
         event = json.loads(payload.decode() if isinstance(payload, bytes) else str(payload))
         self.invocations.append((function, event))
         self._start(function, event)
+        self._effect("lambda:Invoke")
         return {"StatusCode": 202}
 
 
@@ -430,11 +475,15 @@ class Account:
     """The moto resources of one simulation (call `create` inside `mock_aws`)."""
 
     def __init__(self, session: Any) -> None:
-        self.ec2 = session.client("ec2", region_name=REGION)
-        self.ssm = session.client("ssm", region_name=REGION)
-        self.dynamodb = session.client("dynamodb", region_name=REGION)
-        self.sqs = session.client("sqs", region_name=REGION)
-        self.events = session.client("events", region_name=REGION)
+        from botocore.config import Config
+
+        # The functions' retry policy (nodewright.adapters.aws.session): what a throttled call meets.
+        config = Config(retries={"mode": "standard", "max_attempts": 5})
+        self.ec2 = session.client("ec2", region_name=REGION, config=config)
+        self.ssm = session.client("ssm", region_name=REGION, config=config)
+        self.dynamodb = session.client("dynamodb", region_name=REGION, config=config)
+        self.sqs = session.client("sqs", region_name=REGION, config=config)
+        self.events = session.client("events", region_name=REGION, config=config)
         self.queue_url = ""
         self.queue_arn = ""
         self.images: dict[str, str] = {}

@@ -6,7 +6,10 @@
   until something changes (the provisioner polls every second; most polls find the cluster as it
   was), and it reports every eviction and Node deletion to the world's audit *before* it happens
   (what was on the node, which budgets allowed what), which is where PDB and do-not-disrupt
-  violations are counted.
+  violations are counted. For the scenario's faults it asks `before_request(verb, call)` before
+  each request the real adapter would send (list, evict, patch), which may raise the adapter's
+  `KubeApiError` (a 429 on an eviction is "blocked", as the adapter maps it), and tells
+  `after_effect(what)` after each write, where a crash may stop the caller.
 * `KubeScheduler` binds pending pods to Ready, schedulable nodes with the engine's own
   predicates: `nodewright.engine.scheduling.solve` with no NodePools, only the existing nodes and
   their bound pods; what it places on a node is bound there, the rest is marked Unschedulable
@@ -30,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from nodewright.adapters.kube.cluster import KubeApiError
 from nodewright.engine.scheduling import SchedulingInput, SolverCache, Strategy, solve
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
@@ -67,6 +71,8 @@ class SimulatedCluster(InMemoryCluster):
         self.before_evict: Callable[[Pod], None] = lambda pod: None
         self.after_evict: Callable[[Pod, Eviction], None] = lambda pod, result: None
         self.before_delete_node: Callable[[str], None] = lambda name: None
+        self.before_request: Callable[[str, str], None] = lambda verb, call: None
+        self.after_effect: Callable[[str], None] = lambda what: None
 
     def snapshot_unrecorded(self) -> ClusterSnapshot:
         """The API server's snapshot, the same object until something in it changes."""
@@ -92,19 +98,47 @@ class SimulatedCluster(InMemoryCluster):
 
     def evict(self, pod: Pod) -> Eviction:
         """The Eviction API, audited."""
+        try:
+            self.before_request("evict", f"evict pod {pod.key}")
+        except KubeApiError as error:
+            if error.status == 429:
+                return Eviction(pod.key, "blocked", f"{error.message} (429)")
+            raise
         current = self.get_pod(pod.key)
         if current is not None:
             self.before_evict(current)
         result = super().evict(pod)
         if current is not None:
             self.after_evict(current, result)
+        if result.outcome == "evicted":
+            self.after_effect("evict")
         return result
 
     def delete_node(self, name: str) -> None:
         """Delete the Node (its pods go with it), audited."""
-        if self.get_node(name) is not None:
+        existed = self.get_node(name) is not None
+        if existed:
             self.before_delete_node(name)
         super().delete_node(name)
+        if existed:
+            self.after_effect("delete node")
+
+    def cordon(self, name: str, taint: Taint | None = None) -> None:
+        """Cordon (a node patch)."""
+        self.before_request("patch", f"cordon node {name}")
+        super().cordon(name, taint)
+        self.after_effect("cordon")
+
+    def uncordon(self, name: str, taint_key: str | None = None) -> None:
+        """Uncordon (a node patch)."""
+        self.before_request("patch", f"uncordon node {name}")
+        super().uncordon(name, taint_key)
+        self.after_effect("uncordon")
+
+    def pods_on(self, node: str) -> list[Pod]:
+        """The pods on a node (a LIST with a field selector, for the adapter)."""
+        self.before_request("list", "list pods")
+        return super().pods_on(node)
 
     def remove_pods(self, pods: Sequence[Pod]) -> None:
         """Delete pods for good (a scale-down): their controller does not recreate them."""

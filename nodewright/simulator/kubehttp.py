@@ -11,18 +11,27 @@ on a virtual clock. Each adapter gets a barrier (`KubeCluster(barrier=...)`): be
 from its store it waits until its watches have delivered the emulator's latest resourceVersion
 of each kind, so a function reads what the cluster holds at that virtual instant, as the
 in-memory path does, and two runs of a scenario decide the same.
+
+Faults: `fault(verb, resource)` is handed to the emulator (it answers a request with an error
+status or hangs up, and the real adapter meets that); `alive()` is asked before and `effect(what)`
+told after each write an adapter makes, in the calling function's thread, where a crash may
+stop it.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from nodewright.adapters.kube.client import from_cluster_info
 from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.kube.store import KINDS
 from nodewright.model.cluster import ClusterInfo
+from nodewright.model.pod import Pod
+from nodewright.model.taints import Taint
+from nodewright.ports import Eviction
 from nodewright.sim.apiserver import ApiServer
 from nodewright.sim.cluster import InMemoryCluster
 
@@ -30,12 +39,61 @@ from nodewright.sim.cluster import InMemoryCluster
 _CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").decode()
 
 
+class EffectsKubeCluster(KubeCluster):
+    """The real adapter, telling `effect(what)` after each write it made and asking `alive()`
+    before (see the module docstring).
+    """
+
+    def __init__(self, *args: Any, alive: Callable[[], None], effect: Callable[[str], None], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._alive = alive
+        self._effect = effect
+
+    def cordon(self, name: str, taint: Taint | None = None) -> None:
+        """The adapter's cordon, then the effect."""
+        self._alive()
+        super().cordon(name, taint)
+        self._effect("cordon")
+
+    def uncordon(self, name: str, taint_key: str | None = None) -> None:
+        """The adapter's uncordon, then the effect."""
+        self._alive()
+        super().uncordon(name, taint_key)
+        self._effect("uncordon")
+
+    def evict(self, pod: Pod) -> Eviction:
+        """The adapter's eviction, then the effect (when one was made)."""
+        self._alive()
+        result = super().evict(pod)
+        if result.outcome == "evicted":
+            self._effect("evict")
+        return result
+
+    def delete_node(self, name: str) -> None:
+        """The adapter's node deletion, then the effect."""
+        self._alive()
+        super().delete_node(name)
+        self._effect("delete node")
+
+
 class HttpCluster:
     """The emulator serving `cluster`, and the adapters the functions use to reach it."""
 
-    def __init__(self, cluster: InMemoryCluster) -> None:
+    def __init__(
+        self,
+        cluster: InMemoryCluster,
+        *,
+        fault: Callable[[str, str], tuple[int, float | None] | None] | None = None,
+        alive: Callable[[], None] = lambda: None,
+        effect: Callable[[str], None] = lambda what: None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.server = ApiServer(cluster)
+        self.server.fault = fault
         self.adapters: dict[str, KubeCluster] = {}
+        self._alive = alive
+        self._effect = effect
+        self._sleep = sleep
 
     def start(self) -> None:
         """Serve the cluster (its objects so far become the first LIST)."""
@@ -50,8 +108,13 @@ class HttpCluster:
             def latest() -> Mapping[str, int]:
                 return {kind: server.latest(kind) for kind in kinds}
 
-            self.adapters[function] = KubeCluster(
-                from_cluster_info(info, lambda: "simulator"), kinds=kinds, barrier=latest
+            self.adapters[function] = EffectsKubeCluster(
+                from_cluster_info(info, lambda: "simulator"),
+                kinds=kinds,
+                barrier=latest,
+                alive=self._alive,
+                effect=self._effect,
+                sleep=self._sleep,
             )
         return self.adapters[function]
 

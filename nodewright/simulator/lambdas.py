@@ -147,11 +147,18 @@ class Lambdas:
         event: dict[str, Any],
         timeout: float,
         on_done: Callable[[Invocation], None] | None = None,
+        *,
+        kill_at: float | None = None,
     ) -> Invocation:
-        """Start an invocation now and run it until it first sleeps or finishes."""
+        """Start an invocation now and run it until it first sleeps or finishes.
+
+        `kill_at` (a fault) stops it earlier than its timeout, at its first sleep past that time,
+        while its context still reports the full timeout: Lambda killed it where it was.
+        """
         now = self.clock.now()
         request_id = str(uuid.UUID(int=next(self._ids)))
-        invocation = Invocation(function, request_id, now, now + timeout, on_done)
+        deadline = now + timeout if kill_at is None else min(now + timeout, kill_at)
+        invocation = Invocation(function, request_id, now, deadline, on_done)
         context = LambdaContext(function, request_id, now + timeout, self.clock, self.memory.get(function, 1024))
         invocation.thread = threading.Thread(
             target=self._body, args=(invocation, handler, event, context), name=f"{function}-{request_id[-6:]}"

@@ -220,6 +220,7 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
             ),
             Block("table", rows=tuple(rows)),
         ]
+    blocks += _faults(summary)
     if recorder.errors:
         blocks.append(Block("h2", f"Handler errors ({len(recorder.errors)})"))
         for error in recorder.errors[:3]:
@@ -227,6 +228,43 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
             blocks.append(Block("pre", error["trace"]))
     blocks += _method(world, end)
     return blocks
+
+
+def _faults(summary: dict[str, Any]) -> list[Block]:
+    """The faults injected (the scenario's `faults:`), what each kind cost, and the audit of
+    duplicate and orphan instances and claims.
+    """
+    faults = summary.get("faults") or {}
+    by_kind = faults.get("by_kind") or {}
+    audit = faults.get("audit") or {}
+    if not by_kind:
+        return []
+    rows: list[tuple[str, ...]] = [("kind", "injected", "retries", "delay", "invocations failed after it")]
+    for kind, tally in by_kind.items():
+        rows.append(
+            (
+                kind,
+                str(tally["injected"]),
+                str(tally["retries"]),
+                f"{tally['delay_seconds']:.1f} s",
+                str(tally["failed_invocations"]),
+            )
+        )
+    duplicates = audit.get("duplicate_instances") or {}
+    found = [
+        f"claims with more than one instance: {len(duplicates)}"
+        + (f" ({', '.join(sorted(duplicates)[:5])})" if duplicates else ""),
+        f"orphan instances: {len(audit.get('orphan_instances') or [])}",
+        f"orphan claims: {len(audit.get('orphan_claims') or [])}",
+    ]
+    when = f"at {format_duration(round(audit.get('at_seconds', 0)))}"
+    note = f" ({audit['note']})" if audit.get("note") else " (15 minutes after the last fault window closed)"
+    return [
+        Block("h2", "Faults injected"),
+        Block("table", rows=tuple(rows)),
+        Block("p", f"Audit {when}{note}:"),
+        Block("list", items=tuple(found)),
+    ]
 
 
 def _moves(moves: dict[str, Any]) -> str:

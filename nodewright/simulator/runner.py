@@ -125,6 +125,7 @@ def run_scenario(
             summary["cpu_seconds"] = round(time.process_time() - cpu_started, 2)
             summary["self_cost"] = _self_cost(world, calls)
             summary["invocation_cpu_seconds"] = _invocation_cpu(world)
+            summary["faults"] = world.faults.summary()
             if world.http is not None:
                 summary["kube_api"] = world.http.usage(scenario.duration)
             summary = {

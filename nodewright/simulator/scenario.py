@@ -57,15 +57,18 @@ position, so a seed replays the same faults for the same calls:
                                                       or ThrottlingException)
     dynamodb-conditional  a conditional write         the write lands but its answer is lost; the
                                                       SDK's retry meets ConditionalCheckFailed
-    crash                 an invocation of `functions` killed right after a random effect (an
-                                                      AWS or Kubernetes write), as a dying Lambda
+    crash                 an effect (an AWS or         the invocation of `functions` that made it
+                          Kubernetes write)           dies right after it, as a dying Lambda
     timeout               an invocation of `functions` killed at a random point before its deadline
     sqs-duplicate         an interruption message     delivered a second time, later
-    sqs-reorder           an interruption message     held back, delivered after later ones
+    sqs-reorder           an interruption message     held back up to a minute, delivered after later ones
 
 `verbs` are list, watch, evict and patch (default all four). With `kube_api: inmemory` the
-in-memory cluster raises what the real adapter raises for those answers (watch faults need
-`kube_api: http`, where the API emulator answers them to the real adapter).
+in-memory cluster does with those answers what the real adapter does (retries, then raises its
+error); watch faults need `kube_api: http`, where the API emulator answers them to the real
+adapter. How each kind enters and what is counted: nodewright/simulator/faults.py. summary.json's
+`faults` block has, per kind, what was injected and what it cost, and an audit of duplicate and
+orphan instances and claims 15 minutes after the last fault window (`Scenario.faults_end`).
 
 Validation reports every problem at once, each naming the file, line and field, like the rest of
 the project's configuration (`nodewright.config.problems`); NodePools and EC2NodeClasses go through

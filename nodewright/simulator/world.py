@@ -42,6 +42,7 @@ from types import ModuleType
 from typing import Any
 
 from nodewright.adapters.aws.ec2 import NODECLAIM_TAG, NODEPOOL_TAG
+from nodewright.adapters.aws.retry import Backoff
 from nodewright.adapters.kube.store import KINDS, NODES
 from nodewright.adapters.offline_catalog import load_catalog
 from nodewright.controllers.observe import RecordingObserver
@@ -81,6 +82,7 @@ from nodewright.simulator.aws import (
     SimulatedLambda,
     instance_arn,
 )
+from nodewright.simulator.faults import ORPHAN_GRACE_SECONDS, Faults, audit_claims
 from nodewright.simulator.foreign import add_initial_nodes
 from nodewright.simulator.kube import Deployments, KubeScheduler, SimulatedCluster, node_for, registration
 from nodewright.simulator.kubehttp import HttpCluster
@@ -195,8 +197,22 @@ class World(Ec2Hooks):
         self.cluster.before_evict = self._before_evict
         self.cluster.after_evict = self._after_evict
         self.cluster.before_delete_node = lambda name: self._audit_node(name, "Node deleted through the API")
+        # The scenario's faults meet the functions at the cluster's and AWS's edges (faults.py).
+        self.faults = Faults(scenario, self.lambdas)
+        self.cluster.before_request = self.faults.kube
+        self.cluster.after_effect = self.faults.effect
         # With `kube_api: http` the functions reach the cluster through the real adapter over HTTP.
-        self.http = HttpCluster(self.cluster) if scenario.kube_api == "http" else None
+        self.http = (
+            HttpCluster(
+                self.cluster,
+                fault=self.faults.api_fault,
+                alive=self.faults.check_alive,
+                effect=self.faults.effect,
+                sleep=self.faults.kube_sleep,
+            )
+            if scenario.kube_api == "http"
+            else None
+        )
         self.scheduler = KubeScheduler(self.cluster)
         self.deployments = Deployments(self.cluster, scenario.workloads)
         self.account = Account(session)
@@ -240,6 +256,8 @@ class World(Ec2Hooks):
                 self.loop.at(scenario.start + t, partial(self._scale, workload.key, t))
         for index, interruption in enumerate(scenario.interruptions):
             self.loop.at(scenario.start + interruption.at, partial(self._interrupt, interruption, index))
+        if scenario.faults_end is not None and scenario.faults_end + ORPHAN_GRACE_SECONDS <= scenario.duration:
+            self.loop.at(scenario.start + scenario.faults_end + ORPHAN_GRACE_SECONDS, self._audit_claims)
         for name in ("provisioner", "consolidator"):
             settings = getattr(scenario, name)
             if name in self.handlers and settings.rate > 0:
@@ -252,8 +270,16 @@ class World(Ec2Hooks):
         scenario = self.scenario
         ec2 = SimulatedEc2(self.account.ec2, self)
         ssm = PublicParameters(self.account.ssm, self.account.images)
+        clients = {"ec2": self.account.ec2, "dynamodb": self.account.dynamodb, "sqs": self.account.sqs}
+        self.faults.install(clients, lambda: ec2.quiet)
         cloud = MirroredCloud(
-            ec2, ssm, CLUSTER, instance_profile=NODE_INSTANCE_PROFILE, clock=self.clock, registry=self._live_instances
+            ec2,
+            ssm,
+            CLUSTER,
+            instance_profile=NODE_INSTANCE_PROFILE,
+            clock=self.clock,
+            registry=self._live_instances,
+            backoff=Backoff(sleep=self.faults.sleep, random=self.faults.jitter),
         )
         self.ec2 = ec2
         self.cloud = cloud
@@ -330,7 +356,7 @@ class World(Ec2Hooks):
         from nodewright.adapters.idempotency import EventDeduplicator
         from nodewright.controllers.interruption import InterruptionController
 
-        lambda_client = SimulatedLambda(self._async_invoke)
+        lambda_client = SimulatedLambda(self._async_invoke, self.faults.effect)
         controller = InterruptionController(
             cluster=self._cluster_for("interruption", (NODES,)),
             store=store,
@@ -363,6 +389,7 @@ class World(Ec2Hooks):
         """Hand the functions back their own controllers (built from the environment on next use)."""
         if self.http is not None:
             self.http.stop()
+        self.faults.close()
         for name, module in self.modules.items():
             module.configure(None)
             logger = getattr(module, "logger", None)
@@ -383,6 +410,9 @@ class World(Ec2Hooks):
                 progress(t - self.scenario.start)
         self.lambdas.shutdown()
         self._after_step()
+        if not self.faults.audit:
+            late = self.scenario.faults_end is not None
+            self._audit_claims(f"run ended less than {ORPHAN_GRACE_SECONDS:g} s after the last fault" if late else "")
         for name, seconds in self.lambdas.wall.items():
             self.recorder.wall[name] += seconds
         if self.store is not None:
@@ -439,15 +469,20 @@ class World(Ec2Hooks):
     ) -> Invocation:
         self.recorder.invocations[name] += 1
         timeout = getattr(self.scenario, name).timeout
+        kill_at = self.faults.kill_at(name, self.clock.now(), timeout)
 
         def done(invocation: Invocation) -> None:
             self._finished(invocation)
             if after is not None:
                 after(invocation)
 
-        return self.lambdas.invoke(name, self.handlers[name], event, timeout, done)
+        invocation = self.lambdas.invoke(name, self.handlers[name], event, timeout, done, kill_at=kill_at)
+        if kill_at is not None:
+            self.faults.doomed(invocation)
+        return invocation
 
     def _finished(self, invocation: Invocation) -> None:
+        self.faults.finished(invocation)
         if invocation.error is not None:
             self.recorder.errors.append(
                 {
@@ -615,7 +650,7 @@ class World(Ec2Hooks):
         messages = response.get("Messages") or []
         if not messages:
             return False
-        records = [
+        records: list[Mapping[str, Any]] = [
             {
                 "messageId": m["MessageId"],
                 "receiptHandle": m["ReceiptHandle"],
@@ -629,8 +664,23 @@ class World(Ec2Hooks):
             }
             for m in messages
         ]
-        self._invoke("interruption", {"Records": records}, lambda done: self._acknowledge(done, records))
+        records, duplicates = self.faults.deliveries(records, self._hold)
+        for delay, record in duplicates:
+            # A second delivery of the same message: nothing to acknowledge (its receipt is spent).
+            self.loop.at(now + delay, partial(self._start, "interruption", {"Records": [record]}))
+        if not records:
+            return False
+        batch = records
+        self._invoke("interruption", {"Records": list(batch)}, lambda done: self._acknowledge(done, batch))
         return True
+
+    def _hold(self, record: Mapping[str, Any], seconds: float) -> None:
+        """Deliver a received message `seconds` later instead, after others: put back as a delayed
+        copy, so holding it does not count as a receive (the redrive policy counts those).
+        """
+        sqs, queue = self.account.sqs, self.account.queue_url
+        sqs.delete_message(QueueUrl=queue, ReceiptHandle=str(record["receiptHandle"]))
+        sqs.send_message(QueueUrl=queue, MessageBody=str(record["body"]), DelaySeconds=min(900, round(seconds)))
 
     def _next_delivery(self) -> float | None:
         times = [max(m.visible_at, m.delayed_until) / 1000 for m in list(self._queue._messages)]
@@ -671,6 +721,14 @@ class World(Ec2Hooks):
     def spot_depth(self, instance_type: str, zone: str) -> int | None:
         """The spot capacity the scenario drew for the pool."""
         return self.scenario.pool_depth(instance_type, zone)
+
+    def short_fleet(self) -> bool:
+        """An `ec2-partial-fleet` fault strikes this CreateFleet (only a function's)."""
+        return self.faults.invocation() is not None and self.faults.draw("ec2-partial-fleet", "ec2:fleet") is not None
+
+    def effect(self, operation: str) -> None:
+        """A whole CreateFleet or TerminateInstances was carried out: a crash may follow."""
+        self.faults.effect(f"ec2:{operation}")
 
     def fleet(self, call: FleetCall) -> None:
         """Audit each instance the fleet started against the cheapest override it allowed."""
@@ -925,11 +983,18 @@ class World(Ec2Hooks):
                 Violation(self.clock.now() - self.scenario.start, "do-not-disrupt", pod.key, pod.node_name, "evicted")
             )
 
+    def _audit_claims(self, note: str = "") -> None:
+        """Duplicate and orphan instances and claims (`faults.audit_claims`), into the faults block."""
+        claims = self.store.claims() if self.store is not None else []
+        now = self.clock.now()
+        self.faults.audit = audit_claims(self.recorder.instances, claims, now, at=now - self.scenario.start, note=note)
+
     def _audit_node(self, node: str, how: str) -> None:
         """Pods about to go with `node`: count those no budget allowed to go, and do-not-disrupt ones."""
         if node in self._forced:
             return
-        pods = [p for p in self.cluster.pods_on(node) if reschedulable(p)]
+        with self.faults.quiet():  # the audit's own read, not the function's
+            pods = [p for p in self.cluster.pods_on(node) if reschedulable(p)]
         if not pods:
             return
         at = self.clock.now() - self.scenario.start
