@@ -65,15 +65,16 @@ def test_records_written_now_carry_their_schema_version_and_read_back(table: Any
     assert drain is not None
 
     store.save_command(command.advanced("launching", 1767571230.0))
-    store.save_drain(drain)
+    store.save_drain(drain)  # written in today's layout, under its chain key
     store.save_claim(store.claims()[0])
 
     items = {(i["pk"]["S"], i["sk"]["S"]): i for i in table.scan(TableName=TABLE)["Items"]}
     assert items[("Command", "cmd-1")]["schema"] == {"N": str(ITEM_SCHEMA)}
-    assert items[("Drain", "i-0aaaaaaaaaaaaaaa2")]["schema"] == {"N": str(ITEM_SCHEMA)}
+    assert items[("Drain", drain.chain)]["schema"] == {"N": str(ITEM_SCHEMA)}
     assert json.loads(items[("NodeClaim", "default-1")]["claim"]["S"])["schema"] == SCHEMA
     assert store.commands()[0].state == "launching"
-    assert store.drain_record("i-0aaaaaaaaaaaaaaa2", now=1767571260.0) == drain
+    assert items[("Drain", drain.chain)]["instance_id"] == {"S": "i-0aaaaaaaaaaaaaaa2"}
+    assert store.drain_record(drain.chain, now=1767571260.0) == drain
 
 
 def test_a_record_from_a_newer_version_is_refused_naming_it(table: Any) -> None:
@@ -81,7 +82,8 @@ def test_a_record_from_a_newer_version_is_refused_naming_it(table: Any) -> None:
     item = next(i for i in json.loads(FIXTURE.read_text())["items"] if i["pk"]["S"] == "Command")
     table.put_item(TableName=TABLE, Item={**item, "schema": {"N": str(ITEM_SCHEMA + 1)}})
 
-    with pytest.raises(InvalidValue, match=r"Command 'cmd-1': schema version 2 is newer than 1"):
+    newer_than = rf"Command 'cmd-1': schema version {ITEM_SCHEMA + 1} is newer than {ITEM_SCHEMA}"
+    with pytest.raises(InvalidValue, match=newer_than):
         store.commands()
 
     claim = next(i for i in json.loads(FIXTURE.read_text())["items"] if i["sk"]["S"] == "default-1")

@@ -15,8 +15,12 @@ infra/constructs/state.py):
                                                     replace_by N (absent when None), expires N,
                                                     expires_at N
 
-Schema versions: Command and Drain items carry `schema` N (`ITEM_SCHEMA`, 1 now); an item without
-it was written before versions were recorded (version 0, the same layout) and is read as it is.
+Schema versions: Command and Drain items carry `schema` N (`ITEM_SCHEMA`); an item without it was
+written before versions were recorded (version 0). Versions: 0 and 1, a Drain item is keyed by its
+instance id and has no `instance_id` attribute (read from `sk`); 2, keyed by its chain
+(instance/origin/started) with `instance_id`. A record of the older layout is found only by its
+instance id, so a drain chain in flight across that upgrade is not recognised by its next
+continuation (the drain stops; the instance's next event starts a new one).
 NodeClaim records carry theirs inside the claim JSON (nodewright.model.codec.SCHEMA). A reader
 takes every version up to its own and refuses a newer one with InvalidValue naming the item:
 acting on a record whose meaning it does not know (a half-finished command, a drain) is worse than
@@ -78,7 +82,7 @@ COMMAND = "Command"
 DRAIN = "Drain"
 TTL_ATTRIBUTE = "expires_at"
 # The item layout version written on Command and Drain items (see "Schema versions" above).
-ITEM_SCHEMA = 1
+ITEM_SCHEMA = 2
 SCHEMA_ATTRIBUTE = "schema"
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 # Read through aliases: a plain word in a ProjectionExpression fails when DynamoDB reserves it.
@@ -326,7 +330,7 @@ class DynamoStateStore:
         items = self._query(
             DRAIN,
             sort_key=chain,
-            projection="instance_id, " + ", ".join(f"#{name}" for name in _DRAIN_FIELDS),
+            projection="sk, instance_id, " + ", ".join(f"#{name}" for name in _DRAIN_FIELDS),
             names={f"#{name}": name for name in _DRAIN_FIELDS},
             filter_expression="#expires > :now",
             values={":now": {"N": _number(now)}},
@@ -335,8 +339,10 @@ class DynamoStateStore:
             return None
         item = _readable(items[0], DRAIN)
         replace_by = item.get("replace_by")
+        # Layouts 0 and 1 keyed the record by the instance id and did not repeat it.
+        instance_id = item.get("instance_id", item["sk"])["S"]
         return DrainRecord(
-            instance_id=item["instance_id"]["S"],
+            instance_id=instance_id,
             node=item["node"]["S"],
             drain=item["drain"]["S"],
             deadline=float(item["deadline"]["N"]),
