@@ -159,16 +159,24 @@ class DynamoStateStore:
         }
 
     def create_claim(self, claim: NodeClaim) -> bool:
-        """Record a claim before its launch; False (and no change) when one of that name exists."""
+        """Record a claim before its launch; False (and no change) when another claim of that name
+        exists. Finding this very claim recorded counts as created: that is this write retried
+        after its answer was lost (the SDK retries a timed-out PutItem, and the retry meets the
+        condition the first attempt made false). Answering False there made the provisioner skip
+        its own claim, which waited for housekeeping to abandon it while its pods waited.
+        """
+        item = self._claim_item(claim)
         try:
             self._client.put_item(
                 TableName=self.table_name,
-                Item=self._claim_item(claim),
+                Item=item,
                 ConditionExpression="attribute_not_exists(pk)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
             if _condition_failed(error):
-                return False
+                stored = error.response.get("Item") or {}
+                return all(stored.get(key) == value for key, value in item.items())
             raise
         return True
 
