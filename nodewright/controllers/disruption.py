@@ -16,7 +16,7 @@ Role: the imperative shell around `nodewright.engine.disruption`. One Lambda inv
    that cannot save cannot repeat); cordon the candidates with `nodewright.io/disrupted=consolidation:
    NoSchedule` (`tainted`); wait until every replacement is Ready (timeout: untaint and abort);
    drain the candidates with the interruption function's Drainer (`draining`; a budgeted drain
-   that PodDisruptionBudgets hold past `drain_timeout` is given up the same way); terminate the
+   that PodDisruptionBudgets let evict nothing for `drain_timeout` is given up the same way); terminate the
    instances, delete the Nodes and the claim records (`terminating`); delete the record.
 
 Intent is recorded before each effect, so a crash resumes: a `computed` record is dropped (nothing
@@ -64,10 +64,11 @@ class ConsolidatorOptions:
     deadline_margin: float = 10.0
     lease_ttl: float = 120.0
     replacement_timeout: float = 600.0
-    # A budgeted drain (every method but expiration) still not over this long after it started is
-    # given up: the candidates are untainted and serve again. A PodDisruptionBudget that refuses
-    # every eviction (a workload with pods pending anywhere counts them as unavailable) would
-    # otherwise keep cordoned, for as long as it lasts, the very capacity those pods wait for.
+    # A budgeted drain (every method but expiration) that evicted nothing for this long is given
+    # up: the candidates are untainted and serve again. A PodDisruptionBudget that refuses every
+    # eviction (a workload with pods pending anywhere counts them as unavailable) would otherwise
+    # keep cordoned, for as long as it lasts, the very capacity those pods wait for. A drain that
+    # is slow but moving (one pod at a time under `maxUnavailable: 1`) is left to finish.
     drain_timeout: float = 300.0
     # How long the candidates of a drain given up that way are left to the forceful methods only.
     stalled_memory: float = 900.0
@@ -364,8 +365,11 @@ class Consolidator:
     def _drain(self, record: CommandRecord, report: ConsolidationReport) -> float:
         wait = 0.0
         done = True
-        stalled = record.budgeted and self.clock.now() - record.updated_at > self.options.drain_timeout
+        now = self.clock.now()
+        # The record's stamp is the drain's start or its last eviction (saved below).
+        stalled = record.budgeted and now - record.updated_at > self.options.drain_timeout
         refused: dict[str, str] = {}
+        evicted = False
         for node in record.candidates:
             if self.cluster.get_node(node) is None:
                 continue
@@ -374,11 +378,14 @@ class Consolidator:
                 self._abort(record, f"a do-not-disrupt pod appeared on {node}", report)
                 return 0.0
             refused.update(step.blocked)
+            evicted = evicted or bool(step.evicted)
             if not step.done:
                 done = False
                 wait = max(wait, step.retry_in)
-        if not done and stalled:
-            why = f"the drain did not finish within {self.options.drain_timeout:g} s"
+        if not done and evicted:
+            self.store.save_command(record.advanced("draining", now))
+        elif not done and stalled:
+            why = f"the drain evicted nothing for {self.options.drain_timeout:g} s"
             if refused:
                 pod, answer = min(refused.items())
                 why += f" ({len(refused)} eviction(s) refused, e.g. {pod}: {answer})"

@@ -174,9 +174,14 @@ class KubeScheduler:
             return 0
         self.runs += 1
         snapshot = cluster.snapshot()
-        nodes = tuple(n for n in snapshot.nodes if n.ready and not n.unschedulable and not n.deleting)
+        # Every node counts for topology spread, as kube-scheduler counts it (nodeTaintsPolicy
+        # Ignore: cordoned, deleting and not-ready nodes' pods stay in their zone's count); only
+        # Ready, schedulable ones take pods (the solver places nothing on a cordoned node). Leaving
+        # cordoned nodes out entirely made a zone that a drain was emptying look emptier than it
+        # is, so this scheduler refused the zone the provisioner had launched for.
+        nodes = tuple(n if n.ready else replace(n, unschedulable=True) for n in snapshot.nodes)
         placed: set[str] = set()
-        if nodes:
+        if any(n.ready and not n.unschedulable and not n.deleting for n in nodes):
             result = solve(
                 SchedulingInput(
                     pods=tuple(pending),
