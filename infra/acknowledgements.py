@@ -86,7 +86,7 @@ ACKNOWLEDGEMENTS: tuple[Acknowledgement, ...] = (
         "CKV_AWS_117",
         r"AWS::Lambda::Function\.(Provisioner|Interruption|Consolidator)Function[0-9A-F]{8}",
         "By default the functions call AWS APIs and the cluster's public endpoint from outside a "
-        "VPC; a private-endpoint cluster puts them in its VPC.",
+        "VPC; the deploy key vpcAccess puts them in the cluster's VPC (private endpoints).",
     ),
     Acknowledgement(
         CHECKOV,
