@@ -172,3 +172,54 @@ def test_the_table_names_the_savings_and_where_prices_came_from(served: dict[str
     expected = served["expected"]
     assert f"now ${expected.current:.4f}/h, fresh plan ${expected.fresh:.4f}/h" in result.stdout
     assert "prices: bundled (us-east-1): on-demand estimates" in result.stdout
+
+
+def test_cluster_flag_connects_as_the_functions_do(
+    served: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`--cluster`: DescribeCluster (moto over HTTP, its cluster pointed at the emulator) and a
+    presigned STS token, then the same read; prices fall back to the estimates (moto has no Price
+    List API) and the report says why."""
+    import base64
+    import socket
+
+    import boto3
+    from moto.backends import get_backend
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    moto.start()
+    try:
+        for name, value in {
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_CONFIG_FILE": str(tmp_path / "none"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+        }.items():
+            monkeypatch.setenv(name, value)
+        boto3.client("eks").create_cluster(
+            name="shop", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": []}
+        )
+        stored = get_backend("eks")["123456789012"]["us-east-1"].clusters["shop"]
+        stored.endpoint = served["server"].url
+        pem = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+        stored.certificate_authority = {"data": base64.b64encode(pem).decode()}
+
+        result = CliRunner().invoke(
+            app, ["plan", "--cluster", "shop", "--region", "us-east-1", "-f", str(NODEPOOLS), "--output", "json"]
+        )
+    finally:
+        moto.stop()
+
+    assert result.exit_code == 0, result.output
+    # moto's server, in this process, prints a line of its own to stdout when asked for Pricing.
+    report = json.loads(result.stdout[result.stdout.index("{\n") :])
+    assert report["cluster"]["source"] == "eks:shop"
+    assert report["repack"]["current_price_per_hour"] == pytest.approx(served["expected"].current, abs=1e-6)
+    assert report["prices"]["source"] == "bundled"
+    assert report["prices"]["live_prices_failed"]
