@@ -9,6 +9,8 @@ write), so a long loop does not cost a DynamoDB write per step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from nodewright.ports import Clock, StateStore
 
 
@@ -36,6 +38,17 @@ class InvocationLease:
         if not self.store.acquire_lease(self.name, self.holder, now, expires - now):
             return False
         self.until = expires
+        return True
+
+    def acquire_within(self, until: float, poll: float, sleep: Callable[[float], None]) -> bool:
+        """Take the lease, trying every `poll` seconds until `until` (epoch seconds, by the clock)
+        while another holder has it. A holder killed at its timeout never releases, so its lease
+        stays until its own deadline: giving up at once would leave the next minute to nobody.
+        """
+        while not self.acquire():
+            if self.clock.now() + poll >= until:
+                return False
+            sleep(poll)
         return True
 
     def renew(self) -> None:

@@ -118,6 +118,8 @@ class ProvisionerOptions:
     batch_growth: float = 0.5
     deadline_margin: float = 10.0
     lease_ttl: float = 90.0
+    # How often a run whose lease another invocation holds tries again (until its own deadline).
+    lease_poll: float = 2.0
     registration_timeout: float = 15 * 60.0
     orphan_grace: float = 30.0
     resume_grace: float = 60.0
@@ -275,7 +277,10 @@ class Provisioner:
         opts = self.options
         holder = invocation or uuid.uuid4().hex
         lease = InvocationLease(self.store, self.clock, LEASE, holder, longest=opts.lease_ttl, deadline=deadline)
-        if not lease.acquire():
+        # The invocation before this one still runs for a few seconds (the schedule overlaps
+        # them), or died and holds the lease to its deadline: wait for it rather than leave pods
+        # to the next minute.
+        if not lease.acquire_within(deadline - opts.deadline_margin, opts.lease_poll, self.sleep):
             self.observer.decision("lease-busy", lease=LEASE)
             report.lease = False
             return report

@@ -449,3 +449,22 @@ def test_pods_a_pass_put_on_a_registered_node_wait_for_kube_scheduler_instead_of
     assert world.launches() == 0, "the pod fits on the registered node"
     assert 4 <= report.passes <= 6  # one a 10 s period over 48 s, not one a second
     assert world.cluster.pending()[0].key == "default/web-0"
+
+
+def test_a_run_whose_lease_a_dead_invocation_holds_waits_for_it_and_then_provisions() -> None:
+    """The invocation before died 2 s into its run: no `finally`, so its lease stays until its own
+    deadline (68 s after its start). The next run waits for it instead of leaving the pods to the
+    minute after.
+    """
+    world = World()
+    start = world.clock.now()
+    assert world.store.acquire_lease("provisioner", "the-dead-one", start, 68.0)
+    world.clock.advance(60)  # the next tick
+    world.pending(3)
+    report = world.provisioner().run(world.clock.now() + 68)
+    assert report.lease
+    assert report.launched
+    launched_at = world.observer.of("launch")[0]["at"]
+    assert isinstance(launched_at, float)
+    assert start + 68 <= launched_at <= start + 68 + 4  # as soon as the dead lease expired
+    assert world.observer.of("lease-busy") == []
