@@ -74,9 +74,12 @@ LOG_LEVELS: frozenset[str] = frozenset({"DEBUG", "INFO", "WARNING", "ERROR"})
 # The interruption queue keeps a message 300 s (Karpenter's value: a spot warning is useless after
 # its 2 minutes). Every receive may hold a message for timeout + VISIBILITY_MARGIN_SECONDS, and a
 # poison message must reach the DLQ (after QUEUE_MAX_RECEIVE_COUNT receives) before it expires.
+# The same hold is how long a message waits after an invocation died on it: 30 s + 15 s brings a
+# spot warning back 45 s into its 120 s notice (with 60 s + 30 s, 90 s in: too late to drain).
+# One message is one bounded drain step, seconds of work, so 30 s is room enough.
 QUEUE_RETENTION_SECONDS = 300
 QUEUE_MAX_RECEIVE_COUNT = 3
-VISIBILITY_MARGIN_SECONDS = 30
+VISIBILITY_MARGIN_SECONDS = 15
 MAX_INTERRUPTION_TIMEOUT_SECONDS = QUEUE_RETENTION_SECONDS // QUEUE_MAX_RECEIVE_COUNT - VISIBILITY_MARGIN_SECONDS
 
 _CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
@@ -120,7 +123,7 @@ class DeployConfig:
     # `python -m bench.provisioner_latency` measured 90 s missing the p99 goal on steady streams,
     # 68 s meeting it.
     provisioner: FunctionConfig = FunctionConfig(memory_mb=1024, timeout_seconds=68)
-    interruption: FunctionConfig = FunctionConfig(memory_mb=512, timeout_seconds=60)
+    interruption: FunctionConfig = FunctionConfig(memory_mb=512, timeout_seconds=30)
     consolidator: FunctionConfig = FunctionConfig(memory_mb=1024, timeout_seconds=120)
     discovery_tag_key: str = "nodewright.io/discovery"
     discovery_tag_value: str = ""

@@ -67,7 +67,7 @@ NODE_INSTANCE_PROFILE = "nodewright-simulated-node"
 # The stack's queue settings (infra/config.py, which the runtime may not import): keep in step.
 QUEUE_RETENTION_SECONDS = 300
 QUEUE_MAX_RECEIVE_COUNT = 3
-VISIBILITY_MARGIN_SECONDS = 30
+VISIBILITY_MARGIN_SECONDS = 15
 CAPACITY_MESSAGE = (
     "We currently do not have sufficient {type} capacity in the Availability Zone you requested ({zone}). "
     "Our system will be working on provisioning additional capacity."

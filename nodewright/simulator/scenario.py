@@ -30,7 +30,7 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
     functions:
       provisioner: {rate: 1m, timeout: 68s}   # also memory (MB), idle_exit (the economy key)
       consolidator: {rate: 1m, timeout: 120s}
-      interruption: {timeout: 60s}
+      interruption: {timeout: 30s}
     consolidation: nodewright            # karpenter | nodewright | off
     consolidation_min_savings: 0.01      # stability guard, $/h (default 0)
     consolidation_min_savings_percent: 5 # and percent of the removed nodes' price (default 0)
@@ -362,7 +362,7 @@ class Scenario:
     capacity_errors: tuple[CapacityError, ...] = ()
     provisioner: FunctionSettings = FunctionSettings(rate=60.0, timeout=68.0)
     consolidator: FunctionSettings = FunctionSettings(rate=60.0, timeout=120.0, offset=30.0)
-    interruption: FunctionSettings = FunctionSettings(rate=0.0, timeout=60.0)
+    interruption: FunctionSettings = FunctionSettings(rate=0.0, timeout=30.0)
     consolidation: str = "nodewright"
     sample_interval: float = 0.0
     # The stability guard, as the deploy settings of the same names set it.
