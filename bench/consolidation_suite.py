@@ -92,6 +92,8 @@ def figures(summary: dict[str, Any]) -> dict[str, Any]:
     return {
         "cost_usd": summary["cost_usd"],
         "pods_lost": summary["pods_lost"],
+        # Pods a budget held on an interrupted node until it went (counted apart from the lost).
+        "pods_held_by_pdb": summary.get("pods_held_by_pdb_at_interruption", 0),
         "pdb_violations": summary["pdb_violations"],
         "do_not_disrupt_violations": summary["do_not_disrupt_violations"],
         "limit_violations": summary["limit_violations"],
@@ -197,6 +199,7 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
     for key in (
         "pods_lost",
+        "pods_held_by_pdb",
         "pdb_violations",
         "do_not_disrupt_violations",
         "limit_violations",
