@@ -35,7 +35,7 @@ from infra.config import (
 from infra.constructs import permissions
 from infra.constructs.function import NodewrightFunction
 from infra.constructs.state import State
-from nodewright.engine.interruption.rules import INTERRUPTION_RULES
+from nodewright.engine.interruption.rules import interruption_rules
 
 BATCH_SIZE = 10
 
@@ -44,7 +44,7 @@ INTERRUPTION_EVENT_PATTERNS: Mapping[str, events.EventPattern] = {
     rule_id: events.EventPattern(
         source=pattern.get("source"), detail_type=pattern.get("detail-type"), detail=pattern.get("detail")
     )
-    for rule_id, pattern in INTERRUPTION_RULES.items()
+    for rule_id, pattern in interruption_rules().items()
 }
 
 

@@ -43,7 +43,7 @@ from typing import Any
 
 from nodewright.adapters.aws.ec2 import Ec2CloudProvider
 from nodewright.adapters.aws.state_store import DynamoStateStore, create_table
-from nodewright.engine.interruption.rules import INTERRUPTION_RULES
+from nodewright.engine.interruption.rules import interruption_rules
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.command import CommandRecord
 from nodewright.model.instance import Instance
@@ -503,7 +503,7 @@ class Account:
             BillingMode="PAY_PER_REQUEST",
         )
         self._queue(interruption_timeout)
-        for rule_id, pattern in INTERRUPTION_RULES.items():
+        for rule_id, pattern in interruption_rules().items():
             name = f"nodewright-{rule_id}"
             arn = self.events.put_rule(Name=name, EventPattern=json.dumps(pattern), State="ENABLED")["RuleArn"]
             self.events.put_targets(Rule=name, Targets=[{"Id": "interruption-queue", "Arn": self.queue_arn}])

@@ -63,12 +63,7 @@ _ATOMS = (
 _PYTHON_OWN = frozenset({"_abc_impl"})
 _MEMO_DECORATORS = frozenset({"cache", "lru_cache", "cached_property"})
 # Known exceptions, each with why it stands and what removes it.
-_EXCEPTIONS = {
-    # EventBridge patterns as plain JSON data: the CDK stack and the simulator's EventBridge read
-    # it (json.dumps, EventPattern(...)), no engine code does. A read-only copy needs both readers
-    # to take a copy (`json.dumps(dict(...))`), in files other work is changing now.
-    "nodewright.engine.interruption.rules.INTERRUPTION_RULES",
-}
+_EXCEPTIONS: frozenset[str] = frozenset()
 
 
 def _modules() -> Iterator[types.ModuleType]:

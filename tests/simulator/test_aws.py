@@ -11,7 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from nodewright.engine.interruption.rules import INTERRUPTION_RULES
+from nodewright.engine.interruption.rules import interruption_rules
 from nodewright.model.nodeclass import AMIAlias, AMISelectorTerm, EC2NodeClass, SelectorTerm
 from nodewright.sim.clock import VirtualClock
 from nodewright.simulator.aws import Account, Ec2Hooks, Launched, SimulatedEc2, instance_arn
@@ -59,7 +59,7 @@ def bodies(account: Account) -> list[dict[str, Any]]:
 
 def test_the_five_rules_route_what_the_stack_routes_and_nothing_else(account: tuple[Account, VirtualClock]) -> None:
     acc, _ = account
-    assert set(acc.rules) == set(INTERRUPTION_RULES)
+    assert set(acc.rules) == set(interruption_rules())
     put(acc, "EC2 Instance State-change Notification", {"instance-id": "i-0abc", "state": "running"})
     assert bodies(acc) == []
     put(acc, "EC2 Instance State-change Notification", {"instance-id": "i-0abc", "state": "terminated"})

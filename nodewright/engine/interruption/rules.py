@@ -28,21 +28,27 @@ HEALTH_EVENT = "AWS Health Event"
 # pending/running follow every launch; only these states take a node away.
 NODE_LOSING_STATES = ("stopping", "stopped", "shutting-down", "terminated")
 
-INTERRUPTION_RULES: dict[str, dict[str, Any]] = {
-    "SpotInterruptionRule": {"source": [SOURCE_EC2], "detail-type": [SPOT_INTERRUPTION_WARNING]},
-    "RebalanceRule": {"source": [SOURCE_EC2], "detail-type": [REBALANCE_RECOMMENDATION]},
-    "InstanceStateChangeRule": {
-        "source": [SOURCE_EC2],
-        "detail-type": [STATE_CHANGE_NOTIFICATION],
-        "detail": {"state": list(NODE_LOSING_STATES)},
-    },
-    "CapacityReservationInterruptionRule": {
-        "source": [SOURCE_EC2],
-        "detail-type": [CAPACITY_RESERVATION_WARNING, INTERRUPTIBLE_CAPACITY_RESERVATION_WARNING],
-    },
-    "ScheduledChangeRule": {
-        "source": [SOURCE_HEALTH],
-        "detail-type": [HEALTH_EVENT],
-        "detail": {"service": ["EC2"], "eventTypeCategory": ["scheduledChange"]},
-    },
-}
+
+def interruption_rules() -> dict[str, dict[str, Any]]:
+    """Rule id -> EventBridge event pattern (JSON data), a fresh copy per call: the CDK stack and
+    the simulator's EventBridge build their rules from it, and a module-level dict would be state
+    any importer could change.
+    """
+    return {
+        "SpotInterruptionRule": {"source": [SOURCE_EC2], "detail-type": [SPOT_INTERRUPTION_WARNING]},
+        "RebalanceRule": {"source": [SOURCE_EC2], "detail-type": [REBALANCE_RECOMMENDATION]},
+        "InstanceStateChangeRule": {
+            "source": [SOURCE_EC2],
+            "detail-type": [STATE_CHANGE_NOTIFICATION],
+            "detail": {"state": list(NODE_LOSING_STATES)},
+        },
+        "CapacityReservationInterruptionRule": {
+            "source": [SOURCE_EC2],
+            "detail-type": [CAPACITY_RESERVATION_WARNING, INTERRUPTIBLE_CAPACITY_RESERVATION_WARNING],
+        },
+        "ScheduledChangeRule": {
+            "source": [SOURCE_HEALTH],
+            "detail-type": [HEALTH_EVENT],
+            "detail": {"service": ["EC2"], "eventTypeCategory": ["scheduledChange"]},
+        },
+    }
