@@ -131,6 +131,9 @@ def _print(summary: dict[str, Any], directory: Path) -> None:
         ("cost (without consolidation)", f"${summary['cost_usd']:.2f} ({_without(summary)})"),
         ("wall time", f"{summary['wall_seconds']:.1f} s on {platform.machine()} ({platform.python_version()})"),
     ]
+    held = summary.get("pods_held_by_pdb_at_interruption", 0)
+    if held:  # apart from the lost: a budget refused every eviction until AWS took the instance
+        rows.insert(1, ("pods a PDB held until the reclaim", str(held)))
     if interruption["instances"]:
         moved = summary["displaced_pending_seconds"]["interruption"]
         rows[3:3] = [

@@ -39,3 +39,22 @@ def test_an_invalid_scenario_is_refused_naming_the_file_and_field(tmp_path: Path
     assert result.exit_code == 1
     assert f"{scenario}:2: Scenario/broken: duration:" in result.output
     assert not (Path("sim-report") / "broken").exists()
+
+
+def test_the_summary_names_pods_a_budget_held_until_the_reclaim_apart_from_the_lost(tmp_path: Path) -> None:
+    scenario = tmp_path / "held.yaml"
+    scenario.write_text(
+        "name: held\nduration: 10m\nconsolidation: off\n"
+        f"nodepools:{nodepool(capacity_types='spot')}nodeclasses:{NODECLASS}workloads:"
+        + deployment("web", 6, cpu="2", memory="4Gi")
+        + "pdbs:\n  - {apiVersion: policy/v1, kind: PodDisruptionBudget, metadata: {name: web},"
+        " spec: {maxUnavailable: 0, selector: {matchLabels: {app: web}}}}\n"
+        "interruptions:\n  - {at: 4m, count: 1, rebalance: false}\n",
+        encoding="utf-8",
+    )
+    result = runner.invoke(app, ["simulate", str(scenario), "--report", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["pods_lost"] == 0
+    assert summary["pods_held_by_pdb_at_interruption"] > 0
+    assert "pods a PDB held until the reclaim" in result.output
