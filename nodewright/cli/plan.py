@@ -26,12 +26,13 @@ from nodewright.config.documents import EC2NODECLASS, NODEPOOL
 from nodewright.config.files import expand
 from nodewright.config.workloads import PlanInput, read_workloads
 from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult, solve
+from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.requirements import Requirements
-from nodewright.model.resources import CPU, MEMORY, PODS, Resources
+from nodewright.model.resources import CPU, MEMORY, PODS
 
 # The NodePool used when the input has none: any Linux type, spot or on-demand, like a fresh
 # Karpenter install's example NodePool.
@@ -195,10 +196,7 @@ def build_input(planned: PlanInput, prices: dict[str, float] | None, zones: tupl
         if key not in catalogs:
             catalogs[key] = load_catalog(zones, prices, kubelet)
         pools.append(PoolCapacity(pool, tuple(catalogs[key])))
-    used: dict[str, Resources] = {}
-    for node in planned.nodes:
-        if node.nodepool:
-            used[node.nodepool] = used.get(node.nodepool, Resources()) + node.capacity
+    used = pool_usage(planned.nodes, (), {})  # files hold no claims: the nodes are all there is
     return SchedulingInput(
         pods=planned.pending,
         pools=tuple(pools),

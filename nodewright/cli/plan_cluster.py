@@ -36,12 +36,12 @@ from nodewright.adapters.offline_catalog import DEFAULT_ZONES, load_catalog, loa
 from nodewright.config.documents import EC2NODECLASS, NODEPOOL, Loaded
 from nodewright.engine.headroom import Headroom, capacity_type, measure
 from nodewright.engine.scheduling import SchedulingInput, SchedulingResult, solve
+from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
-from nodewright.model.resources import Resources
 from nodewright.model.snapshot import ClusterSnapshot
 
 
@@ -208,10 +208,7 @@ def plan_cluster(live: LiveInput, files_config: Loaded | None, aws: Mapping[str,
     snapshot = live.snapshot
     now = time.time()
     pending = tuple(snapshot.pending())
-    used: dict[str, Resources] = {}
-    for node in snapshot.nodes:
-        if node.nodepool:
-            used[node.nodepool] = used.get(node.nodepool, Resources()) + node.capacity
+    used = pool_usage(snapshot.nodes, (), {})  # plan reads no claim records: the nodes are all there is
     bound = tuple(p for p in snapshot.pods if p.node_name)
     started = time.perf_counter()
     result: SchedulingResult = solve(
