@@ -41,7 +41,7 @@ from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.model.taints import Taint
 from nodewright.ports import Clock, Eviction
 from nodewright.sim.cluster import InMemoryCluster
-from nodewright.simulator.scenario import Workload
+from nodewright.simulator.workload import Workload
 
 _FLAG_LABELS = re.compile(r"--node-labels=\"?([^\"\s']*)")
 _FLAG_TAINTS = re.compile(r"--register-with-taints=\"?([^\"\s']*)")
