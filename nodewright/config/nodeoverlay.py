@@ -7,8 +7,8 @@ but for their well-known keys; In and NotIn need values; Gt/Lt/Gte/Lte one non-n
 never both, `capacity` extended resources only (not cpu, memory, ephemeral-storage or pods), and
 `weight` 1-10000. Every problem names its field.
 
-Nodewright keeps valid overlays with the rest of the configuration, but its provisioner and
-consolidator do not apply them yet, so each overlay warns that it is not acted on.
+Valid overlays are kept with the rest of the configuration; `nodewright.engine.overlay` applies
+them to the instance types the provisioner, consolidation and `plan` decide with.
 """
 
 from __future__ import annotations
@@ -27,10 +27,6 @@ from nodewright.model.requirements import Requirements
 SPEC_FIELDS = ("requirements", "price", "priceAdjustment", "capacity", "weight")
 RESTRICTED_CAPACITY = ("cpu", "memory", "ephemeral-storage", "pods")
 MAX_WEIGHT = 10_000
-NOT_ACTED_ON = (
-    "NodeOverlays are validated and stored but not acted on yet: Nodewright does not apply their prices or "
-    "capacity to the instance types it schedules (ignored)"
-)
 # karpenter.k8s.aws keys an overlay may select on: instance facts, not what a launch decides
 # (tenancy, capacity reservation, placement group), which Karpenter's NodeOverlay CRD leaves out.
 _LAUNCH_DECIDED = (
@@ -110,7 +106,6 @@ def parse_nodeoverlay(
     )
     if at.failed_since():
         return None
-    at_spec.warn(NOT_ACTED_ON)
     return overlay
 
 

@@ -1,4 +1,4 @@
-"""NodePools and EC2NodeClasses for the controllers, from wherever they are stored.
+"""NodePools, EC2NodeClasses and NodeOverlays for the controllers, from wherever they are stored.
 
 `StoredConfiguration` wraps a reader (the DynamoDB config table, or the cluster's CRDs) and turns
 its validated documents into models. A document that fails validation was refused when it was
@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 from nodewright.config.documents import Document
 from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
 from nodewright.ports import Observer
 
@@ -23,6 +24,7 @@ class StoredConfiguration:
         self._read = read
         self._observer = observer
         self._last: tuple[list[NodePool], dict[str, EC2NodeClass]] | None = None
+        self._overlays: list[NodeOverlay] = []
 
     def load(self) -> tuple[list[NodePool], dict[str, EC2NodeClass]]:
         """The NodePools (by name) and EC2NodeClasses by name; the last good set if reading fails."""
@@ -36,4 +38,9 @@ class StoredConfiguration:
         nodepools = sorted((d.model for d in documents if isinstance(d.model, NodePool)), key=lambda p: p.name)
         nodeclasses = {d.name: d.model for d in documents if isinstance(d.model, EC2NodeClass)}
         self._last = (nodepools, nodeclasses)
+        self._overlays = sorted((d.model for d in documents if isinstance(d.model, NodeOverlay)), key=lambda o: o.name)
         return self._last
+
+    def overlays(self) -> list[NodeOverlay]:
+        """The NodeOverlays read by the last `load()` (the last good ones if that read failed)."""
+        return list(self._overlays)

@@ -183,7 +183,7 @@ class Consolidator:
         """A fresh view for the engine: snapshot, claims, NodePools with their instance types."""
         snapshot = self.cluster.snapshot()
         nodepools, nodeclasses = self.config.load()
-        pools = pool_capacities(nodepools, nodeclasses, self.catalog)
+        pools = pool_capacities(nodepools, nodeclasses, self.catalog, self.config.overlays(), self.observer)
         now = self.clock.now()
         in_progress = frozenset(n for r in self.store.commands() for n in r.candidates)
         self._no_cheaper = {pair: until for pair, until in self._no_cheaper.items() if until > now}

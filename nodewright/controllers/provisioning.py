@@ -41,6 +41,7 @@ from typing import Protocol
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.lease import InvocationLease
 from nodewright.engine.disruption import template_hash
+from nodewright.engine.overlay import apply_overlays
 from nodewright.engine.scheduling import (
     PlannedClaim,
     PoolCapacity,
@@ -56,6 +57,7 @@ from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
 from nodewright.model.resources import Resources
@@ -82,6 +84,10 @@ class Configuration(Protocol):
         """The valid NodePools and the EC2NodeClasses by name."""
         ...
 
+    def overlays(self) -> list[NodeOverlay]:
+        """The valid NodeOverlays, as of the last `load()` (read with it, not again)."""
+        ...
+
 
 class Catalog(Protocol):
     """Instance types with offerings and prices, as a NodeClass's kubelet settings shape them."""
@@ -97,10 +103,15 @@ class StaticConfiguration:
 
     nodepools: tuple[NodePool, ...]
     nodeclasses: Mapping[str, EC2NodeClass] = field(default_factory=dict)
+    nodeoverlays: tuple[NodeOverlay, ...] = ()
 
     def load(self) -> tuple[list[NodePool], dict[str, EC2NodeClass]]:
         """The fixed documents."""
         return list(self.nodepools), dict(self.nodeclasses)
+
+    def overlays(self) -> list[NodeOverlay]:
+        """The fixed NodeOverlays."""
+        return list(self.nodeoverlays)
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,7 +414,7 @@ class Provisioner:
         claims: Sequence[NodeClaim],
         now: float,
     ) -> SchedulingInput:
-        pools = pool_capacities(nodepools, nodeclasses, self.catalog)
+        pools = pool_capacities(nodepools, nodeclasses, self.catalog, self.config.overlays(), self.observer)
         registered = {n.name for n in snapshot.nodes}
         # A node that registered during this invocation is already in the snapshot as a real Node;
         # its claim learns its node_name only at the next housekeeping. Counting it in flight too
@@ -651,13 +662,25 @@ class Provisioner:
 
 
 def pool_capacities(
-    nodepools: Sequence[NodePool], nodeclasses: Mapping[str, EC2NodeClass], catalog: Catalog
+    nodepools: Sequence[NodePool],
+    nodeclasses: Mapping[str, EC2NodeClass],
+    catalog: Catalog,
+    overlays: Sequence[NodeOverlay] = (),
+    observer: Observer | None = None,
 ) -> tuple[PoolCapacity, ...]:
-    """Each NodePool with the instance types its EC2NodeClass's catalog offers (for the engines)."""
-    return tuple(
+    """Each NodePool with the instance types its EC2NodeClass's catalog offers, NodeOverlays
+    applied (effective prices, extra capacity): what the provisioner, consolidation and `plan`
+    decide with. An overlay refused for a same-weight conflict is reported to `observer`.
+    """
+    pools = tuple(
         PoolCapacity(pool, tuple(catalog.instance_types(nodeclasses.get(pool.node_class_ref.name))))
         for pool in nodepools
     )
+    overlaid = apply_overlays(pools, overlays)
+    if observer is not None:
+        for name, why in sorted(overlaid.conflicts.items()):
+            observer.decision("nodeoverlay-refused", overlay=name, reason=why)
+    return overlaid.pools
 
 
 def claim_name(nodepool: str, suffix: str | None = None) -> str:

@@ -3,9 +3,10 @@
 An overlay names the instance types and offerings it applies to by requirements (empty: all of
 them) and sets an offering's price outright (`price`), or moves it by an amount or a percentage
 (`priceAdjustment`), and may add extended resources to the capacity of matching types
-(`capacity`). Where several overlays match, the higher `weight` wins for the price (equal weights:
-the name first in alphabetical order), and capacities merge. Parsing lives in
-`nodewright.config.nodeoverlay`; applying prices to a catalog in `nodewright.engine.catalog`.
+(`capacity`). Where several overlays match, the higher `weight` wins for the price and for each
+capacity resource; two of equal weight on the same offering conflict, and the one whose name
+sorts first alphabetically is refused. Parsing lives in `nodewright.config.nodeoverlay`; applying
+overlays to the NodePools' instance types in `nodewright.engine.overlay`.
 """
 
 from __future__ import annotations

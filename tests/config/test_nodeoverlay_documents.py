@@ -1,4 +1,4 @@
-"""NodeOverlay documents (karpenter.sh/v1alpha1) through `parse_yaml`: the model, the warning, the round trip.
+"""NodeOverlay documents (karpenter.sh/v1alpha1) through `parse_yaml`: the model, no warning, the round trip.
 
 The CRD's rules, one by one, are in test_karpenter_rules.py (fixtures/karpenter-v1/rules.yaml);
 here: what a valid overlay becomes, how prices move, and that it sits beside NodePools and
@@ -43,16 +43,11 @@ def test_an_overlay_is_read_into_requirements_price_capacity_and_weight() -> Non
     assert found["preview-type"].price == "0.1234"
 
 
-def test_each_overlay_warns_that_it_is_not_acted_on_yet() -> None:
+def test_a_valid_overlay_is_taken_without_a_warning_since_it_is_acted_on() -> None:
     loaded = parse_yaml(OVERLAYS, "overlays.yaml")
 
-    assert [(w.document, w.path) for w in loaded.warnings] == [
-        ("NodeOverlay/savings-plan", "spec"),
-        ("NodeOverlay/fuse-devices", "spec"),
-        ("NodeOverlay/preview-type", "spec"),
-    ]
-    assert all("not acted on" in w.message for w in loaded.warnings)
-    assert loaded.strict().problems  # --strict refuses what would be ignored
+    assert not loaded.warnings
+    assert not loaded.strict().problems  # --strict takes them: nothing in them is ignored
 
 
 @pytest.mark.parametrize(
