@@ -11,12 +11,21 @@ from nodewright.model.resources import EMPTY, Resources
 
 @dataclass(frozen=True, slots=True)
 class Offering:
-    """One way to buy an instance type: a zone and a capacity type, at a price per hour."""
+    """One way to buy an instance type: a zone and a capacity type, at a price per hour.
+
+    A `reserved` offering is one capacity reservation (On-Demand Capacity Reservation or Capacity
+    Block) of this type in this zone: `reservation_id` names it, `reservation_type` is Karpenter's
+    `default` or `capacity-block`, and `reservation_capacity` is how many more instances it can
+    start (a claim may not take more). Other capacity types leave the three empty.
+    """
 
     zone: str
     capacity_type: str
     price: float
     available: bool = True
+    reservation_id: str = ""
+    reservation_type: str = ""
+    reservation_capacity: int = 0
 
 
 @dataclass(frozen=True, slots=True)

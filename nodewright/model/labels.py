@@ -36,6 +36,9 @@ INSTANCE_ACCELERATOR_COUNT = "karpenter.k8s.aws/instance-accelerator-count"
 INSTANCE_HYPERVISOR = "karpenter.k8s.aws/instance-hypervisor"
 INSTANCE_LOCAL_NVME = "karpenter.k8s.aws/instance-local-nvme"
 INSTANCE_ENCRYPTION_IN_TRANSIT = "karpenter.k8s.aws/instance-encryption-in-transit-supported"
+# Set on nodes launched into a capacity reservation (Karpenter's labels; only reserved nodes have them).
+CAPACITY_RESERVATION_ID = "karpenter.k8s.aws/capacity-reservation-id"
+CAPACITY_RESERVATION_TYPE = "karpenter.k8s.aws/capacity-reservation-type"
 
 # Nodewright's own
 NW_NODEPOOL = "nodewright.io/nodepool"

@@ -158,6 +158,32 @@ class KubeletConfiguration:
     image_gc_low_threshold_percent: int | None = None
 
 
+RESERVATION_DEFAULT = "default"
+RESERVATION_CAPACITY_BLOCK = "capacity-block"
+RESERVATION_TYPES = (RESERVATION_DEFAULT, RESERVATION_CAPACITY_BLOCK)
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityReservation:
+    """One capacity reservation a NodeClass's `capacityReservationSelectorTerms` selected: an
+    item of Karpenter's EC2NodeClass `status.capacityReservations`, plus what EC2 says is left.
+
+    `reservation_type` is `default` (an On-Demand Capacity Reservation) or `capacity-block`;
+    `instance_match_criteria` is `open` or `targeted` (Nodewright targets both by id);
+    `available` is EC2's AvailableInstanceCount when it was read; `end_time` is epoch seconds
+    (None: no end, which a capacity block never has).
+    """
+
+    id: str
+    instance_type: str
+    zone: str
+    owner_id: str
+    instance_match_criteria: str = "targeted"
+    reservation_type: str = RESERVATION_DEFAULT
+    available: int = 0
+    end_time: float | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class PlacementGroupSelector:
     """The placement group instances launch into, by name or by id (exactly one is set)."""

@@ -4,14 +4,19 @@ Each claim's options become the (at most 60, more when a minValues needs them) c
 satisfy its requirements and hold its pods plus daemonset overhead, within the pool's remaining
 limits (pessimistically, the largest option counts against them); GPU, accelerator and metal types
 are dropped when any other type fits (`prepare.PreparedPool.claim_options`). The claim is priced at
-its cheapest allowed offering. A claim no type can hold any more reports its pods unschedulable.
+its cheapest allowed offering; a reserved offering only while fewer claims of the pass took its
+capacity reservation than it has instances left. A claim no type can hold any more reports its
+pods unschedulable.
 """
 
 from __future__ import annotations
 
-from nodewright.engine.scheduling.prepare import add, cheapest_offering
+from collections.abc import Mapping, Sequence
+
+from nodewright.engine.scheduling.prepare import Option, add, cheapest_offering
 from nodewright.engine.scheduling.state import Pass
 from nodewright.engine.scheduling.types import PlannedClaim, SchedulingResult
+from nodewright.model.instancetype import Offering
 from nodewright.model.resources import Resources
 
 
@@ -20,6 +25,7 @@ def finalize(p: Pass) -> SchedulingResult:
     bins; pods not placed, with why.
     """
     claims: list[PlannedClaim] = []
+    taken: dict[str, int] = {}  # reservation id -> claims of this pass priced on it
     for b in p.claims:
         pool = b.pool
         assert pool is not None
@@ -30,15 +36,18 @@ def finalize(p: Pass) -> SchedulingResult:
         if pool.remaining is not None and b.reserved is not None:
             budget = tuple([r + v for r, v in zip(pool.remaining, b.reserved, strict=True)])
         options, why = pool.prepared.claim_options(pool.types, reqs, used, budget)
-        if not options:
+        offering = _offering(options, taken)
+        if offering is None:
+            why = why if not options else "its capacity reservations have no instance left"
             for pod in b.pods:
                 p.unschedulable[pod.key] = f"nodepool {pool.name}: {why}"
             continue
+        if offering.reservation_id:
+            taken[offering.reservation_id] = taken.get(offering.reservation_id, 0) + 1
         if pool.remaining is not None and b.reserved is not None:
             add(pool.remaining, b.reserved, 1)
             peak = [max(o[2].capacity[i] for o in options) for i in range(len(p.names))]
             add(pool.remaining, peak, -1)
-        offering = cheapest_offering(options[0][3])
         # The pods' requests plus the overhead of the daemonsets the chosen type runs.
         overhead = options[0][2].overhead
         requests = Resources({n: u + o for n, u, o in zip(p.names, used, overhead, strict=True) if u + o})
@@ -54,3 +63,17 @@ def finalize(p: Pass) -> SchedulingResult:
         )
     existing = {b.name: tuple(pod.key for pod in b.pods) for b in p.existing if b.pods}
     return SchedulingResult(tuple(claims), existing, dict(sorted(p.unschedulable.items())))
+
+
+def _offering(options: Sequence[Option], taken: Mapping[str, int]) -> Offering | None:
+    """The cheapest offering of the first option that has one left: a reserved offering counts
+    only while fewer claims took its reservation than it has instances left (a claim may not take
+    more than a reservation's remaining count; later claims fall back to spot or on-demand).
+    """
+    for option in options:
+        offers = [
+            o for o in option[3] if not o.reservation_id or taken.get(o.reservation_id, 0) < o.reservation_capacity
+        ]
+        if offers:
+            return cheapest_offering(offers)
+    return None
