@@ -150,7 +150,8 @@ class Recorder:
             SimulatedEc2,
             SimulatedLambda,
         )
-        from nodewright.simulator.world import SimCatalog, World
+        from nodewright.simulator.catalog import SimCatalog
+        from nodewright.simulator.world import World
 
         recorder = self
 

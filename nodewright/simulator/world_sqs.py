@@ -1,0 +1,103 @@
+"""The SQS event source mapping of the interruption function: receive due messages in batches,
+invoke the handler (within its concurrency), delete what it did not report in
+`batchItemFailures`; a failed invocation deletes nothing. Duplicate and reordered deliveries
+(faults) are applied here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import Any
+
+from nodewright.simulator.lambdas import REGION, Invocation
+from nodewright.simulator.world_invoke import Invocations
+
+
+class QueueSource(Invocations):
+    """The event source mapping (module docstring)."""
+
+    def _poll_queue(self) -> bool:
+        """Invoke the interruption handler with due messages; True when it ran."""
+        queue = self._queue
+        if queue is None or not queue._messages:
+            return False
+        now = self.clock.now()
+        if self._queue_check is not None and now < self._queue_check:
+            return False
+        due = self._next_delivery()
+        if due is None:
+            self._queue_check = None
+            return False
+        if due > now:
+            if self._queue_check is None or due < self._queue_check or self._queue_check <= now:
+                self._queue_check = due
+                self.loop.at(due, lambda: None)  # a step at `due`, so _after_step polls then
+            return False
+        self._queue_check = None
+        settings = self.scenario.interruption
+        running = sum(1 for i in self.lambdas.running if i.function == "interruption")
+        if running >= settings.concurrency:
+            return False
+        response = self.account.sqs.receive_message(
+            QueueUrl=self.account.queue_url,
+            MaxNumberOfMessages=settings.batch_size,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        )
+        messages = response.get("Messages") or []
+        if not messages:
+            return False
+        records: list[Mapping[str, Any]] = [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": dict(m.get("Attributes") or {}),
+                "messageAttributes": {},
+                "md5OfBody": m.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": self.account.queue_arn,
+                "awsRegion": REGION,
+            }
+            for m in messages
+        ]
+        records, duplicates = self.faults.deliveries(records, self._hold)
+        for delay, record in duplicates:
+            # A second delivery of the same message: nothing to acknowledge (its receipt is spent).
+            self.loop.at(now + delay, partial(self._start, "interruption", {"Records": [record]}))
+        if not records:
+            return False
+        batch = records
+        self._invoke("interruption", {"Records": list(batch)}, lambda done: self._acknowledge(done, batch))
+        return True
+
+    def _hold(self, record: Mapping[str, Any], seconds: float) -> None:
+        """Deliver a received message `seconds` later instead, after others: put back as a delayed
+        copy, so holding it does not count as a receive (the redrive policy counts those).
+        """
+        sqs, queue = self.account.sqs, self.account.queue_url
+        sqs.delete_message(QueueUrl=queue, ReceiptHandle=str(record["receiptHandle"]))
+        sqs.send_message(QueueUrl=queue, MessageBody=str(record["body"]), DelaySeconds=min(900, round(seconds)))
+
+    def _next_delivery(self) -> float | None:
+        times = [max(m.visible_at, m.delayed_until) / 1000 for m in list(self._queue._messages)]
+        if not times:
+            return None
+        # moto makes a message visible strictly after its time (ms resolution).
+        return float(min(times)) + 0.001
+
+    def _acknowledge(self, invocation: Invocation, records: Sequence[Mapping[str, Any]]) -> None:
+        """Delete the batch's messages except those the handler reported failed (as the ESM does);
+        a failed or stopped invocation deletes nothing, so all come back after the visibility timeout.
+        """
+        if invocation.error is not None or invocation.stopped or not isinstance(invocation.result, Mapping):
+            return
+        failed = {str(item.get("itemIdentifier")) for item in invocation.result.get("batchItemFailures") or ()}
+        entries = [
+            {"Id": str(index), "ReceiptHandle": str(record["receiptHandle"])}
+            for index, record in enumerate(records)
+            if record["messageId"] not in failed
+        ]
+        if entries:
+            self.account.sqs.delete_message_batch(QueueUrl=self.account.queue_url, Entries=entries)
