@@ -293,3 +293,24 @@ class ProvisionerTrigger(Protocol):
     def request(self, reason: str) -> None:
         """Ask for a provisioning pass; failures are raised so the caller can retry the message."""
         ...
+
+
+class ClaimObjects(Protocol):
+    """`nodewright.io/v1 NodeClaim` objects in the cluster: the state table's claims mirrored for
+    `kubectl get nodeclaims`. The state table stays the source of truth; these are only written.
+    """
+
+    def claim_objects(self) -> dict[str, dict[str, Any]] | None:
+        """Every NodeClaim object by name (one LIST), or None when the CRD is not installed (404)."""
+        ...
+
+    def put_claim_object(self, manifest: Mapping[str, Any], *, exists: bool) -> dict[str, Any]:
+        """Write the object (create when `exists` is False, else merge-patch it) and return what the
+        server stored. Idempotent: a create that meets an existing object patches it, a patch that
+        meets no object creates it.
+        """
+        ...
+
+    def delete_claim_object(self, name: str) -> None:
+        """Delete the object; one already gone counts as deleted."""
+        ...

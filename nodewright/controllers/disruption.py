@@ -161,6 +161,7 @@ class Consolidator:
         try:
             self.cluster.follow(deadline - self.clock.now())
             self._sweep(report)
+            self._sync_mirror()
             while self.clock.now() < deadline - opts.deadline_margin:
                 records = self.store.commands()
                 if records:
@@ -173,9 +174,16 @@ class Consolidator:
                     self.sleep(wait)
                 lease.renew()
         finally:
+            self._sync_mirror()  # the commands' Disrupting conditions, as this run left them
             lease.release()
             publish_api_usage(self.cluster, self.observer)
         return report
+
+    def _sync_mirror(self) -> None:
+        """Write the claims' NodeClaim objects (the provisioner's mirror, shared), if mirrored."""
+        mirror = self.launcher.mirror
+        if mirror is not None:
+            mirror.sync(lambda: (self.disruption_input(), self.store.commands()))
 
     # -- deciding ----------------------------------------------------------------------------------
 

@@ -40,7 +40,9 @@ from typing import Protocol
 
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.lease import InvocationLease
+from nodewright.controllers.mirror import ClaimMirror
 from nodewright.engine.disruption import template_hash
+from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.overlay import apply_overlays
 from nodewright.engine.scheduling import (
     PlannedClaim,
@@ -52,6 +54,7 @@ from nodewright.engine.scheduling import (
 )
 from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model import labels as wk
+from nodewright.model.command import CommandRecord
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
@@ -253,6 +256,7 @@ class Provisioner:
         options: ProvisionerOptions = ProvisionerOptions(),
         sleep: Callable[[float], None] = time.sleep,
         wait: Callable[[float, Callable[[], bool]], None] | None = None,
+        mirror: ClaimMirror | None = None,
     ) -> None:
         self.cluster = cluster
         self.cloud = cloud
@@ -266,6 +270,8 @@ class Provisioner:
         # wait(seconds, woken): up to `seconds`, less once woken() holds (the cluster's watch,
         # the simulator's world). Without one the loop polls with `sleep`.
         self.wait = wait
+        # Writes the claims into the cluster as NodeClaim objects after the records (None: not mirrored).
+        self.mirror = mirror
         # What solves may reuse (prepared catalog views, bound pods' facts): kept by the warm
         # container with this controller, so a re-plan after a capacity error starts warm.
         self.solver_cache = SolverCache()
@@ -298,6 +304,7 @@ class Provisioner:
         try:
             self.cluster.follow(deadline - self.clock.now())
             report.housekeeping = self.reconcile(self.cluster.snapshot())
+            self.sync_mirror()
             batch = Batch(opts)
             parked: dict[str, float] = {}
             end = deadline - opts.deadline_margin
@@ -319,6 +326,8 @@ class Provisioner:
                     report.passes += 1
                     report.launched += result.launched
                     report.failed.update(result.failed)
+                    if result.launched:
+                        self.sync_mirror()
                     batch = Batch(opts)
                     idle_since = self.clock.now()
                     lease.renew()
@@ -332,6 +341,23 @@ class Provisioner:
             lease.release()
             publish_api_usage(self.cluster, self.observer)
         return report
+
+    def sync_mirror(self) -> None:
+        """Write the claim records into the cluster as NodeClaim objects (`controllers.mirror`), if mirrored."""
+        if self.mirror is not None:
+            self.mirror.sync(self._mirror_input)
+
+    def _mirror_input(self) -> tuple[DisruptionInput, list[CommandRecord]]:
+        nodepools, nodeclasses = self.config.load()
+        commands = self.store.commands()
+        inp = DisruptionInput(
+            snapshot=self.cluster.snapshot(),
+            claims=tuple(self.store.claims()),
+            pools=pool_capacities(nodepools, nodeclasses, self.catalog),
+            now=self.clock.now(),
+            in_progress=frozenset(n for r in commands for n in r.candidates),
+        )
+        return inp, commands
 
     def _changed(self, since: int) -> bool:
         return self.cluster.version() != since

@@ -1,0 +1,116 @@
+"""`nodewright.io/v1 NodeClaim` objects through the official client: the kube side of the mirror.
+
+Role: `nodewright.ports.ClaimObjects` for the Lambdas. Requests go through the cluster adapter's
+request path (`KubeCluster._request`: counted in its meter as verb on `nodeclaims`, so the
+`KubeApiRequests` metric and the API-load figures include them; retried on 429/5xx; one retry
+after a 401 with a refreshed token). One LIST per cold start tells the mirror what exists; then
+it writes only what changed: POST to create, a JSON merge patch to update, DELETE to remove.
+A create that meets 409 (another function created it meanwhile) becomes a patch; a patch that
+meets 404 (deleted meanwhile) becomes a create; a delete that meets 404 is done. A LIST answering
+404 means the CRD is not installed: the mirror is then off, and None says so.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes.client import CustomObjectsApi
+from kubernetes.client.exceptions import ApiException
+
+from nodewright.adapters.kube.cluster import MERGE_PATCH, KubeCluster
+from nodewright.model.claimobject import GROUP, PLURAL, VERSION
+
+PAGE_SIZE = 500
+
+
+class KubeClaimObjects:
+    """`ClaimObjects` over the cluster adapter's client and request path (see the module docstring)."""
+
+    def __init__(self, cluster: KubeCluster, api: CustomObjectsApi, *, request_timeout: float = 30.0) -> None:
+        self._cluster = cluster
+        self._api = api
+        self._timeout = request_timeout
+
+    def claim_objects(self) -> dict[str, dict[str, Any]] | None:
+        """Every NodeClaim object by name, following `continue`; None when the CRD is not installed."""
+        objects: dict[str, dict[str, Any]] = {}
+        token = ""
+        while True:
+            params: dict[str, Any] = {"limit": PAGE_SIZE}
+            if token:
+                params["_continue"] = token
+            try:
+                listing = self._send(
+                    "list",
+                    "list nodeclaims",
+                    functools.partial(self._api.list_cluster_custom_object, GROUP, VERSION, PLURAL, **params),
+                    mapped=(404,),
+                )
+            except ApiException:
+                return None  # only 404 is mapped: no such resource
+            for item in listing.get("items") or ():
+                objects[str(item["metadata"]["name"])] = item
+            token = str((listing.get("metadata") or {}).get("continue") or "")
+            if not token:
+                return objects
+
+    def put_claim_object(self, manifest: Mapping[str, Any], *, exists: bool) -> dict[str, Any]:
+        """Create or merge-patch the object (see `nodewright.ports.ClaimObjects`)."""
+        name = str(manifest["metadata"]["name"])
+        for attempt in range(2):
+            try:
+                return self._patch(name, manifest) if exists else self._create(manifest)
+            except ApiException as error:
+                if attempt:
+                    raise
+                exists = error.status == 409  # created meanwhile: patch it; 404: deleted: create it
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def delete_claim_object(self, name: str) -> None:
+        """Delete the object; a missing one counts as deleted."""
+        try:
+            self._send(
+                "delete",
+                f"delete nodeclaim {name}",
+                functools.partial(self._api.delete_cluster_custom_object, GROUP, VERSION, PLURAL, name),
+                mapped=(404,),
+            )
+        except ApiException:
+            return  # 404: already gone
+
+    def _create(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        name = manifest["metadata"]["name"]
+        return self._send(
+            "create",
+            f"create nodeclaim {name}",
+            functools.partial(self._api.create_cluster_custom_object, GROUP, VERSION, PLURAL, dict(manifest)),
+            mapped=(409,),
+        )
+
+    def _patch(self, name: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        body = {key: value for key, value in manifest.items() if key not in ("apiVersion", "kind")}
+        body["metadata"] = {k: v for k, v in manifest["metadata"].items() if k != "creationTimestamp"}
+        return self._send(
+            "patch",
+            f"patch nodeclaim {name}",
+            functools.partial(
+                self._api.patch_cluster_custom_object, GROUP, VERSION, PLURAL, name, body, _content_type=MERGE_PATCH
+            ),
+            mapped=(404,),
+        )
+
+    def _send(self, verb: str, call: str, send: Any, *, mapped: tuple[int, ...]) -> dict[str, Any]:
+        """One request through the cluster adapter's path; the body is read raw so its bytes are counted."""
+        response = self._cluster._request(
+            verb,
+            PLURAL,
+            call,
+            functools.partial(send, _preload_content=False, _request_timeout=self._timeout),
+            mapped=mapped,
+        )
+        data = self._cluster._read(response, verb, PLURAL)
+        answer: dict[str, Any] = json.loads(data) if data else {}
+        return answer

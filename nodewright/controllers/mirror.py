@@ -1,0 +1,194 @@
+"""The NodeClaim mirror: the state table's claims written into the cluster for `kubectl`.
+
+Role: after the provisioner or the consolidator has written its claim records (DynamoDB stays the
+source of truth), `ClaimMirror.sync` makes the cluster's `nodewright.io/v1 NodeClaim` objects
+say the same: one object per claim (`nodewright.model.claimobject`), removed when the claim is.
+The conditions that need a judgement (Drifted, Consolidatable, Disrupting) come from the
+disruption engine's own candidate logic (`ClusterView`, `waiting`, `drifted`), run read-only on
+the same input, and from the running command records; so both functions, which each run a
+mirror, write the same object for the same state and never flip each other's conditions.
+
+Cost: one LIST per warm container (and again after `recheck` seconds when the CRD was missing),
+then only the writes of objects that changed (`comparable` differs): a cluster at rest costs no
+request. The mirror is a convenience: its failures are reported (`MirrorFailures` metric, a
+`mirror-failed` decision) and never stop the function's real work.
+
+Idempotent: a sync after a crash finds the objects it wrote (or not) in the next LIST or in its
+own view and writes only the difference; a create that meets an existing object patches it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodewright.engine.disruption.candidates import Candidate, ClusterView
+from nodewright.engine.disruption.methods import drifted, waiting
+from nodewright.engine.disruption.types import DisruptionInput
+from nodewright.model import labels as wk
+from nodewright.model.claimobject import Verdicts, comparable, nodeclaim_object
+from nodewright.model.command import CommandRecord
+from nodewright.model.duration import format_duration
+from nodewright.model.manifests import format_timestamp
+from nodewright.model.node import Node
+from nodewright.ports import ClaimObjects, Clock, Observer
+
+_AGE = re.compile(r"\d+s ago")
+# Karpenter's Disrupting reasons by our command methods.
+_DISRUPTION_REASONS = {
+    "emptiness": "Empty",
+    "consolidation": "Underutilized",
+    "drift": "Drifted",
+    "expiration": "Expired",
+}
+
+
+@dataclass
+class MirrorReport:
+    """What one sync wrote."""
+
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    enabled: bool = True
+
+
+class ClaimMirror:
+    """Keeps the cluster's NodeClaim objects equal to the claim records (see the module docstring)."""
+
+    def __init__(self, objects: ClaimObjects, clock: Clock, observer: Observer, *, recheck: float = 600.0) -> None:
+        self.objects = objects
+        self.clock = clock.now
+        self.observer = observer
+        self.recheck = recheck
+        # What the cluster holds, as last listed or written; None until the first LIST.
+        self._known: dict[str, dict[str, Any]] | None = None
+        self._off_until = 0.0
+
+    def sync(self, read: Callable[[], tuple[DisruptionInput, Sequence[CommandRecord]]]) -> MirrorReport:
+        """Write the objects of the claims `read()` returns that changed and delete those of claims
+        that are gone. `read` gives the disruption engine's input (claims, snapshot, NodePools,
+        now) and the running commands; it is not called while the mirror is off.
+        """
+        report = MirrorReport()
+        try:
+            if self._enabled(report):
+                inp, commands = read()
+                self._sync(inp, commands, report)
+        except Exception as error:  # the mirror must never stop provisioning or disruption
+            self._known = None  # re-read the cluster next time: our view may be wrong now
+            self.observer.metric("MirrorFailures", 1)
+            self.observer.decision("mirror-failed", error=f"{type(error).__name__}: {error}")
+        return report
+
+    def _enabled(self, report: MirrorReport) -> bool:
+        """List the objects once (None: the CRD is missing: off until `recheck` seconds pass)."""
+        if self._known is not None:
+            return True
+        now = self.clock()
+        if now < self._off_until:
+            report.enabled = False
+            return False
+        listed = self.objects.claim_objects()
+        if listed is None:
+            self._off_until = now + self.recheck
+            report.enabled = False
+            self.observer.decision("mirror-off", reason="the nodeclaims.nodewright.io CRD is not installed")
+            return False
+        self._known = listed
+        return True
+
+    def _sync(self, inp: DisruptionInput, commands: Sequence[CommandRecord], report: MirrorReport) -> None:
+        now = inp.now
+        assert self._known is not None  # _enabled listed them
+        known = self._known
+        verdicts = claim_verdicts(inp, commands)
+        nodes = _nodes_of(inp)
+        for claim in sorted(inp.claims, key=lambda c: c.name):
+            node = nodes.get(claim.name) or nodes.get(claim.provider_id)
+            previous = known.get(claim.name)
+            desired = nodeclaim_object(claim, node, verdicts.get(claim.name, Verdicts()), now=now, previous=previous)
+            if previous is not None and comparable(previous) == comparable(desired):
+                continue
+            known[claim.name] = self.objects.put_claim_object(desired, exists=previous is not None) or desired
+            (report.updated if previous is not None else report.created).append(claim.name)
+        live = {c.name for c in inp.claims}
+        for name in sorted(set(known) - live):
+            self.objects.delete_claim_object(name)
+            del known[name]
+            report.deleted.append(name)
+        if report.created or report.updated or report.deleted:
+            self.observer.decision(
+                "mirror", created=report.created, updated=report.updated, deleted=report.deleted, at=now
+            )
+
+
+def claim_verdicts(inp: DisruptionInput, commands: Sequence[CommandRecord]) -> dict[str, Verdicts]:
+    """By claim name: drifted, consolidatable and disrupting as the disruption engine sees them now.
+
+    Read-only: the engine's candidate view of `inp` (no command is computed). Also what
+    `nodewright explain node` reports as "what blocks it".
+    """
+    view = ClusterView.build(inp)
+    running = {node: record for record in commands for node in record.candidates}
+    by_name = {n.name: n for n in inp.snapshot.nodes}
+    out: dict[str, Verdicts] = {}
+    for node_name, claim in view.claim_by_node.items():
+        candidate = view.candidates.get(node_name)
+        if candidate is not None:
+            why_not = _steady(candidate.soft_block or _waiting(candidate, inp.now))
+            drift = drifted(view, candidate) or ""
+        else:
+            why_not = view.rejected.get(node_name, "not a consolidation candidate")
+            drift = ""
+        disrupting, reason = "", ""
+        record = running.get(node_name)
+        node = by_name.get(node_name)
+        if record is not None:
+            disrupting = f"command {record.id} ({record.method}, {record.state}): {record.detail or record.reason}"
+            reason = _DISRUPTION_REASONS.get(record.method, "Disrupting")
+        elif (
+            node is not None
+            and (taint := next((t for t in node.taints if t.key == wk.DISRUPTED_TAINT_KEY), None)) is not None
+        ):
+            disrupting, reason = f"cordoned by the interruption function ({taint.value})", "Interrupted"
+        elif claim.state == "deleting" or (node is not None and node.deleting):
+            disrupting, reason = "the node is being deleted", "Deleting"
+        out[claim.name] = Verdicts(
+            drifted=drift,
+            consolidatable=why_not,
+            consolidatable_known=True,
+            disrupting=disrupting,
+            disrupting_reason=reason,
+        )
+    return out
+
+
+def _waiting(candidate: Candidate, now: float) -> str:
+    """`methods.waiting` said with the time the pods last changed instead of their age, so the
+    message (and the object) stays the same from one minute to the next.
+    """
+    if not waiting(candidate, now) or candidate.pool.disruption.consolidate_after is None:
+        return waiting(candidate, now)
+    return (
+        f"its pods last changed at {format_timestamp(candidate.last_change)}; "
+        f"consolidateAfter is {format_duration(candidate.pool.disruption.consolidate_after)}"
+    )
+
+
+def _steady(message: str) -> str:
+    """`message` without an age in seconds ("nominated it 12s ago" -> "nominated it recently")."""
+    return _AGE.sub("recently", message)
+
+
+def _nodes_of(inp: DisruptionInput) -> Mapping[str, Node]:
+    """Nodes by their claim label and by providerID."""
+    out: dict[str, Node] = {}
+    for node in inp.snapshot.nodes:
+        if node.nodeclaim:
+            out[node.nodeclaim] = node
+        if node.provider_id:
+            out[node.provider_id] = node
+    return out

@@ -1,0 +1,183 @@
+"""The NodeClaim mirror over real HTTP with the real client: `kubectl get nodeclaims -o wide`.
+
+Faked: the Kubernetes API server, by kmock's `KubernetesEmulator` (objects kept in memory, served
+over HTTP). Observed: the objects the emulator stores after the mirror ran through
+`KubeClaimObjects`, read back over HTTP and shown with the printer columns of the shipped CRD
+(deploy/crds/nodewright.io_nodeclaims.yaml), and the requests the adapter sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import pytest
+import yaml
+from kmock import KubernetesEmulator, resource
+from kubernetes.client import CustomObjectsApi
+
+from nodewright.adapters.kube.claims import KubeClaimObjects
+from nodewright.adapters.kube.cluster import KubeCluster
+from nodewright.cli.columns import get_table
+from nodewright.controllers.mirror import ClaimMirror
+from nodewright.controllers.observe import RecordingObserver
+from nodewright.engine.disruption.types import DisruptionInput
+from nodewright.engine.scheduling import PoolCapacity
+from nodewright.model import labels as wk
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.requirements import Requirements
+from nodewright.model.resources import Resources
+from nodewright.model.snapshot import ClusterSnapshot
+from nodewright.sim.clock import VirtualClock
+from tests.builders import node, node_pool
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
+
+NODECLAIMS = resource("nodewright.io", "v1", "nodeclaims")
+CRD = yaml.safe_load((Path(__file__).parents[3] / "deploy" / "crds" / "nodewright.io_nodeclaims.yaml").read_text())
+NOW = 1_800_000_000.0
+
+
+def claims() -> tuple[NodeClaim, ...]:
+    base = {
+        "nodepool": "default",
+        "requirements": Requirements.parse([{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot"]}]),
+        "instance_type_options": ("m5.large", "m5.xlarge"),
+        "requests": Resources.of(cpu="1", memory="2Gi"),
+        "pods": ("default/web-0", "default/web-1"),
+        "labels": {wk.NODEPOOL: "default", wk.NW_NODEPOOL: "default"},
+        "created_at": NOW - 600,
+    }
+    ready = NodeClaim(
+        name="default-aaaa",
+        state="initialized",
+        instance_type="m5.large",
+        capacity_type="spot",
+        zone="us-east-1a",
+        price=0.04,
+        instance_id="i-0aaa",
+        provider_id="aws:///us-east-1a/i-0aaa",
+        node_name="ip-10-0-0-1",
+        image_id="ami-0123",
+        launched_at=NOW - 590,
+        registered_at=NOW - 560,
+        initialized_at=NOW - 550,
+        **base,  # type: ignore[arg-type]
+    )
+    launching = NodeClaim(
+        name="default-bbbb",
+        state="launched",
+        instance_type="m5.xlarge",
+        capacity_type="on-demand",
+        zone="us-east-1b",
+        instance_id="i-0bbb",
+        provider_id="aws:///us-east-1b/i-0bbb",
+        launched_at=NOW - 20,
+        **{**base, "created_at": NOW - 30},  # type: ignore[arg-type]
+    )
+    return ready, launching
+
+
+def sync(api_client: Any, claim_set: tuple[NodeClaim, ...]) -> tuple[ClaimMirror, dict[str, Any]]:
+    cluster = KubeCluster(api_client)
+    objects = KubeClaimObjects(cluster, CustomObjectsApi(api_client))
+    mirror = ClaimMirror(objects, VirtualClock(NOW), RecordingObserver())
+    registered = node(
+        "ip-10-0-0-1",
+        labels={wk.NW_NODECLAIM: "default-aaaa", wk.NW_NODEPOOL: "default", wk.NODEPOOL: "default"},
+        provider_id="aws:///us-east-1a/i-0aaa",
+    )
+    inp = DisruptionInput(
+        snapshot=ClusterSnapshot(nodes=(registered,)),
+        claims=claim_set,
+        pools=(PoolCapacity(node_pool(), ()),),
+        now=NOW,
+    )
+    report = mirror.sync(lambda: (inp, []))
+    usage = {(u.verb, u.resource): u.requests for u in cluster.usage()}
+    return mirror, {"report": report, "usage": usage}
+
+
+async def test_kubectl_get_nodeclaims_wide_shows_the_mirrored_claims(kmock: KubernetesEmulator) -> None:
+    kmock.resources[NODECLAIMS] = kmock.ResourceInfo(kind="NodeClaim", namespaced=False)
+    configuration = kubernetes.client.Configuration(host=str(kmock.url).rstrip("/"))
+    with kubernetes.client.ApiClient(configuration) as api_client:
+        _, first = await asyncio.to_thread(sync, api_client, claims())
+        listing = await asyncio.to_thread(
+            CustomObjectsApi(api_client).list_cluster_custom_object, "nodewright.io", "v1", "nodeclaims"
+        )
+
+    assert first["report"].created == ["default-aaaa", "default-bbbb"]
+    assert first["usage"] == {("list", "nodeclaims"): 1, ("create", "nodeclaims"): 2}
+    assert get_table(CRD, listing["items"], now=NOW) == [
+        ["NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE"],
+        ["default-aaaa", "m5.large", "spot", "us-east-1a", "ip-10-0-0-1", "True", "10m"],
+        ["default-bbbb", "m5.xlarge", "on-demand", "us-east-1b", "", "False", "30s"],
+    ]
+    assert get_table(CRD, listing["items"], now=NOW, wide=True) == [
+        [
+            *("NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE"),
+            *("IMAGEID", "ID", "NODEPOOL", "NODECLASS", "DRIFTED"),
+        ],
+        [
+            "default-aaaa",
+            "m5.large",
+            "spot",
+            "us-east-1a",
+            "ip-10-0-0-1",
+            "True",
+            "10m",
+            "ami-0123",
+            "aws:///us-east-1a/i-0aaa",
+            "default",
+            "default",
+            "False",
+        ],
+        [
+            "default-bbbb",
+            "m5.xlarge",
+            "on-demand",
+            "us-east-1b",
+            "",
+            "False",
+            "30s",
+            "",
+            "aws:///us-east-1b/i-0bbb",
+            "default",
+            "default",
+            "",
+        ],
+    ]
+
+
+async def test_a_second_container_writes_only_what_changed_and_deletes_what_is_gone(kmock: KubernetesEmulator) -> None:
+    kmock.resources[NODECLAIMS] = kmock.ResourceInfo(kind="NodeClaim", namespaced=False)
+    configuration = kubernetes.client.Configuration(host=str(kmock.url).rstrip("/"))
+    ready, launching = claims()
+    registered = launching.with_changes(state="registered", node_name="ip-10-0-0-2", registered_at=NOW - 5)
+    with kubernetes.client.ApiClient(configuration) as api_client:
+        await asyncio.to_thread(sync, api_client, (ready, launching))
+        # A new warm container (another function): it lists, then patches one and deletes one.
+        _, second = await asyncio.to_thread(sync, api_client, (registered,))
+        listing = await asyncio.to_thread(
+            CustomObjectsApi(api_client).list_cluster_custom_object, "nodewright.io", "v1", "nodeclaims"
+        )
+
+    assert second["report"].updated == ["default-bbbb"]
+    assert second["report"].deleted == ["default-aaaa"]
+    assert second["usage"] == {("list", "nodeclaims"): 1, ("patch", "nodeclaims"): 1, ("delete", "nodeclaims"): 1}
+    (only,) = listing["items"]
+    assert only["status"]["nodeName"] == "ip-10-0-0-2"
+    assert {c["type"]: c["status"] for c in only["status"]["conditions"]}["Registered"] == "True"
+
+
+async def test_a_cluster_without_the_crd_turns_the_mirror_off(kmock: KubernetesEmulator) -> None:
+    configuration = kubernetes.client.Configuration(host=str(kmock.url).rstrip("/"))
+    with kubernetes.client.ApiClient(configuration) as api_client:
+        mirror, result = await asyncio.to_thread(sync, api_client, claims())
+
+    assert result["report"].enabled is False
+    assert result["usage"] == {("list", "nodeclaims"): 1}
+    assert mirror.observer.of("mirror-off")  # type: ignore[attr-defined]
