@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from nodewright.model.command import CommandRecord
+from nodewright.model.event import Event
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
@@ -56,7 +57,22 @@ class ApiUsage:
     bytes: int
 
 
-class Cluster(Protocol):
+class EventRecorder(Protocol):
+    """Where controllers report what they did or could not do to an object, as Kubernetes Events
+    (`kubectl describe pod`, `kubectl get events`): one call per occurrence, a one-liner at the
+    call site (`cluster.record(Event(...), now)`).
+    """
+
+    def record(self, event: Event, now: float) -> None:
+        """Report one occurrence at `now`. Repeats fold into an Event series and writes are
+        rate-limited (`nodewright.model.event.EventCorrelator`), so a caller never throttles
+        itself. Never raises for an API failure: an Event is best effort, the decision log is
+        the record.
+        """
+        ...
+
+
+class Cluster(EventRecorder, Protocol):
     """The Kubernetes API as the controllers use it.
 
     Reads come from a view the implementation keeps current (the real adapter: one LIST per kind,

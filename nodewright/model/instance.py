@@ -32,3 +32,15 @@ class Instance:
     def live(self) -> bool:
         """True until the instance is shutting down or terminated."""
         return self.state in LIVE_STATES
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceStatus:
+    """An instance whose EC2 status checks fail (DescribeInstanceStatus): which ones are impaired
+    ("system", "instance", "ebs": AWS's hardware and network, the instance's own OS and network,
+    its attached EBS volumes) and since when (the earliest ImpairedSince; 0.0 when EC2 gave none).
+    """
+
+    instance_id: str
+    impaired: tuple[str, ...]
+    since: float = 0.0

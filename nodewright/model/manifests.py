@@ -107,10 +107,18 @@ def node_manifest(node: Node) -> dict[str, Any]:
         if node.ready
         else {"type": "Ready", "status": "False", "reason": "KubeletNotReady", "message": "kubelet is not ready"}
     )
+    conditions = [] if any(c.type == "Ready" for c in node.conditions) else [ready]
+    for c in node.conditions:
+        entry = {"type": c.type, "status": c.status}
+        if c.since:
+            entry["lastTransitionTime"] = format_timestamp(c.since)
+        if c.reason:
+            entry["reason"] = c.reason
+        conditions.append(entry)
     status = {
         "capacity": resource_list(node.capacity),
         "allocatable": resource_list(node.allocatable),
-        "conditions": [ready],
+        "conditions": conditions,
     }
     return {"kind": "Node", "apiVersion": "v1", "metadata": metadata, "spec": spec, "status": status}
 

@@ -7,11 +7,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.model import labels as wk
+from nodewright.model.errors import InvalidValue
+from nodewright.model.pod import parse_timestamp
 from nodewright.model.resources import EMPTY, Resources
 from nodewright.model.taints import Taint
 
 # Disrupted-taint values whose pods the provisioner leaves alone (see Node.draining).
 _KEEPS_ITS_PODS_PLANNED = frozenset({wk.DISRUPTED_CORDON_ONLY, wk.DISRUPTED_CONSOLIDATION})
+READY = "Ready"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCondition:
+    """One entry of a node's `status.conditions`: its type ("Ready", or a node monitoring agent's
+    such as "KernelReady"), status ("True", "False" or "Unknown"), `since` (lastTransitionTime,
+    epoch seconds; 0.0 when unknown) and reason. Node repair reads how long a status has held.
+    """
+
+    type: str
+    status: str
+    since: float = 0.0
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +45,20 @@ class Node:
     ready: bool = False
     created_at: float = 0.0
     deleting: bool = False
+    # The conditions whose transition time is known. A Ready entry, when present, agrees with
+    # `ready`; a node built without one has only `ready` (see `condition`).
+    conditions: tuple[NodeCondition, ...] = ()
+
+    def condition(self, kind: str) -> NodeCondition | None:
+        """The condition of type `kind`; Ready is always known (from `ready`, time unknown when
+        no Ready entry was recorded); other types None when the node does not report them.
+        """
+        for c in self.conditions:
+            if c.type == kind:
+                return c
+        if kind == READY:
+            return NodeCondition(READY, "True" if self.ready else "False")
+        return None
 
     @property
     def instance_id(self) -> str:
@@ -79,7 +109,8 @@ class Node:
         meta = manifest.get("metadata") or {}
         spec = manifest.get("spec") or {}
         status = manifest.get("status") or {}
-        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
+        raw = [c for c in status.get("conditions") or () if isinstance(c, Mapping)]
+        ready = any(c.get("type") == READY and c.get("status") == "True" for c in raw)
         return cls(
             name=str(meta.get("name") or ""),
             labels=dict(meta.get("labels") or {}),
@@ -92,4 +123,22 @@ class Node:
             ready=ready,
             created_at=created_at,
             deleting=bool(meta.get("deletionTimestamp")),
+            conditions=_conditions(raw),
         )
+
+
+def _conditions(raw: list[Mapping[str, Any]]) -> tuple[NodeCondition, ...]:
+    """The conditions as the model keeps them: Ready only with a lastTransitionTime (without
+    one, `ready` says all there is), every other type as reported.
+    """
+    out: list[NodeCondition] = []
+    for index, c in enumerate(raw):
+        kind = str(c.get("type") or "")
+        try:
+            since = parse_timestamp(c.get("lastTransitionTime"))
+        except (ValueError, TypeError) as error:
+            raise InvalidValue(f"status.conditions[{index}] ({kind}).lastTransitionTime: {error}") from None
+        if not kind or (kind == READY and not since):
+            continue
+        out.append(NodeCondition(kind, str(c.get("status") or "Unknown"), since, str(c.get("reason") or "")))
+    return tuple(out)

@@ -48,6 +48,15 @@ Endpoints (all namespaces, or under /namespaces/{ns}/ for the namespaced kinds)
   POST   /api/v1/namespaces/{ns}/pods/{name}/eviction  `cluster.evict` with the optional
          `deleteOptions.preconditions.uid`: evicted 201; refused by a PDB 429; missing 404; uid
          mismatch 409; several PDBs 500; with the cluster's message.
+  POST   /apis/events.k8s.io/v1/namespaces/{ns}/events  `cluster.create_event`: 201 with the
+         stored Event; 409 when the name is taken; 422 naming a missing required field.
+  PATCH  /apis/events.k8s.io/v1/namespaces/{ns}/events/{name}  merge patch of `series` (count,
+         lastObservedTime) through `cluster.patch_event_series`; 404 when missing.
+  GET    /apis/events.k8s.io/v1/[namespaces/{ns}/]events and /api/v1/[namespaces/{ns}/]events:
+         list/watch/get of the cluster's Events (`cluster.events()`, kube-scheduler's and
+         Nodewright's) in either version, with field selectors on `regarding.*` /
+         `involvedObject.*`, `reason`, `type` and the reporting controller, as `kubectl describe`
+         asks for them.
   Unknown paths answer a 404 Status. With `tokens`, a request without `Authorization: Bearer
   <one of them>` answers 401. An error `cluster.fail_next` injects answers its `status` (500).
   `fault(verb, resource)`, when set, is asked before each request is answered: a (status,
@@ -97,9 +106,10 @@ from types import TracebackType
 from typing import Any
 
 from nodewright.model.errors import InvalidValue
+from nodewright.model.event import StoredEvent
 from nodewright.model.manifests import daemonset_manifest, node_manifest, pdb_manifest, pod_manifest
 from nodewright.model.node import Node
-from nodewright.model.pod import Pod
+from nodewright.model.pod import Pod, parse_timestamp
 from nodewright.model.taints import Taint
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
 from nodewright.ports import ApiUsage
@@ -192,6 +202,46 @@ RESOURCES = (
         "/apis/policy/v1",
         True,
         ("metadata.name", "metadata.namespace"),
+    ),
+    # One Event, served in both API versions (kubectl describe lists core/v1, controllers write
+    # events.k8s.io/v1), each with the field labels the API server accepts for it.
+    Resource(
+        "event",
+        "events",
+        "Event",
+        "events.k8s.io/v1",
+        "/apis/events.k8s.io/v1",
+        True,
+        (
+            "metadata.name",
+            "metadata.namespace",
+            "regarding.kind",
+            "regarding.name",
+            "regarding.namespace",
+            "regarding.uid",
+            "reason",
+            "type",
+            "reportingController",
+        ),
+    ),
+    Resource(
+        "coreevent",
+        "events",
+        "Event",
+        "v1",
+        "/api/v1",
+        True,
+        (
+            "metadata.name",
+            "metadata.namespace",
+            "involvedObject.kind",
+            "involvedObject.name",
+            "involvedObject.namespace",
+            "involvedObject.uid",
+            "reason",
+            "type",
+            "reportingComponent",
+        ),
     ),
 )
 _BY_NAME = {name: r for r in RESOURCES for name in (r.kind, r.plural)}
@@ -358,6 +408,7 @@ class ApiServer:
             ("pod", snapshot.pods),
             ("daemonset", snapshot.daemonsets),
             ("pdb", snapshot.pdbs),
+            ("event", self.cluster.events()),
         ):
             for obj in objects:
                 self._put(kind, obj)
@@ -369,7 +420,10 @@ class ApiServer:
     def _on_change(self, kind: str, event: str, obj: object, revision: int) -> None:
         """The cluster's listener (called in the thread that changed the cluster)."""
         with self._changed:
-            if event == DELETED:
+            if event == DELETED and isinstance(obj, StoredEvent):
+                self._delete("event", obj)
+                self._delete("coreevent", obj)
+            elif event == DELETED:
                 self._delete(kind, obj)
             else:
                 self._put(kind, obj)
@@ -378,6 +432,10 @@ class ApiServer:
             self._changed.notify_all()
 
     def _put(self, kind: str, obj: Any) -> None:
+        if isinstance(obj, StoredEvent):
+            self._put_manifest("event", obj.to_manifest(), obj)
+            self._put_manifest("coreevent", obj.to_core_manifest(), obj)
+            return
         if isinstance(obj, Node):
             manifest = node_manifest(obj)
         elif isinstance(obj, Pod):
@@ -392,6 +450,9 @@ class ApiServer:
             manifest = pdb_manifest(obj, allowed)
         else:
             raise TypeError(f"cannot serve a {type(obj).__name__} as a {kind}")
+        self._put_manifest(kind, manifest, obj)
+
+    def _put_manifest(self, kind: str, manifest: dict[str, Any], obj: Any) -> None:
         state = self._kinds[kind]
         if self._dress is not None:
             manifest = self._dress(kind, manifest)
@@ -498,6 +559,10 @@ class ApiServer:
             if method != "POST":
                 raise _Failure(405, f"{method} is not supported on pods/eviction")
             return self._evict(route, body)
+        if resource.kind == "event" and method == "POST" and not route.name:
+            return 201, self._create_event(route, body)
+        if resource.kind == "event" and method == "PATCH" and route.name:
+            return 200, self._patch_event(route, handler.headers.get("Content-Type") or "", body)
         if not route.name:
             if method != "GET":
                 raise _Failure(405, f"{method} is not supported on a list of {resource.plural}")
@@ -729,6 +794,46 @@ class ApiServer:
         wanted = replace(current, unschedulable=unschedulable, taints=taints, labels=labels, annotations=annotations)
         if wanted != current:
             cluster.replace_node(wanted)
+
+    def _create_event(self, route: _Route, body: bytes) -> bytes:
+        data = _json_object(body)
+        named = str((data.get("metadata") or {}).get("namespace") or route.namespace)
+        if named != route.namespace:
+            raise _Failure(400, "the namespace of the provided object does not match the namespace sent on the request")
+        try:
+            stored = StoredEvent.parse(data, f"Event {route.namespace}/{(data.get('metadata') or {}).get('name')}")
+        except InvalidValue as error:
+            raise _Failure(422, str(error)) from None
+        stored = replace(stored, namespace=route.namespace)
+        with self.lock:
+            if not self.cluster.create_event(stored):
+                raise _Failure(
+                    409,
+                    f'events.events.k8s.io "{stored.name}" already exists',
+                    {"name": stored.name, "group": "events.k8s.io", "kind": "events"},
+                )
+            with self._changed:
+                return self._kinds["event"].objects[f"{stored.namespace}/{stored.name}"].body
+
+    def _patch_event(self, route: _Route, content_type: str, body: bytes) -> bytes:
+        """A merge patch of an Event; only `series` (count, lastObservedTime) takes effect."""
+        if content_type.partition(";")[0].strip() != MERGE_PATCH:
+            raise _Failure(415, f"the body of an event PATCH must be {MERGE_PATCH}, not {content_type!r}")
+        series = _json_object(body).get("series") or {}
+        with self.lock:
+            with self._changed:
+                stored = self._kinds["event"].objects.get(route.key)
+            if stored is None:
+                raise _not_found(route.resource, route.name)
+            current: StoredEvent = stored.model
+            try:
+                count = int(series.get("count") or current.count)
+                last = parse_timestamp(series.get("lastObservedTime")) or current.last
+            except (ValueError, TypeError) as error:
+                raise _Failure(422, f"series: {error}") from None
+            self.cluster.patch_event_series(route.namespace, route.name, count, last)
+            with self._changed:
+                return self._kinds["event"].objects[route.key].body
 
     def _delete_node(self, name: str) -> bytes:
         with self.lock:

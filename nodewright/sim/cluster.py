@@ -28,6 +28,11 @@ What is observed
   * `listeners`: called on every change of a stored object, with the kind, the watch event type
     (ADDED, MODIFIED, DELETED), the object and the cluster revision the change got: what an API
     server's watch would send (the HTTP emulator serves watches from it).
+  * `events()`: the Events the API server holds (`nodewright.model.event.StoredEvent`): those the
+    controllers `record` (through the same correlator as the real adapter, so series and rate
+    limits are what a cluster would hold) or the emulator was sent, and kube-scheduler's own
+    (`FailedScheduling` from `mark_unschedulable`, `Scheduled` from `bind`). Listeners get them as
+    kind "event".
   * `changes`: a time-stamped log (from the injected clock) of what happened, for assertions and
     the simulator's metrics: pods created, bound, evicted (with their grace period) and deleted,
     evictions a budget refused, nodes added, cordoned, deleted (with the workload pods still on
@@ -61,7 +66,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from nodewright.model.node import Node
+from nodewright.model.event import (
+    CREATE,
+    NORMAL,
+    WARNING,
+    Event,
+    EventCorrelator,
+    ObjectRef,
+    StoredEvent,
+)
+from nodewright.model.node import READY, Node, NodeCondition
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import label_matches
 from nodewright.model.snapshot import ClusterSnapshot, needs_capacity, reschedulable
@@ -192,6 +206,11 @@ class InMemoryCluster:
         self._pod_list: tuple[Pod, ...] | None = None
         self._daemonset_list: tuple[DaemonSet, ...] | None = None
         self._pdb_list: tuple[PodDisruptionBudget, ...] | None = None
+        # Events by namespace/name; Nodewright's go through the real adapter's correlator.
+        self._events: dict[str, StoredEvent] = {}
+        self.event_correlator = EventCorrelator()
+        # kube-scheduler's events fold into series too (it uses client-go's broadcaster), unlimited.
+        self._scheduler_events = EventCorrelator(object_burst=1 << 30, invocation_budget=1 << 30)
 
     # ------------------------------------------------------------------ the Cluster port
 
@@ -222,7 +241,14 @@ class InMemoryCluster:
         )
 
     def follow(self, seconds: float) -> None:
-        """Nothing to do: this cluster is its own view, always current."""
+        """Nothing to read: this cluster is its own view, always current. An invocation starts:
+        the Event budget starts full, as the adapter's does.
+        """
+        self.event_correlator.begin()
+
+    def record(self, event: Event, now: float) -> None:
+        """Store what the adapter would write for this occurrence (see `events`)."""
+        self._store_event(self.event_correlator, event, now, "nodewright", "nodewright")
 
     def pending(self) -> list[Pod]:
         """The pods that need capacity now, sorted by key (`ClusterSnapshot.pending`)."""
@@ -387,8 +413,19 @@ class InMemoryCluster:
 
     def set_node_ready(self, name: str, ready: bool = True) -> None:
         """Set the node's Ready condition, as its kubelet would."""
-        node = self._require_node(name)
-        if self._put_node(replace(node, ready=ready)) and ready:
+        self.set_node_condition(name, READY, "True" if ready else "False")
+
+    def set_node_condition(self, name: str, kind: str, status: str, reason: str = "") -> None:
+        """Set one of the node's conditions, as its kubelet (Ready), the node lifecycle controller
+        (Ready Unknown) or the EKS node monitoring agent (KernelReady, ...) would: the transition
+        time is now when the status changes, kept otherwise. Ready also sets `ready`.
+        """
+        if status not in ("True", "False", "Unknown"):
+            raise ValueError(f"node {name}: condition {kind} status {status!r} is not True, False or Unknown")
+        node = _with_condition(self._require_node(name), kind, status, self.clock.now(), reason)
+        if kind == READY:
+            node = replace(node, ready=status == "True")
+        if self._put_node(node) and kind == READY and status == "True":
             self._log(NODE_READY, name)
 
     def set_node_deleting(self, name: str, deleting: bool = True) -> None:
@@ -451,7 +488,47 @@ class InMemoryCluster:
         )
         self._put_pod(bound)
         self._log(POD_BOUND, bound.key, node=node)
+        self._scheduler_event(bound, NORMAL, "Scheduled", f"Successfully assigned {bound.key} to {node}", "Binding")
         return bound
+
+    def events(self, regarding: ObjectRef | None = None) -> list[StoredEvent]:
+        """The stored Events (about `regarding`'s kind, namespace and name when given), oldest first."""
+        found = [
+            e
+            for e in self._events.values()
+            if regarding is None
+            or (e.event.regarding.kind, e.event.regarding.namespace, e.event.regarding.name)
+            == (regarding.kind, regarding.namespace, regarding.name)
+        ]
+        return sorted(found, key=lambda e: (e.first, e.name))
+
+    def create_event(self, stored: StoredEvent) -> bool:
+        """Store an Event an API client created; False (nothing changes) when the name is taken."""
+        key = f"{stored.namespace}/{stored.name}"
+        if key in self._events:
+            return False
+        self._events[key] = stored
+        self._notify("event", ADDED, stored)
+        return True
+
+    def patch_event_series(self, namespace: str, name: str, count: int, last: float) -> StoredEvent | None:
+        """Move a stored Event's series to `count` occurrences, the last at `last`; None when missing."""
+        current = self._events.get(f"{namespace}/{name}")
+        if current is None:
+            return None
+        patched = replace(current, count=count, last=last)
+        self._events[f"{namespace}/{name}"] = patched
+        self._notify("event", MODIFIED, patched)
+        return patched
+
+    def expire_events(self, last_before: float) -> int:
+        """Delete the Events last seen before `last_before`, as the API server's event TTL (one
+        hour by default) does; the number deleted.
+        """
+        gone = [key for key, e in self._events.items() if max(e.first, e.last) < last_before]
+        for key in gone:
+            self._notify("event", DELETED, self._events.pop(key))
+        return len(gone)
 
     def mark_unschedulable(self, pod: Pod | str) -> Pod:
         """Set PodScheduled=False reason Unschedulable on an unbound pod, as kube-scheduler does
@@ -462,6 +539,8 @@ class InMemoryCluster:
             raise ValueError(f"pod {current.key} is bound to {current.node_name}; only unbound pods are unschedulable")
         marked = replace(current, unschedulable=True)
         self._put_pod(marked)
+        note = f"0/{len(self._nodes)} nodes are available: no node fits the pod."
+        self._scheduler_event(marked, WARNING, "FailedScheduling", note, "Scheduling")
         return marked
 
     def set_pod_phase(self, pod: Pod | str, phase: str) -> Pod:
@@ -605,6 +684,21 @@ class InMemoryCluster:
         message: str = "",
     ) -> None:
         self.changes.append(Change(self.clock.now(), kind, name, node, pods, grace_seconds, message))
+
+    def _store_event(
+        self, correlator: EventCorrelator, event: Event, now: float, controller: str, instance: str
+    ) -> None:
+        write = correlator.observe(event, now)
+        if write is None:
+            return
+        if write.verb == CREATE:
+            self.create_event(replace(StoredEvent.written(write, instance), reporting_controller=controller))
+        else:
+            self.patch_event_series(write.namespace, write.name, write.count, write.last)
+
+    def _scheduler_event(self, pod: Pod, kind: str, reason: str, note: str, action: str) -> None:
+        event = Event(ObjectRef.pod(pod.key, pod.uid), kind, reason, note, action)
+        self._store_event(self._scheduler_events, event, self.clock.now(), "default-scheduler", "default-scheduler")
 
     def _bump(self, kind: str, key: str) -> None:
         self._revision += 1
@@ -754,6 +848,16 @@ class InMemoryCluster:
                 counts = self._budget_counts[key]
                 counts[0] += sign * _healthy(pod)
                 counts[1] += sign
+
+
+def _with_condition(node: Node, kind: str, status: str, now: float, reason: str = "") -> Node:
+    """`node` with condition `kind` at `status`, its transition time moved only by a change."""
+    old = next((c for c in node.conditions if c.type == kind), None)
+    if old is not None and old.status == status and (not reason or old.reason == reason):
+        return node
+    since = old.since if old is not None and old.status == status else now
+    fresh = NodeCondition(kind, status, since, reason)
+    return replace(node, conditions=(*(c for c in node.conditions if c.type != kind), fresh))
 
 
 def _healthy(pod: Pod) -> int:

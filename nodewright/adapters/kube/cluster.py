@@ -33,6 +33,8 @@ Writing:
     same name), and the API server's 500 for a pod under several PDBs -> "blocked", as the
     in-memory cluster reports it.
   * delete_node treats 404 as already deleted.
+  * record writes Events (events.k8s.io/v1), folded into series and rate-limited, never raising
+    (`nodewright.adapters.kube.events`); each invocation's `follow` starts a new Event budget.
 
 Authentication: on a 401 the call asks `on_unauthorized` (e.g. `EksTokenSource.invalidate`) to
 drop the cached token and retries once.
@@ -71,9 +73,11 @@ from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, PolicyV1Api
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from nodewright.adapters.kube.events import KubeEvents
 from nodewright.adapters.kube.store import DAEMONSETS, KINDS, NODES, PDBS, PODS, ClusterStore, object_key
 from nodewright.adapters.kube.usage import ApiMeter
 from nodewright.adapters.kube.watch import READ_SLACK_SECONDS, Gone, Watcher
+from nodewright.model.event import Event
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod, RequestsMemo
 from nodewright.model.snapshot import ClusterSnapshot
@@ -139,6 +143,7 @@ class KubeCluster:
     when given, makes every read from the store consistent: before it, the read waits until each
     kind's watch has delivered the resourceVersion `barrier()` names for it (the simulator's API
     emulator can say what its latest is; a real API server cannot, so a Lambda has none).
+    `reporting_instance` names the writer of its Events (the function's name; see `record`).
     """
 
     def __init__(
@@ -155,6 +160,7 @@ class KubeCluster:
         retries: int = RETRIES,
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
+        reporting_instance: str = "nodewright",
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, got {page_size}")
@@ -179,12 +185,14 @@ class KubeCluster:
         # Every pod this cluster parses (lists and watches) shares the resource lists parsed so far.
         # The watch threads share it too: it only ever holds pure answers (dict reads and writes).
         self._pod_memo = RequestsMemo()
+        self.events = KubeEvents(api_client, self._request, self._read, reporting_instance=reporting_instance)
 
     # ------------------------------------------------------------------ following
 
     def follow(self, seconds: float) -> None:
         """Keep the store current for `seconds` more: start each kind's watcher, or extend it."""
         until = self._monotonic() + max(0.0, seconds)
+        self.events.begin()  # an invocation starts following: its Event budget starts full
         for kind in self._kinds:
             watcher = self._watchers.get(kind)
             if watcher is None:
@@ -413,6 +421,15 @@ class KubeCluster:
             raise _error(call, error) from error
         self._read(response, "create", "pods/eviction")
         return Eviction(pod.key, "evicted")
+
+    def record(self, event: Event, now: float) -> None:
+        """Report an occurrence as an Event series (`nodewright.adapters.kube.events`); an API
+        failure is counted in `events.failures` and dropped, never raised.
+        """
+        try:
+            self.events.record(event, now)
+        except KubeApiError:
+            self.events.failures += 1
 
     def delete_node(self, name: str) -> None:
         """Delete the Node object; a node that is already gone counts as deleted."""

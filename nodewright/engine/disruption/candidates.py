@@ -169,6 +169,15 @@ class ClusterView:
         ]
         return min(prices, default=0.0)
 
+    def candidate(self, node: str) -> Candidate:
+        """`node` as a candidate whatever the shared checks say of it (node repair takes nodes they
+        reject as not ready); its claim and NodePool must exist.
+        """
+        found = self.candidates.get(node)
+        if found is not None:
+            return found
+        return self._candidate(next(n for n in self.inp.snapshot.nodes if n.name == node), "")
+
     def eligible(self, *, forceful: bool = False) -> list[Candidate]:
         """Candidates every method may take, or with `forceful` also the softly blocked ones."""
         return [c for c in self.candidates.values() if forceful or not c.soft_block]

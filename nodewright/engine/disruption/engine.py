@@ -12,12 +12,14 @@ from nodewright.engine.disruption.balance import pool_totals
 from nodewright.engine.disruption.candidates import Candidate, ClusterView, counts_by_pool
 from nodewright.engine.disruption.consolidation import EPSILON, evaluate
 from nodewright.engine.disruption.methods import METHODS, UNDERUTILIZED_POLICIES, drifted, quotas, waiting
+from nodewright.engine.disruption.repair import still_due
 from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
 from nodewright.engine.disruption.types import (
     CONSOLIDATION,
     DRIFT,
     EMPTINESS,
     EXPIRATION,
+    REPAIR,
     Command,
     DisruptionInput,
     DisruptionResult,
@@ -39,7 +41,8 @@ def compute_commands(inp: DisruptionInput, cache: DisruptionCache | None = None)
         if command is not None:
             break
     chosen = set(command.candidates) if command is not None else set()
-    rejected = dict(view.rejected)
+    # Repair takes nodes the shared checks reject (not ready): say why they stay, or drop them.
+    rejected = {n: f"{r}; {why[n]}" if n in why else r for n, r in view.rejected.items() if n not in chosen}
     for c in view.candidates.values():
         if c.name in chosen:
             continue
@@ -72,6 +75,8 @@ def validate(command: Command, fresh: DisruptionInput, cache: DisruptionCache | 
     more or dearer replacements, or under the stability guard).
     """
     view = ClusterView.build(fresh, ignore_in_progress=frozenset(command.candidates))
+    if command.method == REPAIR:
+        return still_due(command, view)
     forceful = not command.budgeted
     present = {n.name for n in fresh.snapshot.nodes}
     candidates: list[Candidate] = []

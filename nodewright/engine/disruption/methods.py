@@ -1,6 +1,9 @@
-"""The disruption methods, in the order a pass tries them: emptiness, expiration, drift,
+"""The disruption methods, in the order a pass tries them: repair, emptiness, expiration, drift,
 consolidation. Each returns one command or None, and notes in `why` why a node it looked at was
 left alone. Pure.
+
+* Repair (`repair.py`): nodes broken for their condition's toleration (NotReady, a node monitoring
+  agent's condition, an impaired EC2 status check), within the 20% guards; forceful, not budgeted.
 
 * Emptiness: every eligible node without reschedulable pods (daemon and mirror pods do not
   count) whose NodePool consolidates (WhenEmpty, WhenEmptyOrUnderutilized or Balanced) and whose
@@ -26,6 +29,7 @@ from nodewright.engine.disruption.budgets import allowed_disruptions
 from nodewright.engine.disruption.candidates import Candidate, ClusterView, PoolCount
 from nodewright.engine.disruption.consolidation import Consolidator, names
 from nodewright.engine.disruption.drift import drift_reason
+from nodewright.engine.disruption.repair import repair
 from nodewright.engine.disruption.simulate import Simulator
 from nodewright.engine.disruption.types import (
     CONSOLIDATION,
@@ -33,6 +37,7 @@ from nodewright.engine.disruption.types import (
     EMPTINESS,
     EXPIRATION,
     REASONS,
+    REPAIR,
     Command,
 )
 from nodewright.model.duration import format_duration
@@ -251,6 +256,7 @@ def consolidation(view: ClusterView, sim: Simulator, why: dict[str, str]) -> Com
 
 
 METHODS = (
+    (REPAIR, repair),
     (EMPTINESS, emptiness),
     (EXPIRATION, expiration),
     (DRIFT, drift),

@@ -11,20 +11,23 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from nodewright.engine.scheduling.types import BlockedOffering, PlannedClaim, PoolCapacity
+from nodewright.model.instance import InstanceStatus
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.snapshot import ClusterSnapshot
 
 # (capacity type, instance type, zone), as the capacity-error cache stores it.
 Offering = BlockedOffering
 
+REPAIR = "repair"
 EMPTINESS = "emptiness"
 EXPIRATION = "expiration"
 DRIFT = "drift"
 CONSOLIDATION = "consolidation"
-METHODS = (EMPTINESS, EXPIRATION, DRIFT, CONSOLIDATION)
-# The budget reason each method's commands count against (expiration is not budgeted).
+METHODS = (REPAIR, EMPTINESS, EXPIRATION, DRIFT, CONSOLIDATION)
+# The budget reason each method's commands count against (repair and expiration are not budgeted;
+# "Unhealthy" is the reason Karpenter's metrics give a repair).
 REASONS = MappingProxyType(
-    {EMPTINESS: "Empty", EXPIRATION: "Expired", DRIFT: "Drifted", CONSOLIDATION: "Underutilized"}
+    {REPAIR: "Unhealthy", EMPTINESS: "Empty", EXPIRATION: "Expired", DRIFT: "Drifted", CONSOLIDATION: "Underutilized"}
 )
 
 
@@ -47,6 +50,9 @@ class DisruptionOptions:
     spot_to_spot_min_types: int = 15
     nomination_window: float = 20.0
     max_candidates: int = 100
+    # Node repair (repair.py): no repair in a NodePool, nor anywhere when the whole cluster is
+    # past it, while more than this share of the nodes is unhealthy (rounded up; 0 turns repair off).
+    repair_max_unhealthy_percent: int = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +67,8 @@ class DisruptionInput:
     `no_cheaper` are (node, instance type) pairs whose consolidation replacement came up no cheaper
     (the controller rolled it back): that type is no replacement option for that node; `stalled`
     are nodes whose last drain PodDisruptionBudgets held until the controller gave it up: only
-    the forceful methods take them for a while.
+    the forceful methods take them for a while. `instance_statuses` are the instances whose EC2
+    status checks are impaired (node repair reads them with the nodes' conditions).
     """
 
     snapshot: ClusterSnapshot
@@ -74,6 +81,7 @@ class DisruptionInput:
     in_progress: frozenset[str] = frozenset()
     no_cheaper: frozenset[tuple[str, str]] = frozenset()
     stalled: frozenset[str] = frozenset()
+    instance_statuses: tuple[InstanceStatus, ...] = ()
     options: DisruptionOptions = DisruptionOptions()
 
 
