@@ -3,8 +3,8 @@
 `parse_nodepool` checks every field of Karpenter's v1 NodePool schema (its OpenAPI types and
 its CEL rules) and reports every problem through the cursor; `render_nodepool` prints a model
 back as a manifest that parses to an equal model. Nodewright's one addition is the
-`nodewright.io/rebalance-policy` annotation on the NodePool's own metadata. Unknown fields and
-fields Nodewright does not act on yet (`spec.replicas`) are warnings, not errors.
+`nodewright.io/rebalance-policy` annotation on the NodePool's own metadata. Unknown fields are
+warnings, not errors. `spec.replicas` makes a static NodePool (`engine/scheduling/static.py`).
 """
 
 from __future__ import annotations
@@ -89,11 +89,6 @@ KARPENTER_AWS_LABELS = frozenset(
 DOMAIN_EXCEPTIONS = ("node.kubernetes.io", "node-restriction.kubernetes.io", "kops.k8s.io")
 
 SPEC_FIELDS = ("template", "disruption", "limits", "weight", "replicas")
-# Fields accepted and validated as Karpenter does, but not acted on yet: each warns that it is ignored.
-NOT_ACTED_ON = {
-    "replicas": "static NodePools are not supported yet: replicas is ignored and Nodewright provisions "
-    "this NodePool for pending pods like any other",
-}
 _TEMPLATE = ("metadata", "spec")
 _TEMPLATE_METADATA = ("labels", "annotations")
 TEMPLATE_SPEC_FIELDS = (
@@ -377,8 +372,6 @@ def _replicas(at_spec: At, spec: Mapping[str, Any]) -> int | None:
         (at_spec / "limits").error("only limits.nodes is supported on a static NodePool (one with replicas)")
     if spec.get("weight") is not None:
         (at_spec / "weight").error("weight is not supported on a static NodePool (one with replicas)")
-    if replicas is not None:
-        (at_spec / "replicas").warn(NOT_ACTED_ON["replicas"])
     return replicas
 
 

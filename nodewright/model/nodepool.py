@@ -66,7 +66,8 @@ class NodePool:
     weight: int = 0
     disruption: Disruption = Disruption()
     rebalance_policy: str = "ReplaceThenDrain"
-    # Karpenter's static NodePools (`spec.replicas`): read and kept, not acted on yet.
+    # Karpenter's static NodePools (`spec.replicas`): keep exactly this many nodes, never
+    # consolidated, never opened for pods (nodewright.engine.scheduling.static).
     replicas: int | None = None
     # kubelet settings carried by the template in v1beta1 and by the EC2NodeClass in v1.
     api_version: str = "karpenter.sh/v1"

@@ -577,7 +577,7 @@ def test_a_warning_names_the_file_and_line_of_the_unknown_field() -> None:
         loaded.strict().require()
 
 
-def test_a_static_nodepool_is_accepted_with_a_warning_that_replicas_are_not_acted_on() -> None:
+def test_a_static_nodepool_is_accepted_without_warnings() -> None:
     body = nodepool_with("spec.replicas", 3)
     body["spec"]["limits"] = {"nodes": "5"}
 
@@ -585,10 +585,7 @@ def test_a_static_nodepool_is_accepted_with_a_warning_that_replicas_are_not_acte
 
     pool = only_model(loaded)
     assert pool.replicas == 3
-    assert [w.detail for w in loaded.warnings] == [
-        "NodePool/default: spec.replicas: static NodePools are not supported yet: replicas is ignored and "
-        "Nodewright provisions this NodePool for pending pods like any other"
-    ]
+    assert loaded.warnings == ()
     assert only_model(parse_manifest(render_nodepool(pool), source="t.yaml")) == pool
 
 

@@ -1,7 +1,8 @@
 """`compute_commands` and `validate`: one disruption pass, and the re-check before acting. Pure.
 
-A pass reads the input once (`ClusterView`), then tries the methods in order (emptiness,
-expiration, drift, consolidation; `methods.py`); the first that yields a command wins. Every node
+A pass reads the input once (`ClusterView`), then tries the methods in order (static NodePools'
+scale down and replacement, `static.py`; emptiness, expiration, drift, consolidation,
+`methods.py`); the first that yields a command wins. Every node
 that is not part of the command gets a reason in `rejected`. Nothing here acts: the controller
 executes the command after `validate` found it still sound against state read again later.
 """
@@ -14,6 +15,7 @@ from nodewright.engine.disruption.consolidation import EPSILON, evaluate
 from nodewright.engine.disruption.methods import METHODS, UNDERUTILIZED_POLICIES, drifted, quotas, waiting
 from nodewright.engine.disruption.repair import still_due
 from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
+from nodewright.engine.disruption.static import STATIC_METHODS, static_replace, static_scale_down, still_holds
 from nodewright.engine.disruption.types import (
     CONSOLIDATION,
     DRIFT,
@@ -36,7 +38,8 @@ def compute_commands(inp: DisruptionInput, cache: DisruptionCache | None = None)
     sim = Simulator(view, cache)
     why: dict[str, str] = {}
     command: Command | None = None
-    for _, method in METHODS:
+    # Static NodePools first: cheap to decide, and their nodes are no other method's to take.
+    for method in (static_scale_down, static_replace, *(m for _, m in METHODS)):
         command = method(view, sim, why)
         if command is not None:
             break
@@ -109,6 +112,8 @@ def _still_holds(
     command: Command, candidates: list[Candidate], view: ClusterView, cache: DisruptionCache | None
 ) -> str | None:
     now = view.inp.now
+    if command.method in STATIC_METHODS:
+        return still_holds(command, candidates, view)
     if command.method in (EMPTINESS, CONSOLIDATION):
         policies = CONSOLIDATION_POLICIES if command.method == EMPTINESS else UNDERUTILIZED_POLICIES
         for c in candidates:

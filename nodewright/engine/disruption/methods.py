@@ -47,6 +47,7 @@ from nodewright.model.resources import CPU
 UNDERUTILIZED_POLICY = "WhenEmptyOrUnderutilized"
 # Policies whose NodePools' underutilized nodes are consolidated (Balanced: when worth it, balance.py).
 UNDERUTILIZED_POLICIES = (UNDERUTILIZED_POLICY, BALANCED)
+STATIC = "its NodePool is static (replicas): never consolidated"
 
 
 def note(why: dict[str, str], node: str, text: str) -> None:
@@ -116,6 +117,9 @@ def emptiness(view: ClusterView, sim: Simulator, why: dict[str, str]) -> Command
     for c in view.eligible():
         if c.pods or c.pool.disruption.consolidation_policy not in CONSOLIDATION_POLICIES:
             continue
+        if c.pool.replicas is not None:
+            note(why, c.name, STATIC)
+            continue
         reason = waiting(c, now)
         if reason:
             note(why, c.name, f"empty, but {reason}")
@@ -141,6 +145,8 @@ def expiration(view: ClusterView, sim: Simulator, why: dict[str, str]) -> Comman
     now = view.inp.now
     expired: list[Candidate] = []
     for c in view.eligible(forceful=True):
+        if c.pool.replicas is not None:
+            continue  # static.py replaces it within the budgets, one at a time
         ttl = c.pool.expire_after
         born = c.claim.created_at or c.claim.launched_at
         if ttl is not None and born and now - born >= ttl:
@@ -180,7 +186,7 @@ def drift(view: ClusterView, sim: Simulator, why: dict[str, str]) -> Command | N
     reasons: dict[str, str] = {}
     found: list[Candidate] = []
     for c in view.eligible():
-        reason = drifted(view, c)
+        reason = drifted(view, c) if c.pool.replicas is None else None  # static.py replaces static ones
         if reason is not None:
             reasons[c.name] = reason
             found.append(c)
@@ -228,6 +234,9 @@ def consolidation(view: ClusterView, sim: Simulator, why: dict[str, str]) -> Com
     for c in view.eligible():
         if not c.pods:
             continue  # emptiness's to take, under the "Empty" budgets
+        if c.pool.replicas is not None:
+            note(why, c.name, STATIC)
+            continue
         if c.pool.disruption.consolidation_policy not in UNDERUTILIZED_POLICIES:
             note(why, c.name, f"NodePool {c.pool.name} consolidates only empty nodes (consolidationPolicy WhenEmpty)")
             continue

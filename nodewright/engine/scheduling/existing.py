@@ -46,7 +46,7 @@ def add_existing(p: Pass) -> None:
                 labels=node.labels,
             )
         )
-    pools = {pool.name: pool for pool in p.pools}
+    pools = {pool.name: pool for pool in (*p.pools, *p.static_pools)}
     for claim in sorted(p.inp.inflight, key=lambda c: c.name):
         pool = pools.get(claim.nodepool)
         t = pool.by_name.get(claim.instance_type) if pool else None

@@ -75,7 +75,13 @@ class Pass:
         self.classes = group(inp.pods)
         self.names = resource_names(inp, self.classes)
         self.index = {n: i for i, n in enumerate(self.names)}
-        self.pools = [self._pool(pc.nodepool, pc.instance_types) for pc in by_weight(inp)]
+        # A static NodePool (`replicas`) keeps its own count of nodes and never opens a claim for
+        # pods; its claims in flight are still bins pods may use (`existing.add_existing`).
+        ordered = by_weight(inp)
+        self.pools = [self._pool(pc.nodepool, pc.instance_types) for pc in ordered if pc.nodepool.replicas is None]
+        self.static_pools = [
+            self._pool(pc.nodepool, pc.instance_types) for pc in ordered if pc.nodepool.replicas is not None
+        ]
         self.topology = Topology()
         self.existing: list[Bin] = []
         self.claims: list[Bin] = []
