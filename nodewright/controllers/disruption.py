@@ -44,6 +44,7 @@ from nodewright.engine.disruption import (
     validate,
 )
 from nodewright.engine.disruption.consolidation import EPSILON
+from nodewright.engine.disruption.static import STATIC_METHODS
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
 from nodewright.model.node import Node
@@ -310,7 +311,10 @@ class Consolidator:
     def _came_up_cheaper(self, record: CommandRecord, report: ConsolidationReport) -> bool:
         """True when the launched replacements cost less than the candidates by the stability guard
         (their claims' prices: what EC2 launched, not what was planned); otherwise roll back.
+        A static NodePool's replacement is kept whatever it costs: it keeps the pool's count.
         """
+        if record.method in STATIC_METHODS:
+            return True
         claims = {c.name: c for c in self.store.claims()}
         new = [claims[name] for name in record.replacements if name in claims]
         ids = set(record.instance_ids)

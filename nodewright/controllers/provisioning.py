@@ -52,6 +52,7 @@ from nodewright.engine.scheduling import (
     SolverCache,
     solve,
 )
+from nodewright.engine.scheduling.static import count_static, plan_static, shortfall
 from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
@@ -151,6 +152,8 @@ class ProvisionerOptions:
     # the deadline). Lambda bills the waiting; a pod arriving after the early end waits for the
     # next scheduled invocation (up to a minute) instead of about a second.
     idle_exit: float | None = None
+    # How often static NodePools are counted again with no pending pods (each pass counts them too).
+    static_poll: float = 15.0
 
 
 @dataclass
@@ -275,6 +278,8 @@ class Provisioner:
         # What solves may reuse (prepared catalog views, bound pods' facts): kept by the warm
         # container with this controller, so a re-plan after a capacity error starts warm.
         self.solver_cache = SolverCache()
+        # Whether the configuration last read had static NodePools (`keep_static`).
+        self._static = False
 
     # -- the invocation ------------------------------------------------------------------------
 
@@ -305,6 +310,9 @@ class Provisioner:
             self.cluster.follow(deadline - self.clock.now())
             report.housekeeping = self.reconcile(self.cluster.snapshot())
             self.sync_mirror()
+            report.launched += self.keep_static().launched
+            # Counted again every `static_poll` only when there are static pools to count.
+            static_due = self.clock.now() + opts.static_poll if self._static else math.inf
             batch = Batch(opts)
             parked: dict[str, float] = {}
             end = deadline - opts.deadline_margin
@@ -316,11 +324,15 @@ class Provisioner:
                 waiting = frozenset(p.key for p in self.cluster.pending()) - parked.keys()
                 if waiting:  # the claims are read only when something waits: most checks find nothing
                     waiting -= self._handled()
+                if now >= static_due:
+                    report.launched += self.keep_static().launched
+                    static_due = self.clock.now() + opts.static_poll if self._static else math.inf
                 if not waiting and opts.idle_exit is not None and now - idle_since >= opts.idle_exit:
                     self.observer.decision("idle-exit", idle_seconds=round(now - idle_since, 3))
                     break
                 if batch.due(waiting, now):
                     result = self.provision(self.cluster.snapshot())
+                    result.launched += self.keep_static().launched
                     parked.update(dict.fromkeys(result.unschedulable, self.clock.now() + opts.unschedulable_retry))
                     parked.update(dict.fromkeys(result.placed, self.clock.now() + opts.placed_retry))
                     report.passes += 1
@@ -333,7 +345,7 @@ class Provisioner:
                     lease.renew()
                     continue
                 # Until something changes, or a batch rule or a parked pod's retry comes due.
-                wake = min(end, batch.next_check(now), *parked.values())
+                wake = min(end, batch.next_check(now), static_due, *parked.values())
                 if opts.idle_exit is not None and not batch.open:
                     wake = min(wake, idle_since + opts.idle_exit)
                 self._wait(max(0.0, wake - now), functools.partial(self._changed, version))
@@ -404,6 +416,45 @@ class Provisioner:
             if not pending:
                 break
         self.observer.metric("ClusterHourlyCost", self._hourly_cost(), "None")
+        return report
+
+    def keep_static(self) -> PassReport:
+        """Launch what static NodePools are short of (`engine.scheduling.static`): one empty claim
+        per missing node, through the same launch path as a pass; capacity errors re-plan at once.
+        Scaling down is the consolidator's (a drain within budgets and PodDisruptionBudgets).
+        """
+        report = PassReport()
+        nodepools, nodeclasses = self.config.load()
+        self._static = any(p.replicas is not None for p in nodepools)
+        if not self._static:
+            return report
+        snapshot = self.cluster.snapshot()
+        for _ in range(self.options.max_replans + 1):
+            claims = self.store.claims()
+            inp = self._input(
+                snapshot, pending=(), nodepools=nodepools, nodeclasses=nodeclasses, claims=claims, now=self.clock.now()
+            )
+            planned: list[PlannedClaim] = []
+            for pc in inp.pools:
+                count = count_static(pc.nodepool, snapshot.nodes, claims)
+                missing = shortfall(pc.nodepool, count)
+                if not missing:
+                    continue
+                claims_for, why = plan_static(pc, missing, inp.daemonsets, inp.blocked)
+                planned += claims_for
+                self.observer.decision(
+                    "static-scale-up",
+                    nodepool=pc.nodepool.name,
+                    replicas=pc.nodepool.replicas,
+                    active=count.active,
+                    launching=len(claims_for),
+                    reason=why or f"{count.active} of {pc.nodepool.replicas} replicas",
+                )
+            reason = "static NodePool below its replicas"
+            if not planned or not self._launch_all(
+                SchedulingResult(claims=tuple(planned)), nodepools, nodeclasses, inp, report, reason=reason
+            ):
+                break
         return report
 
     def launch_planned(self, planned: Sequence[PlannedClaim], names: Sequence[str], reason: str) -> PassReport:
