@@ -17,6 +17,7 @@ from nodewright.adapters.aws.pricing import PriceCache, Prices, pricing_client
 from nodewright.adapters.aws.signals import LambdaProvisionerTrigger, SqsContinuations
 from nodewright.adapters.aws.state_store import DynamoStateStore
 from nodewright.adapters.clock import SystemClock
+from nodewright.adapters.kube.claims import KubeClaimObjects
 from nodewright.adapters.kube.client import from_cluster_info
 from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.kube.crd_config import read_config
@@ -26,6 +27,7 @@ from nodewright.config.documents import Document
 from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
 from nodewright.controllers.interruption import InterruptionController
+from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.provisioning import Configuration, Provisioner, ProvisionerOptions
 from nodewright.controllers.settings import Settings
 from nodewright.ports import Observer
@@ -100,6 +102,8 @@ def _provisioner(aws: _Aws, settings: Settings, observer: Observer) -> Provision
         observer=observer,
         options=ProvisionerOptions(idle_exit=settings.provisioner_idle_exit),
         wait=aws.cluster.wait,
+        # NodeClaim objects for kubectl: on when the nodeclaims.nodewright.io CRD is installed and granted.
+        mirror=ClaimMirror(KubeClaimObjects(aws.cluster, aws.api_client), aws.clock, observer),
     )
 
 

@@ -7,7 +7,8 @@ after a 401 with a refreshed token). One LIST per cold start tells the mirror wh
 it writes only what changed: POST to create, a JSON merge patch to update, DELETE to remove.
 A create that meets 409 (another function created it meanwhile) becomes a patch; a patch that
 meets 404 (deleted meanwhile) becomes a create; a delete that meets 404 is done. A LIST answering
-404 means the CRD is not installed: the mirror is then off, and None says so.
+404 (the CRD is not installed) or 403 (the role does not grant it) turns the mirror off: None
+says so.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from kubernetes.client import CustomObjectsApi
+from kubernetes.client import ApiClient, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
 from nodewright.adapters.kube.cluster import MERGE_PATCH, KubeCluster
@@ -29,9 +30,9 @@ PAGE_SIZE = 500
 class KubeClaimObjects:
     """`ClaimObjects` over the cluster adapter's client and request path (see the module docstring)."""
 
-    def __init__(self, cluster: KubeCluster, api: CustomObjectsApi, *, request_timeout: float = 30.0) -> None:
+    def __init__(self, cluster: KubeCluster, api_client: ApiClient, *, request_timeout: float = 30.0) -> None:
         self._cluster = cluster
-        self._api = api
+        self._api = CustomObjectsApi(api_client)
         self._timeout = request_timeout
 
     def claim_objects(self) -> dict[str, dict[str, Any]] | None:
@@ -47,10 +48,11 @@ class KubeClaimObjects:
                     "list",
                     "list nodeclaims",
                     functools.partial(self._api.list_cluster_custom_object, GROUP, VERSION, PLURAL, **params),
-                    mapped=(404,),
+                    mapped=(403, 404),
                 )
             except ApiException:
-                return None  # only 404 is mapped: no such resource
+                # 404: the CRD is not installed; 403: the function's ClusterRole does not grant it.
+                return None
             for item in listing.get("items") or ():
                 objects[str(item["metadata"]["name"])] = item
             token = str((listing.get("metadata") or {}).get("continue") or "")

@@ -82,7 +82,7 @@ def claims() -> tuple[NodeClaim, ...]:
 
 def sync(api_client: Any, claim_set: tuple[NodeClaim, ...]) -> tuple[ClaimMirror, dict[str, Any]]:
     cluster = KubeCluster(api_client)
-    objects = KubeClaimObjects(cluster, CustomObjectsApi(api_client))
+    objects = KubeClaimObjects(cluster, api_client)
     mirror = ClaimMirror(objects, VirtualClock(NOW), RecordingObserver())
     registered = node(
         "ip-10-0-0-1",
