@@ -56,6 +56,7 @@ from nodewright.engine.scheduling.static import count_static, plan_static, short
 from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
+from nodewright.model.event import pod_failed_to_schedule, pod_nominated
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
@@ -409,6 +410,7 @@ class Provisioner:
             report.placed = self._nominate(result, claims)
             for pod, reason in result.unschedulable.items():
                 self.observer.decision("unschedulable", pod=pod, reason=reason)
+                self.cluster.record(pod_failed_to_schedule(pod, reason), now)
             if not self._launch_all(result, nodepools, nodeclasses, inp, report):
                 break
             # Capacity errors blocked some offerings: plan their pods again, now.
@@ -605,6 +607,8 @@ class Provisioner:
             if claim is None:
                 placed.extend(pods)  # a registered node: kube-scheduler binds the pods there
                 continue
+            for pod in pods:  # a repeat only counts in the pod's Event series
+                self.cluster.record(pod_nominated(pod, claim.name, claim.node_name), now)
             added = tuple(p for p in pods if p not in claim.pods)
             if added:
                 self.store.save_claim(claim.with_changes(pods=tuple(sorted((*claim.pods, *added)))))
@@ -614,6 +618,8 @@ class Provisioner:
     def _record_launch(self, claim: NodeClaim, instance: Instance, planned: PlannedClaim, reason: str) -> None:
         now = self.clock.now()
         self.store.save_claim(_launched(claim, instance, now))
+        for pod in planned.pods:
+            self.cluster.record(pod_nominated(pod.key, claim.name, uid=pod.uid), now)
         self.observer.metric("NodesLaunched", 1, nodepool=claim.nodepool, capacity_type=instance.capacity_type)
         for pod in planned.pods:
             if pod.created_at:

@@ -144,6 +144,63 @@ class Event:
         return (r.kind, r.namespace, r.name, r.uid, self.type, self.reason, self.action, self.note)
 
 
+# The Events controllers report, one function per kind, so each call site is one line. Notes follow
+# Karpenter's wording where it has the Event.
+
+
+def pod_nominated(pod: str, nodeclaim: str, node: str = "", uid: str = "") -> Event:
+    """The provisioner put the pod on a claim (and its node, once registered)."""
+    where = ", ".join(part for part in (f"nodeclaim/{nodeclaim}", f"node/{node}" if node else "") if part)
+    return Event(ObjectRef.pod(pod, uid), NORMAL, NOMINATED, f"Pod should schedule on: {where}", "Nominate")
+
+
+def pod_failed_to_schedule(pod: str, why: str) -> Event:
+    """No NodePool can take the pod; `why` holds the solver's reason per NodePool."""
+    return Event(ObjectRef.pod(pod), WARNING, FAILED_SCHEDULING, f"Failed to schedule pod, {why}", "Provision")
+
+
+def pod_evicted(pod: str, by: str, uid: str = "") -> Event:
+    """The pod was evicted through the Eviction API by the drain of `by` (a command, a warning)."""
+    return Event(ObjectRef.pod(pod, uid), NORMAL, EVICTED, f"Evicted pod: {by}", "Evict")
+
+
+def node_event(node: str, reason: str, note: str, action: str, kind: str = NORMAL) -> Event:
+    """An Event about a Node (disruption, interruption): the reason constants above."""
+    return Event(ObjectRef.node(node), kind, reason, note, action)
+
+
+def disruption_launching(node: str, why: str) -> Event:
+    """Replacements of the node are being launched (DisruptionLaunching)."""
+    return node_event(node, DISRUPTION_LAUNCHING, f"Launching NodeClaim: {why}", "Launch")
+
+
+def disruption_waiting_readiness(node: str) -> Event:
+    """The node's replacements are not Ready yet (DisruptionWaitingReadiness)."""
+    return node_event(node, DISRUPTION_WAITING_READINESS, "Waiting on readiness to continue disruption", "Wait")
+
+
+def disruption_terminating(node: str, why: str) -> Event:
+    """The node is being drained and terminated (DisruptionTerminating)."""
+    return node_event(node, DISRUPTION_TERMINATING, f"Disrupting Node: {why}", "Delete")
+
+
+def disruption_blocked(node: str, why: str) -> Event:
+    """A disruption of the node cannot go on now: `why` names the PDB, pod or budget."""
+    return node_event(node, DISRUPTION_BLOCKED, why, "Disrupt")
+
+
+def unconsolidatable(node: str, why: str) -> Event:
+    """The node is not a consolidation candidate, and why."""
+    return node_event(node, UNCONSOLIDATABLE, why, "Consolidate")
+
+
+def interrupted(node: str, reason: str, note: str, action: str) -> Event:
+    """An interruption message about the node's instance (SpotInterrupted, InstanceStopping:
+    Warning; SpotRebalanceRecommendation: Normal, as Karpenter's AWS provider types them).
+    """
+    return node_event(node, reason, note, action, NORMAL if reason == SPOT_REBALANCE else WARNING)
+
+
 @dataclass(frozen=True, slots=True)
 class EventWrite:
     """One Event API request the correlator decided: `verb` create (a new Event object `name`,

@@ -247,7 +247,13 @@ class InMemoryCluster:
         self.event_correlator.begin()
 
     def record(self, event: Event, now: float) -> None:
-        """Store what the adapter would write for this occurrence (see `events`)."""
+        """Store what the adapter would write for this occurrence (see `events`); a pod's
+        reference gets the stored pod's uid, as the adapter's does.
+        """
+        ref = event.regarding
+        known = self._pods.get(f"{ref.namespace}/{ref.name}") if ref.kind == "Pod" and not ref.uid else None
+        if known is not None and known.uid:
+            event = replace(event, regarding=replace(ref, uid=known.uid))
         self._store_event(self.event_correlator, event, now, "nodewright", "nodewright")
 
     def pending(self) -> list[Pod]:

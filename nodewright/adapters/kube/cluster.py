@@ -66,6 +66,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -426,6 +427,12 @@ class KubeCluster:
         """Report an occurrence as an Event series (`nodewright.adapters.kube.events`); an API
         failure is counted in `events.failures` and dropped, never raised.
         """
+        ref = event.regarding
+        if ref.kind == "Pod" and not ref.uid and self.following:
+            # kubectl describe selects a pod's Events by uid too: give the reference the one watched.
+            known = self.store.pod(f"{ref.namespace}/{ref.name}")
+            if known is not None and known.uid:
+                event = replace(event, regarding=replace(ref, uid=known.uid))
         try:
             self.events.record(event, now)
         except KubeApiError:

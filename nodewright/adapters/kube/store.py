@@ -123,6 +123,13 @@ class ClusterStore:
         with self.changed:
             return list(self._sorted(NODES))
 
+    def pod(self, key: str) -> Pod | None:
+        """The pod `namespace/name`, or None when it is unknown or pods are not watched."""
+        with self.changed:
+            state = self._kinds.get(PODS)
+            found: Pod | None = None if state is None else state.objects.get(key)
+            return found
+
     def node(self, name: str) -> Node | None:
         """The node of that name, or None."""
         with self.changed:
