@@ -708,6 +708,7 @@ class Provisioner:
                 self.store.delete_claim(claim.name)
                 counts["gone"] += 1
                 self.observer.decision("claim-gone", nodeclaim=claim.name, instance_id=claim.instance_id)
+                self.observer.metric("NodesTerminated", 1, nodepool=claim.nodepool)
                 continue
             node = nodes.get(claim.name) or nodes.get(claim.provider_id)
             if claim.state == "launched":

@@ -164,3 +164,16 @@ def test_a_running_consolidation_command_shows_as_disrupting_on_its_candidate() 
     assert conditions(obj)["Disrupting"] == ("True", "Underutilized")
     assert "cmd-1" in next(c["message"] for c in obj["status"]["conditions"] if c["type"] == "Disrupting")
     assert conditions(obj)["Consolidatable"] == ("False", "NotConsolidatable")
+
+
+def test_a_claim_whose_instance_is_gone_counts_as_a_terminated_node() -> None:
+    world = World()
+    world.pending(2)
+    world.run()
+    (claim,) = world.store.claims()
+    world.cloud.terminate([claim.instance_id])
+    world.run(1)
+
+    assert [(n, v, d) for n, v, _, d in world.observer.metrics if n == "NodesTerminated"] == [
+        ("NodesTerminated", 1, {"nodepool": "default"})
+    ]
