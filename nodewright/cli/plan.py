@@ -22,14 +22,16 @@ from rich.table import Table
 
 from nodewright.adapters.offline_catalog import DEFAULT_ZONES, PricesFileError, load_catalog, read_prices_csv
 from nodewright.cli import app
-from nodewright.config.documents import EC2NODECLASS, NODEPOOL
+from nodewright.config.documents import EC2NODECLASS, NODEOVERLAY, NODEPOOL
 from nodewright.config.files import expand
 from nodewright.config.workloads import PlanInput, read_workloads
+from nodewright.engine.overlay import apply_overlays
 from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult, solve
 from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import CPU, MEMORY, PODS
@@ -178,7 +180,9 @@ def _plan_live(
 
 
 def build_input(planned: PlanInput, prices: dict[str, float] | None, zones: tuple[str, ...]) -> SchedulingInput:
-    """The scheduling pass `plan` runs: each NodePool with the catalog its EC2NodeClass's kubelet gives."""
+    """The scheduling pass `plan` runs: each NodePool with the catalog its EC2NodeClass's kubelet gives,
+    priced by the input's NodeOverlays (as the provisioner prices it).
+    """
     nodepools = [d.model for d in planned.config.of_kind(NODEPOOL) if isinstance(d.model, NodePool)]
     nodeclasses = {d.name: d.model for d in planned.config.of_kind(EC2NODECLASS) if isinstance(d.model, EC2NodeClass)}
     for pool in nodepools:
@@ -196,10 +200,15 @@ def build_input(planned: PlanInput, prices: dict[str, float] | None, zones: tupl
         if key not in catalogs:
             catalogs[key] = load_catalog(zones, prices, kubelet)
         pools.append(PoolCapacity(pool, tuple(catalogs[key])))
+    overlays = [d.model for d in planned.config.of_kind(NODEOVERLAY) if isinstance(d.model, NodeOverlay)]
+    overlaid = apply_overlays(pools, overlays)
+    for name, why in sorted(overlaid.conflicts.items()):
+        # As the provisioner does: a refused overlay is reported and left out, the plan goes on.
+        typer.secho(f"NodeOverlay/{name}: not applied: {why}", err=True, fg=typer.colors.YELLOW)
     used = pool_usage(planned.nodes, (), {})  # files hold no claims: the nodes are all there is
     return SchedulingInput(
         pods=planned.pending,
-        pools=tuple(pools),
+        pools=overlaid.pools,
         nodes=planned.nodes,
         bound_pods=planned.bound,
         daemonsets=planned.daemonsets,
