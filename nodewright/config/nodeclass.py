@@ -1,10 +1,11 @@
-"""EC2NodeClass documents (`karpenter.k8s.aws/v1`, `nodewright.io/v1`): validate into the model and back. Pure.
+"""EC2NodeClass documents (`karpenter.k8s.aws/v1`, `nodewright.io/v1`): validate into the model. Pure.
 
 `parse_nodeclass` checks every field of Karpenter's v1 EC2NodeClass schema, including the CEL
 rules its CRD carries (exactly one of role/instanceProfile, an alias is the only AMI term, id
-terms stand alone, restricted tags, one root volume, iops/throughput only where EBS allows them,
-kubelet image GC thresholds ordered, soft evictions paired with grace periods), and reports
-every problem through the cursor. `render_nodeclass` prints a model back as a manifest.
+terms stand alone, restricted tags, one root volume, iops/throughput only where EBS allows them),
+and reports every problem through the cursor. The `kubelet` block (reserved resources, evictions
+paired with grace periods, image GC thresholds ordered) is read by `kubelet.py`; the way back, a
+model printed as a manifest, is `nodeclass_render.render_nodeclass`.
 
 Placement groups, connection tracking, network interfaces, IP prefixes and CPU options go into
 the launch template (`nodewright.adapters.aws.launch_template`). Fields Nodewright validates but
@@ -15,14 +16,13 @@ a Karpenter manifest is accepted without hiding what Nodewright will not do with
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from nodewright.config import fields as f
+from nodewright.config.kubelet import parse_kubelet
 from nodewright.config.problems import At, show
-from nodewright.model.duration import format_duration
 from nodewright.model.errors import InvalidValue
 from nodewright.model.nodeclass import (
     AMI_FAMILIES,
@@ -36,13 +36,11 @@ from nodewright.model.nodeclass import (
     BlockDeviceMapping,
     ConnectionTracking,
     EC2NodeClass,
-    KubeletConfiguration,
     MetadataOptions,
     NetworkInterface,
     PlacementGroupSelector,
     SelectorTerm,
 )
-from nodewright.model.resources import Resources
 
 MAX_TERMS = 30
 MAX_BLOCK_DEVICES = 50
@@ -60,19 +58,8 @@ RESTRICTED_TAGS = frozenset(
         "nodewright.io/nodeclaim",
     }
 )
-RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
-EVICTION_SIGNALS = (
-    "memory.available",
-    "nodefs.available",
-    "nodefs.inodesFree",
-    "imagefs.available",
-    "imagefs.inodesFree",
-    "pid.available",
-)
 ENABLED_DISABLED = ("enabled", "disabled")
 HTTP_TOKENS = ("required", "optional")
-_EVICTION_VALUE = re.compile(r"^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%|[+-]?\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|[kMGTPE])?)$")
-_GRACE = re.compile(r"^([0-9]+(\.[0-9]+)?(s|m|h))+$")
 
 SPEC_FIELDS = (
     "subnetSelectorTerms",
@@ -130,20 +117,6 @@ _EBS = (
     "volumeInitializationRate",
 )
 _METADATA = ("httpEndpoint", "httpProtocolIPv6", "httpPutResponseHopLimit", "httpTokens")
-_KUBELET = (
-    "maxPods",
-    "podsPerCore",
-    "kubeReserved",
-    "systemReserved",
-    "evictionHard",
-    "evictionSoft",
-    "evictionSoftGracePeriod",
-    "evictionMaxPodGracePeriod",
-    "clusterDNS",
-    "cpuCFSQuota",
-    "imageGCHighThresholdPercent",
-    "imageGCLowThresholdPercent",
-)
 
 
 def _tag_key_rule(at: At, key: str) -> None:
@@ -425,95 +398,6 @@ def _metadata_options(at: At, value: Any) -> MetadataOptions | None:
     )
 
 
-def _reserved(at: At, value: Any) -> Resources | None:
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        f.wrong_type(at, dict, value)
-        return None
-    out: dict[str, int] = {}
-    for key, raw in value.items():
-        at_key = at / str(key)
-        if key not in RESERVED_RESOURCES:
-            at_key.error(f"{show(key)} is not one of {', '.join(RESERVED_RESOURCES)}")
-            continue
-        if not isinstance(raw, str):
-            f.wrong_type(at_key, str, raw)
-            continue
-        milli = f.quantity(at_key, raw)
-        if milli is not None:
-            out[str(key)] = milli
-    return Resources(out)
-
-
-def _signal_rule(at: At, key: str) -> None:
-    if key not in EVICTION_SIGNALS:
-        at.error(f"{show(key)} is not one of {', '.join(EVICTION_SIGNALS)}")
-
-
-def _eviction(at: At, value: Any) -> dict[str, str]:
-    found = f.string_map(at, value, key_rule=_signal_rule) or {}
-    for key, text in found.items():
-        if not _EVICTION_VALUE.match(text):
-            (at / key).error(f"{show(text)} is not a quantity (e.g. 100Mi) or a percentage (e.g. 10%)")
-    return found
-
-
-def _kubelet(at: At, value: Any) -> KubeletConfiguration | None:
-    start = at.mark()
-    kubelet = f.kube_obj(at, value, _KUBELET)
-    if kubelet is None:
-        return None
-    grace_raw = f.string_map(
-        at / "evictionSoftGracePeriod", kubelet.get("evictionSoftGracePeriod"), key_rule=_signal_rule
-    )
-    grace: dict[str, float] = {}
-    for key, text in (grace_raw or {}).items():
-        parsed = f.duration(at / "evictionSoftGracePeriod" / key, text, pattern=_GRACE, examples="30s, 1m30s")
-        if parsed is not None and parsed[0] is not None:
-            grace[key] = parsed[0]
-    soft = _eviction(at / "evictionSoft", kubelet.get("evictionSoft"))
-    for key in soft:
-        if key not in (grace_raw or {}):
-            (at / "evictionSoft" / key).error("needs a matching evictionSoftGracePeriod entry")
-    for key in grace_raw or {}:
-        if key not in soft:
-            (at / "evictionSoftGracePeriod" / key).error("needs a matching evictionSoft entry")
-    high = f.integer(
-        at / "imageGCHighThresholdPercent", kubelet.get("imageGCHighThresholdPercent"), minimum=0, maximum=100
-    )
-    low = f.integer(
-        at / "imageGCLowThresholdPercent", kubelet.get("imageGCLowThresholdPercent"), minimum=0, maximum=100
-    )
-    if high is not None and low is not None and high <= low:
-        (at / "imageGCHighThresholdPercent").error(
-            f"must be greater than imageGCLowThresholdPercent ({low}), got {high}"
-        )
-    cluster_dns = f.string_list(at / "clusterDNS", kubelet.get("clusterDNS")) or ()
-    for index, address in enumerate(cluster_dns):
-        try:
-            ipaddress.ip_address(address)
-        except ValueError:
-            (at / "clusterDNS" / index).error(f"{show(address)} is not an IP address")
-    parsed_kubelet = KubeletConfiguration(
-        max_pods=f.integer(at / "maxPods", kubelet.get("maxPods"), minimum=0),
-        pods_per_core=f.integer(at / "podsPerCore", kubelet.get("podsPerCore"), minimum=0),
-        kube_reserved=_reserved(at / "kubeReserved", kubelet.get("kubeReserved")),
-        system_reserved=_reserved(at / "systemReserved", kubelet.get("systemReserved")),
-        eviction_hard=_eviction(at / "evictionHard", kubelet.get("evictionHard")),
-        eviction_soft=soft,
-        eviction_soft_grace_period=grace,
-        eviction_max_pod_grace_period=f.integer(
-            at / "evictionMaxPodGracePeriod", kubelet.get("evictionMaxPodGracePeriod")
-        ),
-        cluster_dns=tuple(cluster_dns),
-        cpu_cfs_quota=f.boolean(at / "cpuCFSQuota", kubelet.get("cpuCFSQuota")),
-        image_gc_high_threshold_percent=high,
-        image_gc_low_threshold_percent=low,
-    )
-    return None if at.failed_since(start) else parsed_kubelet
-
-
 def parse_nodeclass(
     at: At, name: str, metadata: Mapping[str, Any], spec_value: Any, api_version: str
 ) -> EC2NodeClass | None:
@@ -600,7 +484,7 @@ def parse_nodeclass(
             at_spec / "associatePublicIPAddress", spec.get("associatePublicIPAddress")
         ),
         detailed_monitoring=bool(f.boolean(at_spec / "detailedMonitoring", spec.get("detailedMonitoring"))),
-        kubelet=_kubelet(at_spec / "kubelet", spec.get("kubelet")),
+        kubelet=parse_kubelet(at_spec / "kubelet", spec.get("kubelet")),
         instance_store_policy=f.string(
             at_spec / "instanceStorePolicy", spec.get("instanceStorePolicy"), enum=INSTANCE_STORE_POLICIES
         ),
@@ -620,162 +504,3 @@ def parse_nodeclass(
         if spec.get(field_name) not in (None, [], {}):
             (at_spec / field_name).warn(message)
     return None if at.failed_since() else nodeclass
-
-
-def _render_term(term: SelectorTerm, owner_field: str = "ownerID") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if term.tags:
-        out["tags"] = dict(term.tags)
-    if term.id is not None:
-        out["id"] = term.id
-    if term.name is not None:
-        out["name"] = term.name
-    if term.owner_id is not None:
-        out[owner_field] = term.owner_id
-    if term.instance_match_criteria is not None:
-        out["instanceMatchCriteria"] = term.instance_match_criteria
-    return out
-
-
-def _render_ami_term(term: AMISelectorTerm) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if term.alias is not None:
-        out["alias"] = str(term.alias)
-    for key, value in (
-        ("id", term.id),
-        ("name", term.name),
-        ("owner", term.owner),
-        ("ssmParameter", term.ssm_parameter),
-    ):
-        if value is not None:
-            out[key] = value
-    if term.tags:
-        out["tags"] = dict(term.tags)
-    return out
-
-
-def _render_size(size: int) -> str:
-    # Exact forms only, so the printed size parses back to the same number of bytes.
-    for suffix, unit in (("Ti", 2**40), ("T", 10**12), ("Gi", 2**30), ("G", 10**9)):
-        if size % unit == 0:
-            return f"{size // unit}{suffix}"
-    return str(size)
-
-
-def _render_ebs(ebs: EBS) -> dict[str, Any]:
-    pairs: tuple[tuple[str, Any], ...] = (
-        ("volumeSize", _render_size(ebs.volume_size) if ebs.volume_size is not None else None),
-        ("volumeType", ebs.volume_type),
-        ("iops", ebs.iops),
-        ("throughput", ebs.throughput),
-        ("encrypted", ebs.encrypted),
-        ("kmsKeyID", ebs.kms_key_id),
-        ("deleteOnTermination", ebs.delete_on_termination),
-        ("snapshotID", ebs.snapshot_id),
-        ("volumeInitializationRate", ebs.volume_initialization_rate),
-    )
-    return {key: value for key, value in pairs if value is not None}
-
-
-def _render_kubelet(kubelet: KubeletConfiguration) -> dict[str, Any]:
-    pairs: tuple[tuple[str, Any], ...] = (
-        ("maxPods", kubelet.max_pods),
-        ("podsPerCore", kubelet.pods_per_core),
-        (
-            "kubeReserved",
-            {k: str(v) for k, v in kubelet.kube_reserved.format().items()} if kubelet.kube_reserved else None,
-        ),
-        (
-            "systemReserved",
-            {k: str(v) for k, v in kubelet.system_reserved.format().items()} if kubelet.system_reserved else None,
-        ),
-        ("evictionHard", dict(kubelet.eviction_hard) or None),
-        ("evictionSoft", dict(kubelet.eviction_soft) or None),
-        (
-            "evictionSoftGracePeriod",
-            {k: format_duration(v) for k, v in kubelet.eviction_soft_grace_period.items()} or None,
-        ),
-        ("evictionMaxPodGracePeriod", kubelet.eviction_max_pod_grace_period),
-        ("clusterDNS", list(kubelet.cluster_dns) or None),
-        ("cpuCFSQuota", kubelet.cpu_cfs_quota),
-        ("imageGCHighThresholdPercent", kubelet.image_gc_high_threshold_percent),
-        ("imageGCLowThresholdPercent", kubelet.image_gc_low_threshold_percent),
-    )
-    return {key: value for key, value in pairs if value is not None}
-
-
-def _render_network(nodeclass: EC2NodeClass) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    group = nodeclass.placement_group_selector
-    if group is not None:
-        out["placementGroupSelector"] = {"name": group.name} if group.name is not None else {"id": group.id}
-    tracking = nodeclass.connection_tracking
-    if tracking is not None:
-        pairs = (
-            ("tcpEstablishedTimeout", tracking.tcp_established_timeout),
-            ("udpStreamTimeout", tracking.udp_stream_timeout),
-            ("udpTimeout", tracking.udp_timeout),
-        )
-        out["connectionTracking"] = {key: value for key, value in pairs if value is not None}
-    if nodeclass.network_interfaces:
-        out["networkInterfaces"] = [
-            {"networkCardIndex": i.network_card_index, "deviceIndex": i.device_index, "interfaceType": i.interface_type}
-            for i in nodeclass.network_interfaces
-        ]
-    if nodeclass.nested_virtualization is not None:
-        out["cpuOptions"] = {"nestedVirtualization": nodeclass.nested_virtualization}
-    if nodeclass.ip_prefix_count is not None:
-        out["ipPrefixCount"] = nodeclass.ip_prefix_count
-    return out
-
-
-def render_nodeclass(nodeclass: EC2NodeClass) -> dict[str, Any]:
-    """The manifest of an EC2NodeClass model; parsing it gives an equal model."""
-    spec: dict[str, Any] = {
-        "subnetSelectorTerms": [_render_term(t) for t in nodeclass.subnet_selector_terms],
-        "securityGroupSelectorTerms": [_render_term(t) for t in nodeclass.security_group_selector_terms],
-        "amiSelectorTerms": [_render_ami_term(t) for t in nodeclass.ami_selector_terms],
-    }
-    if nodeclass.capacity_reservation_selector_terms:
-        spec["capacityReservationSelectorTerms"] = [
-            _render_term(t) for t in nodeclass.capacity_reservation_selector_terms
-        ]
-    optional: tuple[tuple[str, Any], ...] = (
-        ("amiFamily", nodeclass.ami_family),
-        ("role", nodeclass.role),
-        ("instanceProfile", nodeclass.instance_profile),
-        ("userData", nodeclass.user_data),
-        ("instanceStorePolicy", nodeclass.instance_store_policy),
-        ("associatePublicIPAddress", nodeclass.associate_public_ip_address),
-        ("context", nodeclass.context),
-    )
-    spec.update({key: value for key, value in optional if value is not None})
-    if nodeclass.block_device_mappings:
-        spec["blockDeviceMappings"] = [
-            {
-                **({"deviceName": d.device_name} if d.device_name is not None else {}),
-                **({"ebs": _render_ebs(d.ebs)} if d.ebs is not None else {}),
-                **({"rootVolume": True} if d.root_volume else {}),
-            }
-            for d in nodeclass.block_device_mappings
-        ]
-    options = nodeclass.metadata_options
-    spec["metadataOptions"] = {
-        "httpEndpoint": options.http_endpoint,
-        "httpProtocolIPv6": options.http_protocol_ipv6,
-        "httpPutResponseHopLimit": options.http_put_response_hop_limit,
-        "httpTokens": options.http_tokens,
-    }
-    if nodeclass.tags:
-        spec["tags"] = dict(nodeclass.tags)
-    if nodeclass.detailed_monitoring:
-        spec["detailedMonitoring"] = True
-    if nodeclass.kubelet is not None:
-        spec["kubelet"] = _render_kubelet(nodeclass.kubelet)
-    spec.update(_render_network(nodeclass))
-    return {
-        "apiVersion": nodeclass.api_version,
-        "kind": "EC2NodeClass",
-        "metadata": {"name": nodeclass.name},
-        "spec": spec,
-    }

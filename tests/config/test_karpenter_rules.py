@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from nodewright.config import Loaded, parse_yaml
-from nodewright.config.nodeclass import render_nodeclass
+from nodewright.config.nodeclass_render import render_nodeclass
 from nodewright.config.nodepool import render_nodepool
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool

@@ -12,7 +12,7 @@ import pytest
 
 from nodewright.config.documents import parse_manifest
 from nodewright.config.files import read_paths
-from nodewright.config.nodeclass import render_nodeclass
+from nodewright.config.nodeclass_render import render_nodeclass
 from nodewright.model.nodeclass import (
     EBS,
     AMIAlias,
