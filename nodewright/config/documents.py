@@ -20,6 +20,12 @@ dropped, as the API server drops them; `Loaded.strict()` makes them problems.
 Hostile input is refused with a problem, before anything walks it: a YAML document whose aliases
 would repeat more than MAX_ALIASED_VALUES values ("billion laughs"), an alias inside the node it
 names (a cycle), and any document nested deeper than MAX_DEPTH (no Kubernetes object comes close).
+
+Why one file: every function here serves one path, text to `Document`s with each problem on its
+line, and the two halves share the line maps (`SegmentPath -> line`) and `Loaded`. The stream half
+(`read_stream` with `_yaml_documents`, `_json_document`, `_measure` and the line maps, about 240
+lines) is the part that could stand alone as a module if this file grows; the kinds themselves are
+parsed elsewhere (`nodepool.py`, `nodeclass.py`, `nodeoverlay.py`, ...), through `PARSERS`.
 """
 
 from __future__ import annotations
