@@ -47,6 +47,13 @@ from nodewright.engine.disruption.consolidation import EPSILON
 from nodewright.engine.disruption.static import STATIC_METHODS
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
+from nodewright.model.event import (
+    disruption_blocked,
+    disruption_launching,
+    disruption_rejected,
+    disruption_terminating,
+    disruption_waiting_readiness,
+)
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.taints import Taint
@@ -222,6 +229,8 @@ class Consolidator:
         self.observer.metric("EligibleNodes", result.eligible)
         for node, why in sorted(result.rejected.items()):
             self.observer.decision("disruption-rejected", node=node, reason=why)
+            if (event := disruption_rejected(node, why)) is not None:
+                self.cluster.record(event, inp.now)
         if not result.commands:
             self._last_state = state
             return False
@@ -261,6 +270,8 @@ class Consolidator:
         names = tuple(claim_name(r.nodepool) for r in command.replacements)
         record = record.advanced("launching", self.clock.now(), replacements=names)
         self.store.save_command(record)
+        for node in record.candidates if names else ():
+            self.cluster.record(disruption_launching(node, f"{record.reason}: {', '.join(names)}"), self.clock.now())
         if command.replacements:
             launched = self.launcher.launch_planned(command.replacements, names, f"{command.method}: {command.detail}")
             if launched.failed:
@@ -298,10 +309,14 @@ class Consolidator:
                 return 0.0
             if ready:
                 self.store.save_command(record.advanced("draining", now))
+                for node in record.candidates:
+                    self.cluster.record(disruption_terminating(node, record.reason), now)
                 return 0.0
             if now - record.updated_at > self.options.replacement_timeout:
                 self._abort(record, "replacements did not become ready in time", report)
                 return 0.0
+            for node in record.candidates:
+                self.cluster.record(disruption_waiting_readiness(node), now)
             return self.options.poll
         if record.state == "draining":
             return self._drain(record, report)
@@ -385,7 +400,8 @@ class Consolidator:
         for node in record.candidates:
             if self.cluster.get_node(node) is None:
                 continue
-            step = self.drainer.step(node, TAINT, forced=not record.budgeted)
+            by = f"disruption command {record.id} ({record.method}, {record.reason})"
+            step = self.drainer.step(node, TAINT, forced=not record.budgeted, by=by, now=now)
             if "do-not-disrupt" in step.kept.values():
                 self._abort(record, f"a do-not-disrupt pod appeared on {node}", report)
                 return 0.0
@@ -434,6 +450,7 @@ class Consolidator:
         are ordinary nodes now: pods may use them, and emptiness removes them if not).
         """
         for name in record.candidates:
+            self.cluster.record(disruption_blocked(name, f"Disruption aborted: {why}"), self.clock.now())
             node = self.cluster.get_node(name)
             # Only our own taint: an interruption may have re-tainted the node meanwhile, and that
             # node must stay cordoned with its pods pending for the provisioner.

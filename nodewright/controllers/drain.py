@@ -6,6 +6,7 @@ pods that terminate instantly), for at most `max_rounds` rounds. It returns a Dr
 whether the drain is done and, when it is not, how long to wait before the next step: the
 caller carries the drain to a later invocation (a delayed SQS message) instead of sleeping.
 A 429 (a PDB refuses now) backs off; 404/409 count as done; an eviction never repeats within a step.
+Each evicted pod gets an `Evicted` Event naming the drain (`by`: the command, the interruption).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from nodewright.engine.drain import plan_drain
+from nodewright.model.event import pod_evicted
 from nodewright.model.taints import Taint
 from nodewright.ports import Cluster, Observer
 
@@ -44,8 +46,12 @@ class Drainer:
         self.observer = observer
         self.max_rounds = max_rounds
 
-    def step(self, node: str, taint: Taint | None, *, forced: bool, attempt: int = 1) -> DrainStep:
-        """Advance the drain of `node` as far as it goes without waiting."""
+    def step(
+        self, node: str, taint: Taint | None, *, forced: bool, attempt: int = 1, by: str = "", now: float = 0.0
+    ) -> DrainStep:
+        """Advance the drain of `node` as far as it goes without waiting; `by` names the drain in
+        the Evicted Events of its pods (at `now`), none when empty.
+        """
         result = DrainStep()
         tried: set[str] = set()
         for _ in range(self.max_rounds):
@@ -64,6 +70,8 @@ class Drainer:
                 answer = self.cluster.evict(pod)
                 if answer.outcome == "evicted":
                     result.evicted.append(pod.key)
+                    if by:
+                        self.cluster.record(pod_evicted(pod.key, by, pod.uid), now)
                 elif answer.outcome == "gone":
                     result.gone.append(pod.key)
                 else:

@@ -55,6 +55,16 @@ from nodewright.engine.interruption import (
 )
 from nodewright.engine.interruption.actions import DEFAULT_MARGIN, DRAIN_AFTER_REPLACEMENT, NO_DRAIN
 from nodewright.model import labels as wk
+from nodewright.model.event import (
+    CAPACITY_RESERVATION_INTERRUPTED,
+    INSTANCE_STOPPING,
+    INSTANCE_TERMINATING,
+    INSTANCE_UNHEALTHY,
+    SPOT_INTERRUPTED,
+    SPOT_REBALANCE,
+    Event,
+    interrupted,
+)
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
@@ -192,6 +202,8 @@ class InterruptionController:
         grace = pool.termination_grace_period if pool else None
         action = action_for(message, policy, now=started, grace=grace)
         record.update(policy=policy, reason=action.reason)
+        if node is not None:
+            self.cluster.record(_interruption_event(node.name, message, action.reason), started)
         steps: list[str] = []
         if action.block_offering:
             self._block(node, claim, steps)
@@ -261,7 +273,8 @@ class InterruptionController:
             return {"drain": "waiting for replacement capacity"}
         forced = cont.origin != REBALANCE
         taint = Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule", wk.DISRUPTED_REPLACE)
-        step = self.drainer.step(cont.node, taint, forced=forced, attempt=cont.attempt)
+        by = f"{cont.origin} of instance {cont.instance_id}"
+        step = self.drainer.step(cont.node, taint, forced=forced, attempt=cont.attempt, by=by, now=now)
         record: dict[str, object] = {
             "evicted": step.evicted,
             "blocked_by_pdb": sorted(step.blocked),
@@ -387,6 +400,25 @@ class InterruptionController:
             return None
         pools, _ = self.config.load()
         return next((p for p in pools if p.name == name), None)
+
+
+def _interruption_event(node: str, message: Message, why: str) -> Event:
+    """The node's Event for a message about its instance: the reason Karpenter's AWS provider
+    gives it (a capacity reservation's is Nodewright's own), and what Nodewright does about it.
+    """
+    if message.kind == SPOT_INTERRUPTION:
+        reason, note = SPOT_INTERRUPTED, "Spot interruption warning was triggered"
+    elif message.kind == REBALANCE:
+        reason, note = SPOT_REBALANCE, "Spot rebalance recommendation was triggered"
+    elif message.kind == SCHEDULED_CHANGE:
+        reason, note = INSTANCE_UNHEALTHY, f"An AWS Health event was triggered for the instance ({message.code})"
+    elif message.kind == CAPACITY_RESERVATION:
+        reason, note = CAPACITY_RESERVATION_INTERRUPTED, "Capacity reservation interruption warning was triggered"
+    elif message.state in ("stopping", "stopped"):
+        reason, note = INSTANCE_STOPPING, "Instance is stopping"
+    else:
+        reason, note = INSTANCE_TERMINATING, "Instance is terminating"
+    return interrupted(node, reason, f"{note}: {why}", "Interrupt")
 
 
 def _taken_at(cont: Continuation) -> float | None:

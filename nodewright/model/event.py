@@ -10,10 +10,13 @@ API server:
   * Occurrences with the same key (the object, type, reason, action and note) are one series.
     The first is a `create` of a new Event. A repeat within the reason's `window` seconds of the
     series' last occurrence only counts (`series.count`, `lastObservedTime` in memory); the count
-    is sent as a `patch` when the last write of that series is at least `refresh` seconds old,
-    so a pod seen pending on every pass costs one create and then at most one patch per
-    `refresh`, not one request per pass. A repeat after the window starts a new series (a new
-    Event), as client-go's event broadcaster does once a series is finished.
+    is sent as a `patch` when the last write of that series is at least `refresh` seconds old
+    (by default the reason's window: 2 minutes for most, 5 for FailedScheduling, 15 for
+    Unconsolidatable), so a pod seen pending on every pass costs one create and then one patch
+    per window, not one request per pass. The count the API server shows is behind by at most
+    that much (client-go's broadcaster is behind by up to 30 minutes). A repeat after the window
+    starts a new series (a new Event), as client-go's event broadcaster does once a series is
+    finished.
   * Writes are rate-limited per object (a token bucket: `object_burst` writes, then one per
     `object_refill` seconds, as client-go's spam filter per source and object) and per
     invocation (`invocation_budget` writes between two `begin()` calls). A write refused by a
@@ -51,10 +54,13 @@ DISRUPTION_WAITING_READINESS = "DisruptionWaitingReadiness"
 DISRUPTION_TERMINATING = "DisruptionTerminating"
 DISRUPTION_BLOCKED = "DisruptionBlocked"
 UNCONSOLIDATABLE = "Unconsolidatable"
-# Interruption (Karpenter's AWS provider).
+# Interruption (Karpenter's AWS provider), and one of Nodewright's own for capacity reservations.
 SPOT_INTERRUPTED = "SpotInterrupted"
 SPOT_REBALANCE = "SpotRebalanceRecommendation"
 INSTANCE_STOPPING = "InstanceStopping"
+INSTANCE_TERMINATING = "InstanceTerminating"
+INSTANCE_UNHEALTHY = "InstanceUnhealthy"
+CAPACITY_RESERVATION_INTERRUPTED = "CapacityReservationInterrupted"
 
 # Seconds a repeat still belongs to its series, by reason (Karpenter's dedupe timeouts: 2 minutes
 # by default, 5 for FailedScheduling, 15 for Unconsolidatable).
@@ -194,6 +200,27 @@ def unconsolidatable(node: str, why: str) -> Event:
     return node_event(node, UNCONSOLIDATABLE, why, "Consolidate")
 
 
+# What a disruption pass's reason for leaving a node alone says when something blocks it (a pod,
+# a PodDisruptionBudget, a budget, an annotation): Karpenter reports those as DisruptionBlocked.
+_BLOCKERS = ("do-not-disrupt", "PodDisruptionBudget", "budgets allow", "drain stalled")
+# Reasons about nodes that are not (or not yet, or no longer) the consolidator's to judge: no Event.
+_NOT_JUDGED = ("not managed by Nodewright", "already ", "not initialized", "not ready", "the interruption function")
+
+
+def disruption_rejected(node: str, why: str) -> Event | None:
+    """The Event for a node a disruption pass left alone, from the pass's reason: DisruptionBlocked
+    when the reason names a blocker (a do-not-disrupt pod or annotation, a PodDisruptionBudget,
+    the NodePool's budgets, a stalled drain), Unconsolidatable otherwise; None for a node that is
+    not the consolidator's to judge (another autoscaler's, not initialized or ready, already
+    being disrupted or deleted, cordoned by the interruption function).
+    """
+    if why.startswith(_NOT_JUDGED):
+        return None
+    if any(blocker in why for blocker in _BLOCKERS):
+        return disruption_blocked(node, why)
+    return unconsolidatable(node, why)
+
+
 def interrupted(node: str, reason: str, note: str, action: str) -> Event:
     """An interruption message about the node's instance (SpotInterrupted, InstanceStopping:
     Warning; SpotRebalanceRecommendation: Normal, as Karpenter's AWS provider types them).
@@ -241,7 +268,8 @@ class EventCorrelator:
     invocation and `observe(event, now)` per occurrence, and sends the write it returns, if any.
     """
 
-    refresh: float = 60.0
+    # Seconds between two patches of one series; None: the reason's window.
+    refresh: float | None = None
     object_burst: int = 25
     object_refill: float = 300.0
     invocation_budget: int = 100
@@ -265,7 +293,7 @@ class EventCorrelator:
         if series is not None and now - series.last <= window(event.reason):
             series.count += 1
             series.last = now
-            if now - series.written_at < self.refresh:
+            if now - series.written_at < (window(event.reason) if self.refresh is None else self.refresh):
                 self.folded += 1
                 return None
             if not self._allowed(event.regarding, now):

@@ -84,7 +84,7 @@ def test_first_occurrence_creates_an_event_kubectl_finds_by_its_involved_object(
     assert [(u.verb, u.resource, u.requests) for u in kube.usage()] == [("create", "events", 1)]
 
 
-def test_repeats_fold_into_one_series_patched_at_most_once_per_refresh(
+def test_repeats_fold_into_one_series_patched_at_most_once_per_window(
     server: ApiServer, cluster: InMemoryCluster
 ) -> None:
     kube = adapter(server)
@@ -94,12 +94,15 @@ def test_repeats_fold_into_one_series_patched_at_most_once_per_refresh(
         kube.record(warning, START + second)
 
     [stored] = cluster.events(POD)
-    assert stored.count == 181
-    assert stored.last == START + 180
+    assert stored.count == 1  # the repeats are counted in the adapter until the series is patched
     writes = {(u.verb, u.resource): u.requests for u in kube.usage()}
-    assert writes == {("create", "events"): 1, ("patch", "events"): 3}  # at 60, 120 and 180 s
+    assert writes == {("create", "events"): 1}  # the next patch is due 5 minutes after the create
+    kube.record(warning, START + 300)
+    [stored] = cluster.events(POD)
+    assert (stored.count, stored.last) == (182, START + 300)
     [modern] = listed(server, "/apis/events.k8s.io/v1/events", reason="FailedScheduling")
-    assert modern["series"] == {"count": 181, "lastObservedTime": "2026-01-05T00:03:00.000000Z"}
+    assert modern["series"] == {"count": 182, "lastObservedTime": "2026-01-05T00:05:00.000000Z"}
+    assert {(u.verb, u.resource): u.requests for u in kube.usage()} == {("patch", "events"): 1}
 
 
 def test_a_different_note_or_a_repeat_after_the_window_is_a_new_event(
@@ -149,15 +152,16 @@ def test_a_series_whose_event_is_gone_starts_again_and_failures_never_raise(
     # The API server dropped the Event (its TTL): the patch meets 404, the next occurrence creates one.
     assert cluster.expire_events(START + 1) == 1
 
-    kube.record(nominated(), START + 61)
-    kube.record(nominated(), START + 62)
+    kube.record(nominated(), START + 100)  # folded
+    kube.record(nominated(), START + 200)  # the series' patch is due: 404
+    kube.record(nominated(), START + 201)
 
     [again] = cluster.events(POD)
     assert again.name != first.name
-    assert again.first == START + 62
+    assert again.first == START + 201
     assert kube.events.failures == 0
     server.fault = lambda verb, resource: (503, None) if resource == "events" else None
-    kube.record(Event(POD, WARNING, "FailedScheduling", "no NodePool can take it", "Provision"), START + 63)
+    kube.record(Event(POD, WARNING, "FailedScheduling", "no NodePool can take it", "Provision"), START + 202)
     assert kube.events.failures == 1
 
 
