@@ -1,11 +1,12 @@
-"""Read NodePool and EC2NodeClass custom objects from the cluster as validated documents.
+"""Read NodePool, EC2NodeClass and NodeOverlay custom objects from the cluster as validated documents.
 
 Role: the in-cluster configuration source. Lists `nodewright.io/v1` NodePools and EC2NodeClasses
-and, when Karpenter's CRDs are installed, `karpenter.sh/v1` NodePools and `karpenter.k8s.aws/v1`
-EC2NodeClasses, through the official client's CustomObjectsApi, and validates them with the same
-code as files and the config table (`nodewright.config.documents`). A resource whose CRD is not
-installed (HTTP 404) contributes nothing; any other API error is raised. The same name under both
-groups is a duplicate-definition problem, as for files.
+and, when Karpenter's CRDs are installed, `karpenter.sh/v1` NodePools, `karpenter.k8s.aws/v1`
+EC2NodeClasses and `karpenter.sh/v1alpha1` NodeOverlays, through the official client's
+CustomObjectsApi, and validates them with the same code as files and the config table
+(`nodewright.config.documents`). A resource whose CRD is not installed (HTTP 404) contributes
+nothing; any other API error is raised. The same name under both groups is a
+duplicate-definition problem, as for files.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from kubernetes.client import ApiClient, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
-from nodewright.config.documents import EC2NODECLASS, NODEPOOL, Loaded, combine, parse_manifest
+from nodewright.config.documents import EC2NODECLASS, NODEOVERLAY, NODEPOOL, Loaded, combine, parse_manifest
 
 PAGE_SIZE = 500
 
@@ -43,6 +44,7 @@ NODEWRIGHT_RESOURCES = (
 KARPENTER_RESOURCES = (
     CustomResource("karpenter.sh", "v1", "nodepools", NODEPOOL),
     CustomResource("karpenter.k8s.aws", "v1", "ec2nodeclasses", EC2NODECLASS),
+    CustomResource("karpenter.sh", "v1alpha1", "nodeoverlays", NODEOVERLAY),
 )
 
 
@@ -67,7 +69,7 @@ def _list_all(api: CustomObjectsApi, resource: CustomResource) -> list[dict[str,
 
 
 def read_config(api_client: ApiClient, *, include_karpenter: bool = True) -> Loaded:
-    """Every NodePool and EC2NodeClass in the cluster, validated (problems included, not raised)."""
+    """Every NodePool, EC2NodeClass and NodeOverlay in the cluster, validated (problems included, not raised)."""
     api = CustomObjectsApi(api_client)
     resources = NODEWRIGHT_RESOURCES + (KARPENTER_RESOURCES if include_karpenter else ())
     parts: list[Loaded] = []
