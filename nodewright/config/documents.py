@@ -9,7 +9,8 @@ set unless `Loaded.ok` (see `Loaded.require`).
 
 Accepted kinds: NodePool (`karpenter.sh/v1`, `nodewright.io/v1`), EC2NodeClass
 (`karpenter.k8s.aws/v1`, `nodewright.io/v1`) and NodeOverlay (`karpenter.sh/v1alpha1`,
-validated and kept, not applied yet), so unchanged Karpenter manifests work.
+validated and kept, not applied yet), so unchanged Karpenter manifests work; CapacityBuffer
+(`autoscaling.x-k8s.io/v1beta1`, `v1alpha1`) and the PodTemplates (`v1`) buffers name.
 
 What `kubectl get -o yaml` or `-o json` prints is input too: a stream may be JSON, a `kind: List`
 (or `NodePoolList`, any `*List`) stands for each of its `items`, and the fields the server writes
@@ -39,10 +40,12 @@ from typing import Any
 import yaml
 
 from nodewright.config import fields as f
+from nodewright.config.capacitybuffer import parse_capacitybuffer, parse_podtemplate
 from nodewright.config.nodeclass import parse_nodeclass
 from nodewright.config.nodeoverlay import parse_nodeoverlay
 from nodewright.config.nodepool import parse_nodepool
 from nodewright.config.problems import SHOWN_KEY, At, ConfigError, Problem, SegmentPath, clip, format_path, show
+from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
@@ -50,10 +53,14 @@ from nodewright.model.nodepool import NodePool
 NODEPOOL = "NodePool"
 EC2NODECLASS = "EC2NodeClass"
 NODEOVERLAY = "NodeOverlay"
+CAPACITYBUFFER = "CapacityBuffer"
+PODTEMPLATE = "PodTemplate"
 API_VERSIONS: Mapping[str, tuple[str, ...]] = {
     NODEPOOL: ("karpenter.sh/v1", "nodewright.io/v1"),
     EC2NODECLASS: ("karpenter.k8s.aws/v1", "nodewright.io/v1"),
     NODEOVERLAY: ("karpenter.sh/v1alpha1",),
+    CAPACITYBUFFER: ("autoscaling.x-k8s.io/v1beta1", "autoscaling.x-k8s.io/v1alpha1"),
+    PODTEMPLATE: ("v1",),
 }
 KINDS = tuple(API_VERSIONS)
 
@@ -92,13 +99,17 @@ _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _LIST = ("apiVersion", "kind", "metadata", "items")
 _LIST_METADATA = ("resourceVersion", "continue", "remainingItemCount", "selfLink")
 
-Model = NodePool | EC2NodeClass | NodeOverlay
+Model = NodePool | EC2NodeClass | NodeOverlay | CapacityBuffer | PodTemplate
 # kind -> its spec parser: (cursor at the document, name, metadata, spec, apiVersion) -> model or None.
 PARSERS: Mapping[str, Callable[[At, str, Mapping[str, Any], Any, str], Model | None]] = {
     NODEPOOL: parse_nodepool,
     EC2NODECLASS: parse_nodeclass,
     NODEOVERLAY: parse_nodeoverlay,
+    CAPACITYBUFFER: parse_capacitybuffer,
+    PODTEMPLATE: parse_podtemplate,
 }
+# A PodTemplate's body is `template`, not `spec`.
+_BODY = {PODTEMPLATE: "template"}
 # How many values YAML aliases may add to one document beyond those written out. Anchors in real
 # manifests share a few requirement or toleration blocks; a billion-laughs bomb adds billions.
 MAX_ALIASED_VALUES = 10_000
@@ -339,7 +350,8 @@ def parse_document(manifest: Manifest, source: str) -> Loaded:
     kind: str | None = None
     api_version: str | None = None
     name: str | None = None
-    top = f.kube_obj(at, body, _TOP)
+    body_field = _BODY.get(str(body.get("kind")), "spec") if isinstance(body, Mapping) else "spec"
+    top = f.kube_obj(at, body, _TOP if body_field == "spec" else (*_TOP[:3], body_field))
     if top is not None:
         kind = f.string(at / "kind", f.required(at, top, "kind"), enum=KINDS)
         api_version = f.string(at / "apiVersion", f.required(at, top, "apiVersion"))
@@ -354,7 +366,7 @@ def parse_document(manifest: Manifest, source: str) -> Loaded:
         f.string_map(at / "metadata" / "labels", metadata.get("labels"))
         f.string_map(at / "metadata" / "annotations", metadata.get("annotations"))
         if kind is not None and api_version is not None:
-            model = PARSERS[kind](at, name or "", metadata, top.get("spec"), api_version)
+            model = PARSERS[kind](at, name or "", metadata, top.get(body_field), api_version)
     warnings = tuple(_problems(at.warnings, source, label, lines, warning=True))
     if at.failed_since() or model is None or kind is None or api_version is None or name is None:
         return Loaded(problems=tuple(_problems(at.sink, source, label, lines, warning=False)), warnings=warnings)

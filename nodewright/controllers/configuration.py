@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from nodewright.config.documents import Document
+from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
@@ -25,6 +26,7 @@ class StoredConfiguration:
         self._observer = observer
         self._last: tuple[list[NodePool], dict[str, EC2NodeClass]] | None = None
         self._overlays: list[NodeOverlay] = []
+        self._buffers: tuple[tuple[CapacityBuffer, ...], tuple[PodTemplate, ...]] = ((), ())
 
     def load(self) -> tuple[list[NodePool], dict[str, EC2NodeClass]]:
         """The NodePools (by name) and EC2NodeClasses by name; the last good set if reading fails."""
@@ -39,8 +41,16 @@ class StoredConfiguration:
         nodeclasses = {d.name: d.model for d in documents if isinstance(d.model, EC2NodeClass)}
         self._last = (nodepools, nodeclasses)
         self._overlays = sorted((d.model for d in documents if isinstance(d.model, NodeOverlay)), key=lambda o: o.name)
+        self._buffers = (
+            tuple(d.model for d in documents if isinstance(d.model, CapacityBuffer)),
+            tuple(d.model for d in documents if isinstance(d.model, PodTemplate)),
+        )
         return self._last
 
     def overlays(self) -> list[NodeOverlay]:
         """The NodeOverlays read by the last `load()` (the last good ones if that read failed)."""
         return list(self._overlays)
+
+    def buffers(self) -> tuple[tuple[CapacityBuffer, ...], tuple[PodTemplate, ...]]:
+        """The CapacityBuffers and PodTemplates read by the last `load()`."""
+        return self._buffers

@@ -35,6 +35,7 @@ from nodewright.controllers.drain import Drainer
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.lease import InvocationLease
 from nodewright.controllers.provisioning import Catalog, Configuration, Provisioner, claim_name, pool_capacities
+from nodewright.engine.buffer import buffer_pods, hold_buffers
 from nodewright.engine.disruption import (
     Command,
     DisruptionCache,
@@ -201,6 +202,10 @@ class Consolidator:
         nodepools, nodeclasses = self.config.load()
         pools = pool_capacities(nodepools, nodeclasses, self.catalog, self.config.overlays(), self.observer)
         now = self.clock.now()
+        buffers, templates = self.config.buffers()
+        if buffers:  # buffer room counts as used: a node holding it is not empty (engine.buffer)
+            virtual = buffer_pods(buffers, templates, snapshot.pods).pods
+            snapshot = hold_buffers(snapshot, virtual, now, self._cache.solver)
         in_progress = frozenset(n for r in self.store.commands() for n in r.candidates)
         self._no_cheaper = {pair: until for pair, until in self._no_cheaper.items() if until > now}
         self._stalled = {node: until for node, until in self._stalled.items() if until > now}

@@ -41,6 +41,7 @@ from typing import Protocol
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.lease import InvocationLease
 from nodewright.controllers.mirror import ClaimMirror
+from nodewright.engine.buffer import buffer_pods
 from nodewright.engine.disruption import template_hash
 from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.overlay import apply_overlays
@@ -55,6 +56,7 @@ from nodewright.engine.scheduling import (
 from nodewright.engine.scheduling.static import count_static, plan_static, shortfall
 from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model import labels as wk
+from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.model.command import CommandRecord
 from nodewright.model.event import pod_failed_to_schedule, pod_nominated
 from nodewright.model.instance import Instance
@@ -93,6 +95,10 @@ class Configuration(Protocol):
         """The valid NodeOverlays, as of the last `load()` (read with it, not again)."""
         ...
 
+    def buffers(self) -> tuple[tuple[CapacityBuffer, ...], tuple[PodTemplate, ...]]:
+        """The CapacityBuffers and the PodTemplates they may name, as of the last `load()`."""
+        ...
+
 
 class Catalog(Protocol):
     """Instance types with offerings and prices, as a NodeClass's kubelet settings shape them."""
@@ -109,6 +115,8 @@ class StaticConfiguration:
     nodepools: tuple[NodePool, ...]
     nodeclasses: Mapping[str, EC2NodeClass] = field(default_factory=dict)
     nodeoverlays: tuple[NodeOverlay, ...] = ()
+    capacitybuffers: tuple[CapacityBuffer, ...] = ()
+    podtemplates: tuple[PodTemplate, ...] = ()
 
     def load(self) -> tuple[list[NodePool], dict[str, EC2NodeClass]]:
         """The fixed documents."""
@@ -117,6 +125,10 @@ class StaticConfiguration:
     def overlays(self) -> list[NodeOverlay]:
         """The fixed NodeOverlays."""
         return list(self.nodeoverlays)
+
+    def buffers(self) -> tuple[tuple[CapacityBuffer, ...], tuple[PodTemplate, ...]]:
+        """The fixed CapacityBuffers and PodTemplates."""
+        return self.capacitybuffers, self.podtemplates
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +165,8 @@ class ProvisionerOptions:
     # the deadline). Lambda bills the waiting; a pod arriving after the early end waits for the
     # next scheduled invocation (up to a minute) instead of about a second.
     idle_exit: float | None = None
-    # How often static NodePools are counted again with no pending pods (each pass counts them too).
+    # How often static NodePools and CapacityBuffers are checked again with no pending pods (each
+    # pass checks them too): a burst kube-scheduler binds into buffer room starts no pass.
     static_poll: float = 15.0
 
 
@@ -279,8 +292,9 @@ class Provisioner:
         # What solves may reuse (prepared catalog views, bound pods' facts): kept by the warm
         # container with this controller, so a re-plan after a capacity error starts warm.
         self.solver_cache = SolverCache()
-        # Whether the configuration last read had static NodePools (`keep_static`).
+        # Whether the configuration last read had static NodePools or buffers (`keep_configured`).
         self._static = False
+        self._buffer_problems: dict[str, str] = {}  # last logged, so each is logged once
 
     # -- the invocation ------------------------------------------------------------------------
 
@@ -311,8 +325,10 @@ class Provisioner:
             self.cluster.follow(deadline - self.clock.now())
             report.housekeeping = self.reconcile(self.cluster.snapshot())
             self.sync_mirror()
-            report.launched += self.keep_static().launched
-            # Counted again every `static_poll` only when there are static pools to count.
+            # Buffers wait while real pods wait for their pass: those come first.
+            waiting_real = bool({p.key for p in self.cluster.pending()} - self._handled())
+            report.launched += self.keep_configured(buffers=not waiting_real).launched
+            # Counted again every `static_poll` only when there are static pools or buffers.
             static_due = self.clock.now() + opts.static_poll if self._static else math.inf
             batch = Batch(opts)
             parked: dict[str, float] = {}
@@ -326,14 +342,14 @@ class Provisioner:
                 if waiting:  # the claims are read only when something waits: most checks find nothing
                     waiting -= self._handled()
                 if now >= static_due:
-                    report.launched += self.keep_static().launched
+                    report.launched += self.keep_configured(buffers=not batch.open).launched
                     static_due = self.clock.now() + opts.static_poll if self._static else math.inf
                 if not waiting and opts.idle_exit is not None and now - idle_since >= opts.idle_exit:
                     self.observer.decision("idle-exit", idle_seconds=round(now - idle_since, 3))
                     break
                 if batch.due(waiting, now):
                     result = self.provision(self.cluster.snapshot())
-                    result.launched += self.keep_static().launched
+                    result.launched += self.keep_configured().launched
                     parked.update(dict.fromkeys(result.unschedulable, self.clock.now() + opts.unschedulable_retry))
                     parked.update(dict.fromkeys(result.placed, self.clock.now() + opts.placed_retry))
                     report.passes += 1
@@ -420,17 +436,35 @@ class Provisioner:
         self.observer.metric("ClusterHourlyCost", self._hourly_cost(), "None")
         return report
 
-    def keep_static(self) -> PassReport:
+    def keep_configured(self, *, buffers: bool = True) -> PassReport:
+        """Launch the capacity the configuration asks for without pending pods: what static
+        NodePools are short of (`keep_static`), then room for CapacityBuffers (`keep_buffers`;
+        with `buffers` False, not now: real pods wait for a pass, and come first).
+        """
+        report = PassReport()
+        nodepools, nodeclasses = self.config.load()
+        configured, _ = self.config.buffers()
+        self._static = bool(configured) or any(p.replicas is not None for p in nodepools)
+        if not self._static:
+            return report
+        self.keep_static(self.cluster.snapshot(), nodepools, nodeclasses, report)
+        if configured and buffers:
+            self.keep_buffers(self.cluster.snapshot(), nodepools, nodeclasses, report)
+        return report
+
+    def keep_static(
+        self,
+        snapshot: ClusterSnapshot,
+        nodepools: Sequence[NodePool],
+        nodeclasses: Mapping[str, EC2NodeClass],
+        report: PassReport,
+    ) -> None:
         """Launch what static NodePools are short of (`engine.scheduling.static`): one empty claim
         per missing node, through the same launch path as a pass; capacity errors re-plan at once.
         Scaling down is the consolidator's (a drain within budgets and PodDisruptionBudgets).
         """
-        report = PassReport()
-        nodepools, nodeclasses = self.config.load()
-        self._static = any(p.replicas is not None for p in nodepools)
-        if not self._static:
-            return report
-        snapshot = self.cluster.snapshot()
+        if not any(p.replicas is not None for p in nodepools):
+            return
         for _ in range(self.options.max_replans + 1):
             claims = self.store.claims()
             inp = self._input(
@@ -457,7 +491,51 @@ class Provisioner:
                 SchedulingResult(claims=tuple(planned)), nodepools, nodeclasses, inp, report, reason=reason
             ):
                 break
-        return report
+
+    def keep_buffers(
+        self,
+        snapshot: ClusterSnapshot,
+        nodepools: Sequence[NodePool],
+        nodeclasses: Mapping[str, EC2NodeClass],
+        report: PassReport,
+    ) -> None:
+        """Solve for the CapacityBuffers' virtual pods (`engine.buffer`) as if pending, after the
+        real pods (this runs after each pass), and launch the claims they need. The claims record no
+        pods: virtual pods are planned afresh each time, onto whatever room exists then, claims in
+        flight included, so real pods nominated there take that room first.
+        """
+        buffers, templates = self.config.buffers()
+        virtual = buffer_pods(buffers, templates, snapshot.pods)
+        problems = dict(virtual.problems)
+        if problems != self._buffer_problems:
+            for buffer, why in sorted(problems.items()):
+                self.observer.decision("buffer-skipped", buffer=buffer, reason=why)
+            self._buffer_problems = problems
+        if not virtual.pods:
+            return
+        for _ in range(self.options.max_replans + 1):
+            claims = self.store.claims()
+            inp = self._input(
+                snapshot,
+                pending=virtual.pods,
+                nodepools=nodepools,
+                nodeclasses=nodeclasses,
+                claims=claims,
+                now=self.clock.now(),
+            )
+            result = solve(inp, cache=self.solver_cache)
+            planned = tuple(replace(c, pods=()) for c in result.claims)
+            if result.claims:
+                self.observer.decision(
+                    "buffer-scale-up",
+                    claims=len(planned),
+                    pods=sum(len(c.pods) for c in result.claims),
+                    buffers=sorted({p.owner_name for c in result.claims for p in c.pods}),
+                )
+            if not planned or not self._launch_all(
+                SchedulingResult(claims=planned), nodepools, nodeclasses, inp, report, reason="CapacityBuffer headroom"
+            ):
+                break
 
     def launch_planned(self, planned: Sequence[PlannedClaim], names: Sequence[str], reason: str) -> PassReport:
         """Launch claims another controller planned (consolidation's replacements) through the same

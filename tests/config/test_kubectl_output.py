@@ -173,7 +173,10 @@ def test_a_list_of_several_kinds_yields_every_item() -> None:
         ),
         pytest.param(
             {"apiVersion": "v1", "kind": "DeploymentList", "items": [{"metadata": {"name": "web"}}]},
-            ['Deployment/web: kind: "Deployment" is not one of NodePool, EC2NodeClass, NodeOverlay'],
+            [
+                'Deployment/web: kind: "Deployment" is not one of NodePool, EC2NodeClass, NodeOverlay, '
+                "CapacityBuffer, PodTemplate"
+            ],
             id="other-kinds-are-not-configuration",
         ),
     ],

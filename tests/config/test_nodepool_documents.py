@@ -347,7 +347,8 @@ def test_budgets_with_schedules_durations_and_reasons_are_read_in_order() -> Non
         pytest.param(
             "kind",
             "Provisioner",
-            'Provisioner/default: kind: "Provisioner" is not one of NodePool, EC2NodeClass, NodeOverlay',
+            'Provisioner/default: kind: "Provisioner" is not one of NodePool, EC2NodeClass, NodeOverlay, '
+            "CapacityBuffer, PodTemplate",
             id="unknown-kind",
         ),
     ],
