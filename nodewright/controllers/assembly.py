@@ -47,7 +47,12 @@ class _Aws:
         info = describe_cluster(session.client("eks", region=region), settings.cluster_name)
         tokens = EksTokenSource(session.client("sts", region=region), info.name, self.clock)
         self.api_client = from_cluster_info(info, tokens)
-        self.cluster = KubeCluster(self.api_client, on_unauthorized=tokens.invalidate, kinds=kinds)
+        self.cluster = KubeCluster(
+            self.api_client,
+            on_unauthorized=tokens.invalidate,
+            kinds=kinds,
+            reporting_instance=settings.function_name or "nodewright",
+        )
         self.ec2 = session.client("ec2", region=region)
         self.cloud = Ec2CloudProvider(
             self.ec2,

@@ -41,6 +41,8 @@ class Settings:
     discovery_tag_value: str
     rebalance_policy: str
     provisioner_function: str = ""
+    # This function's own name (Lambda sets AWS_LAMBDA_FUNCTION_NAME): the reportingInstance of its Events.
+    function_name: str = ""
     region: str = ""
     consolidation: str = "nodewright"
     # The consolidation stability guard: a move must save at least this many $/h and this
@@ -92,6 +94,7 @@ class Settings:
             discovery_tag_value=env.get("DISCOVERY_TAG_VALUE", env.get("CLUSTER_NAME", "")),
             rebalance_policy=env.get("REBALANCE_POLICY", "ReplaceThenDrain"),
             provisioner_function=env.get("PROVISIONER_FUNCTION_NAME", ""),
+            function_name=env.get("AWS_LAMBDA_FUNCTION_NAME", ""),
             region=env.get("AWS_REGION", env.get("AWS_DEFAULT_REGION", "")),
             consolidation=env.get("CONSOLIDATION_MODE", "nodewright"),
             consolidation_min_savings=number("CONSOLIDATION_MIN_SAVINGS", DEFAULT_MIN_SAVINGS, 1000.0),
