@@ -42,6 +42,7 @@ _FAULT_KEYS: dict[str, tuple[str, ...]] = {
 
 
 def read_interruption(at: At, raw: Any) -> Interruption | None:
+    """One `interruptions` entry: `at` and exactly one of count and fraction."""
     keys = ("at", "count", "fraction", "within", "rebalance", "rebalance_lead", "notice", "nodepool", "zone")
     entry = f.item(at, raw, keys)
     if entry is None:
@@ -74,6 +75,7 @@ def read_interruption(at: At, raw: Any) -> Interruption | None:
 
 
 def read_initial_nodes(at: At, raw: Any) -> InitialNodes | None:
+    """One `initial_nodes` group: another autoscaler's nodes, so no Nodewright label."""
     entry = f.item(at, raw, ("instance_type", "zone", "capacity_type", "count", "labels"))
     if entry is None:
         return None
@@ -97,6 +99,7 @@ def read_initial_nodes(at: At, raw: Any) -> InitialNodes | None:
 
 
 def read_capacity_error(at: At, raw: Any) -> CapacityError | None:
+    """One `capacity_errors` window; `until` after `from`."""
     entry = f.item(at, raw, ("instance_type", "zone", "capacity_type", "from", "until", "code"))
     if entry is None:
         return None
@@ -117,6 +120,7 @@ def read_capacity_error(at: At, raw: Any) -> CapacityError | None:
 
 
 def read_fault(at: At, raw: Any) -> Fault | None:
+    """One `faults` entry: `kind`, `rate` and only the keys of that kind (others are unknown)."""
     if isinstance(raw, Mapping) and raw.get("kind") in FAULT_KINDS:
         extra = _FAULT_KEYS.get(str(raw["kind"]), ())
     else:
@@ -163,6 +167,7 @@ def read_fault(at: At, raw: Any) -> Fault | None:
 
 
 def read_functions(at: At, raw: Any) -> dict[str, FunctionSettings]:
+    """The `functions` block: each function's settings, defaults for what is left out."""
     entry = f.obj(at, raw, ("provisioner", "consolidator", "interruption")) or {}
     defaults = {
         "provisioner": FunctionSettings(rate=60.0, timeout=68.0, memory_mb=1024),

@@ -34,6 +34,7 @@ Documents = Callable[[At, Any], list[tuple[At, Mapping[str, Any]]]]
 def read_workloads(
     at: At, top: Mapping[str, Any], duration: float | None, documents: Documents
 ) -> tuple[list[Workload], list[DaemonSet], list[PodDisruptionBudget]]:
+    """Every `workloads` entry: its workloads (each with its schedule), DaemonSets and PDBs."""
     workloads: list[Workload] = []
     daemonsets: list[DaemonSet] = []
     pdbs: list[PodDisruptionBudget] = []
@@ -79,6 +80,7 @@ def read_workloads(
 
 
 def read_workload(at: At, doc: Mapping[str, Any], kind: str) -> Workload | None:
+    """A Deployment, ReplicaSet or StatefulSet: its name, replicas and pod template."""
     metadata = doc.get("metadata") or {}
     name = f.dns_subdomain(at / "metadata" / "name", metadata.get("name"))
     if metadata.get("name") is None:
@@ -102,6 +104,7 @@ def read_workload(at: At, doc: Mapping[str, Any], kind: str) -> Workload | None:
 
 
 def read_template(at: At, template: Mapping[str, Any], namespace: str, owner: str, owner_kind: str) -> Pod | None:
+    """The pod a workload's controller creates from `template`, Pending and unbound."""
     spec = template.get("spec")
     if not isinstance(spec, Mapping) or not spec.get("containers"):
         (at / "spec" / "containers").error("a pod needs at least one container")
@@ -121,6 +124,7 @@ def read_template(at: At, template: Mapping[str, Any], namespace: str, owner: st
 
 
 def read_daemonset(at: At, doc: Mapping[str, Any]) -> DaemonSet | None:
+    """A DaemonSet with at least one container."""
     template = (doc.get("spec") or {}).get("template")
     if not isinstance(template, Mapping) or not (template.get("spec") or {}).get("containers"):
         (at / "spec" / "template" / "spec" / "containers").error("a pod needs at least one container")
@@ -133,6 +137,7 @@ def read_daemonset(at: At, doc: Mapping[str, Any]) -> DaemonSet | None:
 
 
 def read_pdb(at: At, doc: Mapping[str, Any]) -> PodDisruptionBudget | None:
+    """A PodDisruptionBudget: a selector and exactly one of minAvailable and maxUnavailable."""
     if doc.get("kind") != "PodDisruptionBudget":
         (at / "kind").error(f"{show(doc.get('kind'))} is not PodDisruptionBudget")
         return None
@@ -165,6 +170,7 @@ def read_pdb(at: At, doc: Mapping[str, Any]) -> PodDisruptionBudget | None:
 
 
 def read_schedule(at: At, value: Any, duration: float | None) -> tuple[Segment, ...] | None:
+    """A replica schedule: segments in increasing order of `at`, none after the end."""
     segments = f.items(at, value, read_segment)
     if segments is None:
         return None
@@ -179,6 +185,7 @@ def read_schedule(at: At, value: Any, duration: float | None) -> tuple[Segment, 
 
 
 def read_segment(at: At, raw: Any) -> Segment | None:
+    """One schedule segment: `at` and exactly one of replicas and diurnal."""
     entry = f.item(at, raw, ("at", "replicas", "diurnal"))
     if entry is None:
         return None
@@ -198,6 +205,7 @@ def read_segment(at: At, raw: Any) -> Segment | None:
 
 
 def read_diurnal(at: At, raw: Any) -> Diurnal | None:
+    """A diurnal curve: min <= max, period, peak (default half the period) and every."""
     entry = f.item(at, raw, ("min", "max", "period", "peak", "every"))
     if entry is None:
         return None

@@ -10,16 +10,21 @@ Theory of operation, for one `launch(request)`:
 2. Plan the fleet (`plan_fleet`, pure): every offering of the claim's options (already cheapest
    first) that the claim's requirements allow (capacity type, zone, instance type), that is not
    in `request.blocked`, whose zone has a subnet and whose (architecture, variant) has an AMI. Capacity type
-   by Karpenter's priority: spot when any spot offering remains after dropping those pricier than
-   the cheapest allowed on-demand offering, else on-demand. (Reserved capacity needs a
-   capacity-reservation id the model does not carry yet, so it is never chosen.) At most the 60
-   cheapest instance types, times their zones.
+   by Karpenter's priority: reserved when a capacity reservation offering remains that still has
+   an instance left (`reservations`), then spot when any spot offering remains after dropping
+   those pricier than the cheapest allowed on-demand offering, else on-demand. A reserved plan
+   keeps one kind (the cheapest offering's: ODCRs or capacity blocks), one reservation per
+   (type, zone) (the one with most left), and a single override for a capacity block (CreateFleet
+   takes one block per request). At most the 60 cheapest instance types, times their zones.
 3. One launch template per AMI (`LaunchTemplates`): per architecture and variant, since GPU
    and standard types of one claim boot different AMIs; its user data registers the node with
-   its labels and taints (`userdata`).
+   its labels and taints (`userdata`). A reserved plan has one per (AMI, reservation): the
+   template targets the reservation (`launch_template.reservation_fields`) and the node gets
+   the reservation's id and type labels.
 4. CreateFleet `instant`, target capacity 1, spot `price-capacity-optimized` or on-demand
-   `lowest-price`, tags on the instance, its volumes and the fleet (network interfaces get them
-   from the launch template: CreateFleet cannot tag them).
+   `lowest-price` (an ODCR launches on-demand `lowest-price`; a capacity block `capacity-block`,
+   no allocation strategy), tags on the instance, its volumes and the fleet (network interfaces
+   get them from the launch template: CreateFleet cannot tag them).
 
 Idempotency: the ClientToken is derived from the cluster and claim name, so a retry after a crash
 (same claim, same request) gets EC2's stored answer instead of a second instance. A retry with a
@@ -31,8 +36,11 @@ used, so launching twice needs both a different request and an instance EC2 does
 Errors (the port's contract): capacity errors in the response (`CAPACITY_ERROR_CODES`) raise
 InsufficientCapacity with the failed (capacity type, instance type, zone) offerings (an error
 without overrides counts against every offering asked for); so does a request left with no
-offering at all. Anything else raises LaunchError naming the claim and EC2's codes. Throttling
-is retried with jittered backoff (`retry.Backoff`) on every call.
+offering at all. A capacity error of a reserved plan (ReservationCapacityExceeded: the
+reservation is full) also sets the reservation's count to 0, and its offering is blocked like
+any capacity error, so the next solve falls back to spot or on-demand (Karpenter's rule). Anything
+else raises LaunchError naming the claim and EC2's codes. Throttling is retried with jittered
+backoff (`retry.Backoff`) on every call.
 
 Claim label and launch templates: the claim name is a node label (`nodewright.io/nodeclaim`),
 so with `claim_label=True` (the default) user data, and with it the template, is per claim; such
@@ -54,7 +62,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from nodewright.adapters.aws.launch_template import NOT_FOUND_CODES, LaunchTemplates, template_data
+from nodewright.adapters.aws.launch_template import NOT_FOUND_CODES, LaunchTemplates, reservation_fields, template_data
 from nodewright.adapters.aws.nodeclass_resolver import (
     STANDARD,
     NodeClassNotResolved,
@@ -62,12 +70,14 @@ from nodewright.adapters.aws.nodeclass_resolver import (
     ResolvedNodeClass,
     variant_of,
 )
+from nodewright.adapters.aws.reservations import CapacityReservations
 from nodewright.adapters.aws.retry import Backoff, error_code
 from nodewright.adapters.aws.userdata import Bootstrap, InvalidBootstrap, node_labels, node_taints, render
 from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
+from nodewright.model.nodeclass import RESERVATION_CAPACITY_BLOCK
 from nodewright.ports import Clock, InsufficientCapacity, LaunchError, LaunchRequest, Offering
 
 log = logging.getLogger(__name__)
@@ -107,6 +117,14 @@ class Override:
     arch: str
     price: float
     image_id: str = ""
+    reservation_id: str = ""
+    reservation_type: str = ""
+    reservation_left: int = 0
+
+    @property
+    def template_key(self) -> tuple[str, str]:
+        """The launch template this override launches with: its AMI and its reservation."""
+        return (self.image_id, self.reservation_id)
 
     def offering(self, capacity_type: str) -> Offering:
         """The (capacity type, instance type, zone) key of this override."""
@@ -115,10 +133,14 @@ class Override:
 
 @dataclass(frozen=True, slots=True)
 class FleetPlan:
-    """The capacity type to launch and the overrides to offer EC2, cheapest first."""
+    """The capacity type to launch and the overrides to offer EC2, cheapest first.
+
+    `reservation_type` is the kind of a reserved plan (`default` or `capacity-block`), else "".
+    """
 
     capacity_type: str
     overrides: tuple[Override, ...]
+    reservation_type: str = ""
 
     @property
     def offerings(self) -> tuple[Offering, ...]:
@@ -129,8 +151,14 @@ class FleetPlan:
 # --- pure planning -----------------------------------------------------------------------------
 
 
-def candidate_overrides(request: LaunchRequest, resolved: ResolvedNodeClass) -> dict[str, list[Override]]:
-    """Capacity type -> the overrides of every offering the request allows, in option order."""
+def candidate_overrides(
+    request: LaunchRequest, resolved: ResolvedNodeClass, remaining: Mapping[str, int] | None = None
+) -> dict[str, list[Override]]:
+    """Capacity type -> the overrides of every offering the request allows, in option order.
+
+    A reserved offering is left out when `remaining` (reservation id -> instances left, the
+    adapter's count) says its reservation is full; without `remaining` its own count decides.
+    """
     requirements = request.claim.requirements
     capacity_req = requirements.get(wk.CAPACITY_TYPE)
     zone_req = requirements.get(wk.ZONE)
@@ -150,15 +178,58 @@ def candidate_overrides(request: LaunchRequest, resolved: ResolvedNodeClass) -> 
             subnet = resolved.subnets.get(offer.zone)
             if subnet is None or (offer.capacity_type, option.name, offer.zone) in request.blocked:
                 continue
+            left = offer.reservation_capacity
+            if offer.reservation_id:
+                left = remaining.get(offer.reservation_id, left) if remaining is not None else left
+                if left <= 0:
+                    continue
             out.setdefault(offer.capacity_type, []).append(
-                Override(option.name, offer.zone, subnet.id, option.arch, offer.price, image.id)
+                Override(
+                    option.name,
+                    offer.zone,
+                    subnet.id,
+                    option.arch,
+                    offer.price,
+                    image.id,
+                    reservation_id=offer.reservation_id,
+                    reservation_type=offer.reservation_type,
+                    reservation_left=left if offer.reservation_id else 0,
+                )
             )
     return out
 
 
-def plan_fleet(request: LaunchRequest, resolved: ResolvedNodeClass) -> FleetPlan | None:
+def _reserved_overrides(reserved: Sequence[Override]) -> tuple[str, list[Override]]:
+    """The kind and overrides of a reserved plan: the cheapest override's kind only (CreateFleet
+    takes one market type), one reservation per (type, zone), the one with most left (one offering
+    per pool), and for a capacity block only the cheapest (one block per request).
+    """
+    cheapest = min(reserved, key=lambda o: (o.price, o.instance_type, o.zone, o.reservation_id))
+    kind = cheapest.reservation_type
+    best: dict[tuple[str, str], Override] = {}
+    for override in reserved:
+        if override.reservation_type != kind:
+            continue
+        key = (override.instance_type, override.zone)
+        held = best.get(key)
+        if held is None or (-override.reservation_left, override.reservation_id) < (
+            -held.reservation_left,
+            held.reservation_id,
+        ):
+            best[key] = override
+    chosen = [cheapest] if kind == RESERVATION_CAPACITY_BLOCK else list(best.values())
+    return kind, chosen
+
+
+def plan_fleet(
+    request: LaunchRequest, resolved: ResolvedNodeClass, remaining: Mapping[str, int] | None = None
+) -> FleetPlan | None:
     """What to ask CreateFleet for, or None when no allowed offering remains."""
-    candidates = candidate_overrides(request, resolved)
+    candidates = candidate_overrides(request, resolved, remaining)
+    if candidates.get("reserved"):
+        kind, reserved = _reserved_overrides(candidates["reserved"])
+        ordered = sorted(reserved, key=lambda o: (o.price, o.instance_type, o.zone))
+        return FleetPlan("reserved", tuple(ordered[:MAX_INSTANCE_TYPES]), reservation_type=kind)
     spot = candidates.get("spot", [])
     on_demand = candidates.get("on-demand", [])
     if spot and on_demand:
@@ -207,24 +278,32 @@ def _tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
     return [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
 
 
-def fleet_request(plan: FleetPlan, templates: Mapping[str, str], tags: Mapping[str, str], token: str) -> dict[str, Any]:
-    """The CreateFleet arguments: one launch template config per AMI (`templates`: AMI -> name)."""
+def fleet_request(
+    plan: FleetPlan, templates: Mapping[tuple[str, str], str], tags: Mapping[str, str], token: str
+) -> dict[str, Any]:
+    """The CreateFleet arguments: one launch template config per (AMI, reservation) (`templates`:
+    `Override.template_key` -> template name).
+    """
     configs = []
-    for image_id in sorted({o.image_id for o in plan.overrides}):
+    for key in sorted({o.template_key for o in plan.overrides}):
         configs.append(
             {
-                "LaunchTemplateSpecification": {"LaunchTemplateName": templates[image_id], "Version": "$Latest"},
+                "LaunchTemplateSpecification": {"LaunchTemplateName": templates[key], "Version": "$Latest"},
                 "Overrides": [
                     {"InstanceType": o.instance_type, "SubnetId": o.subnet_id, "AvailabilityZone": o.zone}
                     for o in plan.overrides
-                    if o.image_id == image_id
+                    if o.template_key == key
                 ],
             }
         )
+    target_type = plan.capacity_type
+    if plan.capacity_type == "reserved":
+        # EC2 has no `reserved` target: an ODCR is on-demand capacity, a block its own market.
+        target_type = "capacity-block" if plan.reservation_type == RESERVATION_CAPACITY_BLOCK else "on-demand"
     request: dict[str, Any] = {
         "Type": "instant",
         "ClientToken": token,
-        "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": plan.capacity_type},
+        "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": target_type},
         "LaunchTemplateConfigs": configs,
         "TagSpecifications": [
             {"ResourceType": kind, "Tags": _tag_list(tags)} for kind in ("instance", "volume", "fleet")
@@ -232,7 +311,7 @@ def fleet_request(plan: FleetPlan, templates: Mapping[str, str], tags: Mapping[s
     }
     if plan.capacity_type == "spot":
         request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
-    else:
+    elif target_type == "on-demand":
         request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
     return request
 
@@ -259,7 +338,12 @@ def classify_errors(errors: Iterable[Mapping[str, Any]], plan: FleetPlan) -> Fle
         message = str(error.get("ErrorMessage", ""))
         codes.append(code)
         overrides = (error.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
-        capacity_type = str(error.get("Lifecycle") or plan.capacity_type)
+        # EC2 reports a reserved launch's lifecycle as on-demand: the offering that failed is ours.
+        capacity_type = (
+            plan.capacity_type
+            if plan.capacity_type == "reserved"
+            else str(error.get("Lifecycle") or plan.capacity_type)
+        )
         if code in CAPACITY_ERROR_CODES:
             instance_type = overrides.get("InstanceType")
             zone = overrides.get("AvailabilityZone") or zone_of_subnet.get(str(overrides.get("SubnetId", "")))
@@ -320,7 +404,9 @@ class Ec2CloudProvider:
 
     `instance_profile` is used for NodeClasses that name a `role` (the stack creates that role's
     instance profile and passes its name in); a NodeClass's `instanceProfile` is used as is.
-    Not thread-safe: one per Lambda container.
+    `reservations` is the container's capacity reservation counts, shared with the catalog: a
+    launch into a reservation takes one, a full reservation is set to 0 (without it, the
+    offerings' own counts decide). Not thread-safe: one per Lambda container.
     """
 
     def __init__(
@@ -336,6 +422,7 @@ class Ec2CloudProvider:
         templates: LaunchTemplates | None = None,
         claim_label: bool = True,
         terminate_batch: int = TERMINATE_BATCH,
+        reservations: CapacityReservations | None = None,
     ) -> None:
         self._ec2 = ec2_client
         self._cluster = cluster
@@ -348,6 +435,7 @@ class Ec2CloudProvider:
         self._templates = templates or LaunchTemplates(ec2_client, cluster.name, backoff=self._backoff)
         self._claim_label = claim_label
         self._terminate_batch = terminate_batch
+        self._reservations = reservations
 
     # CloudProvider ------------------------------------------------------------------------------
 
@@ -369,7 +457,8 @@ class Ec2CloudProvider:
                 f"claim {claim.name}: EC2NodeClass {request.nodeclass.name} has no AMI for the "
                 f"{', '.join(variants)} variant of any instance type option"
             )
-        plan = plan_fleet(request, resolved)
+        remaining = self._reservations.remaining() if self._reservations is not None else None
+        plan = plan_fleet(request, resolved, remaining)
         if plan is None:
             raise InsufficientCapacity((), f"claim {claim.name}: no allowed offering is left to launch")
         templates = self._ensure_templates(request, resolved, plan)
@@ -391,7 +480,12 @@ class Ec2CloudProvider:
             price = _price(request.options, outcome.capacity_type, outcome.instance_type, outcome.zone)
             instance = replace(outcome, nodepool=request.nodepool.name, price=price)
         else:
-            instance = self._instance_or_raise(request, plan, outcome)
+            try:
+                instance = self._instance_or_raise(request, plan, outcome)
+            except InsufficientCapacity as error:
+                self._reservations_full(plan, error.offerings)
+                raise
+            self._reservation_taken(plan, instance)
         if not instance.image_id:
             image_id = next((o.image_id for o in plan.overrides if o.instance_type == instance.instance_type), "")
             if image_id:
@@ -419,11 +513,34 @@ class Ec2CloudProvider:
 
     # internals ----------------------------------------------------------------------------------
 
-    def _ensure_templates(self, request: LaunchRequest, resolved: ResolvedNodeClass, plan: FleetPlan) -> dict[str, str]:
+    def _reservation_taken(self, plan: FleetPlan, instance: Instance) -> None:
+        if self._reservations is None or plan.capacity_type != "reserved":
+            return
+        for override in plan.overrides:
+            if (override.instance_type, override.zone) == (instance.instance_type, instance.zone):
+                self._reservations.mark_launched(override.reservation_id)
+                return
+
+    def _reservations_full(self, plan: FleetPlan, failed: Iterable[Offering]) -> None:
+        if self._reservations is None or plan.capacity_type != "reserved":
+            return
+        hit = {(t, z) for _, t, z in failed}
+        self._reservations.mark_unavailable(
+            o.reservation_id for o in plan.overrides if (o.instance_type, o.zone) in hit
+        )
+
+    def _user_data(self, request: LaunchRequest, plan: FleetPlan, override: Override) -> str:
+        """Base64 user data for the nodes of one launch template (the reservation's labels on a
+        reserved node, as Karpenter labels it).
+        """
         nodeclass = request.nodeclass
+        labels = node_labels(request.claim, request.nodepool, plan.capacity_type, claim_label=self._claim_label)
+        if override.reservation_id:
+            labels[wk.CAPACITY_RESERVATION_ID] = override.reservation_id
+            labels[wk.CAPACITY_RESERVATION_TYPE] = override.reservation_type
         bootstrap = Bootstrap(
             cluster=self._cluster,
-            labels=node_labels(request.claim, request.nodepool, plan.capacity_type, claim_label=self._claim_label),
+            labels=dict(sorted(labels.items())),
             taints=node_taints(request.claim, request.nodepool),
             kubelet=nodeclass.kubelet,
             custom_user_data=nodeclass.user_data,
@@ -432,26 +549,34 @@ class Ec2CloudProvider:
             text = render(nodeclass.effective_ami_family, bootstrap)
         except InvalidBootstrap as error:
             raise LaunchError(f"claim {request.claim.name}: cannot build user data: {error}") from None
-        user_data = base64.b64encode(text.encode()).decode()
+        return base64.b64encode(text.encode()).decode()
+
+    def _ensure_templates(
+        self, request: LaunchRequest, resolved: ResolvedNodeClass, plan: FleetPlan
+    ) -> dict[tuple[str, str], str]:
+        nodeclass = request.nodeclass
         profile = nodeclass.instance_profile or self._instance_profile
         static_tags = {
             k: v for k, v in resource_tags(self._cluster.name, request).items() if k not in (NODECLAIM_TAG, "Name")
         }
-        names: dict[str, str] = {}
-        for image_id in sorted({o.image_id for o in plan.overrides}):
+        names: dict[tuple[str, str], str] = {}
+        firsts = {o.template_key: o for o in reversed(plan.overrides)}
+        for key in sorted(firsts):
+            override = firsts[key]
             data = template_data(
                 nodeclass=nodeclass,
-                image_id=image_id,
-                user_data_b64=user_data,
+                image_id=override.image_id,
+                user_data_b64=self._user_data(request, plan, override),
                 security_groups=resolved.security_groups,
                 instance_profile=profile,
                 ip_family=self._cluster.ip_family,
             )
+            data.update(reservation_fields(nodeclass, override.reservation_id, override.reservation_type))
             # CreateFleet cannot tag network interfaces, a launch template can; claim-free tags
             # keep one shared template per NodePool when the claim label is off.
             data["TagSpecifications"] = [{"ResourceType": "network-interface", "Tags": _tag_list(static_tags)}]
             try:
-                names[image_id] = self._templates.ensure(data, nodeclass=nodeclass)
+                names[key] = self._templates.ensure(data, nodeclass=nodeclass)
             except Exception as error:
                 raise LaunchError(
                     f"claim {request.claim.name}: CreateLaunchTemplate failed: {_describe_error(error)}"
@@ -459,7 +584,7 @@ class Ec2CloudProvider:
         return names
 
     def _create_fleet(
-        self, request: LaunchRequest, plan: FleetPlan, templates: Mapping[str, str]
+        self, request: LaunchRequest, plan: FleetPlan, templates: Mapping[tuple[str, str], str]
     ) -> dict[str, Any] | Instance:
         """The CreateFleet response, or the claim's instance when an earlier attempt launched it."""
         claim = request.claim
@@ -504,6 +629,8 @@ class Ec2CloudProvider:
             subnet_zone = {o.subnet_id: o.zone for o in plan.overrides}
             zone = str(overrides.get("AvailabilityZone") or subnet_zone.get(str(overrides.get("SubnetId", "")), ""))
             capacity_type = str(entry.get("Lifecycle") or plan.capacity_type)
+            if plan.capacity_type == "reserved":
+                capacity_type = "reserved"  # EC2 says on-demand (or capacity-block): it is the reservation's
             if errors.capacity:
                 log.info("claim %s: launched after capacity errors on %s", claim.name, errors.capacity)
             return Instance(
