@@ -31,7 +31,13 @@ from datetime import datetime
 from typing import Any
 
 from nodewright.adapters.aws.retry import Backoff, error_code
-from nodewright.model.nodeclass import EBS, BlockDeviceMapping, EC2NodeClass, MetadataOptions
+from nodewright.model.nodeclass import (
+    EBS,
+    RESERVATION_CAPACITY_BLOCK,
+    BlockDeviceMapping,
+    EC2NodeClass,
+    MetadataOptions,
+)
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +171,30 @@ def placement_spec(nodeclass: EC2NodeClass) -> dict[str, str] | None:
     if group is None:
         return None
     return {"GroupName": group.name} if group.name is not None else {"GroupId": str(group.id)}
+
+
+def reservation_fields(nodeclass: EC2NodeClass, reservation_id: str = "", reservation_type: str = "") -> dict[str, Any]:
+    """LaunchTemplateData fields for capacity reservations, as Karpenter sets them.
+
+    A launch into a reservation targets it by id with preference `capacity-reservations-only`
+    (open and targeted reservations alike), and a capacity block also needs market type
+    `capacity-block`. Any other launch of a NodeClass that selects reservations gets preference
+    `none`: an on-demand instance must not fill an open reservation Nodewright counts for its
+    reserved offerings. NodeClasses without reservation terms keep EC2's default (no field).
+    """
+    if reservation_id:
+        fields: dict[str, Any] = {
+            "CapacityReservationSpecification": {
+                "CapacityReservationPreference": "capacity-reservations-only",
+                "CapacityReservationTarget": {"CapacityReservationId": reservation_id},
+            }
+        }
+        if reservation_type == RESERVATION_CAPACITY_BLOCK:
+            fields["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+        return fields
+    if nodeclass.capacity_reservation_selector_terms:
+        return {"CapacityReservationSpecification": {"CapacityReservationPreference": "none"}}
+    return {}
 
 
 def template_data(
