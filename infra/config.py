@@ -138,6 +138,9 @@ class DeployConfig:
     # of the removed nodes' price, so small savings do not churn pods (Karpenter #7146).
     consolidation_min_savings: float = 0.0
     consolidation_min_savings_percent: float = 0.0
+    # Node repair: no repair in a NodePool, nor anywhere when the cluster is past it, while more
+    # than this percentage of the nodes is unhealthy (Karpenter's 20%, rounded up; 0: repair off).
+    repair_max_unhealthy_percent: int = 20
     # Economy: the provisioner ends its invocation after this many seconds with no pod waiting
     # (None: it waits until its deadline, and a new pod gets capacity in about a second; with
     # 0 an idle cluster's provisioner runs about a second a minute, and the first pod after a
@@ -266,6 +269,7 @@ _KEYS: Mapping[str, tuple[str, Callable[[object], Any]]] = {
     "consolidationMode": ("consolidation_mode", _as_enum(ConsolidationMode)),
     "consolidationMinSavings": ("consolidation_min_savings", _as_float),
     "consolidationMinSavingsPercent": ("consolidation_min_savings_percent", _as_float),
+    "repairMaxUnhealthyPercent": ("repair_max_unhealthy_percent", _as_int),
     "provisionerIdleExitSeconds": ("provisioner_idle_exit_seconds", _as_float),
     "requireImdsv2": ("require_imdsv2", _as_bool),
     "requireEncryptedVolumes": ("require_encrypted_volumes", _as_bool),
@@ -364,6 +368,10 @@ def validate(config: DeployConfig) -> list[str]:
     if not 0 <= config.consolidation_min_savings_percent <= 100:
         problems.append(
             f"context key 'consolidationMinSavingsPercent': {config.consolidation_min_savings_percent} is outside 0-100"
+        )
+    if not 0 <= config.repair_max_unhealthy_percent <= 100:
+        problems.append(
+            f"context key 'repairMaxUnhealthyPercent': {config.repair_max_unhealthy_percent} is outside 0-100"
         )
     idle_exit = config.provisioner_idle_exit_seconds
     if idle_exit is not None and not 0 <= idle_exit <= config.provisioner.timeout_seconds:

@@ -108,6 +108,7 @@ class NodewrightStack(cdk.Stack):
                 "CONSOLIDATION_MODE": config.consolidation_mode.value,
                 "CONSOLIDATION_MIN_SAVINGS": repr(config.consolidation_min_savings),
                 "CONSOLIDATION_MIN_SAVINGS_PERCENT": repr(config.consolidation_min_savings_percent),
+                "REPAIR_MAX_UNHEALTHY_PERCENT": str(config.repair_max_unhealthy_percent),
             },
             node_role=self.access.node_role,
             require_imdsv2=config.require_imdsv2,

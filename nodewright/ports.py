@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from nodewright.model.command import CommandRecord
 from nodewright.model.event import Event
-from nodewright.model.instance import Instance
+from nodewright.model.instance import Instance, InstanceStatus
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
@@ -185,6 +185,12 @@ class CloudProvider(Protocol):
 
     def terminate(self, instance_ids: Sequence[str]) -> None:
         """Terminate instances; ids already gone count as terminated."""
+        ...
+
+    def instance_statuses(self, instance_ids: Sequence[str]) -> list[InstanceStatus]:
+        """The instances among `instance_ids` whose EC2 status checks are impaired (node repair's
+        input); healthy, not running and unknown ids are left out. Errors are raised.
+        """
         ...
 
 

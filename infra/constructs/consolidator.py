@@ -8,6 +8,7 @@ itself lets it wait for the node before draining.
 
 from __future__ import annotations
 
+from infra.constructs import permissions
 from infra.constructs.scheduled import ScheduledController
 
 
@@ -16,3 +17,5 @@ class Consolidator(ScheduledController):
 
     NAME = "consolidator"
     PURPOSE = "removes or replaces idle nodes"
+    # Node repair reads the status checks of the cluster's instances (impaired ones are replaced).
+    EXTRA_DESCRIBE = (permissions.DESCRIBE_INSTANCE_STATUS,)

@@ -41,6 +41,8 @@ EC2_DESCRIBE_ACTIONS: tuple[str, ...] = (
 )
 # The provisioner also lists the cluster's instances (launches that never registered, orphans).
 DESCRIBE_INSTANCES = "ec2:DescribeInstances"
+# The consolidator reads the EC2 status checks of the cluster's instances (node repair).
+DESCRIBE_INSTANCE_STATUS = "ec2:DescribeInstanceStatus"
 LAUNCH_ACTIONS: tuple[str, ...] = ("ec2:CreateFleet", "ec2:RunInstances")
 # Resource types a fleet launch creates; with launch templates, every resource type Nodewright
 # creates (and so tags at creation).

@@ -19,6 +19,12 @@ Role: the imperative shell around `nodewright.engine.disruption`. One Lambda inv
    that PodDisruptionBudgets let evict nothing for `drain_timeout` is given up the same way); terminate the
    instances, delete the Nodes and the claim records (`terminating`); delete the record.
 
+A repair (`engine.disruption.repair`: a node broken for its condition's toleration) goes through
+the same states, forcefully: its replacements are kept whatever they cost, a failed or late
+replacement does not hold the broken node, and its drain ends `repair_drain_timeout` after it
+started; the node is then terminated with whatever is left on it. Each repaired node is logged
+(`repair`: the condition, since when, how long it held) and counted (`NodesRepaired` by condition).
+
 Intent is recorded before each effect, so a crash resumes: a `computed` record is dropped (nothing
 was done); `launching` relaunches the recorded names (idempotent ClientTokens) or aborts; later
 states repeat their idempotent step. A command never leaves a node tainted without its record.
@@ -29,7 +35,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from nodewright.controllers.drain import Drainer
 from nodewright.controllers.kubeusage import publish_api_usage
@@ -45,7 +51,9 @@ from nodewright.engine.disruption import (
     validate,
 )
 from nodewright.engine.disruption.consolidation import EPSILON
+from nodewright.engine.disruption.repair import diagnoses, due
 from nodewright.engine.disruption.static import STATIC_METHODS
+from nodewright.engine.disruption.types import REPAIR
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
 from nodewright.model.event import (
@@ -55,6 +63,7 @@ from nodewright.model.event import (
     disruption_terminating,
     disruption_waiting_readiness,
 )
+from nodewright.model.instance import InstanceStatus
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.taints import Taint
@@ -83,6 +92,11 @@ class ConsolidatorOptions:
     stalled_memory: float = 900.0
     # How long a candidate/type pair whose replacement came up no cheaper stays out of the options.
     no_cheaper_memory: float = 3600.0
+    # A repair's drain deadline, from its start: the broken node is then terminated whatever is
+    # left on it (Karpenter deletes a broken node's pods at once, PodDisruptionBudgets or not;
+    # here they get this long to leave through the Eviction API). Pods of an unreachable node
+    # stay Terminating until the node object goes, so only the deadline ends such a drain.
+    repair_drain_timeout: float = 120.0
     disruption: DisruptionOptions = field(default_factory=DisruptionOptions)
 
 
@@ -149,6 +163,8 @@ class Consolidator:
         self._stalled: dict[str, float] = {}
         # What passes may reuse (node destinations, the solver's memos), held by the warm container.
         self._cache = DisruptionCache()
+        # instance id -> when an impaired status check without an ImpairedSince was first seen.
+        self._impaired_seen: dict[str, float] = {}
 
     # -- the invocation ----------------------------------------------------------------------------
 
@@ -209,6 +225,7 @@ class Consolidator:
         in_progress = frozenset(n for r in self.store.commands() for n in r.candidates)
         self._no_cheaper = {pair: until for pair, until in self._no_cheaper.items() if until > now}
         self._stalled = {node: until for node, until in self._stalled.items() if until > now}
+        statuses = self._instance_statuses(snapshot.nodes, now)
         return DisruptionInput(
             snapshot=snapshot,
             claims=tuple(self.store.claims()),
@@ -218,8 +235,19 @@ class Consolidator:
             in_progress=in_progress,
             no_cheaper=frozenset(self._no_cheaper),
             stalled=frozenset(self._stalled),
+            instance_statuses=statuses,
             options=self.options.disruption,
         )
+
+    def _instance_statuses(self, nodes: Sequence[Node], now: float) -> tuple[InstanceStatus, ...]:
+        """The impaired status checks of our nodes' instances; one EC2 gave no start for counts
+        from when this container first saw it (so its toleration can run out).
+        """
+        ids = [n.instance_id for n in nodes if n.instance_id and n.launched_by_nodewright]
+        statuses = self.cloud.instance_statuses(ids) if ids else []
+        seen = {s.instance_id: self._impaired_seen.get(s.instance_id, now) for s in statuses if not s.since}
+        self._impaired_seen = seen
+        return tuple(s if s.since else replace(s, since=seen[s.instance_id]) for s in statuses)
 
     def _decide(self, report: ConsolidationReport, deadline: float) -> bool:
         """Compute, record, validate and start one command; False when there is nothing to do."""
@@ -266,8 +294,31 @@ class Consolidator:
             promised=round(command.replacement_price, 6),
             detail=command.detail,
         )
+        if command.method == REPAIR:
+            self._log_repair(record, inp)
         self._launch(record, command, report)
         return True
+
+    def _log_repair(self, record: CommandRecord, inp: DisruptionInput) -> None:
+        """One decision and one metric per repaired node: the condition that triggered it, since
+        when and for how long it held (Karpenter's nodeclaims_unhealthy_disrupted_total, by condition).
+        """
+        found = diagnoses([n for n in inp.snapshot.nodes if n.name in record.candidates], inp.instance_statuses)
+        for node in record.candidates:
+            finding = found.get(node)
+            if finding is None:
+                continue
+            self.observer.decision(
+                "repair",
+                command=record.id,
+                node=node,
+                condition=finding.condition,
+                status=finding.status,
+                since=finding.since,
+                held=round(finding.held(inp.now), 1),
+                toleration=finding.toleration,
+            )
+            self.observer.metric("NodesRepaired", 1, condition=finding.condition)
 
     # -- executing ---------------------------------------------------------------------------------
 
@@ -279,7 +330,10 @@ class Consolidator:
             self.cluster.record(disruption_launching(node, f"{record.reason}: {', '.join(names)}"), self.clock.now())
         if command.replacements:
             launched = self.launcher.launch_planned(command.replacements, names, f"{command.method}: {command.detail}")
-            if launched.failed:
+            if launched.failed and record.method == REPAIR:
+                # A broken node goes anyway: its pods wait pending for the provisioner instead.
+                self.observer.decision("repair-replacement-failed", command=record.id, reason=str(launched.failed))
+            elif launched.failed:
                 self._abort(record, f"replacement launch failed: {launched.failed}", report)
                 return
             if not self._came_up_cheaper(record, report):
@@ -301,7 +355,9 @@ class Consolidator:
             return 0.0
         if record.state == "launching":
             claims = {c.name: c for c in self.store.claims()}
-            if all(name in claims and claims[name].instance_id for name in record.replacements):
+            if record.method == REPAIR or all(
+                name in claims and claims[name].instance_id for name in record.replacements
+            ):
                 if not record.replacements or self._came_up_cheaper(record, report):
                     self._taint(record)
             else:
@@ -309,6 +365,11 @@ class Consolidator:
             return 0.0
         if record.state == "tainted":
             ready, failed = self._replacements_ready(record)
+            late = now - record.updated_at > self.options.replacement_timeout
+            if record.method == REPAIR and (failed or late):
+                # Waiting longer keeps a broken node; its pods may wait pending instead.
+                self.observer.decision("repair-replacement-late", command=record.id, reason=failed or "not ready")
+                ready, failed = True, ""
             if failed:
                 self._abort(record, failed, report)
                 return 0.0
@@ -317,7 +378,7 @@ class Consolidator:
                 for node in record.candidates:
                     self.cluster.record(disruption_terminating(node, record.reason), now)
                 return 0.0
-            if now - record.updated_at > self.options.replacement_timeout:
+            if late:
                 self._abort(record, "replacements did not become ready in time", report)
                 return 0.0
             for node in record.candidates:
@@ -333,7 +394,7 @@ class Consolidator:
         (their claims' prices: what EC2 launched, not what was planned); otherwise roll back.
         A static NodePool's replacement is kept whatever it costs: it keeps the pool's count.
         """
-        if record.method in STATIC_METHODS:
+        if record.method in STATIC_METHODS or record.method == REPAIR:
             return True
         claims = {c.name: c for c in self.store.claims()}
         new = [claims[name] for name in record.replacements if name in claims]
@@ -400,6 +461,8 @@ class Consolidator:
         now = self.clock.now()
         # The record's stamp is the drain's start or its last eviction (saved below).
         stalled = record.budgeted and now - record.updated_at > self.options.drain_timeout
+        # A repair's stamp stays at its drain's start (not moved by evictions): its deadline.
+        repair_due = record.method == REPAIR and now - record.updated_at > self.options.repair_drain_timeout
         refused: dict[str, str] = {}
         evicted = False
         for node in record.candidates:
@@ -415,7 +478,11 @@ class Consolidator:
             if not step.done:
                 done = False
                 wait = max(wait, step.retry_in)
-        if not done and evicted:
+        if not done and repair_due:
+            left = sorted(p.key for n in record.candidates for p in self.cluster.pods_on(n))
+            self.observer.decision("repair-drain-deadline", command=record.id, pods=left[:20], left=len(left))
+            done = True
+        elif not done and evicted and record.method != REPAIR:
             self.store.save_command(record.advanced("draining", now))
         elif not done and stalled:
             why = f"the drain evicted nothing for {self.options.drain_timeout:g} s"
@@ -509,4 +576,4 @@ def _fingerprint(inp: DisruptionInput) -> tuple[object, ...]:
     nodes = tuple(sorted((n.name, n.ready, n.unschedulable, len(n.taints)) for n in inp.snapshot.nodes))
     pods = tuple(sorted((p.key, p.node_name) for p in inp.snapshot.pods))
     claims = tuple(sorted((c.name, c.state) for c in inp.claims))
-    return (nodes, pods, claims, int(inp.now // 600))
+    return (nodes, pods, claims, int(inp.now // 600), due(inp))

@@ -19,6 +19,8 @@ CONSOLIDATION_MODES = ("nodewright", "karpenter")
 # The consolidation stability guard's defaults ($/h, and percent of the removed nodes' price).
 DEFAULT_MIN_SAVINGS = 0.0
 DEFAULT_MIN_SAVINGS_PERCENT = 0.0
+# Node repair's guard (engine/disruption/repair.py): Karpenter's 20% of a NodePool's nodes.
+DEFAULT_REPAIR_MAX_UNHEALTHY_PERCENT = 20
 
 
 class SettingsError(ValueError):
@@ -55,6 +57,9 @@ class Settings:
     # Where on-demand prices come from: "api" (the Price List API) or "estimates" (the bundled
     # per-family estimates, for a private VPC that cannot reach the Price List API).
     price_source: str = "api"
+    # Node repair stops in a NodePool (and cluster-wide) with more than this percentage of its
+    # nodes unhealthy, rounded up; 0 turns repair off.
+    repair_max_unhealthy_percent: int = DEFAULT_REPAIR_MAX_UNHEALTHY_PERCENT
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -81,6 +86,9 @@ class Settings:
                 return default
             return value
 
+        repair_percent = number("REPAIR_MAX_UNHEALTHY_PERCENT", DEFAULT_REPAIR_MAX_UNHEALTHY_PERCENT, 100.0)
+        if not float(repair_percent).is_integer():
+            problems.append(f"REPAIR_MAX_UNHEALTHY_PERCENT {repair_percent:g} is not a whole percentage")
         settings = cls(
             cluster_name=need("CLUSTER_NAME"),
             config_source=env.get("CONFIG_SOURCE", "dynamodb"),
@@ -107,6 +115,7 @@ class Settings:
                 else None
             ),
             price_source=env.get("PRICE_SOURCE", "api").strip() or "api",
+            repair_max_unhealthy_percent=round(repair_percent),
         )
         if settings.price_source not in PRICE_SOURCES:
             problems.append(f"PRICE_SOURCE {settings.price_source!r} is not one of {', '.join(PRICE_SOURCES)}")
@@ -129,16 +138,26 @@ class Settings:
     def disruption_options(self) -> DisruptionOptions:
         """The consolidator's decision knobs these settings choose."""
         return disruption_options(
-            self.consolidation, self.consolidation_min_savings, self.consolidation_min_savings_percent
+            self.consolidation,
+            self.consolidation_min_savings,
+            self.consolidation_min_savings_percent,
+            repair_max_unhealthy_percent=self.repair_max_unhealthy_percent,
         )
 
 
-def disruption_options(mode: str, min_savings: float, min_savings_percent: float) -> DisruptionOptions:
-    """The consolidator's knobs for a consolidation mode and stability guard ($/h and percent),
-    as the deploy settings (and a simulator scenario) name them.
+def disruption_options(
+    mode: str,
+    min_savings: float,
+    min_savings_percent: float,
+    *,
+    repair_max_unhealthy_percent: int = DEFAULT_REPAIR_MAX_UNHEALTHY_PERCENT,
+) -> DisruptionOptions:
+    """The consolidator's knobs for a consolidation mode and stability guard ($/h and percent)
+    and node repair's unhealthy share, as the deploy settings (and a simulator scenario) name them.
     """
     return DisruptionOptions(
         many_to_many=mode == "nodewright",
         min_savings=min_savings,
         min_savings_fraction=min_savings_percent / 100,
+        repair_max_unhealthy_percent=repair_max_unhealthy_percent,
     )

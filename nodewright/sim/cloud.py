@@ -35,7 +35,8 @@ ids are fine.
 What is observed: `calls`, every port call in order (failed ones too), with the LaunchRequest
 or the instance ids. Knobs: `insufficient`/`restore_capacity`, `fail_next`, `add_instance` (an
 instance launched outside this fake, e.g. an orphan of a crashed run), `set_state` (AWS
-stopping or terminating an instance, unrecorded). `reset()` forgets everything.
+stopping or terminating an instance, unrecorded), `impair` (an EC2 status check failing, which
+`instance_statuses` reports for live instances). `reset()` forgets everything.
 
 Thread-safe: one lock around every port method, for tests that race controllers.
 """
@@ -49,7 +50,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from nodewright.model import labels as wk
-from nodewright.model.instance import Instance
+from nodewright.model.instance import Instance, InstanceStatus
 from nodewright.ports import InsufficientCapacity, LaunchError, LaunchRequest, Offering
 from nodewright.sim.clock import VirtualClock
 
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
     from nodewright.ports import Clock, CloudProvider
 
 # The CloudProvider port methods: the only ones recorded in `calls` and open to `fail_next`.
-PORT_METHODS = ("launch", "instances", "terminate")
+PORT_METHODS = ("launch", "instances", "terminate", "instance_statuses")
 
 # Lower launches first (Karpenter's order: reserved capacity is paid for already, spot is cheap).
 CAPACITY_PRIORITY = {"reserved": 0, "spot": 1, "on-demand": 2}
@@ -105,6 +106,7 @@ class FakeCloudProvider:
         self._insufficient: set[Offering] = set()
         self._failures: dict[str, list[BaseException]] = {}
         self._ids = itertools.count(1)
+        self._impaired: dict[str, InstanceStatus] = {}
 
     # ------------------------------------------------------------------ port methods
 
@@ -162,7 +164,25 @@ class FakeCloudProvider:
                 if instance is not None:
                     self._instances[instance_id] = replace(instance, state="terminated")
 
+    def instance_statuses(self, instance_ids: Sequence[str]) -> list[InstanceStatus]:
+        """The impaired statuses `impair` set, for the live instances among `instance_ids`."""
+        with self._lock:
+            self._enter(CloudCall("instance_statuses", instance_ids=tuple(instance_ids)))
+            live = {i for i in instance_ids if i in self._instances and self._instances[i].live}
+            return [s for i, s in sorted(self._impaired.items()) if i in live]
+
     # ------------------------------------------------------------------ knobs
+
+    def impair(self, instance_id: str, checks: Sequence[str] = ("system",), since: float | None = None) -> None:
+        """Make the instance's status `checks` impaired since `since` (now by default); no checks
+        heals it.
+        """
+        with self._lock:
+            if checks:
+                when = self.clock.now() if since is None else since
+                self._impaired[instance_id] = InstanceStatus(instance_id, tuple(checks), when)
+            else:
+                self._impaired.pop(instance_id, None)
 
     def insufficient(self, capacity_type: str, instance_type: str = ANY, zone: str = ANY) -> None:
         """Make an offering fail with InsufficientInstanceCapacity until `restore_capacity` or
@@ -219,6 +239,7 @@ class FakeCloudProvider:
             self._by_claim.clear()
             self._insufficient.clear()
             self._failures.clear()
+            self._impaired.clear()
             self._ids = itertools.count(1)
 
     # ------------------------------------------------------------------ observation

@@ -75,7 +75,7 @@ from nodewright.adapters.aws.retry import Backoff, error_code
 from nodewright.adapters.aws.userdata import Bootstrap, InvalidBootstrap, node_labels, node_taints, render
 from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
-from nodewright.model.instance import Instance
+from nodewright.model.instance import Instance, InstanceStatus
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodeclass import RESERVATION_CAPACITY_BLOCK
 from nodewright.ports import Clock, InsufficientCapacity, LaunchError, LaunchRequest, Offering
@@ -387,6 +387,31 @@ def instance_from_description(item: Mapping[str, Any]) -> Instance:
     )
 
 
+# DescribeInstanceStatus's status blocks, by the name `InstanceStatus.impaired` gives each check.
+STATUS_CHECKS = (("system", "SystemStatus"), ("instance", "InstanceStatus"), ("ebs", "AttachedEbsStatus"))
+STATUS_BATCH = 100
+
+
+def instance_status_from_description(item: Mapping[str, Any]) -> InstanceStatus | None:
+    """An InstanceStatuses entry as an `InstanceStatus` when a check is impaired, else None.
+    `since` is the earliest ImpairedSince of the failed checks' details (0.0 when EC2 gave none).
+    """
+    impaired: list[str] = []
+    since: list[float] = []
+    for name, key in STATUS_CHECKS:
+        block = item.get(key) or {}
+        if block.get("Status") != "impaired":
+            continue
+        impaired.append(name)
+        for detail in block.get("Details") or ():
+            moment = detail.get("ImpairedSince")
+            if isinstance(moment, datetime):
+                since.append(moment.timestamp())
+    if not impaired:
+        return None
+    return InstanceStatus(str(item.get("InstanceId") or ""), tuple(impaired), min(since, default=0.0))
+
+
 def _price(options: Sequence[InstanceType], capacity_type: str, instance_type: str, zone: str) -> float:
     for option in options:
         if option.name == instance_type:
@@ -501,6 +526,17 @@ class Ec2CloudProvider:
         ids = list(dict.fromkeys(instance_ids))
         for start in range(0, len(ids), self._terminate_batch):
             self._terminate_batch_ids(ids[start : start + self._terminate_batch])
+
+    def instance_statuses(self, instance_ids: Sequence[str]) -> list[InstanceStatus]:
+        """The running instances among `instance_ids` whose system, instance or attached-EBS status
+        check is impaired (DescribeInstanceStatus, `STATUS_BATCH` ids a call, as EC2 allows with
+        ids); ids EC2 does not know are skipped, other errors raised.
+        """
+        ids = list(dict.fromkeys(instance_ids))
+        out: list[InstanceStatus] = []
+        for start in range(0, len(ids), STATUS_BATCH):
+            out += self._statuses(ids[start : start + STATUS_BATCH])
+        return sorted(out, key=lambda s: s.instance_id)
 
     # housekeeping ------------------------------------------------------------------------------
 
@@ -678,6 +714,22 @@ class Ec2CloudProvider:
 
         found = self._backoff.call(pages)
         return sorted(found, key=lambda i: (i.launched_at, i.instance_id))
+
+    def _statuses(self, ids: list[str]) -> list[InstanceStatus]:
+        remaining = list(ids)
+        while remaining:
+            try:
+                response = self._backoff.call(partial(self._ec2.describe_instance_status, InstanceIds=remaining))
+            except Exception as error:
+                # One gone instance fails the whole call: drop the ids EC2 names and ask again.
+                gone = set(re.findall(_ID_PATTERN, str(error))) & set(remaining)
+                if error_code(error) != "InvalidInstanceID.NotFound" or not gone:
+                    raise
+                remaining = [i for i in remaining if i not in gone]
+                continue
+            found = (instance_status_from_description(item) for item in response.get("InstanceStatuses", []))
+            return [status for status in found if status is not None]
+        return []
 
     def _terminate_batch_ids(self, ids: list[str]) -> None:
         remaining = list(ids)
