@@ -684,6 +684,8 @@ class Provisioner:
             claim = by_bin.get(name)
             if claim is None:
                 placed.extend(pods)  # a registered node: kube-scheduler binds the pods there
+                for pod in pods:
+                    self.cluster.record(pod_nominated(pod, node=name), now)
                 continue
             for pod in pods:  # a repeat only counts in the pod's Event series
                 self.cluster.record(pod_nominated(pod, claim.name, claim.node_name), now)

@@ -154,9 +154,11 @@ class Event:
 # Karpenter's wording where it has the Event.
 
 
-def pod_nominated(pod: str, nodeclaim: str, node: str = "", uid: str = "") -> Event:
-    """The provisioner put the pod on a claim (and its node, once registered)."""
-    where = ", ".join(part for part in (f"nodeclaim/{nodeclaim}", f"node/{node}" if node else "") if part)
+def pod_nominated(pod: str, nodeclaim: str = "", node: str = "", uid: str = "") -> Event:
+    """The provisioner put the pod on a claim (and its node, once registered), or on a node."""
+    where = ", ".join(
+        part for part in (f"nodeclaim/{nodeclaim}" if nodeclaim else "", f"node/{node}" if node else "") if part
+    )
     return Event(ObjectRef.pod(pod, uid), NORMAL, NOMINATED, f"Pod should schedule on: {where}", "Nominate")
 
 

@@ -13,7 +13,7 @@ from nodewright.model.event import ObjectRef
 from nodewright.model.pod import Pod
 from nodewright.ports import Eviction
 from nodewright.sim.cluster import InMemoryCluster
-from tests.builders import node_pool
+from tests.builders import node, node_pool
 from tests.controllers.test_disruption import ConsolidationWorld
 from tests.controllers.test_interruption import World
 from tests.controllers.test_provisioning import World as ProvisioningWorld
@@ -50,6 +50,19 @@ def test_launched_pods_are_nominated_to_their_claim_once_however_many_passes_see
         assert reasons(world.cluster, ObjectRef.pod(p.key)) == [
             ("Normal", "Nominated", f"Pod should schedule on: nodeclaim/{claim.name}")
         ]
+
+
+def test_a_pod_that_fits_a_node_kube_scheduler_has_not_bound_it_to_yet_is_nominated_to_that_node() -> None:
+    world = ProvisioningWorld()
+    world.cluster.add_node(node("spare", cpu="8", memory="32Gi"))
+    (waiting,) = world.pending(1)
+
+    world.run(5)
+
+    assert world.store.claims() == []
+    assert reasons(world.cluster, ObjectRef.pod(waiting.key)) == [
+        ("Normal", "Nominated", "Pod should schedule on: node/spare")
+    ]
 
 
 def test_a_spot_warning_is_a_warning_on_the_node_and_each_evicted_pod_names_the_drain() -> None:
