@@ -28,10 +28,11 @@ CLUSTER_TAG_KEY = "nodewright.io/cluster"
 
 # Describe calls and the Price List API support no resource-level permissions (AWS Service
 # Authorization Reference), so they can only be granted on "*". What launching needs: the
-# catalog (instance types, offerings, spot prices) and NodeClass resolution (subnets, security
-# groups, AMIs selected by id, name or tags). Exactly what the functions call: see
-# tests/infra/test_derived_grants.py.
+# catalog (instance types, offerings, spot prices, the capacity reservations a NodeClass selects)
+# and NodeClass resolution (subnets, security groups, AMIs selected by id, name or tags). Exactly
+# what the functions call: see tests/infra/test_derived_grants.py.
 EC2_DESCRIBE_ACTIONS: tuple[str, ...] = (
+    "ec2:DescribeCapacityReservations",
     "ec2:DescribeImages",
     "ec2:DescribeInstanceTypeOfferings",
     "ec2:DescribeInstanceTypes",

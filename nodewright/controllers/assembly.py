@@ -14,6 +14,7 @@ from nodewright.adapters.aws.config_store import ConfigStore
 from nodewright.adapters.aws.ec2 import Ec2CloudProvider
 from nodewright.adapters.aws.eks import EksTokenSource, describe_cluster
 from nodewright.adapters.aws.pricing import PriceCache, Prices, pricing_client
+from nodewright.adapters.aws.reservations import CapacityReservations
 from nodewright.adapters.aws.signals import LambdaProvisionerTrigger, SqsContinuations
 from nodewright.adapters.aws.state_store import DynamoStateStore
 from nodewright.adapters.clock import SystemClock
@@ -54,12 +55,16 @@ class _Aws:
             reporting_instance=settings.function_name or "nodewright",
         )
         self.ec2 = session.client("ec2", region=region)
+        # One count of each capacity reservation per container: the catalog offers what the cloud
+        # provider has not launched into yet.
+        self.reservations = CapacityReservations(self.ec2, self.clock)
         self.cloud = Ec2CloudProvider(
             self.ec2,
             session.client("ssm", region=region),
             info,
             instance_profile=settings.node_instance_profile,
             clock=self.clock,
+            reservations=self.reservations,
         )
         self.store = DynamoStateStore(session.client("dynamodb", region=region), settings.state_table)
         self.config = self._configuration(settings, observer)
@@ -103,7 +108,7 @@ def _provisioner(aws: _Aws, settings: Settings, observer: Observer) -> Provision
         store=aws.store,
         clock=aws.clock,
         config=aws.config,
-        catalog=LiveCatalog(aws.ec2, prices, aws.clock),
+        catalog=LiveCatalog(aws.ec2, prices, aws.clock, reservations=aws.reservations),
         observer=observer,
         options=ProvisionerOptions(idle_exit=settings.provisioner_idle_exit),
         wait=aws.cluster.wait,

@@ -244,12 +244,19 @@ def _live_catalog(_: Any, nodeclass: Any) -> None:
 
     from nodewright.adapters.aws.catalog import LiveCatalog
     from nodewright.adapters.aws.pricing import PriceCache, pricing_client
+    from nodewright.adapters.aws.reservations import CapacityReservations
     from nodewright.adapters.clock import SystemClock
+    from nodewright.model.nodeclass import SelectorTerm
 
     ec2 = boto3.client("ec2", region_name="us-east-1")
     clock = SystemClock()
     prices = PriceCache("us-east-1", pricing=pricing_client("us-east-1"), ec2=ec2, clock=clock)
-    LiveCatalog(ec2, prices, clock).instance_types(nodeclass)
+    # The simulated NodeClasses may select no capacity reservation: probe one that does, as a
+    # NodeClass with capacityReservationSelectorTerms makes the catalog ask for them.
+    if nodeclass is not None and not nodeclass.capacity_reservation_selector_terms:
+        probe = (SelectorTerm(tags={"nodewright.io/probe": "*"}),)
+        nodeclass = replace(nodeclass, capacity_reservation_selector_terms=probe)
+    LiveCatalog(ec2, prices, clock, reservations=CapacityReservations(ec2, clock)).instance_types(nodeclass)
 
 
 @contextlib.contextmanager

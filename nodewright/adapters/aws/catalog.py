@@ -2,19 +2,27 @@
 
 Implements `nodewright.controllers.provisioning.Catalog`. Instance type specs change rarely, so
 they are fetched once per `refresh_seconds` (12 h, like prices); the InstanceTypes built from them
-are cached per kubelet configuration and rebuilt only when the prices object changes.
+are cached per kubelet configuration and rebuilt only when the prices object changes. A NodeClass
+with `capacityReservationSelectorTerms` also gets a `reserved` offering per reservation they
+select, with what it has left (`reservations`, shared with the cloud provider); when EC2 cannot
+be asked, its types are offered without them (a warning), rather than not at all.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from nodewright.adapters.aws.instance_types import OfferedSpec, fetch_offered_specs, to_instance_types
 from nodewright.adapters.aws.pricing import REFRESH_SECONDS, PriceCache, Prices
+from nodewright.adapters.aws.reservations import CapacityReservations
+from nodewright.engine.reservations import with_reservations
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import Clock
+
+log = logging.getLogger(__name__)
 
 
 class LiveCatalog:
@@ -29,6 +37,7 @@ class LiveCatalog:
         zones: Sequence[str] | None = None,
         refresh_seconds: float = REFRESH_SECONDS,
         fetch: Callable[[Any], list[OfferedSpec]] = fetch_offered_specs,
+        reservations: CapacityReservations | None = None,
     ) -> None:
         self._ec2 = ec2
         self._prices = prices
@@ -40,6 +49,7 @@ class LiveCatalog:
         self._fetched_at = 0.0
         self._built: dict[str, tuple[int, Prices, list[InstanceType]]] = {}
         self._generation = 0
+        self._reservations = reservations
 
     def instance_types(self, nodeclass: EC2NodeClass | None) -> Sequence[InstanceType]:
         """The types NodePools of `nodeclass` plan with (its kubelet settings shape allocatable)."""
@@ -58,7 +68,18 @@ class LiveCatalog:
         key = repr(kubelet)
         cached = self._built.get(key)
         if cached is not None and cached[0] == self._generation and cached[1] is prices:
-            return cached[2]
-        built = to_instance_types(self._specs, prices, kubelet, zones=self._zones)
-        self._built[key] = (self._generation, prices, built)
-        return built
+            built = cached[2]
+        else:
+            built = to_instance_types(self._specs, prices, kubelet, zones=self._zones)
+            self._built[key] = (self._generation, prices, built)
+        return self._reserved(nodeclass, built, now)
+
+    def _reserved(self, nodeclass: EC2NodeClass | None, built: list[InstanceType], now: float) -> list[InstanceType]:
+        if self._reservations is None or nodeclass is None or not nodeclass.capacity_reservation_selector_terms:
+            return built
+        try:
+            selected = self._reservations.select(nodeclass.capacity_reservation_selector_terms)
+        except Exception as error:
+            log.warning("EC2NodeClass %s: capacity reservations not read, none offered: %s", nodeclass.name, error)
+            return built
+        return with_reservations(built, selected, now, self._reservations.remaining())
