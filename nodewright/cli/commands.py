@@ -7,6 +7,7 @@ from importlib import import_module
 # Each module registers its commands on `nodewright.cli.app` when imported.
 for _module in (
     "nodewright.cli.catalog",
+    "nodewright.cli.explain",
     "nodewright.cli.nodepool",
     "nodewright.cli.plan",
     "nodewright.cli.simulate",
