@@ -8,10 +8,11 @@ paired with grace periods, image GC thresholds ordered) is read by `kubelet.py`;
 model printed as a manifest, is `nodeclass_render.render_nodeclass`.
 
 Placement groups, connection tracking, network interfaces, IP prefixes and CPU options go into
-the launch template (`nodewright.adapters.aws.launch_template`). Fields Nodewright validates but
-does not act on yet (`NOT_ACTED_ON`: capacity reservations, with each term's
-instanceMatchCriteria; Windows AMIs) are kept in the model and each warns that it is ignored, so
-a Karpenter manifest is accepted without hiding what Nodewright will not do with it.
+the launch template (`nodewright.adapters.aws.launch_template`); capacity reservation terms select
+the reservations launched into (`nodewright.adapters.aws.reservations`). Fields Nodewright
+validates but does not act on yet (`NOT_ACTED_ON`, and Windows AMIs) are kept in the model and
+each warns that it is ignored, so a Karpenter manifest is accepted without hiding what Nodewright
+will not do with it.
 """
 
 from __future__ import annotations
@@ -85,14 +86,8 @@ SPEC_FIELDS = (
     "ipPrefixCount",
 )
 # Fields accepted and validated as Karpenter does, but not acted on yet: each warns that it is ignored.
-NOT_ACTED_ON = {
-    # Reservation selection does not exist yet (the fleet never asks for reserved capacity); the
-    # terms, instanceMatchCriteria included, are kept in the model for when it does.
-    "capacityReservationSelectorTerms": (
-        "Nodewright does not launch into capacity reservations yet (terms and instanceMatchCriteria are "
-        "not acted on): ignored"
-    ),
-}
+# None today: capacityReservationSelectorTerms are acted on (nodewright.engine.reservations).
+NOT_ACTED_ON: dict[str, str] = {}
 WINDOWS_NOT_LAUNCHED = "Nodewright does not launch Windows nodes yet: NodePools using this EC2NodeClass launch nothing"
 _SPEC_HINTS = {"amiSelector": "use amiSelectorTerms", "subnetSelector": "use subnetSelectorTerms"}
 _SUBNET_TERM = ("tags", "id")

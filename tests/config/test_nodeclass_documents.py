@@ -377,7 +377,7 @@ def test_a_windows_nodeclass_is_accepted_with_a_warning_that_windows_nodes_are_n
     ]
 
 
-def test_network_placement_and_reservation_fields_are_kept_and_only_reservations_warn() -> None:
+def test_network_placement_and_reservation_fields_are_kept_without_a_warning() -> None:
     body = nodeclass_with(
         capacityReservationSelectorTerms=[
             {"instanceMatchCriteria": "open"},
@@ -406,10 +406,7 @@ def test_network_placement_and_reservation_fields_are_kept_and_only_reservations
         NetworkInterface(1, 0, "efa-only"),
     )
     assert (nodeclass.nested_virtualization, nodeclass.ip_prefix_count) == ("enabled", 2)
-    assert warnings_of(body) == [
-        "EC2NodeClass/default: spec.capacityReservationSelectorTerms: Nodewright does not launch into capacity "
-        "reservations yet (terms and instanceMatchCriteria are not acted on): ignored",
-    ]
+    assert warnings_of(body) == []  # reservations are selected and launched into
     assert model_of(render_nodeclass(nodeclass)) == nodeclass
 
 
