@@ -44,6 +44,10 @@ Endpoints (all namespaces, or under /namespaces/{ns}/ for the namespaced kinds)
          precondition (409 Conflict); spec.unschedulable, spec.taints, metadata.labels and
          metadata.annotations take effect (the shapes `KubeCluster.cordon`/`uncordon` send become
          `cluster.cordon`/`uncordon` calls, a taint added or removed alone `taint`/`untaint`).
+  PATCH  /api/v1/nodes/{name}/status  the kubelet's and the EKS node monitoring agent's write:
+         each `status.conditions` entry (merged by type, strategic or plain merge patch) goes
+         through `cluster.set_node_condition`, whose transition time moves only with the status;
+         422 naming an entry without a type or with a status other than True, False, Unknown.
   DELETE /api/v1/nodes/{name}  `cluster.delete_node` (its pods go with it); 404 when missing.
   POST   /api/v1/namespaces/{ns}/pods/{name}/eviction  `cluster.evict` with the optional
          `deleteOptions.preconditions.uid`: evicted 201; refused by a PDB 429; missing 404; uid
@@ -118,6 +122,7 @@ from nodewright.sim.cluster import ADDED, DELETED, MODIFIED, InMemoryCluster
 BOOKMARK = "BOOKMARK"
 ERROR = "ERROR"
 MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 # How long a watch without timeoutSeconds stays open (kube-apiserver: 30-60 minutes).
 DEFAULT_WATCH_SECONDS = 1800.0
 # Paged lists whose continue tokens stay valid at once (the oldest expires first).
@@ -553,6 +558,8 @@ class ApiServer:
         self, handler: _Handler, method: str, route: _Route, query: Mapping[str, str], body: bytes
     ) -> tuple[int, bytes]:
         resource = route.resource
+        if route.subresource == "status" and resource.kind == "node" and method == "PATCH" and route.name:
+            return 200, self._patch_node_status(route.name, handler.headers.get("Content-Type") or "", body)
         if route.subresource:
             if route.subresource != "eviction" or resource.kind != "pod" or not route.name:
                 raise _Failure(404, "the server could not find the requested resource")
@@ -749,6 +756,32 @@ class ApiServer:
                     {"name": name, "kind": "nodes"},
                 )
             self._apply_node(stored.model, _merge(stored.manifest, patch), patch)
+            with self._changed:
+                current = self._kinds["node"].objects.get(name)
+        if current is None:
+            raise _not_found(RESOURCES[0], name)
+        return current.body
+
+    def _patch_node_status(self, name: str, content_type: str, body: bytes) -> bytes:
+        if content_type.partition(";")[0].strip() not in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
+            raise _Failure(415, f"the body of a node status PATCH must be a merge patch, not {content_type!r}")
+        conditions = (_json_object(body).get("status") or {}).get("conditions")
+        if not isinstance(conditions, list):
+            raise _Failure(422, "status.conditions: a list of conditions is required")
+        with self.lock:
+            with self._changed:
+                if name not in self._kinds["node"].objects:
+                    raise _not_found(RESOURCES[0], name)
+            for index, condition in enumerate(conditions):
+                kind = condition.get("type") if isinstance(condition, Mapping) else None
+                if not kind:
+                    raise _Failure(422, f"status.conditions[{index}].type: Required value")
+                try:
+                    self.cluster.set_node_condition(
+                        name, str(kind), str(condition.get("status")), str(condition.get("reason") or "")
+                    )
+                except ValueError as error:
+                    raise _Failure(422, f"status.conditions[{index}]: {error}") from None
             with self._changed:
                 current = self._kinds["node"].objects.get(name)
         if current is None:
