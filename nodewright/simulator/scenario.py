@@ -12,7 +12,10 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
     boot_delay: 35s                       # launch -> Ready node (default 35s)
     zones: [us-east-1a, us-east-1b, us-east-1c]
     nodepools: [../nodepools/default.yaml]   # paths (relative to this file) or inline documents
-    nodeclasses: []                       # the same; either list may hold both kinds
+    nodeclasses: []                       # the same; either list may hold both kinds, and
+                                          # CapacityBuffers with the PodTemplates they name
+    nodepool_changes:                     # a NodePool replaced at a time (replicas, template)
+      - {at: 20m, manifest: {apiVersion: karpenter.sh/v1, kind: NodePool, ...}}
     workloads:
       - manifest: {apiVersion: apps/v1, kind: Deployment, ...}   # or a path; may hold several
         replicas:                         # optional schedule; each entry holds until the next

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from nodewright.config.problems import ConfigError
+from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
@@ -66,6 +67,16 @@ class Interruption:
     notice: float = 120.0
     nodepool: str | None = None
     zone: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodePoolChange:
+    """At `at` seconds after the start the NodePool of the same name becomes `nodepool` (replicas
+    scaled, template changed: its nodes drift), as `kubectl apply` or `kubectl scale` would do.
+    """
+
+    at: float
+    nodepool: NodePool
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +198,11 @@ class Scenario:
     # (the real KubeCluster adapter, watching the cluster served by nodewright.sim.apiserver).
     kube_api: str = "inmemory"
     faults: tuple[Fault, ...] = ()
+    # CapacityBuffers and the PodTemplates they name (documents in `nodepools`), and NodePool
+    # changes over time (`nodepool_changes`).
+    capacitybuffers: tuple[CapacityBuffer, ...] = ()
+    podtemplates: tuple[PodTemplate, ...] = ()
+    nodepool_changes: tuple[NodePoolChange, ...] = ()
 
     @property
     def faults_end(self) -> float | None:

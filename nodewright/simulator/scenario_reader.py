@@ -20,6 +20,7 @@ import yaml
 from nodewright.config import fields as f
 from nodewright.config.documents import EC2NODECLASS, NODEPOOL, Loaded, combine, parse_manifest, parse_yaml
 from nodewright.config.problems import At, Problem, SegmentPath, format_path, show
+from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import parse_timestamp
@@ -41,6 +42,7 @@ from nodewright.simulator.scenario_model import (
     SCENARIO_KIND,
     CapacityError,
     Interruption,
+    NodePoolChange,
     Scenario,
 )
 from nodewright.simulator.scenario_workloads import read_pdb, read_workloads
@@ -71,7 +73,9 @@ _TOP = (
     "spot_pool_depth",
     "kube_api",
     "faults",
+    "nodepool_changes",
 )
+_CHANGE = ("at", "manifest")
 
 
 def _lines(node: yaml.Node, here: SegmentPath, out: dict[SegmentPath, int]) -> None:
@@ -104,6 +108,9 @@ class ScenarioReader:
         self.problems: list[Problem] = []
         self.lines: dict[SegmentPath, int] = {}
         self.label = "scenario"
+        # CapacityBuffers and PodTemplates among the configuration documents (`_config`).
+        self.buffers: tuple[CapacityBuffer, ...] = ()
+        self.templates: tuple[PodTemplate, ...] = ()
 
     # -- the document ------------------------------------------------------------------------------
 
@@ -167,6 +174,7 @@ class ScenarioReader:
         errors = f.items(at / "capacity_errors", top.get("capacity_errors"), read_capacity_error) or ()
         functions = read_functions(at / "functions", top.get("functions"))
         faults = f.items(at / "faults", top.get("faults"), read_fault) or ()
+        changes = self._nodepool_changes(at / "nodepool_changes", top.get("nodepool_changes"), nodepools)
         self._cross_check(
             at, nodepools=nodepools, nodeclasses=nodeclasses, interruptions=interruptions, errors=errors, zones=zones
         )
@@ -197,6 +205,9 @@ class ScenarioReader:
             spot_pool_depth=spot_depth or DEFAULT_SPOT_POOL_DEPTH,
             kube_api=kube_api or "inmemory",
             faults=faults,
+            capacitybuffers=self.buffers,
+            podtemplates=self.templates,
+            nodepool_changes=changes,
             **functions,
         )
 
@@ -279,7 +290,39 @@ class ScenarioReader:
         self.problems.extend(loaded.problems)
         nodepools = [d.model for d in loaded.of_kind(NODEPOOL) if isinstance(d.model, NodePool)]
         nodeclasses = {d.name: d.model for d in loaded.of_kind(EC2NODECLASS) if isinstance(d.model, EC2NodeClass)}
+        self.buffers = tuple(d.model for d in loaded.documents if isinstance(d.model, CapacityBuffer))
+        self.templates = tuple(d.model for d in loaded.documents if isinstance(d.model, PodTemplate))
         return nodepools, nodeclasses
+
+    def _nodepool_changes(self, at: At, value: Any, nodepools: list[NodePool]) -> tuple[NodePoolChange, ...]:
+        """`nodepool_changes`: [{at: 10m, manifest: <a NodePool>}]; each names a NodePool of `nodepools`."""
+        names = {p.name for p in nodepools}
+        out: list[NodePoolChange] = []
+        for index, raw in enumerate(f.array(at, value) or ()):
+            here = at / index
+            entry = f.obj(here, raw, _CHANGE)
+            if entry is None:
+                continue
+            when = read_duration(here / "at", f.required(here, entry, "at"))
+            manifest = f.required(here, entry, "manifest")
+            if manifest is None:
+                continue
+            prefix = (here / "manifest").segments
+            lines = {s[len(prefix) :]: n for s, n in self.lines.items() if s[: len(prefix)] == prefix}
+            loaded = parse_manifest(manifest, source=str(self.path), index=index, lines=lines)
+            self.problems.extend(loaded.problems)
+            pools = [d.model for d in loaded.of_kind(NODEPOOL) if isinstance(d.model, NodePool)]
+            if loaded.problems:
+                continue
+            if len(pools) != 1 or len(loaded.documents) != 1:
+                (here / "manifest").error("must be one NodePool document")
+                continue
+            if pools[0].name not in names:
+                (here / "manifest").error(f"no NodePool of the scenario is named {pools[0].name!r}")
+                continue
+            if when is not None:
+                out.append(NodePoolChange(when, pools[0]))
+        return tuple(sorted(out, key=lambda c: c.at))
 
     # -- consistency -------------------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from nodewright.simulator.aws import (
     SimulatedLambda,
 )
 from nodewright.simulator.catalog import SimCatalog
+from nodewright.simulator.configuration import ScenarioConfiguration
 from nodewright.simulator.faults import Faults
 from nodewright.simulator.kube import Deployments, KubeScheduler, SimulatedCluster
 from nodewright.simulator.kubehttp import HttpCluster
@@ -157,7 +158,17 @@ class Wiring(Kubelet, Changes):
         self.ec2 = ec2
         self.cloud = cloud
         self.store = store = MirroredStateStore(self.account.dynamodb, STATE_TABLE)
-        config = StaticConfiguration(scenario.nodepools, dict(scenario.nodeclasses))
+        config = ScenarioConfiguration(
+            StaticConfiguration(
+                scenario.nodepools,
+                dict(scenario.nodeclasses),
+                capacitybuffers=scenario.capacitybuffers,
+                podtemplates=scenario.podtemplates,
+            ),
+            scenario.nodepool_changes,
+            self.clock,
+            scenario.start,
+        )
         if self.http is not None:
             self.http.start()
 
