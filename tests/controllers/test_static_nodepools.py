@@ -75,7 +75,8 @@ def test_pods_land_on_static_nodes_and_a_static_pool_opens_no_claim_for_pods() -
     assert sorted(p.name for p in world.cluster.pods_on(only)) == ["web-0", "web-1", "web-2"]
     # The static pool is no pool to launch for the pod that does not fit.
     assert len(world.cloud.calls_to("launch")) == 1
-    assert "default/big-0" in {d["pod"] for d in world.observer.of("unschedulable")}
+    reasons = {d["pod"]: d["reason"] for d in world.observer.of("unschedulable")}
+    assert reasons["default/big-0"] == "no NodePool opens nodes for pods (static, replicas only: static)"
 
 
 def test_empty_static_nodes_are_never_consolidated() -> None:

@@ -56,7 +56,10 @@ def open_claim(p: Pass, cls: PodClass, req: tuple[int, ...]) -> tuple[Bin | None
             continue
         return b, ""
     if not p.pools:
-        reasons.append("no NodePool is configured")
+        # Static NodePools (replicas) keep their own count and open no node for pods.
+        static = ", ".join(pool.name for pool in p.static_pools)
+        why = f"no NodePool opens nodes for pods (static, replicas only: {static})"
+        reasons.append(why if static else "no NodePool is configured")
     return None, "; ".join(reasons)
 
 
