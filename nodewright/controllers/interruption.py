@@ -181,9 +181,24 @@ class InterruptionController:
             cont = message.continuation
             handled.instances[cont.instance_id] = self._continue(message, cont)
             return handled
-        for instance_id in message.instance_ids:
+        for instance_id in message.instance_ids or self._reserved_instances(message):
             handled.instances[instance_id] = self._instance(message, instance_id, now)
         return handled
+
+    def _reserved_instances(self, message: Message) -> tuple[str, ...]:
+        """The instances of the nodes launched into the capacity reservation a message names (a
+        capacity block's expiration warning names the block, not its instances).
+        """
+        if not message.reservation_id:
+            return ()
+        nodes = self.cluster.snapshot().nodes
+        return tuple(
+            sorted(
+                n.instance_id
+                for n in nodes
+                if n.instance_id and n.labels.get(wk.CAPACITY_RESERVATION_ID) == message.reservation_id
+            )
+        )
 
     # -- a fresh event ---------------------------------------------------------------------------
 

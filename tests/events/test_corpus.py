@@ -331,6 +331,12 @@ CORPUS = [
         dict.fromkeys(REBOOTED, UNTOUCHED), False, id="health-closed-entities-still-pending-differs",
     ),
     pytest.param("health_public_event.json", "ReplaceThenDrain", {}, False, id="health-public-event"),
+    # Capacity Block expiration warning (both names the EC2 guide prints): it names the block, not
+    # instances; the nodes labelled with it are drained (tests/controllers/test_capacity_block_end.py).
+    pytest.param("capacity_block_expiration_warning.json", "ReplaceThenDrain", {}, False, id="capacity-block-ends"),
+    pytest.param(
+        "capacity_block_expiration_warning_short.json", "ReplaceThenDrain", {}, False, id="capacity-block-ends-short"
+    ),
     pytest.param("health_dedicated_host_retirement.json", "ReplaceThenDrain", {}, False, id="health-host-not-instance"),
     pytest.param("health_other_service.json", "ReplaceThenDrain", {}, False, id="health-rds-event"),
 ]  # fmt: skip

@@ -1,4 +1,4 @@
-"""Interruption construct: the five rules, the queue and its policy, the DLQ and the event source."""
+"""Interruption construct: the six rules, the queue and its policy, the DLQ and the event source."""
 
 from __future__ import annotations
 
@@ -54,10 +54,10 @@ def test_interruption_signal_is_routed_to_the_queue(synthesized: Synthesized, pa
     )
 
 
-def test_there_are_exactly_five_interruption_rules_and_two_schedules(synthesized: Synthesized) -> None:
+def test_there_are_exactly_six_interruption_rules_and_two_schedules(synthesized: Synthesized) -> None:
     rules = synthesized.resources("AWS::Events::Rule").values()
 
-    assert sum("EventPattern" in r["Properties"] for r in rules) == 5
+    assert sum("EventPattern" in r["Properties"] for r in rules) == 6
     assert sum("ScheduleExpression" in r["Properties"] for r in rules) == 2
 
 

@@ -8,6 +8,7 @@ MalformedEvent for a body that is not an event at all.
 
 from nodewright.engine.interruption.actions import Action, action_for
 from nodewright.engine.interruption.messages import (
+    CAPACITY_BLOCK_EXPIRING,
     CAPACITY_RESERVATION,
     CONTINUATION,
     KINDS,
@@ -23,6 +24,7 @@ from nodewright.engine.interruption.messages import (
 from nodewright.engine.interruption.parse import continuation_event, parse, unwrap_sns
 
 __all__ = [
+    "CAPACITY_BLOCK_EXPIRING",
     "CAPACITY_RESERVATION",
     "CONTINUATION",
     "KINDS",

@@ -5,6 +5,7 @@ NodePool. Pure.
 |---------------------------|--------|---------|-------------------------------|--------------------|
 | spot warning              | yes    | yes     | now, by the warning's time    | block the offering |
 | capacity-reservation      | yes    | yes     | now, by its termination time  |                    |
+| capacity block expiring   | yes    | yes     | now, by EC2's reclaim (end-30m)| (every node of it) |
 | scheduled change (Health) | yes    | yes     | now, by its start time        |                    |
 | scheduled change, closed  |        |         |                               | (over: nothing)    |
 | stopping/stopped/shutting | yes    | yes     | now                           |                    |
@@ -29,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nodewright.engine.interruption.messages import (
+    CAPACITY_BLOCK_EXPIRING,
     CAPACITY_RESERVATION,
     CONTINUATION,
     REBALANCE,
@@ -103,25 +105,16 @@ def action_for(
         )
     if kind == CAPACITY_RESERVATION:
         at = message.action_time or (message.time or now) + SPOT_NOTICE
-        return Action(
-            cordon=True,
-            replace=True,
-            drain=DRAIN_NOW,
-            deadline=_earliest(at - margin, bounded),
-            reason="capacity reservation interruption",
-        )
+        return _drain_before(at, margin, bounded, "capacity reservation interruption")
+    if kind == CAPACITY_BLOCK_EXPIRING:
+        # Karpenter deletes a block's nodes 40 minutes before its end, 10 before EC2 starts
+        # terminating them (`action_time`): the drain must be over by then.
+        return _drain_before(message.action_time, margin, bounded, f"capacity block {message.reservation_id} ends")
     if kind == SCHEDULED_CHANGE:
         what = f"scheduled maintenance {message.code}".rstrip()
         if message.status == CLOSED:
             return Action(reason=f"{what} closed: nothing to do")
-        start = message.action_time
-        return Action(
-            cordon=True,
-            replace=True,
-            drain=DRAIN_NOW,
-            deadline=_earliest(None if start is None else start - margin, bounded),
-            reason=what,
-        )
+        return _drain_before(message.action_time, margin, bounded, what)
     if kind == STATE_CHANGE:
         if message.state == TERMINATED:
             return Action(delete=True, reason="instance terminated")
@@ -154,6 +147,14 @@ def _rebalance(policy: str, now: float, bounded: float | None) -> Action:
             reason=reason,
         )
     return Action(reason=reason)  # Ignore, as Karpenter does
+
+
+def _drain_before(at: float | None, margin: float, bounded: float | None, reason: str) -> Action:
+    """Cordon, replace and drain now, done `margin` seconds before `at` (when known) and within
+    the NodePool's grace (`bounded`).
+    """
+    deadline = _earliest(None if at is None else at - margin, bounded)
+    return Action(cordon=True, replace=True, drain=DRAIN_NOW, deadline=deadline, reason=reason)
 
 
 def _earliest(a: float | None, b: float | None) -> float | None:

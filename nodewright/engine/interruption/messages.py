@@ -3,9 +3,11 @@
 Kinds (one per EventBridge rule of the stack, plus our own drain continuations):
 SPOT_INTERRUPTION ("EC2 Spot Instance Interruption Warning"), REBALANCE ("EC2 Instance Rebalance
 Recommendation"), STATE_CHANGE ("EC2 Instance State-change Notification"), CAPACITY_RESERVATION
-("EC2 Capacity Reservation Instance Interruption Warning"), SCHEDULED_CHANGE ("AWS Health Event",
-EC2 scheduledChange), CONTINUATION (a delayed message the interruption function sends itself to
-carry a drain that did not fit in one invocation) and UNKNOWN (anything else: no action).
+("EC2 Capacity Reservation Instance Interruption Warning"), CAPACITY_BLOCK_EXPIRING ("Capacity
+Block Reservation Expiration Warning": it names a reservation, not instances; the controller finds
+the nodes labelled with it), SCHEDULED_CHANGE ("AWS Health Event", EC2 scheduledChange),
+CONTINUATION (a delayed message the interruption function sends itself to carry a drain that did
+not fit in one invocation) and UNKNOWN (anything else: no action).
 """
 
 from __future__ import annotations
@@ -16,10 +18,20 @@ SPOT_INTERRUPTION = "SpotInterruption"
 REBALANCE = "RebalanceRecommendation"
 STATE_CHANGE = "StateChange"
 CAPACITY_RESERVATION = "CapacityReservationInterruption"
+CAPACITY_BLOCK_EXPIRING = "CapacityBlockExpiring"
 SCHEDULED_CHANGE = "ScheduledChange"
 CONTINUATION = "DrainContinuation"
 UNKNOWN = "Unknown"
-KINDS = (SPOT_INTERRUPTION, REBALANCE, STATE_CHANGE, CAPACITY_RESERVATION, SCHEDULED_CHANGE, CONTINUATION, UNKNOWN)
+KINDS = (
+    SPOT_INTERRUPTION,
+    REBALANCE,
+    STATE_CHANGE,
+    CAPACITY_RESERVATION,
+    CAPACITY_BLOCK_EXPIRING,
+    SCHEDULED_CHANGE,
+    CONTINUATION,
+    UNKNOWN,
+)
 
 # EventBridge source and detail-type of the continuation events (never published on a bus: they
 # go straight to the interruption queue with a delay).
@@ -64,7 +76,8 @@ class Message:
     warning's `instance-action` time, the Health event's `startTime`); `status` the Health event's
     `statusCode` (`upcoming`, `open`, `closed`), lower case, "" when absent; `code` what kind of
     change it is (the Health `eventTypeCode`, e.g. AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED, or the
-    spot warning's `instance-action`), for the decision log; `continuation` is set for CONTINUATION.
+    spot warning's `instance-action`), for the decision log; `continuation` is set for CONTINUATION;
+    `reservation_id` is the capacity reservation a CAPACITY_BLOCK_EXPIRING names.
     """
 
     id: str
@@ -78,3 +91,4 @@ class Message:
     status: str = ""
     code: str = ""
     continuation: Continuation | None = None
+    reservation_id: str = ""

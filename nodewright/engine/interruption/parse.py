@@ -20,6 +20,8 @@ Lenient or strict, field by field:
   MalformedEvent otherwise; from `resources` and Health `affectedEntities` only values that are
   instance ids or instance ARNs count (Health also lists volumes and hosts there).
 - `detail.state` of a state change is read in any case (Karpenter lower-cases it too).
+- A capacity block expiration warning must name its reservation (`detail.capacity-reservation-id`,
+  `cr-...`); its `end-date` only refines the deadline (EC2 reclaims 30 minutes before the end).
 - AWS Health scheduled changes: every affected entity counts, not just the first, except those
   whose `status` is RESOLVED (that instance is done with); `resources` is read only when there are
   no `affectedEntities`; a PUBLIC event (`eventScopeCode`) names no instance of this account.
@@ -43,6 +45,7 @@ from typing import Any
 
 from nodewright.engine.interruption.actions import DRAIN_AFTER_REPLACEMENT, DRAIN_NOW, SPOT_NOTICE
 from nodewright.engine.interruption.messages import (
+    CAPACITY_BLOCK_EXPIRING,
     CAPACITY_RESERVATION,
     CONTINUATION,
     CONTINUATION_DETAIL_TYPE,
@@ -56,6 +59,7 @@ from nodewright.engine.interruption.messages import (
     MalformedEvent,
     Message,
 )
+from nodewright.engine.reservations import EC2_RECLAIM_LEAD_SECONDS, EXPIRY_LEAD_SECONDS, reclaim_time
 
 EVENT_VERSION = "0"
 # The body SNS delivers to a queue when raw message delivery is off: the event is `Message`, as text.
@@ -77,6 +81,7 @@ _RFC1123 = re.compile(
 _MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _MONTHS = MappingProxyType({name: number for number, name in enumerate(_MONTH_NAMES, 1)})
 _DRAINS = (DRAIN_NOW, DRAIN_AFTER_REPLACEMENT)
+_RESERVATION_ID = re.compile(r"cr-[0-9a-z]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +106,7 @@ class Event:
         status: str = "",
         code: str = "",
         continuation: Continuation | None = None,
+        reservation_id: str = "",
     ) -> Message:
         """A Message of `kind` carrying this envelope's id, source, detail-type and time."""
         return Message(
@@ -115,6 +121,7 @@ class Event:
             status=status,
             code=code,
             continuation=continuation,
+            reservation_id=reservation_id,
         )
 
 
@@ -209,6 +216,21 @@ def _capacity_reservation(event: Event) -> Message:
     return event.message(CAPACITY_RESERVATION, instance_ids=instance_ids, action_time=at)
 
 
+def _capacity_block_expiring(event: Event) -> Message:
+    detail = _detail(event)
+    reservation = _required_string(detail, "capacity-reservation-id")
+    if not _RESERVATION_ID.fullmatch(reservation):
+        raise MalformedEvent(f"detail.capacity-reservation-id {reservation!r} is not a capacity reservation id")
+    end = _lenient_time(detail.get("end-date"))
+    # EC2 starts terminating the block's instances 30 minutes before its end; the warning comes 40
+    # minutes before it, so without an end date the instances go 10 minutes after the event.
+    if end is not None:
+        at: float | None = reclaim_time(end)
+    else:
+        at = event.time + EXPIRY_LEAD_SECONDS - EC2_RECLAIM_LEAD_SECONDS if event.time else None
+    return event.message(CAPACITY_BLOCK_EXPIRING, action_time=at, reservation_id=reservation)
+
+
 def _health(event: Event) -> Message:
     detail = _detail(event)
     # The rule already filters on these; a queue can still receive others (a test, a widened rule).
@@ -278,6 +300,8 @@ PARSERS: Mapping[tuple[str, str, str], Callable[[Event], Message]] = MappingProx
         ("aws.ec2", "EC2 Interruptible Capacity Reservation Instance Interruption Warning", EVENT_VERSION): (
             _capacity_reservation
         ),
+        ("aws.ec2", "Capacity Block Reservation Expiration Warning", EVENT_VERSION): _capacity_block_expiring,
+        ("aws.ec2", "Capacity Block Expiration Warning", EVENT_VERSION): _capacity_block_expiring,
         ("aws.health", "AWS Health Event", EVENT_VERSION): _health,
         (CONTINUATION_SOURCE, CONTINUATION_DETAIL_TYPE, EVENT_VERSION): _continuation,
     }

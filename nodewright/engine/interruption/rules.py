@@ -1,4 +1,4 @@
-"""The five EventBridge rules that feed the interruption queue, as plain event patterns. Pure data.
+"""The six EventBridge rules that feed the interruption queue, as plain event patterns. Pure data.
 
 One source of truth for two users: the CDK stack (`infra/constructs/interruption.py`) turns each
 pattern into an `events.EventPattern`, and `nodewright simulate` creates the same rules in moto's
@@ -7,7 +7,9 @@ EventBridge, so the events the simulator puts on the bus are routed exactly as i
 Keys are the rule construct ids of the stack; field names are EventBridge's own (`detail-type`,
 not `detailType`). The set is Karpenter's (reference/karpenter-facts.md): spot interruption
 warnings, rebalance recommendations, instance state changes, capacity reservation interruption
-warnings (both detail-types EC2 documents for them) and AWS Health scheduled changes for EC2.
+warnings (both detail-types EC2 documents for them) and AWS Health scheduled changes for EC2;
+plus EC2's capacity block expiration warning, sent 40 minutes before a block ends (Karpenter
+polls for the end instead, with the same 40 minutes: `nodewright.engine.reservations`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ CAPACITY_RESERVATION_WARNING = "EC2 Capacity Reservation Instance Interruption W
 # versions and the one above in others; Karpenter's rule lists only the one above. Both are routed,
 # so a reclaimed interruptible reservation drains its nodes whichever name EC2 sends.
 INTERRUPTIBLE_CAPACITY_RESERVATION_WARNING = "EC2 Interruptible Capacity Reservation Instance Interruption Warning"
+# The EC2 guide's "Monitor Capacity Blocks using EventBridge" prints both names for the warning
+# sent 40 minutes before a block ends; both are routed.
+CAPACITY_BLOCK_EXPIRATION_WARNING = "Capacity Block Reservation Expiration Warning"
+CAPACITY_BLOCK_EXPIRATION_WARNING_SHORT = "Capacity Block Expiration Warning"
 HEALTH_EVENT = "AWS Health Event"
 # pending/running follow every launch; only these states take a node away.
 NODE_LOSING_STATES = ("stopping", "stopped", "shutting-down", "terminated")
@@ -45,6 +51,10 @@ def interruption_rules() -> dict[str, dict[str, Any]]:
         "CapacityReservationInterruptionRule": {
             "source": [SOURCE_EC2],
             "detail-type": [CAPACITY_RESERVATION_WARNING, INTERRUPTIBLE_CAPACITY_RESERVATION_WARNING],
+        },
+        "CapacityBlockExpirationRule": {
+            "source": [SOURCE_EC2],
+            "detail-type": [CAPACITY_BLOCK_EXPIRATION_WARNING, CAPACITY_BLOCK_EXPIRATION_WARNING_SHORT],
         },
         "ScheduledChangeRule": {
             "source": [SOURCE_HEALTH],

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nodewright.engine.interruption import (
+    CAPACITY_BLOCK_EXPIRING,
     CAPACITY_RESERVATION,
     CONTINUATION,
     KINDS,
@@ -104,6 +105,16 @@ FIXTURES = [
         "health_other_service", UNKNOWN, (), "", None,
         id="health-event-for-rds-is-unknown",
     ),
+    pytest.param(
+        "capacity_block_expiration_warning", CAPACITY_BLOCK_EXPIRING, (), "",
+        at("2026-11-21T11:30:00+00:00"),  # EC2 reclaims 30 minutes before detail.end-date
+        id="capacity-block-warning-names-the-block-and-ec2s-reclaim-time",
+    ),
+    pytest.param(
+        "capacity_block_expiration_warning_short", CAPACITY_BLOCK_EXPIRING, (), "",
+        at("2026-11-21T11:30:00+00:00"),
+        id="capacity-block-warning-by-its-other-name",
+    ),
 ]  # fmt: skip
 
 
@@ -112,6 +123,8 @@ FIXTURES = [
 STATUS_AND_CODE = {
     "spot_interruption_warning": {"code": "terminate"},
     "health_scheduled_change": {"status": "upcoming", "code": "AWS_EC2_INSTANCE_REBOOT_MAINTENANCE_SCHEDULED"},
+    "capacity_block_expiration_warning": {"reservation_id": "cr-0a1b2c3d4e5f60718"},
+    "capacity_block_expiration_warning_short": {"reservation_id": "cr-0a1b2c3d4e5f60718"},
 }
 
 
