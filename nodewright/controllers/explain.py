@@ -16,7 +16,7 @@ with a `decision` kind (the Powertools log records' `decision` field, or `Record
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,11 +26,14 @@ from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, solve
 from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model.command import CommandRecord
+from nodewright.model.event import StoredEvent
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.ports import StateStore
 
 IN_FLIGHT = ("pending", "launched", "registered")
+# The decision records that move pods: a disruption command, an interruption and its drain.
+MOVES = frozenset({"disruption", "disruption-done", "interruption", "interruption-terminated"})
 # Seconds from launch to an initialized node when no claim of this cluster has measured it yet.
 DEFAULT_STARTUP = 90.0
 
@@ -46,6 +49,20 @@ class Sources:
     pools: tuple[PoolCapacity, ...]
     now: float
     decisions: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+    # Kubernetes Events as dicts: kind, namespace, name (of the object regarded), type, reason,
+    # note, first, last, count (`event_rows` turns the in-memory cluster's into these).
+    events: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+
+    def about(self, kind: str, name: str, namespace: str = "") -> list[dict[str, Any]]:
+        """The Events regarding one object, oldest first."""
+        return sorted(
+            (
+                dict(e)
+                for e in self.events
+                if e.get("kind") == kind and e.get("name") == name and (e.get("namespace") or "") == namespace
+            ),
+            key=lambda e: float(e.get("first") or 0.0),
+        )
 
     def claims(self) -> list[NodeClaim]:
         """The claim records."""
@@ -96,7 +113,20 @@ def explain_pod(src: Sources, key: str) -> dict[str, Any]:
         answer["node_ready_by"] = _ready_by(holder, claims)
     elif pod is not None and answer["state"] == "pending":
         answer["why_not_scheduled"] = _why_unschedulable(src, key, claims)
-    moves = [r for r in history if str(r.get("decision", "")).startswith(("disruption", "interruption", "evict"))]
+    namespace, _, name = key.partition("/")
+    events = src.about("Pod", name, namespace)
+    if events:
+        answer["events"] = events
+    if pod is None:
+        # Gone: the node it last ran on (its last Scheduled Event) and what the functions decided
+        # about that node say why it had to move.
+        placed = [e for e in events if e.get("reason") == "Scheduled"]
+        last_node = str(placed[-1].get("note", "")).rsplit(" to ", 1)[-1] if placed else ""
+        if last_node:
+            answer["last_node"] = last_node
+            history = history + [r for r in src.mentioning(last_node) if r not in history]
+    moves = _unique(r for r in history if r.get("decision") in MOVES)
+    moves += [e for e in events if e.get("reason") == "Evicted"]
     if moves:
         answer["moved_by"] = moves
     return answer
@@ -121,6 +151,9 @@ def explain_node(src: Sources, name: str) -> dict[str, Any]:
     if node is None and claim is None:
         raise LookupError(f"node {name} is not in the cluster and no claim names it")
     answer: dict[str, Any] = {"node": name, "exists": node is not None}
+    events = src.about("Node", name)
+    if events:
+        answer["events"] = events
     if claim is None:
         answer["claim"] = None
         answer["next"] = "nothing: Nodewright did not launch this node and will not disrupt it"
@@ -191,6 +224,38 @@ def status(src: Sources, *, hour: float = 3600.0) -> dict[str, Any]:
         "kube_requests_last_hour": requests,
         "hourly_cost": round(sum(c.price for c in claims if c.state != "pending"), 4),
     }
+
+
+def _unique(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first record of each (decision, event, command): a drain's continuations say it once."""
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for record in records:
+        key = (str(record.get("decision")), str(record.get("event", "")), str(record.get("command", "")))
+        if key not in seen:
+            seen.add(key)
+            out.append(record)
+    return out
+
+
+def event_rows(stored: Sequence[StoredEvent]) -> list[dict[str, Any]]:
+    """Stored Events (`nodewright.model.event.StoredEvent`: what the API server holds) as the dicts
+    `Sources.events` takes.
+    """
+    return [
+        {
+            "kind": e.event.regarding.kind,
+            "namespace": e.event.regarding.namespace,
+            "name": e.event.regarding.name,
+            "type": e.event.type,
+            "reason": e.event.reason,
+            "note": e.event.note,
+            "first": e.first,
+            "last": e.last or e.first,
+            "count": e.count,
+        }
+        for e in stored
+    ]
 
 
 def _claim_summary(claim: NodeClaim) -> dict[str, Any]:

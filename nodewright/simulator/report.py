@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nodewright.controllers.explain import Sources, event_rows, explain_pod
 from nodewright.model.duration import format_duration
 from nodewright.simulator import metrics
 
@@ -28,7 +29,10 @@ COLORS = {"spot": "#2a9d8f", "on-demand": "#e9c46a", "reserved": "#8ab17d", "unk
 
 @dataclass(frozen=True, slots=True)
 class Block:
-    """One piece of the report: kind is h1, h2, p, table, image, list or pre."""
+    """One piece of the report: kind is h1, h2, h3, p, table, image, list, links or pre.
+
+    An h3's `items[0]` is its anchor; a links block's `rows` are (text, anchor) pairs.
+    """
 
     kind: str
     text: str = ""
@@ -221,6 +225,7 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
             Block("table", rows=tuple(rows)),
         ]
     blocks += _faults(summary)
+    blocks += _explanations(world)
     if recorder.errors:
         blocks.append(Block("h2", f"Handler errors ({len(recorder.errors)})"))
         for error in recorder.errors[:3]:
@@ -396,6 +401,124 @@ def _decisions(world: World) -> list[Block]:
     return blocks
 
 
+# At most this many pods are explained: the lost first, then those a PDB held, those still
+# pending at the end, and the displaced pods that waited longest.
+EXPLAINED = 12
+# Of the pods the functions evicted (a drain), this many are explained: what moved them.
+EVICTED = 3
+
+
+def _explanations(world: World) -> list[Block]:
+    """`nodewright explain pod` for the pods a reader asks about, as the run left the world: each
+    linked from a list naming why it was picked (lost, held, still pending, waited longest).
+    """
+    recorder = world.recorder
+    start = world.scenario.start
+    picked: dict[str, str] = {}
+    for at, pod, node in recorder.lost:
+        picked.setdefault(pod, f"lost on {node} at {format_duration(round(at))}")
+    for at, pod, node in recorder.held_by_pdb:
+        picked.setdefault(pod, f"held by a PDB on {node} until {format_duration(round(at))}")
+    for pod, since in sorted(recorder.pending_since.items(), key=lambda item: item[1]):
+        picked.setdefault(pod, f"still pending at the end (since {format_duration(round(since - start))})")
+    evicted = [e for e in world.cluster.events() if e.event.reason == "Evicted"]
+    for stored in evicted[:EVICTED]:
+        ref = stored.event.regarding
+        picked.setdefault(f"{ref.namespace}/{ref.name}", f"evicted at {format_duration(round(stored.first - start))}")
+    for pod, waited in sorted(recorder.pending_by_pod.items(), key=lambda item: -item[1]):
+        if waited < 1.0:
+            break
+        picked.setdefault(
+            pod, f"moved off a removed node ({recorder.displaced.get(pod, 'other')}), pending {waited:.0f} s"
+        )
+    chosen = list(picked.items())[:EXPLAINED]
+    if not chosen or world.store is None:
+        return []
+    src = _sources(world)
+    blocks = [
+        Block("h2", "Why: explanations"),
+        Block(
+            "p",
+            "`nodewright explain pod` for the pods worth a look, as the run left the state table, the cluster, "
+            "its Events and the functions' decision records (times from the start of the run).",
+        ),
+        Block("links", rows=tuple((f"{pod}: {why}", _anchor(pod)) for pod, why in chosen)),
+    ]
+    for pod, why in chosen:
+        try:
+            answer = explain_pod(src, pod)
+        except LookupError as error:
+            answer = {"pod": pod, "state": str(error)}
+        blocks += [
+            Block("h3", f"{pod}: {why}", items=(_anchor(pod),)),
+            Block("pre", "\n".join(_explained(answer, world.scenario.start))),
+        ]
+    return blocks
+
+
+def _sources(world: World) -> Sources:
+    from nodewright.controllers.provisioning import pool_capacities
+
+    assert world.store is not None
+    scenario = world.scenario
+    decisions = [
+        {"function": function, **record}
+        for function, observer in world.observers.items()
+        for record in observer.decisions
+    ]
+    return Sources(
+        store=world.store,
+        snapshot=world.cluster.snapshot_unrecorded(),
+        pools=pool_capacities(list(scenario.nodepools), dict(scenario.nodeclasses), world.catalog),
+        now=world.clock.now(),
+        decisions=decisions,
+        events=event_rows(world.cluster.events()),
+    )
+
+
+def _anchor(pod: str) -> str:
+    return "explain-" + "".join(c if c.isalnum() else "-" for c in pod)
+
+
+def _explained(answer: dict[str, Any], start: float) -> list[str]:
+    """An explain answer as lines of text (times relative to `start`)."""
+
+    def at(value: Any) -> str:
+        return format_duration(round(float(value) - start)) if value else "-"
+
+    lines = [f"state: {answer.get('state')}" + (f" on {answer['node']}" if answer.get("node") else "")]
+    if "pending_since" in answer:
+        lines.append(f"pending since {at(answer['pending_since'])} ({answer['pending_seconds']:.0f} s)")
+    claim = answer.get("claim")
+    if claim:
+        lines.append(
+            f"held by claim {claim['name']} ({claim['state']}: {claim['instance_type'] or '?'} "
+            f"{claim['capacity_type'] or '?'} in {claim['zone'] or '?'}); "
+            f"node ready by {at(answer.get('node_ready_by'))}"
+        )
+    why = answer.get("why_not_scheduled")
+    if why:
+        if why.get("schedulable"):
+            lines.append(f"a pass now would place it: {why.get('would_go_to') or why.get('would_launch')}")
+        else:
+            lines.append(f"no NodePool takes it: {why['reason']}")
+    for record in answer.get("seen_by", [])[-3:]:
+        lines.append(
+            f"seen by a pass: {record['decision']} {record.get('nodeclaim', '')} {record.get('reason', '')}".rstrip()
+        )
+    for record in answer.get("moved_by", [])[-4:]:
+        if "decision" in record:
+            what = record.get("event") or record.get("method") or ""
+            detail = record.get("reason") or record.get("detail") or record.get("action") or ""
+            lines.append(f"moved by: {record.get('function', '')} {record['decision']} {what}: {detail}".rstrip(": "))
+        else:
+            lines.append(f"moved by: Event {record['reason']} at {at(record.get('first'))}: {record.get('note', '')}")
+    for event in answer.get("events", [])[-5:]:
+        count = f" x{event['count']}" if event.get("count", 1) > 1 else ""
+        lines.append(f"event {event['type']} {event['reason']}{count} at {at(event.get('first'))}: {event['note']}")
+    return lines
+
+
 def _fidelity(world: World) -> list[Block]:
     """The simulated EC2 audited: launches against the cheapest allowed, replacements against
     what they replace and what was promised.
@@ -506,6 +629,10 @@ def to_markdown(blocks: Sequence[Block]) -> str:
             out.append(f"# {block.text}\n")
         elif block.kind == "h2":
             out.append(f"## {block.text}\n")
+        elif block.kind == "h3":
+            out.append(f'<a id="{block.items[0]}"></a>\n\n### {block.text}\n')
+        elif block.kind == "links":
+            out.append("\n".join(f"- [{text}](#{anchor})" for text, anchor in block.rows) + "\n")
         elif block.kind == "p":
             out.append(f"{block.text}\n")
         elif block.kind == "list":
@@ -548,6 +675,13 @@ def to_html(blocks: Sequence[Block], directory: Path, title: str) -> str:
         text = html.escape(block.text)
         if block.kind in ("h1", "h2"):
             out.append(f"<{block.kind}>{text}</{block.kind}>")
+        elif block.kind == "h3":
+            out.append(f'<h3 id="{html.escape(block.items[0])}">{text}</h3>')
+        elif block.kind == "links":
+            links = (
+                f'<li><a href="#{html.escape(anchor)}">{html.escape(label)}</a></li>' for label, anchor in block.rows
+            )
+            out.append("<ul>" + "".join(links) + "</ul>")
         elif block.kind == "p":
             out.append(f"<p>{text}</p>")
         elif block.kind == "list":

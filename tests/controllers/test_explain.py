@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodewright.controllers.explain import Sources, explain_node, explain_pod, status
+from nodewright.controllers.explain import Sources, event_rows, explain_node, explain_pod, status
 from nodewright.controllers.provisioning import pool_capacities
 from nodewright.model.command import CommandRecord
 from tests.builders import pod
@@ -23,6 +23,7 @@ def sources(world: World) -> Sources:
         pools=pool_capacities(list(world.pools), {}, FixedCatalog()),
         now=world.clock.now(),
         decisions=[{"function": "provisioner", "at": world.clock.now(), **d} for d in world.observer.decisions],
+        events=event_rows(world.cluster.events()),
     )
 
 
@@ -40,6 +41,8 @@ def test_a_pending_pod_a_claim_holds_is_explained_by_its_claim_and_when_its_node
     assert answer["claim"]["instance_type"] == claim.instance_type
     assert answer["node_ready_by"] == round(claim.launched_at + 90.0, 1)
     assert [s["decision"] for s in answer["seen_by"]] == ["launch"]
+    assert [e["reason"] for e in answer["events"]] == ["Nominated"]
+    assert claim.name in answer["events"][0]["note"]
 
 
 def test_a_pod_no_nodepool_can_take_gets_the_per_pool_reasons_from_a_read_only_solve() -> None:

@@ -1,0 +1,37 @@
+"""The simulation report explains the pods worth a look: the spot-storm scenario's evicted pods.
+
+Real: the scenario run through the handlers against moto and the in-memory cluster, the report
+written from it. Observed: report.md's explanation section and its links.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nodewright.simulator.report import write_report
+from nodewright.simulator.runner import run_scenario
+from nodewright.simulator.scenario import load_scenario
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+
+
+def test_the_spot_storm_report_links_each_evicted_pod_to_why_it_moved(tmp_path: Path) -> None:
+    run = run_scenario(load_scenario(EXAMPLES / "spot-storm.yaml"), plots=False)
+    assert run.world is not None
+    write_report(run.world, run.summary, tmp_path, plots=False)
+    text = (tmp_path / "report.md").read_text(encoding="utf-8")
+
+    section = text[text.index("## Why: explanations") :]
+    links = [line for line in section.splitlines() if line.startswith("- [") and "evicted at" in line]
+    assert len(links) == 3
+    for line in links:
+        anchor = line[line.index("(#") + 2 : -1]
+        assert f'<a id="{anchor}"></a>' in section
+    first = section[section.index("### ") :].split("```")[1]
+    assert "state: gone" in first
+    assert "moved by: interruption interruption RebalanceRecommendation" in first
+    assert "Event Evicted" in first
+    assert "Successfully assigned" in first  # the node it ran on, from its Scheduled Event
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert '<h3 id="explain-' in html
+    assert 'href="#explain-' in html
