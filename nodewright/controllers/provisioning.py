@@ -41,7 +41,7 @@ from typing import Protocol
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.lease import InvocationLease
 from nodewright.controllers.mirror import ClaimMirror
-from nodewright.engine.buffer import buffer_pods
+from nodewright.engine.buffer import buffer_pods, is_virtual
 from nodewright.engine.disruption import template_hash
 from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.overlay import apply_overlays
@@ -556,9 +556,10 @@ class Provisioner:
             claims=self.store.claims(),
             now=now,
         )
-        self._launch_all(
-            SchedulingResult(claims=tuple(planned)), nodepools, nodeclasses, inp, report, names=names, reason=reason
-        )
+        # A consolidation plan moves CapacityBuffers' virtual pods too (their room counts as used);
+        # they are never recorded on a claim or named to the cluster, only planned afresh.
+        real = tuple(replace(c, pods=tuple(p for p in c.pods if not is_virtual(p))) for c in planned)
+        self._launch_all(SchedulingResult(claims=real), nodepools, nodeclasses, inp, report, names=names, reason=reason)
         return report
 
     def _input(

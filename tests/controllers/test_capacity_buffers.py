@@ -136,3 +136,15 @@ def test_a_buffer_naming_a_missing_template_is_logged_once_per_warm_container_an
     skipped = world.observer.of("buffer-skipped")
     assert [s["buffer"] for s in skipped] == ["default/burst"]
     assert skipped[0]["reason"] == "PodTemplate default/gone is not in the configuration"
+
+
+def test_consolidation_moves_buffer_room_to_a_cheaper_node_and_names_no_virtual_pod() -> None:
+    world = BufferWorld(buffers=(replace(BUFFER, replicas=2),))
+    world.node_with("large", 0, capacity_type="on-demand")  # m5.4xlarge, holding only the buffer room
+    report = world.run(seconds=200)
+    assert report["completed"]
+    assert world.cluster.get_node("large") is None
+    assert world.room() >= 2000  # the replacement holds the two chunks
+    assert all(c.pods == () for c in world.store.claims())
+    assert world.cluster.pods() == []
+    assert not any("buffer" in e.event.regarding.name for e in world.cluster.events())
