@@ -15,6 +15,8 @@ from nodewright.model.taints import Taint
 # Disrupted-taint values whose pods the provisioner leaves alone (see Node.draining).
 _KEEPS_ITS_PODS_PLANNED = frozenset({wk.DISRUPTED_CORDON_ONLY, wk.DISRUPTED_CONSOLIDATION})
 READY = "Ready"
+# A Ready condition that changed this long after the node registered is not the registration's.
+REGISTRATION_GRACE = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +61,16 @@ class Node:
         if kind == READY:
             return NodeCondition(READY, "True" if self.ready else "False")
         return None
+
+    @property
+    def failed(self) -> bool:
+        """True when the node stopped being Ready after it came up: not Ready, and its Ready
+        condition last changed more than `REGISTRATION_GRACE` after the node registered (a node
+        still registering went NotReady at its creation). Its room is not capacity: pods are not
+        placed there, whatever the node lifecycle's taints, which count only while a node starts.
+        """
+        ready = self.condition(READY)
+        return not self.ready and ready is not None and ready.since > self.created_at + REGISTRATION_GRACE
 
     @property
     def instance_id(self) -> str:

@@ -3,7 +3,8 @@
 Nodes become bins with their allocatable less what their bound pods request; in-flight claims
 (launched or launching for an earlier pass) become bins with their target type's room less what
 they hold. Every bound pod is counted for topology where it is (or will be, for a claim in flight),
-as kube-scheduler will count it. Cordoned and deleting nodes take no pods but still count.
+as kube-scheduler will count it. Cordoned and deleting nodes, and nodes that stopped being Ready
+after they came up (`Node.failed`: broken, not starting), take no pods but still count.
 
 `BoundPods` adds the bound pods up by node once per `solve()` call (every strategy of the call
 reads the same), run by run through the caller's `SolverCache.bound_runs`.
@@ -34,7 +35,7 @@ def add_existing(p: Pass) -> None:
         domains = {k: (node.name if k == wk.HOSTNAME else node.labels.get(k)) for k in keys}
         for pod, count in bound.alike.get(node.name, ()):
             p.topology.record(pod, domains, count)
-        if node.unschedulable or node.deleting:
+        if node.unschedulable or node.deleting or node.failed:
             continue
         p.existing.append(
             Bin(
