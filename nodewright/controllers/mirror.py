@@ -31,7 +31,6 @@ from nodewright.model import labels as wk
 from nodewright.model.claimobject import Verdicts, comparable, nodeclaim_object
 from nodewright.model.command import CommandRecord
 from nodewright.model.duration import format_duration
-from nodewright.model.manifests import format_timestamp
 from nodewright.model.node import Node
 from nodewright.ports import ClaimObjects, Clock, Observer
 
@@ -167,15 +166,13 @@ def claim_verdicts(inp: DisruptionInput, commands: Sequence[CommandRecord]) -> d
 
 
 def _waiting(candidate: Candidate, now: float) -> str:
-    """`methods.waiting` said with the time the pods last changed instead of their age, so the
-    message (and the object) stays the same from one minute to the next.
+    """`methods.waiting` without the pods' age, so the message (and the object) stays the same
+    while the node waits: a NodeClaim is written when its verdict changes, not every minute.
     """
     if not waiting(candidate, now) or candidate.pool.disruption.consolidate_after is None:
         return waiting(candidate, now)
-    return (
-        f"its pods last changed at {format_timestamp(candidate.last_change)}; "
-        f"consolidateAfter is {format_duration(candidate.pool.disruption.consolidate_after)}"
-    )
+    after = format_duration(candidate.pool.disruption.consolidate_after)
+    return f"consolidateAfter ({after}) has not passed since its pods last changed"
 
 
 def _steady(message: str) -> str:

@@ -61,6 +61,8 @@ Endpoints (all namespaces, or under /namespaces/{ns}/ for the namespaced kinds)
          Nodewright's) in either version, with field selectors on `regarding.*` /
          `involvedObject.*`, `reason`, `type` and the reporting controller, as `kubectl describe`
          asks for them.
+  GET/POST/PATCH/DELETE /apis/nodewright.io/v1/nodeclaims[/{name}]  when `claims` is set, answered
+         by it (`nodewright.sim.claimobjects`: the NodeClaim mirror's objects; no watch).
   Unknown paths answer a 404 Status. With `tokens`, a request without `Authorization: Bearer
   <one of them>` answers 401. An error `cluster.fail_next` injects answers its `status` (500).
   `fault(verb, resource)`, when set, is asked before each request is answered: a (status,
@@ -120,6 +122,8 @@ from nodewright.ports import ApiUsage
 from nodewright.sim.cluster import ADDED, DELETED, MODIFIED, InMemoryCluster
 
 BOOKMARK = "BOOKMARK"
+# NodeClaim objects (the mirror's) are served apart from the watched kinds: see `claims`.
+CLAIMS_PATH = "/apis/nodewright.io/v1/nodeclaims"
 ERROR = "ERROR"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
@@ -283,6 +287,8 @@ class ApiServer:
         self.tokens: set[str] | None = None if tokens is None else set(tokens)
         # Injected failures (see "Endpoints" in the module docstring); the simulator's faults set it.
         self.fault: Callable[[str, str], tuple[int, float | None] | None] | None = None
+        # Serves `nodeclaims.nodewright.io` when set (`nodewright.sim.claimobjects.InMemoryClaimObjects`).
+        self.claims: Any = None
         self._history = history
         self._bookmark_every = bookmark_every
         self._dress = dress
@@ -518,6 +524,9 @@ class ApiServer:
         query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length) if length else b""
+        if self.claims is not None and url.path.startswith(CLAIMS_PATH):
+            self._serve_claims(handler, method, url.path, body)
+            return
         route = _route(url.path)
         verb = _verb(method, route, query)
         resource = (
@@ -553,6 +562,18 @@ class ApiServer:
             code = int(getattr(error, "status", 500) or 500)
             answer = _status(code, f"{type(error).__name__}: {error}")
         self._send(handler, code, answer, verb, resource)
+
+    def _serve_claims(self, handler: _Handler, method: str, path: str, body: bytes) -> None:
+        """A request for NodeClaim objects, answered by `claims`; counted as verb on nodeclaims.
+        Tokens are checked as for any request; faults are not injected here.
+        """
+        if self.tokens is not None and (handler.headers.get("Authorization") or "") not in {
+            f"Bearer {token}" for token in self.tokens
+        }:
+            self._send(handler, 401, _status(401, "Unauthorized"), "", "nodeclaims")
+            return
+        verb, code, answer = self.claims.serve(method, path, body)
+        self._send(handler, code, answer, verb, "nodeclaims")
 
     def _answer(
         self, handler: _Handler, method: str, route: _Route, query: Mapping[str, str], body: bytes

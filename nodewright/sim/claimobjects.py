@@ -1,11 +1,18 @@
-"""NodeClaim objects held in memory: `nodewright.ports.ClaimObjects` for tests and the simulator.
+"""NodeClaim objects held in memory: `nodewright.ports.ClaimObjects` for tests and the simulator,
+and the `nodeclaims.nodewright.io` resource the API emulator serves over HTTP.
 
-Role: what the API server would hold for the `nodeclaims.nodewright.io` resource, with its
-rules where the mirror depends on them: a create of an existing name answers a conflict, a merge
-patch of a missing one answers not-found (the port's contract turns both into the other write),
-a delete of a missing one is a no-op, the server stamps `resourceVersion` and `uid`. `installed`
-False answers like a cluster without the CRD (the LIST finds no such resource). Every call is
-counted by verb in `requests`, so tests and the simulator can say what the mirror costs.
+Role: what the API server would hold for the resource, with its rules where the mirror depends
+on them: a create of an existing name answers a conflict, a merge patch of a missing one answers
+not-found (the port's contract turns both into the other write), a delete of a missing one is a
+no-op for the port and a 404 over HTTP, the server stamps `resourceVersion`, `uid` and
+`creationTimestamp` (from `clock`, when given). `installed` False answers like a cluster without
+the CRD (the LIST finds no such resource). Every call is counted by verb in `requests`, so
+tests and the simulator can say what the mirror costs.
+
+Over HTTP (`serve`, called by `nodewright.sim.apiserver.ApiServer` for paths under
+`/apis/nodewright.io/v1/nodeclaims`): GET (list, one page; or one object), POST (create: 201, 409
+when the name is taken), PATCH (JSON merge patch: 200, 404 when missing), DELETE (200 with the
+Status, 404 when missing). No watch: the functions only write these objects.
 """
 
 from __future__ import annotations
@@ -13,20 +20,29 @@ from __future__ import annotations
 import collections
 import copy
 import itertools
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from nodewright.sim.apiserver import _merge
+from nodewright.model.claimobject import API_VERSION, GROUP, PLURAL, VERSION
+from nodewright.model.manifests import format_timestamp
+from nodewright.ports import Clock
+from nodewright.sim.apiserver import _merge, _status
+
+PATH = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
 
 
 class InMemoryClaimObjects:
     """`ClaimObjects` over a dict (see the module docstring)."""
 
-    def __init__(self, *, installed: bool = True) -> None:
+    def __init__(self, *, installed: bool = True, clock: Clock | None = None) -> None:
         self.installed = installed
         self.objects: dict[str, dict[str, Any]] = {}
         self.requests: collections.Counter[str] = collections.Counter()
+        self._clock = clock
         self._versions = itertools.count(1)
+
+    # -- the port --------------------------------------------------------------------------------
 
     def claim_objects(self) -> dict[str, dict[str, Any]] | None:
         """Every object by name, or None when the CRD is not installed."""
@@ -39,17 +55,91 @@ class InMemoryClaimObjects:
         """Create or merge-patch (see `nodewright.ports.ClaimObjects`)."""
         name = str(manifest["metadata"]["name"])
         self.requests["patch" if exists else "create"] += 1
-        stored = self.objects.get(name)
-        if stored is None:
-            body = copy.deepcopy(dict(manifest))
-            body["metadata"]["uid"] = f"uid-{name}"
-        else:
-            body = _merge(stored, copy.deepcopy(dict(manifest)))
-        body["metadata"]["resourceVersion"] = str(next(self._versions))
-        self.objects[name] = body
-        return copy.deepcopy(body)
+        stored = self.create(manifest) if name not in self.objects else self.patch(name, manifest)
+        assert stored is not None  # the branch chose the write that succeeds
+        return stored
 
     def delete_claim_object(self, name: str) -> None:
         """Remove the object; a missing one counts as removed."""
         self.requests["delete"] += 1
-        self.objects.pop(name, None)
+        self.delete(name)
+
+    # -- the API server's rules ------------------------------------------------------------------
+
+    def create(self, manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Store a new object; None (nothing changes) when the name is taken."""
+        body = copy.deepcopy(dict(manifest))
+        metadata = body.setdefault("metadata", {})
+        name = str(metadata["name"])
+        if name in self.objects:
+            return None
+        metadata["uid"] = f"uid-{name}"
+        if self._clock is not None:
+            metadata["creationTimestamp"] = format_timestamp(self._clock.now())
+        return self._store(name, body)
+
+    def patch(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Merge-patch an object (system metadata kept); None when there is none."""
+        stored = self.objects.get(name)
+        if stored is None:
+            return None
+        body = _merge(stored, copy.deepcopy(dict(patch)))
+        for key in ("uid", "creationTimestamp"):
+            if key in stored["metadata"]:
+                body["metadata"][key] = stored["metadata"][key]
+        return self._store(name, body)
+
+    def delete(self, name: str) -> bool:
+        """Remove an object; False when there was none."""
+        return self.objects.pop(name, None) is not None
+
+    def _store(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        body["metadata"]["resourceVersion"] = str(next(self._versions))
+        self.objects[name] = body
+        return copy.deepcopy(body)
+
+    # -- over HTTP -------------------------------------------------------------------------------
+
+    def serve(self, method: str, path: str, body: bytes) -> tuple[str, int, bytes]:
+        """(verb, HTTP status, body) for one request under PATH (see the module docstring)."""
+        name = path[len(PATH) :].strip("/")
+        if "/" in name or not self.installed:
+            return _verb(method, name), 404, _status(404, "the server could not find the requested resource")
+        if method == "GET" and not name:
+            items = [self.objects[n] for n in sorted(self.objects)]
+            listing = {"kind": "NodeClaimList", "apiVersion": API_VERSION, "metadata": {}, "items": items}
+            return "list", 200, _json(listing)
+        if method == "GET":
+            found = self.objects.get(name)
+            return ("get", 200, _json(found)) if found is not None else ("get", 404, _missing(name))
+        try:
+            manifest = json.loads(body or b"{}")
+        except ValueError:
+            return _verb(method, name), 400, _status(400, "the body is not JSON")
+        if method == "POST" and not name:
+            created = self.create(manifest)
+            if created is None:
+                taken = manifest["metadata"]["name"]
+                return "create", 409, _status(409, f'{PLURAL}.{GROUP} "{taken}" already exists')
+            return "create", 201, _json(created)
+        if method == "PATCH" and name:
+            patched = self.patch(name, manifest)
+            return ("patch", 200, _json(patched)) if patched is not None else ("patch", 404, _missing(name))
+        if method == "DELETE" and name:
+            if not self.delete(name):
+                return "delete", 404, _missing(name)
+            return "delete", 200, _status(200, "deleted")
+        return _verb(method, name), 405, _status(405, f"{method} is not supported on {PLURAL}")
+
+
+def _verb(method: str, name: str) -> str:
+    verbs = {"GET": "get" if name else "list", "POST": "create", "PATCH": "patch", "DELETE": "delete"}
+    return verbs.get(method, method.lower())
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _missing(name: str) -> bytes:
+    return _status(404, f'{PLURAL}.{GROUP} "{name}" not found')

@@ -30,9 +30,12 @@ PAGE_SIZE = 500
 class KubeClaimObjects:
     """`ClaimObjects` over the cluster adapter's client and request path (see the module docstring)."""
 
-    def __init__(self, cluster: KubeCluster, api_client: ApiClient, *, request_timeout: float = 30.0) -> None:
+    def __init__(
+        self, cluster: KubeCluster, api_client: ApiClient | None = None, *, request_timeout: float = 30.0
+    ) -> None:
         self._cluster = cluster
-        self._api = CustomObjectsApi(api_client)
+        # The cluster adapter's own client by default: one connection pool, one token source.
+        self._api = CustomObjectsApi(api_client if api_client is not None else cluster._core.api_client)
         self._timeout = request_timeout
 
     def claim_objects(self) -> dict[str, dict[str, Any]] | None:

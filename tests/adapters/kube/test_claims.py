@@ -181,3 +181,40 @@ async def test_a_cluster_without_the_crd_turns_the_mirror_off(kmock: KubernetesE
     assert result["report"].enabled is False
     assert result["usage"] == {("list", "nodeclaims"): 1}
     assert mirror.observer.of("mirror-off")  # type: ignore[attr-defined]
+
+
+def test_the_api_emulator_serves_the_mirror_and_kubectl_get_reads_it_back() -> None:
+    from nodewright.adapters.kube.client import from_cluster_info
+    from nodewright.model.cluster import ClusterInfo
+    from nodewright.sim.apiserver import ApiServer
+    from nodewright.sim.claimobjects import InMemoryClaimObjects
+    from nodewright.sim.cluster import InMemoryCluster
+    from nodewright.simulator.kubehttp import _CA
+
+    objects = InMemoryClaimObjects(clock=VirtualClock(NOW))
+    server = ApiServer(InMemoryCluster(), tokens=["t0k3n"])
+    server.claims = objects
+    url = server.start()
+    try:
+        api_client = from_cluster_info(ClusterInfo("emulated", url, _CA, "1.31"), lambda: "t0k3n")
+        ready, launching = claims()
+        _, first = sync(api_client, (ready, launching))
+        _, second = sync(api_client, (launching.with_changes(state="registered", node_name="ip-2", registered_at=NOW),))
+        listing = CustomObjectsApi(api_client).list_cluster_custom_object("nodewright.io", "v1", "nodeclaims")
+        served = {(u.verb, u.resource): u.requests for u in server.usage()}
+    finally:
+        server.stop()
+
+    assert first["usage"] == {("list", "nodeclaims"): 1, ("create", "nodeclaims"): 2}
+    assert second["usage"] == {("list", "nodeclaims"): 1, ("patch", "nodeclaims"): 1, ("delete", "nodeclaims"): 1}
+    assert served == {
+        ("list", "nodeclaims"): 3,
+        ("create", "nodeclaims"): 2,
+        ("patch", "nodeclaims"): 1,
+        ("delete", "nodeclaims"): 1,
+    }
+    assert get_table(CRD, listing["items"], now=NOW + 120) == [
+        ["NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE"],
+        ["default-bbbb", "m5.xlarge", "on-demand", "us-east-1b", "ip-2", "False", "2m"],
+    ]
+    assert set(objects.objects) == {"default-bbbb"}
