@@ -336,3 +336,9 @@ class ClaimObjects(Protocol):
     def delete_claim_object(self, name: str) -> None:
         """Delete the object; one already gone counts as deleted."""
         ...
+
+    def put_nodepool_status(self, name: str, status: Mapping[str, Any]) -> bool:
+        """Merge `status` into the `nodewright.io/v1` NodePool `name`'s status subresource; False when
+        there is no such NodePool (it comes from the config table, or from Karpenter's group).
+        """
+        ...

@@ -113,7 +113,12 @@ def _provisioner(aws: _Aws, settings: Settings, observer: Observer) -> Provision
         options=ProvisionerOptions(idle_exit=settings.provisioner_idle_exit),
         wait=aws.cluster.wait,
         # NodeClaim objects for kubectl: on when the nodeclaims.nodewright.io CRD is installed and granted.
-        mirror=ClaimMirror(KubeClaimObjects(aws.cluster, aws.api_client), aws.clock, observer),
+        mirror=ClaimMirror(
+            KubeClaimObjects(aws.cluster, aws.api_client),
+            aws.clock,
+            observer,
+            nodepool_status=settings.config_source == "crd",
+        ),
     )
 
 

@@ -19,6 +19,7 @@ own view and writes only the difference; a create that meets an existing object 
 
 from __future__ import annotations
 
+import collections
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,11 +28,13 @@ from typing import Any
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.disruption.methods import drifted, waiting
 from nodewright.engine.disruption.types import DisruptionInput
+from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model import labels as wk
-from nodewright.model.claimobject import Verdicts, comparable, nodeclaim_object
+from nodewright.model.claimobject import Verdicts, comparable, nodeclaim_object, nodepool_status
 from nodewright.model.command import CommandRecord
 from nodewright.model.duration import format_duration
 from nodewright.model.node import Node
+from nodewright.model.resources import Resources
 from nodewright.ports import ClaimObjects, Clock, Observer
 
 _AGE = re.compile(r"\d+s ago")
@@ -51,14 +54,26 @@ class MirrorReport:
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    nodepools: list[str] = field(default_factory=list)
     enabled: bool = True
 
 
 class ClaimMirror:
     """Keeps the cluster's NodeClaim objects equal to the claim records (see the module docstring)."""
 
-    def __init__(self, objects: ClaimObjects, clock: Clock, observer: Observer, *, recheck: float = 600.0) -> None:
+    def __init__(
+        self,
+        objects: ClaimObjects,
+        clock: Clock,
+        observer: Observer,
+        *,
+        recheck: float = 600.0,
+        nodepool_status: bool = False,
+    ) -> None:
         self.objects = objects
+        # Also write each NodePool's status (resources, conditions): when config comes from CRDs.
+        self.nodepool_status = nodepool_status
+        self._pool_status: dict[str, dict[str, Any]] = {}  # by NodePool: the status last written
         self.clock = clock.now
         self.observer = observer
         self.recheck = recheck
@@ -118,10 +133,34 @@ class ClaimMirror:
             self.objects.delete_claim_object(name)
             del known[name]
             report.deleted.append(name)
-        if report.created or report.updated or report.deleted:
+        if self.nodepool_status:
+            self._sync_pools(inp, report)
+        if report.created or report.updated or report.deleted or report.nodepools:
             self.observer.decision(
-                "mirror", created=report.created, updated=report.updated, deleted=report.deleted, at=now
+                "mirror",
+                created=report.created,
+                updated=report.updated,
+                deleted=report.deleted,
+                nodepools=report.nodepools,
+                at=now,
             )
+
+    def _sync_pools(self, inp: DisruptionInput, report: MirrorReport) -> None:
+        """Each NodePool's status, written when it changed (usage by the rule limits use)."""
+        types = {pc.nodepool.name: {t.name: t for t in pc.instance_types} for pc in inp.pools}
+        used = pool_usage(inp.snapshot.nodes, inp.claims, types)
+        nodes = collections.Counter(c.nodepool for c in inp.claims if c.state != "pending")
+        for pc in inp.pools:
+            name = pc.nodepool.name
+            previous = self._pool_status.get(name)
+            status = nodepool_status(used.get(name, Resources()), nodes[name], now=inp.now, previous=previous)
+            if status == previous:
+                continue
+            # A NodePool the cluster does not hold under nodewright.io answers False: remembered
+            # all the same, so it is not asked again until its status changes.
+            if self.objects.put_nodepool_status(name, status):
+                report.nodepools.append(name)
+            self._pool_status[name] = status
 
 
 def claim_verdicts(inp: DisruptionInput, commands: Sequence[CommandRecord]) -> dict[str, Verdicts]:

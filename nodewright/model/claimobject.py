@@ -25,6 +25,7 @@ from nodewright.model import labels as wk
 from nodewright.model.manifests import format_timestamp, resource_list
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.resources import Resources
 from nodewright.model.taints import Taint
 
 GROUP = "nodewright.io"
@@ -182,6 +183,24 @@ def conditions(
             )
         )
     return sorted(out, key=lambda c: c["type"])
+
+
+def nodepool_status(
+    resources: Resources, nodes: int, *, now: float, previous: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A NodePool's `status` as Karpenter writes it: `resources` (the capacity of its nodes and of
+    its claims not registered yet, plus `nodes`) and the conditions ValidationSucceeded and Ready
+    (Nodewright acts only on NodePools that validated, so both are True while it uses the pool).
+    `previous` is the status last written: its lastTransitionTimes are kept.
+    """
+    listed = resource_list(resources)
+    listed["nodes"] = str(nodes)
+    kept = _previous_conditions({"status": previous} if previous else None)
+    conditions = [
+        _kept(kept, _condition("ValidationSucceeded", True, "ValidationSucceeded", "", now)),
+        _kept(kept, _condition("Ready", True, "Ready", "", now)),
+    ]
+    return {"resources": listed, "conditions": sorted(conditions, key=lambda c: c["type"])}
 
 
 def comparable(manifest: Mapping[str, Any]) -> dict[str, Any]:

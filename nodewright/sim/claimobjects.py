@@ -38,6 +38,8 @@ class InMemoryClaimObjects:
     def __init__(self, *, installed: bool = True, clock: Clock | None = None) -> None:
         self.installed = installed
         self.objects: dict[str, dict[str, Any]] = {}
+        # The `nodewright.io` NodePools the cluster has, by name (their objects: status as last written).
+        self.nodepools: dict[str, dict[str, Any]] = {}
         self.requests: collections.Counter[str] = collections.Counter()
         self._clock = clock
         self._versions = itertools.count(1)
@@ -63,6 +65,14 @@ class InMemoryClaimObjects:
         """Remove the object; a missing one counts as removed."""
         self.requests["delete"] += 1
         self.delete(name)
+
+    def put_nodepool_status(self, name: str, status: Mapping[str, Any]) -> bool:
+        """Merge `status` into the NodePool's (in `nodepools`); False when it has none."""
+        self.requests["patch nodepools/status"] += 1
+        if name not in self.nodepools:
+            return False
+        self.nodepools[name] = _merge(self.nodepools[name], {"status": copy.deepcopy(dict(status))})
+        return True
 
     # -- the API server's rules ------------------------------------------------------------------
 

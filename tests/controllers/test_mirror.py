@@ -16,7 +16,7 @@ from nodewright.sim.claimobjects import InMemoryClaimObjects
 from tests.controllers.test_provisioning import FixedCatalog, World, register
 
 
-def mirrored(world: World, objects: InMemoryClaimObjects) -> World:
+def mirrored(world: World, objects: InMemoryClaimObjects, *, nodepool_status: bool = False) -> World:
     real = world.provisioner
 
     def provisioner(**options: float):  # type: ignore[no-untyped-def]
@@ -24,7 +24,9 @@ def mirrored(world: World, objects: InMemoryClaimObjects) -> World:
         p.mirror = world.mirror  # type: ignore[attr-defined]
         return p
 
-    world.mirror = ClaimMirror(objects, world.clock, world.observer)  # type: ignore[attr-defined]
+    world.mirror = ClaimMirror(  # type: ignore[attr-defined]
+        objects, world.clock, world.observer, nodepool_status=nodepool_status
+    )
     world.provisioner = provisioner  # type: ignore[method-assign]
     return world
 
@@ -177,3 +179,34 @@ def test_a_claim_whose_instance_is_gone_counts_as_a_terminated_node() -> None:
     assert [(n, v, d) for n, v, _, d in world.observer.metrics if n == "NodesTerminated"] == [
         ("NodesTerminated", 1, {"nodepool": "default"})
     ]
+
+
+def test_nodepools_from_crds_get_karpenters_status_resources_and_conditions() -> None:
+    objects = InMemoryClaimObjects()
+    objects.nodepools["default"] = {"spec": {}}
+    world = mirrored(World(), objects, nodepool_status=True)
+    world.pending(2)
+    world.run()
+    (claim,) = world.store.claims()
+
+    status = objects.nodepools["default"]["status"]
+    launched = next(t for t in FixedCatalog().instance_types(None) if t.name == claim.instance_type)
+    assert status["resources"]["nodes"] == "1"
+    assert status["resources"]["cpu"] == str(launched.capacity["cpu"] // 1000)
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {"Ready": "True", "ValidationSucceeded": "True"}
+    writes = objects.requests["patch nodepools/status"]
+
+    world.run(1)
+    assert objects.requests["patch nodepools/status"] == writes  # unchanged: not written again
+
+
+def test_a_nodepool_the_cluster_does_not_hold_is_asked_again_only_when_its_status_changes() -> None:
+    objects = InMemoryClaimObjects()  # the NodePool comes from the config table, not a CRD
+    world = mirrored(World(), objects, nodepool_status=True)
+    world.pending(2)
+    world.run()  # before the launch (no node) and after it (one)
+    assert objects.requests["patch nodepools/status"] == 2
+    world.run(1)
+
+    assert objects.nodepools == {}
+    assert objects.requests["patch nodepools/status"] == 2

@@ -86,6 +86,28 @@ class KubeClaimObjects:
         except ApiException:
             return  # 404: already gone
 
+    def put_nodepool_status(self, name: str, status: Mapping[str, Any]) -> bool:
+        """Merge-patch the NodePool's status subresource; False when it has none (404)."""
+        try:
+            self._send(
+                "patch",
+                f"patch nodepool {name} status",
+                functools.partial(
+                    self._api.patch_cluster_custom_object_status,
+                    GROUP,
+                    VERSION,
+                    "nodepools",
+                    name,
+                    {"status": dict(status)},
+                    _content_type=MERGE_PATCH,
+                ),
+                mapped=(404,),
+                resource="nodepools/status",
+            )
+        except ApiException:
+            return False  # only 404 is mapped
+        return True
+
     def _create(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
         name = manifest["metadata"]["name"]
         return self._send(
@@ -107,15 +129,17 @@ class KubeClaimObjects:
             mapped=(404,),
         )
 
-    def _send(self, verb: str, call: str, send: Any, *, mapped: tuple[int, ...]) -> dict[str, Any]:
+    def _send(
+        self, verb: str, call: str, send: Any, *, mapped: tuple[int, ...], resource: str = PLURAL
+    ) -> dict[str, Any]:
         """One request through the cluster adapter's path; the body is read raw so its bytes are counted."""
         response = self._cluster._request(
             verb,
-            PLURAL,
+            resource,
             call,
             functools.partial(send, _preload_content=False, _request_timeout=self._timeout),
             mapped=mapped,
         )
-        data = self._cluster._read(response, verb, PLURAL)
+        data = self._cluster._read(response, verb, resource)
         answer: dict[str, Any] = json.loads(data) if data else {}
         return answer

@@ -218,3 +218,20 @@ def test_the_api_emulator_serves_the_mirror_and_kubectl_get_reads_it_back() -> N
         ["default-bbbb", "m5.xlarge", "on-demand", "us-east-1b", "ip-2", "False", "2m"],
     ]
     assert set(objects.objects) == {"default-bbbb"}
+
+
+async def test_a_nodepool_status_is_patched_through_its_status_subresource(kmock: KubernetesEmulator) -> None:
+    nodepools = resource("nodewright.io", "v1", "nodepools")
+    kmock.objects[nodepools, None, "default"] = {"metadata": {"name": "default"}, "spec": {"weight": 10}}
+    configuration = kubernetes.client.Configuration(host=str(kmock.url).rstrip("/"))
+    with kubernetes.client.ApiClient(configuration) as api_client:
+        objects = KubeClaimObjects(KubeCluster(api_client), api_client)
+        status = {"resources": {"cpu": "4", "nodes": "2"}}
+        held = await asyncio.to_thread(objects.put_nodepool_status, "default", status)
+        missing = await asyncio.to_thread(objects.put_nodepool_status, "karpenter-only", status)
+
+    assert held is True
+    assert missing is False
+    paths = [(request.method, str(request.url.path)) for request in kmock]
+    assert ("PATCH", "/apis/nodewright.io/v1/nodepools/default/status") in paths
+    assert kmock.objects[nodepools, None, "default"]["status"] == status
