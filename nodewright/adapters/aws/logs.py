@@ -10,7 +10,9 @@ Insights query over them returns the raw records (`@message`), which are parsed 
     with `function` (the record's `service`) and `at` (the record's own `at` when it has one,
     else the event's timestamp) added;
   * REPORT lines: `Billed Duration` and `Memory Size` of each invocation, for what the functions
-    cost, with the function from the log group.
+    cost, with the function from the log group;
+  * errors: a Powertools record of level ERROR without a decision becomes decision `error`, a
+    Lambda "Task timed out" line decision `timeout` (both level ERROR), for `status`.
 
 A query runs until it completes or `timeout` seconds pass (then what it has is returned and
 `complete` is False). Failures of AWS calls propagate as botocore errors for the caller to say.
@@ -118,14 +120,22 @@ def _parse(fields: dict[str, str], into: LogRead) -> None:
         function = _function_of(fields.get("@log", ""))
         into.invocations.append(Invocation(function, at, float(report["billed"]), int(report["memory"])))
         return
+    if "Task timed out" in message:
+        function = _function_of(fields.get("@log", ""))
+        into.decisions.append({"decision": "timeout", "level": "ERROR", "function": function, "at": at})
+        return
     if not message.startswith("{"):
         return
     try:
         record = json.loads(message)
     except ValueError:
         return
-    if not isinstance(record, dict) or "decision" not in record:
+    if not isinstance(record, dict):
         return
+    if "decision" not in record:
+        if str(record.get("level", "")).upper() != "ERROR":
+            return
+        record["decision"] = "error"  # a handler's logged exception: counted in `status`'s errors
     record.setdefault("function", record.get("service", ""))
     record.setdefault("at", at)
     into.decisions.append(record)

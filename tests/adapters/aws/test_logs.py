@@ -57,6 +57,18 @@ def test_the_saved_queries_log_groups_are_queried_and_records_and_reports_are_pa
                         {"field": "@log", "value": f"123456789012:{GROUPS[0]}"},
                     ],
                     [{"field": "@message", "value": "START RequestId: r Version: $LATEST"}],
+                    [
+                        {"field": "@timestamp", "value": "2026-11-25 08:58:10.000"},
+                        {
+                            "field": "@message",
+                            "value": '{"level": "ERROR", "service": "consolidator", "message": "boom"}',
+                        },
+                    ],
+                    [
+                        {"field": "@timestamp", "value": "2026-11-25 08:58:11.000"},
+                        {"field": "@message", "value": "2026-11-25T08:58:11Z r Task timed out after 60.00 seconds"},
+                        {"field": "@log", "value": f"123456789012:{GROUPS[1]}"},
+                    ],
                 ],
             },
             {"queryId": ANY},
@@ -66,7 +78,9 @@ def test_the_saved_queries_log_groups_are_queried_and_records_and_reports_are_pa
 
     assert read.log_groups == GROUPS
     assert read.complete
-    (decision,) = read.decisions
+    decision, error, timeout = read.decisions
+    assert (error["decision"], error["function"], error["at"]) == ("error", "consolidator", 1795597090.0)
+    assert (timeout["decision"], timeout["function"], timeout["level"]) == ("timeout", "provisioner", "ERROR")
     assert decision["function"] == "provisioner"
     assert decision["nodeclaim"] == "default-abc"
     assert decision["at"] == 1795597088.5
