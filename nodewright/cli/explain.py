@@ -32,13 +32,6 @@ import typer
 from nodewright.cli import app
 from nodewright.controllers.explain import Sources, explain_node, explain_pod, status
 
-explain_app = typer.Typer(
-    name="explain",
-    help="Why a pod waits or moved, why a node exists and what happens to it next.",
-    no_args_is_help=True,
-)
-app.add_typer(explain_app)
-
 ClusterOption = Annotated[str | None, typer.Option("--cluster", help="EKS cluster (your AWS credentials).")]
 KubeconfigOption = Annotated[str | None, typer.Option("--kubeconfig", help="Reach the cluster via a kubeconfig.")]
 ContextOption = Annotated[str | None, typer.Option("--context", help="The kubeconfig context.")]
@@ -73,9 +66,10 @@ class Where:
         return self.name or self.cluster or ""
 
 
-@explain_app.command("pod")
-def pod_command(  # noqa: PLR0917 - Typer maps each parameter to an option
-    target: Annotated[str, typer.Argument(help="NAMESPACE/NAME (a bare NAME means the default namespace).")],
+@app.command("explain")
+def explain_command(  # noqa: PLR0917 - Typer maps each parameter to an option
+    kind: Annotated[str, typer.Argument(help="pod or node.")],
+    target: Annotated[str, typer.Argument(help="pod: NAMESPACE/NAME (NAME: the default namespace); node: NAME.")],
     cluster: ClusterOption = None,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
@@ -86,28 +80,18 @@ def pod_command(  # noqa: PLR0917 - Typer maps each parameter to an option
     hours: HoursOption = 1.0,
     output: OutputOption = "table",
 ) -> None:
-    """Pending since when, which pass saw it, why no NodePool took it, which claim holds it, or why it moved."""
-    key = target if "/" in target else f"default/{target}"
+    """Why a pod waits or moved (pending since when, which pass saw it, why no NodePool took it, which
+    claim holds it), or why a node exists (which claim launched it and why, whether consolidation may
+    take it, what comes next).
+    """
     where = Where(cluster, kubeconfig, context, region, state_table, stack, name, hours)
-    _answer(where, output, lambda src, _: explain_pod(src, key))
-
-
-@explain_app.command("node")
-def node_command(  # noqa: PLR0917 - Typer maps each parameter to an option
-    target: Annotated[str, typer.Argument(help="The node's name.")],
-    cluster: ClusterOption = None,
-    kubeconfig: KubeconfigOption = None,
-    context: ContextOption = None,
-    region: RegionOption = None,
-    state_table: StateTableOption = None,
-    stack: StackOption = None,
-    name: NameOption = None,
-    hours: HoursOption = 1.0,
-    output: OutputOption = "table",
-) -> None:
-    """Which claim launched the node and why, whether consolidation may take it, and what comes next."""
-    where = Where(cluster, kubeconfig, context, region, state_table, stack, name, hours)
-    _answer(where, output, lambda src, _: explain_node(src, target))
+    if kind == "pod":
+        key = target if "/" in target else f"default/{target}"
+        _answer(where, output, lambda src, _: explain_pod(src, key))
+    elif kind == "node":
+        _answer(where, output, lambda src, _: explain_node(src, target))
+    else:
+        _fail(f"explain what? {kind!r} is neither pod nor node")
 
 
 @app.command("status")

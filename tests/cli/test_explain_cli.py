@@ -210,3 +210,13 @@ def test_explain_node_and_status(moto: str, tmp_path: Path) -> None:  # noqa: F8
     assert answer["cost"]["lambda_month"] > 0
     assert table.exit_code == 0, table.output
     assert "claims in flight" in table.stdout
+
+
+def test_explain_says_what_it_can_explain_and_which_cluster_it_needs() -> None:
+    unknown = CliRunner().invoke(app, ["explain", "service", "web", "--kubeconfig", "/nonexistent"])
+    nowhere = CliRunner().invoke(app, ["status"])
+
+    assert unknown.exit_code == 1
+    assert "'service' is neither pod nor node" in unknown.output
+    assert nowhere.exit_code == 1
+    assert "say which cluster: --cluster NAME, or --kubeconfig PATH [--context NAME]" in nowhere.output
