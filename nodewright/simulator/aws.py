@@ -39,6 +39,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from nodewright.adapters.aws.ec2 import Ec2CloudProvider
@@ -134,6 +135,12 @@ class Ec2Hooks:
         """EC2 carried out a whole CreateFleet or TerminateInstances for the caller (a fault may
         stop the caller right after it).
         """
+
+    def impaired(self, instance_id: str) -> tuple[tuple[str, ...], float] | None:
+        """The instance's impaired status checks ("system", "instance", "ebs") and since when
+        (epoch seconds), or None when they pass.
+        """
+        return None
 
 
 class SimulatedEc2:
@@ -283,6 +290,24 @@ class SimulatedEc2:
         self.hooks.effect("TerminateInstances")
         return response
 
+    def describe_instance_status(self, **request: Any) -> dict[str, Any]:
+        """DescribeInstanceStatus: moto's answer (every running instance "ok") with the checks the
+        world failed (`Ec2Hooks.impaired`) reported impaired, in EC2's shape.
+        """
+        response: dict[str, Any] = self._client.describe_instance_status(**request)
+        for item in response.get("InstanceStatuses", []):
+            found = self.hooks.impaired(str(item.get("InstanceId")))
+            if found is None:
+                continue
+            checks, since = found
+            failed = {
+                "Status": "impaired",
+                "Details": [{"Name": "reachability", "Status": "failed", "ImpairedSince": _utc(since)}],
+            }
+            for check in checks:
+                item[_STATUS_BLOCKS[check]] = dict(failed)
+        return response
+
     def in_pool(self, capacity_type: str, instance_type: str, zone: str) -> int:
         """How many live instances this EC2 started in one pool."""
         return self._in_pool[(capacity_type, instance_type, zone)]
@@ -300,6 +325,14 @@ class SimulatedEc2:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
+
+
+# DescribeInstanceStatus's block for each status check.
+_STATUS_BLOCKS = {"system": "SystemStatus", "instance": "InstanceStatus", "ebs": "AttachedEbsStatus"}
+
+
+def _utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
 
 
 def _capacity_error(

@@ -23,6 +23,11 @@ Definitions (also written into report.md):
   signal) and to the moment its node held no workload pod (0 when done before the warning, e.g.
   on the rebalance recommendation; the time to the reclaim when it never happened); the maximum
   over instances. Instances already gone when their first signal came are left out.
+* `repair`: per node the scenario broke (`node_failures`), seconds from the failure to its
+  recovery: the node holds no workload pod and every pod displaced from it (evicted or deleted,
+  recreated by its owner) is bound again elsewhere (p50/max, overall and by cause); seconds from
+  the failure to the node's removal; how many were removed, by whom (`repair`: a repair command),
+  and how many had not recovered by the end.
 * `cost_usd`: the sum over instances of hours running (launch to termination or the end of the
   run) times the offering's price. `cost_without_consolidation_usd`: an estimate of the same run
   with a cluster that never shrinks (no consolidation): at every moment it costs the highest $/h
@@ -106,6 +111,21 @@ class InterruptionRecord:
 
 
 @dataclass
+class RepairRecord:
+    """One node the scenario broke: how, when, the pods it held, and what became of it."""
+
+    node: str
+    instance_id: str
+    cause: str  # "Ready=Unknown", "KernelReady=False", "status-check:system", ...
+    broke_at: float
+    pods: int
+    removed_at: float | None = None
+    removed_by: str = ""
+    recovered_at: float | None = None
+    waiting: set[str] = field(default_factory=set)  # displaced pods not bound again yet
+
+
+@dataclass
 class Sample:
     """The cluster at one moment, for the plots."""
 
@@ -185,6 +205,7 @@ class Recorder:
     start: float
     instances: dict[str, InstanceRecord] = field(default_factory=dict)
     interruptions: dict[str, InterruptionRecord] = field(default_factory=dict)
+    repairs: dict[str, RepairRecord] = field(default_factory=dict)  # by node
     samples: list[Sample] = field(default_factory=list)
     pending_since: dict[str, float] = field(default_factory=dict)
     created: dict[str, float] = field(default_factory=dict)
@@ -310,6 +331,7 @@ class Recorder:
                 "drain_seconds_max": _max(drain),
                 "reclaimed_with_pods": sum(1 for r in self.interruptions.values() if r.pods_at_reclaim),
             },
+            "repair": self.repair(),
             "nodes_launched": len(self.instances),
             "nodes_launched_by": dict(sorted(Counter(r.launched_by for r in self.instances.values()).items())),
             "nodes_terminated": dict(sorted(terminated.items())),
@@ -326,6 +348,26 @@ class Recorder:
             "handler_timeouts": dict(sorted(self.timeouts.items())),
             "wall_seconds_by_part": {k: round(v, 2) for k, v in sorted(self.wall.items())},
             "wall_seconds": round(wall_seconds, 2),
+        }
+
+    def repair(self) -> dict[str, Any]:
+        """The broken nodes' recoveries (see `repair` in the module docstring)."""
+        records = list(self.repairs.values())
+        done = [r for r in records if r.recovered_at is not None]
+        causes = sorted({r.cause for r in records})
+        return {
+            "nodes_broken": len(records),
+            "pods_on_broken_nodes": sum(r.pods for r in records),
+            "recovery_seconds": percentiles([r.recovered_at - r.broke_at for r in done if r.recovered_at is not None]),
+            "removal_seconds": percentiles([r.removed_at - r.broke_at for r in records if r.removed_at is not None]),
+            "recovery_seconds_by_cause": {
+                cause: percentiles(
+                    [r.recovered_at - r.broke_at for r in done if r.cause == cause and r.recovered_at is not None]
+                )
+                for cause in causes
+            },
+            "removed_by": dict(sorted(Counter(r.removed_by for r in records if r.removed_at is not None).items())),
+            "not_recovered": len(records) - len(done),
         }
 
     def moves(self, end: float) -> dict[str, float | int | None]:
