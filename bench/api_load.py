@@ -24,6 +24,9 @@ EC2 and state store (the AWS side is not what is measured here). It reports:
                                           provisioner's handler, boto3 and Powertools with it, as
                                           the Lambda does)
   pending_to_launch_p50 / _p99            a burst pod's creation -> its CreateFleet, seconds
+  event_requests, event_share             the Event API calls among the requests (creates and
+                                          series patches of events.k8s.io Events: Nominated,
+                                          FailedScheduling), and their share of all requests
 
 CPU is this process's (`time.process_time`: the loop and the watch threads), not the server's.
 
@@ -56,7 +59,7 @@ from nodewright.adapters.kube.client import from_cluster_info
 from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.offline_catalog import load_catalog
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
 from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.node import Node
@@ -65,6 +68,7 @@ from nodewright.model.pod import Pod
 from nodewright.model.resources import Resources
 from nodewright.model.selectors import LabelSelector
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
+from nodewright.ports import ApiUsage
 from nodewright.sim.apiserver import ApiServer
 from nodewright.sim.catalog import FixedCatalog
 from nodewright.sim.cloud import FakeCloudProvider
@@ -246,8 +250,11 @@ def measure(
     invocation: float,
     seed: int,
     lambda_memory: int | None = None,
+    nominate_after: float | None = None,
 ) -> dict[str, Any]:
-    """Run the benchmark once; the figures of the module docstring."""
+    """Run the benchmark once; the figures of the module docstring. `nominate_after`: the
+    provisioner's (ProvisionerOptions; None for its default): 0 reports every nomination as an Event.
+    """
     # What the Lambda holds in memory besides the cluster: its handler and what that imports.
     importlib.import_module("functions.provisioner.handler")
     context = multiprocessing.get_context("spawn")
@@ -270,6 +277,9 @@ def measure(
             catalog=FixedCatalog(tuple(load_catalog(ZONES))),
             observer=observer,
             wait=cluster.wait,
+            options=ProvisionerOptions()
+            if nominate_after is None
+            else ProvisionerOptions(nominate_after=nominate_after),
         )
         cpu = time.process_time()
         wall = time.perf_counter()
@@ -294,6 +304,7 @@ def measure(
         )
         received = sum(v for name, v, _, _ in observer.metrics if name == "KubeApiBytes") + sum(u.bytes for u in usage)
         waits = sorted(v for name, v, _, _ in observer.metrics if name == "PendingToLaunchSeconds")
+        events = _event_requests(observer, usage)
         watchers = cluster.watchers()
         cluster.close()
         parent.send("stop")
@@ -323,10 +334,26 @@ def measure(
         "pending_to_launch_p50": round(percentile(waits, 50), 3) if waits else None,
         "pending_to_launch_p99": round(percentile(waits, 99), 3) if waits else None,
         "pods_launched_for": len(waits),
+        "event_requests": events,
+        "event_share": round(events / requests, 4) if requests else 0.0,
+        "events_dropped": cluster.events.correlator.dropped,
+        "events_folded": cluster.events.correlator.folded,
+        "nominate_after": provisioner.options.nominate_after,
         "relists": {kind: w.lists - 1 for kind, w in watchers.items()},
         "watch_requests": {kind: w.watches for kind, w in watchers.items()},
         "server_usage": served,
     }
+
+
+def _event_requests(observer: RecordingObserver, unpublished: list[ApiUsage]) -> int:
+    """The Event API calls among the requests: the `kube-api-usage` records the provisioner
+    published each invocation (the split of `KubeApiRequests`), plus what it had not published yet.
+    """
+    published = 0
+    for record in observer.of("kube-api-usage"):
+        calls: list[dict[str, Any]] = record["calls"]  # type: ignore[assignment]
+        published += sum(int(call["requests"]) for call in calls if call["resource"] == "events")
+    return published + sum(u.requests for u in unpublished if u.resource == "events")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -339,6 +366,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--invocation-seconds", type=float, default=68.0, help="the provisioner's Lambda timeout")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--lambda-memory", type=int, help="run with the CPU share of a Lambda of this many MB")
+    parser.add_argument(
+        "--nominate-after",
+        type=float,
+        help="seconds a pod waits before its nomination is an Event (default: the provisioner's; 0: every one)",
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args(argv)
     nodes = args.nodes or max(1, args.pods // 33)
@@ -351,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         invocation=args.invocation_seconds,
         seed=args.seed,
         lambda_memory=args.lambda_memory,
+        nominate_after=args.nominate_after,
     )
     result["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     print(json.dumps(result, indent=2))

@@ -38,9 +38,10 @@ def test_a_pod_no_nodepool_can_take_gets_failed_scheduling_with_each_pools_reaso
     assert stored.reporting_controller == "nodewright"
 
 
-def test_launched_pods_are_nominated_to_their_claim_once_however_many_passes_see_them() -> None:
+def test_launched_pods_that_waited_are_nominated_to_their_claim_once_however_many_passes_see_them() -> None:
     world = ProvisioningWorld()
     pods = world.pending(3)
+    world.clock.advance(45)  # pending since before this invocation (nominate_after is 30 s)
 
     world.run(30)
     world.run(30)
@@ -52,10 +53,21 @@ def test_launched_pods_are_nominated_to_their_claim_once_however_many_passes_see
         ]
 
 
+def test_pods_launched_for_at_once_cost_the_api_server_no_event() -> None:
+    world = ProvisioningWorld()
+    pods = world.pending(3)
+
+    world.run(30)
+
+    assert world.store.claims()
+    assert [e for p in pods for e in world.cluster.events(ObjectRef.pod(p.key))] == []
+
+
 def test_a_pod_that_fits_a_node_kube_scheduler_has_not_bound_it_to_yet_is_nominated_to_that_node() -> None:
     world = ProvisioningWorld()
     world.cluster.add_node(node("spare", cpu="8", memory="32Gi"))
     (waiting,) = world.pending(1)
+    world.clock.advance(45)
 
     world.run(5)
 

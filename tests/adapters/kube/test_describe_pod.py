@@ -14,6 +14,7 @@ import json
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -76,11 +77,14 @@ def test_describe_pod_shows_pending_nomination_to_the_launched_claim_and_binding
     served: tuple[InMemoryCluster, ApiServer],
 ) -> None:
     cluster, server = served
-    with server.lock:
-        (waiting,) = cluster.add_pods([pod("web-1", cpu="500m", memory="1Gi")])
-        cluster.mark_unschedulable(waiting)  # kube-scheduler found no node
-    kube = adapter(server, page_size=500, reporting_instance="nodewright-provisioner")
     clock = SystemClock()
+    with server.lock:
+        # Pending for a minute (the provisioner's last invocation had ended): kube-scheduler
+        # found no node for it then; Nodewright reports a nomination of a pod that waited 30 s.
+        created = round(clock.now() - 60)
+        (waiting,) = cluster.add_pods([replace(pod("web-1", cpu="500m", memory="1Gi"), created_at=created)])
+        cluster.mark_unschedulable(waiting)
+    kube = adapter(server, page_size=500, reporting_instance="nodewright-provisioner")
     store = InMemoryStateStore()
     provisioner = Provisioner(
         cluster=kube,
