@@ -87,9 +87,10 @@ def explain_command(  # noqa: PLR0917 - Typer maps each parameter to an option
     where = Where(cluster, kubeconfig, context, region, state_table, stack, name, hours)
     if kind == "pod":
         key = target if "/" in target else f"default/{target}"
-        _answer(where, output, lambda src, _: explain_pod(src, key))
+        namespace, _, pod = key.partition("/")
+        _answer(where, output, lambda src, _: explain_pod(src, key), ("Pod", pod, namespace))
     elif kind == "node":
-        _answer(where, output, lambda src, _: explain_node(src, target))
+        _answer(where, output, lambda src, _: explain_node(src, target), ("Node", target, ""))
     else:
         _fail(f"explain what? {kind!r} is neither pod nor node")
 
@@ -111,13 +112,18 @@ def status_command(  # noqa: PLR0917 - Typer maps each parameter to an option
     _answer(where, output, lambda src, invocations: {**status(src), "cost": _cost(src, invocations)})
 
 
-def _answer(where: Where, output: str, ask: Callable[[Sources, list[Any]], dict[str, Any]]) -> None:
+def _answer(
+    where: Where,
+    output: str,
+    ask: Callable[[Sources, list[Any]], dict[str, Any]],
+    about: tuple[str, str, str] | None = None,
+) -> None:
     if output not in ("table", "json"):
         _fail(f"--output must be table or json, not {output!r}")
     if not where.cluster and not where.kubeconfig and not where.context:
         _fail("say which cluster: --cluster NAME, or --kubeconfig PATH [--context NAME]")
     try:
-        src, invocations = read_sources(where)
+        src, invocations = read_sources(where, about)
         answer = ask(src, invocations)
     except LookupError as error:
         _fail(str(error).strip("'\""))
@@ -134,8 +140,10 @@ class _ReadError(Exception):
     """A source every answer needs (the cluster, the state table) could not be read."""
 
 
-def read_sources(where: Where) -> tuple[Sources, list[Any]]:
-    """Read the cluster, the state table, the logs and the catalog (see the module docstring)."""
+def read_sources(where: Where, about: tuple[str, str, str] | None = None) -> tuple[Sources, list[Any]]:
+    """Read the cluster, the state table, the logs and the catalog (see the module docstring), and
+    the Events about the object `about` (kind, name, namespace) when given.
+    """
     from nodewright.cli.plan import DEFAULT_NODEPOOL
     from nodewright.cli.plan_cluster import LiveReadError, catalog_for, read_cluster
     from nodewright.config.documents import EC2NODECLASS, NODEPOOL
@@ -160,8 +168,10 @@ def read_sources(where: Where) -> tuple[Sources, list[Any]]:
     store = _state_store(where)
     now = time.time()
     decisions, invocations = _logs(where, now)
+    events = _events(live.api_client, about, where) if about is not None else []
     src = Sources(
         store=store,
+        events=events,
         snapshot=live.snapshot,
         pools=pool_capacities(nodepools, nodeclasses, catalog),
         now=now,
@@ -201,6 +211,19 @@ def _stack_resource(where: Where, kind: str, logical: str) -> str:
     if not found:
         raise LookupError(f"stack {stack} has no {kind} named {logical}...")
     return str(found[0])
+
+
+def _events(api_client: Any, about: tuple[str, str, str], where: Where) -> list[dict[str, Any]]:
+    from nodewright.adapters.kube.describe import object_events
+
+    kind, name, namespace = about
+    try:
+        events = object_events(api_client, kind, name, namespace)
+    except Exception as error:  # no right to list Events: the rest still answers
+        where.notes["events"] = f"not read: {type(error).__name__}: {error}"
+        return []
+    where.notes["events"] = f"{len(events)} about {kind} {namespace + '/' if namespace else ''}{name}"
+    return events
 
 
 def _logs(where: Where, now: float) -> tuple[list[dict[str, Any]], list[Any]]:

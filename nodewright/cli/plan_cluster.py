@@ -56,6 +56,8 @@ class LiveInput:
     snapshot: ClusterSnapshot
     config: Loaded
     source: str  # "eks:<name>" or "kubeconfig:<context>"
+    # The client it was read with, for a caller that reads more (explain: the object's Events).
+    api_client: Any = None
 
 
 class OfflineCatalog:
@@ -113,7 +115,7 @@ def read_cluster(
         config = read_config(api_client)
     except Exception as error:
         raise LiveReadError(f"cannot list NodePools and EC2NodeClasses: {error}") from error
-    return LiveInput(snapshot=snapshot, config=config, source=source), aws
+    return LiveInput(snapshot=snapshot, config=config, source=source, api_client=api_client), aws
 
 
 def catalog_for(snapshot: ClusterSnapshot, aws: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:

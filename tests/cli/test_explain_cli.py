@@ -24,6 +24,7 @@ from nodewright.adapters.aws.state_store import DynamoStateStore
 from nodewright.cli import app
 from nodewright.cli import commands as _commands  # noqa: F401 - registers the commands
 from nodewright.model import labels as wk
+from nodewright.model.event import disruption_blocked, pod_nominated
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import Resources
@@ -140,6 +141,8 @@ def _world(endpoint: str, tmp_path: Path) -> tuple[ApiServer, Path, float]:
         ],
         now - 30,
     )
+    cluster.record(pod_nominated("default/web-0", nodeclaim="default-abc"), now - 37)
+    cluster.record(disruption_blocked("old-1", "pod default/db-0 is annotated karpenter.sh/do-not-disrupt"), now - 5)
     server = ApiServer(cluster)
     return server, _kubeconfig(tmp_path / "kubeconfig", server.start()), now
 
@@ -166,6 +169,10 @@ def test_explain_pod_names_the_claim_that_holds_it_and_the_pass_that_saw_it(moto
     assert [s["decision"] for s in answer["seen_by"]] == ["launch"]
     assert answer["sources"]["state_table"] == _stack_resource_name_prefix()
     assert "3 decision records" in answer["sources"]["logs"]
+    assert [(e["reason"], e["note"]) for e in answer["events"]] == [
+        ("Nominated", "Pod should schedule on: nodeclaim/default-abc")
+    ]
+    assert answer["sources"]["events"] == "1 about Pod default/web-0"
 
     assert huge.exit_code == 0, huge.output
     why = json.loads(huge.stdout)
@@ -195,7 +202,9 @@ def test_explain_node_and_status(moto: str, tmp_path: Path) -> None:  # noqa: F8
         server.stop()
 
     assert foreign.exit_code == 0, foreign.output
-    assert json.loads(foreign.stdout)["next"] == "nothing: Nodewright did not launch this node and will not disrupt it"
+    node_answer = json.loads(foreign.stdout)
+    assert node_answer["next"] == "nothing: Nodewright did not launch this node and will not disrupt it"
+    assert [e["reason"] for e in node_answer["events"]] == ["DisruptionBlocked"]
     assert missing.exit_code == 1
     assert "node nope is not in the cluster and no claim names it" in missing.output
 
