@@ -110,6 +110,11 @@ DELETED = "DELETED"
 # last state for DELETED), the cluster revision of this change).
 Listener = Callable[[str, str, object, int], None]
 
+# The API server deletes an Event an hour after it was last seen (kube-apiserver --event-ttl);
+# the cluster sweeps for such Events at most this often, as Events are created.
+EVENT_TTL = 3600.0
+EVENT_SWEEP = 300.0
+
 # Kinds of entries in `InMemoryCluster.changes`.
 NODE_ADDED = "node_added"
 NODE_READY = "node_ready"
@@ -211,6 +216,7 @@ class InMemoryCluster:
         self.event_correlator = EventCorrelator()
         # kube-scheduler's events fold into series too (it uses client-go's broadcaster), unlimited.
         self._scheduler_events = EventCorrelator(object_burst=1 << 30, invocation_budget=1 << 30)
+        self._events_swept = self.clock.now()
 
     # ------------------------------------------------------------------ the Cluster port
 
@@ -513,6 +519,10 @@ class InMemoryCluster:
         key = f"{stored.namespace}/{stored.name}"
         if key in self._events:
             return False
+        now = self.clock.now()
+        if now - self._events_swept >= EVENT_SWEEP:  # a long simulation's Events stay bounded
+            self._events_swept = now
+            self.expire_events(now - EVENT_TTL)
         self._events[key] = stored
         self._notify("event", ADDED, stored)
         return True
@@ -699,8 +709,8 @@ class InMemoryCluster:
             return
         if write.verb == CREATE:
             self.create_event(replace(StoredEvent.written(write, instance), reporting_controller=controller))
-        else:
-            self.patch_event_series(write.namespace, write.name, write.count, write.last)
+        elif self.patch_event_series(write.namespace, write.name, write.count, write.last) is None:
+            correlator.forget(event)  # expired, as the adapter does on a 404
 
     def _scheduler_event(self, pod: Pod, kind: str, reason: str, note: str, action: str) -> None:
         event = Event(ObjectRef.pod(pod.key, pod.uid), kind, reason, note, action)
