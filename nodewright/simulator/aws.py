@@ -53,6 +53,7 @@ from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import Offering
 from nodewright.simulator.fleet import LOWEST_PRICE, Pool, allocate
 from nodewright.simulator.lambdas import ACCOUNT, REGION
+from nodewright.simulator.reservations import SimulatedReservations
 
 CLUSTER = ClusterInfo(
     name="simulated",
@@ -148,9 +149,20 @@ class SimulatedEc2:
     spot pool depth and launch/termination reports (module docstring; the choice: `fleet.py`).
     """
 
-    def __init__(self, client: Any, hooks: Ec2Hooks) -> None:
+    def __init__(
+        self,
+        client: Any,
+        hooks: Ec2Hooks,
+        *,
+        reservations: SimulatedReservations | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self._client = client
         self.hooks = hooks
+        # The scenario's capacity reservations (nodewright.simulator.reservations), on `clock`.
+        self.reservations = reservations
+        self._now = clock or (lambda: 0.0)
+        self._targets: dict[str, str] = {}  # launch template name -> the reservation it targets
         self._pool_of: dict[str, tuple[str, str, str]] = {}  # live instance -> (capacity type, type, zone)
         self._in_pool: Counter[tuple[str, str, str]] = Counter()
         self._zones: dict[str, str] = {}  # subnet id -> zone
@@ -170,7 +182,9 @@ class SimulatedEc2:
         errors: list[dict[str, Any]] = []
         pools: list[Pool] = []
         chosen: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}  # position -> (config, override)
+        targets: dict[int, str] = {}  # config index -> the reservation its template targets
         for index, config in enumerate(request.get("LaunchTemplateConfigs", [])):
+            targets[index] = self._target(config)
             for override in config.get("Overrides") or []:
                 instance_type = str(override.get("InstanceType", ""))
                 zone = str(override.get("AvailabilityZone") or self._zone(str(override.get("SubnetId", ""))))
@@ -179,11 +193,15 @@ class SimulatedEc2:
                     response: dict[str, Any] = self._client.create_fleet(**request)
                     return response
                 code = self.hooks.capacity_error(instance_type, zone, capacity_type)
+                if code is None and targets[index] and self.reservations is not None:
+                    code = self.reservations.refusal(targets[index], instance_type, zone, self._now())
                 if code is not None:
                     errors.append(_capacity_error(config, override, capacity_type, code, zone=zone))
                     continue
                 available = None
-                if capacity_type == "spot":
+                if targets[index] and self.reservations is not None:
+                    available = self.reservations.available(targets[index])
+                elif capacity_type == "spot":
                     depth = self.hooks.spot_depth(instance_type, zone)
                     if depth is not None:
                         available = max(0, depth - self._in_pool[(capacity_type, instance_type, zone)])
@@ -237,7 +255,8 @@ class SimulatedEc2:
                         **request,
                         "TargetCapacitySpecification": {
                             "TotalTargetCapacity": count,
-                            "DefaultTargetCapacityType": capacity_type,
+                            # moto knows no capacity-block market: a block's instance is on-demand to it.
+                            "DefaultTargetCapacityType": "on-demand" if targets[pool.config] else capacity_type,
                         },
                         "LaunchTemplateConfigs": [{**config, "Overrides": [bare]}],
                     }
@@ -252,11 +271,14 @@ class SimulatedEc2:
                 echoed["Overrides"] = override  # EC2 echoes the override it launched, weight and all
                 instances.append({**entry, "LaunchTemplateAndOverrides": echoed})
                 for instance_id in entry.get("InstanceIds") or []:
+                    reservation = targets[pool.config]
+                    if reservation and self.reservations is not None:
+                        self.reservations.launched(str(instance_id), reservation)
                     started = Launched(
                         instance_id=str(instance_id),
                         instance_type=pool.instance_type,
                         zone=pool.zone,
-                        capacity_type=str(entry.get("Lifecycle") or capacity_type),
+                        capacity_type="reserved" if reservation else str(entry.get("Lifecycle") or capacity_type),
                         tags=tags,
                         price=pool.price,
                     )
@@ -286,6 +308,8 @@ class SimulatedEc2:
             key = self._pool_of.pop(instance_id, None)
             if key is not None:
                 self._in_pool[key] -= 1
+        if self.reservations is not None:
+            self.reservations.released(gone)
         self.hooks.terminated(gone)
         self.hooks.effect("TerminateInstances")
         return response
@@ -308,6 +332,35 @@ class SimulatedEc2:
                 item[_STATUS_BLOCKS[check]] = dict(failed)
         return response
 
+    def describe_capacity_reservations(self, **request: Any) -> dict[str, Any]:
+        """DescribeCapacityReservations, which moto lacks: the scenario's reservations."""
+        if self.reservations is None:
+            return {"CapacityReservations": []}
+        return self.reservations.describe(request, self._now())
+
+    def get_paginator(self, name: str) -> Any:
+        """moto's paginators, and one page of DescribeCapacityReservations (moto has none)."""
+        if name == "describe_capacity_reservations":
+            return _OnePage(self.describe_capacity_reservations)
+        return self._client.get_paginator(name)
+
+    def _target(self, config: Mapping[str, Any]) -> str:
+        """The capacity reservation a config's launch template targets ("" none), from moto's copy."""
+        name = str((config.get("LaunchTemplateSpecification") or {}).get("LaunchTemplateName") or "")
+        if not name or self.reservations is None:
+            return ""
+        if name not in self._targets:
+            quiet, self.quiet = self.quiet, True
+            try:
+                versions = self._client.describe_launch_template_versions(LaunchTemplateName=name, Versions=["$Latest"])
+            finally:
+                self.quiet = quiet
+            found: list[dict[str, Any]] = list(versions.get("LaunchTemplateVersions") or [])
+            data = (found[0].get("LaunchTemplateData") or {}) if found else {}
+            # Template names are content hashes: a name always means the same data.
+            self._targets[name] = self.reservations.target(data)
+        return self._targets[name]
+
     def in_pool(self, capacity_type: str, instance_type: str, zone: str) -> int:
         """How many live instances this EC2 started in one pool."""
         return self._in_pool[(capacity_type, instance_type, zone)]
@@ -325,6 +378,16 @@ class SimulatedEc2:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
+
+
+class _OnePage:
+    """A paginator over a call whose answer is one page."""
+
+    def __init__(self, call: Callable[..., dict[str, Any]]) -> None:
+        self._call = call
+
+    def paginate(self, **request: Any) -> list[dict[str, Any]]:
+        return [self._call(**request)]
 
 
 # DescribeInstanceStatus's block for each status check.

@@ -1,16 +1,20 @@
 """The controllers' Catalog in a simulation: the bundled offline catalog, filtered to the types
-the scenario's NodePools could launch, with a price lookup the world's accounting shares.
+the scenario's NodePools could launch, with a price lookup the world's accounting shares, and the
+reserved offerings of the capacity reservations a NodeClass selects, read from the simulated EC2
+by the functions' own adapter (`reserve`), as the live catalog does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from nodewright.adapters.aws.reservations import CapacityReservations, offered
 from nodewright.adapters.offline_catalog import load_catalog
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.requirements import Requirements
+from nodewright.ports import Clock
 
 
 class SimCatalog:
@@ -25,6 +29,13 @@ class SimCatalog:
         self._all: dict[str, tuple[InstanceType, ...]] = {}
         self._types: dict[tuple[str, str], tuple[InstanceType, ...]] = {}
         self._by_name: dict[str, dict[str, InstanceType]] = {}
+        self._reservations: CapacityReservations | None = None
+        self._clock: Clock | None = None
+
+    def reserve(self, reservations: CapacityReservations, clock: Clock) -> None:
+        """Offer the reservations NodeClasses select, with the counts the cloud provider keeps."""
+        self._reservations = reservations
+        self._clock = clock
 
     def _catalog(self, nodeclass: EC2NodeClass | None) -> str:
         kubelet = nodeclass.kubelet if nodeclass is not None else None
@@ -45,7 +56,9 @@ class SimCatalog:
             wanted = [p.requirements.intersection(Requirements.from_labels(p.labels)) for p in pools]
             cached = tuple(t for t in self._all[key] if any(t.requirements.intersects(r) for r in wanted))
             self._types[(key, name)] = cached
-        return cached
+        if self._reservations is None or self._clock is None:
+            return cached
+        return offered(list(cached), nodeclass, self._reservations, self._clock.now())
 
     def find(self, name: str, nodeclass: EC2NodeClass | None) -> InstanceType | None:
         """One type by name (from the whole catalog)."""

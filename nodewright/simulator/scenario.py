@@ -30,6 +30,11 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
       - {at: 10m, fraction: 0.3, within: 5m}   # or count: 3; optional nodepool, zone
     capacity_errors:
       - {instance_type: "*", zone: us-east-1a, capacity_type: spot, from: 0s, until: 2h}
+    capacity_reservations:                # what DescribeCapacityReservations answers; launches
+      - {id: cr-0a1b2c3d4e5f60718, instance_type: m5.xlarge, zone: us-east-1a, count: 3,
+         match: targeted, tags: {team: ml}}   # also owner (12 digits), from, until
+      - {id: cr-0b1c2d3e4f5a60719, type: capacity-block, instance_type: p5.48xlarge,
+         zone: us-east-1b, count: 2, until: 3h}   # a block must end; EC2 warns 40m before
     functions:
       provisioner: {rate: 1m, timeout: 68s}   # also memory (MB), idle_exit (the economy key)
       consolidator: {rate: 1m, timeout: 120s}

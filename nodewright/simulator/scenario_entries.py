@@ -1,5 +1,5 @@
 """The scenario's event and settings entries: `interruptions`, `initial_nodes`, `capacity_errors`,
-`faults` and `functions`.
+`capacity_reservations`, `faults` and `functions`.
 
 One reader per entry kind, each given the entry's `At` (`interruptions[2]`, ...) and its raw
 value; it reports every problem there and returns the entry, or None when it is invalid. What
@@ -23,6 +23,7 @@ from nodewright.simulator.scenario_model import (
     FUNCTIONS,
     KUBE_VERBS,
     CapacityError,
+    CapacityReservationSpec,
     Fault,
     FunctionSettings,
     InitialNodes,
@@ -117,6 +118,48 @@ def read_capacity_error(at: At, raw: Any) -> CapacityError | None:
     if instance_type is None or zone is None or capacity_type is None or code is None:
         return None
     return CapacityError(instance_type, zone, capacity_type, start or 0.0, end, code)
+
+
+def read_capacity_reservation(at: At, raw: Any) -> CapacityReservationSpec | None:
+    """One `capacity_reservations` entry: an ODCR or a capacity block (which needs `until`)."""
+    keys = ("id", "instance_type", "zone", "count", "type", "match", "owner", "tags", "from", "until")
+    entry = f.item(at, raw, keys)
+    if entry is None:
+        return None
+    ident = f.string(
+        at / "id", f.required(at, entry, "id"), pattern=re.compile(r"^cr-[0-9a-z]+$"), rule="is not cr-..."
+    )
+    instance_type = f.string(at / "instance_type", f.required(at, entry, "instance_type"), non_empty=True)
+    zone = f.string(at / "zone", f.required(at, entry, "zone"), non_empty=True)
+    count = f.integer(at / "count", f.required(at, entry, "count"), minimum=1)
+    kind = f.string(at / "type", entry.get("type", "default"), enum=("default", "capacity-block"))
+    match = f.string(at / "match", entry.get("match", "targeted"), enum=("open", "targeted"))
+    owner = f.string(
+        at / "owner", entry.get("owner"), pattern=re.compile(r"^[0-9]{12}$"), rule="is not a 12-digit account id"
+    )
+    tags = f.string_map(at / "tags", entry.get("tags")) or {}
+    start = read_duration(at / "from", entry.get("from"))
+    end = read_duration(at / "until", entry.get("until"))
+    if kind == "capacity-block" and end is None:
+        (at / "until").error("a capacity block must end")
+        return None
+    if start is not None and end is not None and end <= start:
+        (at / "until").error("must be after `from`")
+        return None
+    if ident is None or instance_type is None or zone is None or count is None or kind is None or match is None:
+        return None
+    return CapacityReservationSpec(
+        id=ident,
+        instance_type=instance_type,
+        zone=zone,
+        count=count,
+        reservation_type=kind,
+        match=match,
+        owner_id=owner or "",
+        tags=tags,
+        start=start or 0.0,
+        end=end,
+    )
 
 
 def read_fault(at: At, raw: Any) -> Fault | None:

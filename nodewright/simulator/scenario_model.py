@@ -93,6 +93,27 @@ class InitialNodes:
 
 
 @dataclass(frozen=True, slots=True)
+class CapacityReservationSpec:
+    """A capacity reservation the simulated EC2 holds: `count` instances of `instance_type` in
+    `zone`, active from `start` to `end` seconds after the start (None: no end; a capacity block
+    must have one). `reservation_type` is `default` (an ODCR) or `capacity-block`; `match` is EC2's
+    instance match criteria (`open` or `targeted`); `owner_id` and `tags` are what selector terms
+    filter on.
+    """
+
+    id: str
+    instance_type: str
+    zone: str
+    count: int
+    reservation_type: str = "default"
+    match: str = "targeted"
+    owner_id: str = ""
+    tags: Mapping[str, str] = field(default_factory=dict)
+    start: float = 0.0
+    end: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CapacityError:
     """EC2 has no capacity for matching offerings between `start` and `end` (None: the run's end).
     `*` matches any instance type, zone or capacity type.
@@ -203,6 +224,8 @@ class Scenario:
     capacitybuffers: tuple[CapacityBuffer, ...] = ()
     podtemplates: tuple[PodTemplate, ...] = ()
     nodepool_changes: tuple[NodePoolChange, ...] = ()
+    # Capacity reservations (ODCRs, capacity blocks) the simulated EC2 holds.
+    capacity_reservations: tuple[CapacityReservationSpec, ...] = ()
 
     @property
     def faults_end(self) -> float | None:

@@ -26,6 +26,7 @@ from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import parse_timestamp
 from nodewright.simulator.scenario_entries import (
     read_capacity_error,
+    read_capacity_reservation,
     read_fault,
     read_functions,
     read_initial_nodes,
@@ -65,6 +66,7 @@ _TOP = (
     "initial_nodes",
     "interruptions",
     "capacity_errors",
+    "capacity_reservations",
     "functions",
     "consolidation",
     "sample_interval",
@@ -172,6 +174,12 @@ class ScenarioReader:
                 (at / "initial_nodes" / index / "zone").error(f"{group.zone!r} is not one of the scenario's zones")
         interruptions = f.items(at / "interruptions", top.get("interruptions"), read_interruption) or ()
         errors = f.items(at / "capacity_errors", top.get("capacity_errors"), read_capacity_error) or ()
+        reservations = (
+            f.items(at / "capacity_reservations", top.get("capacity_reservations"), read_capacity_reservation) or ()
+        )
+        for index, reservation in enumerate(reservations):
+            if reservation.zone not in zones:
+                (at / "capacity_reservations" / index / "zone").error(f"{reservation.zone!r} is not one of zones")
         functions = read_functions(at / "functions", top.get("functions"))
         faults = f.items(at / "faults", top.get("faults"), read_fault) or ()
         changes = self._nodepool_changes(at / "nodepool_changes", top.get("nodepool_changes"), nodepools)
@@ -198,6 +206,7 @@ class ScenarioReader:
             initial_nodes=initial_nodes,
             interruptions=interruptions,
             capacity_errors=errors,
+            capacity_reservations=reservations,
             consolidation=consolidation or "nodewright",
             sample_interval=sample or 0.0,
             consolidation_min_savings=min_savings or 0.0,

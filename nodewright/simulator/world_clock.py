@@ -15,10 +15,11 @@ from collections.abc import Callable
 from functools import partial
 
 from nodewright.simulator.faults import ORPHAN_GRACE_SECONDS
+from nodewright.simulator.world_reservations import CapacityBlocks
 from nodewright.simulator.world_wiring import Wiring
 
 
-class Clockwork(Wiring):
+class Clockwork(Wiring, CapacityBlocks):
     """The schedule and the run (module docstring)."""
 
     def _schedule(self) -> None:
@@ -31,6 +32,7 @@ class Clockwork(Wiring):
                 self.loop.at(scenario.start + t, partial(self._scale, workload.key, t))
         for index, interruption in enumerate(scenario.interruptions):
             self.loop.at(scenario.start + interruption.at, partial(self._interrupt, interruption, index))
+        self._schedule_capacity_blocks()
         if scenario.faults_end is not None and scenario.faults_end + ORPHAN_GRACE_SECONDS <= scenario.duration:
             self.loop.at(scenario.start + scenario.faults_end + ORPHAN_GRACE_SECONDS, self._audit_claims)
         for name in ("provisioner", "consolidator"):

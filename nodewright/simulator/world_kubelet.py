@@ -127,8 +127,8 @@ class Kubelet(Audits, SpotInterruptions, Ec2Hooks):
 
     def terminating(self, instance_ids: Sequence[str]) -> None:
         """A controller (or EC2 itself) is terminating instances: audit what their nodes still hold."""
-        if self._reason == "spot-reclaimed":
-            return
+        if self._reason in ("spot-reclaimed", "capacity-block-reclaimed"):
+            return  # EC2 takes these, not a controller
         for instance_id in instance_ids:
             record = self.recorder.instances.get(instance_id)
             if record is not None and record.node and record.terminated_at is None:

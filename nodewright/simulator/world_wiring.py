@@ -19,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from nodewright.adapters.aws.reservations import CapacityReservations
 from nodewright.adapters.aws.retry import Backoff
 from nodewright.adapters.kube.store import KINDS, NODES
 from nodewright.controllers.observe import RecordingObserver
@@ -50,6 +51,7 @@ from nodewright.simulator.metrics import (
     InterruptionRecord,
     Recorder,
 )
+from nodewright.simulator.reservations import SimulatedReservations
 from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.world_changes import Changes
 from nodewright.simulator.world_kubelet import Kubelet
@@ -142,7 +144,15 @@ class Wiring(Kubelet, Changes):
 
     def _wire(self) -> None:
         scenario = self.scenario
-        ec2 = SimulatedEc2(self.account.ec2, self)
+        reservations = SimulatedReservations(
+            scenario.capacity_reservations, start=scenario.start, account=ACCOUNT, region=REGION
+        )
+        ec2 = SimulatedEc2(self.account.ec2, self, reservations=reservations, clock=self.clock.now)
+        backoff = Backoff(sleep=self.faults.sleep, random=self.faults.jitter)
+        # One count of each reservation, shared by the catalog and the cloud provider, as one
+        # Lambda container shares it (nodewright.controllers.assembly).
+        counts = CapacityReservations(ec2, self.clock, backoff=backoff)
+        self.catalog.reserve(counts, self.clock)
         ssm = PublicParameters(self.account.ssm, self.account.images)
         clients = {"ec2": self.account.ec2, "dynamodb": self.account.dynamodb, "sqs": self.account.sqs}
         self.faults.install(clients, lambda: ec2.quiet)
@@ -153,7 +163,8 @@ class Wiring(Kubelet, Changes):
             instance_profile=NODE_INSTANCE_PROFILE,
             clock=self.clock,
             registry=self._live_instances,
-            backoff=Backoff(sleep=self.faults.sleep, random=self.faults.jitter),
+            backoff=backoff,
+            reservations=counts,
         )
         self.ec2 = ec2
         self.cloud = cloud

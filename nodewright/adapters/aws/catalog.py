@@ -10,19 +10,15 @@ be asked, its types are offered without them (a warning), rather than not at all
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from nodewright.adapters.aws.instance_types import OfferedSpec, fetch_offered_specs, to_instance_types
 from nodewright.adapters.aws.pricing import REFRESH_SECONDS, PriceCache, Prices
-from nodewright.adapters.aws.reservations import CapacityReservations
-from nodewright.engine.reservations import with_reservations
+from nodewright.adapters.aws.reservations import CapacityReservations, offered
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import Clock
-
-log = logging.getLogger(__name__)
 
 
 class LiveCatalog:
@@ -72,14 +68,4 @@ class LiveCatalog:
         else:
             built = to_instance_types(self._specs, prices, kubelet, zones=self._zones)
             self._built[key] = (self._generation, prices, built)
-        return self._reserved(nodeclass, built, now)
-
-    def _reserved(self, nodeclass: EC2NodeClass | None, built: list[InstanceType], now: float) -> list[InstanceType]:
-        if self._reservations is None or nodeclass is None or not nodeclass.capacity_reservation_selector_terms:
-            return built
-        try:
-            selected = self._reservations.select(nodeclass.capacity_reservation_selector_terms)
-        except Exception as error:
-            log.warning("EC2NodeClass %s: capacity reservations not read, none offered: %s", nodeclass.name, error)
-            return built
-        return with_reservations(built, selected, now, self._reservations.remaining())
+        return built if self._reservations is None else offered(built, nodeclass, self._reservations, now)

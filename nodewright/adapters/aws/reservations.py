@@ -26,10 +26,13 @@ from types import MappingProxyType
 from typing import Any
 
 from nodewright.adapters.aws.retry import Backoff, error_code
+from nodewright.engine.reservations import with_reservations
+from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodeclass import (
     RESERVATION_CAPACITY_BLOCK,
     RESERVATION_DEFAULT,
     CapacityReservation,
+    EC2NodeClass,
     SelectorTerm,
 )
 from nodewright.ports import Clock
@@ -95,6 +98,23 @@ def reservation_from_description(item: Mapping[str, Any]) -> CapacityReservation
         available=int(item.get("AvailableInstanceCount") or 0),
         end_time=end.timestamp() if isinstance(end, datetime) else None,
     )
+
+
+def offered(
+    types: list[InstanceType], nodeclass: EC2NodeClass | None, reservations: CapacityReservations, now: float
+) -> list[InstanceType]:
+    """`types` with the reserved offerings of the reservations `nodeclass` selects (the catalog's
+    step, live and simulated). When EC2 cannot be asked, `types` as they are, with a warning: a
+    NodeClass's on-demand and spot capacity must not go with its reservations.
+    """
+    if nodeclass is None or not nodeclass.capacity_reservation_selector_terms:
+        return types
+    try:
+        selected = reservations.select(nodeclass.capacity_reservation_selector_terms)
+    except Exception as error:
+        log.warning("EC2NodeClass %s: capacity reservations not read, none offered: %s", nodeclass.name, error)
+        return types
+    return with_reservations(types, selected, now, reservations.remaining())
 
 
 class CapacityReservations:
