@@ -109,7 +109,7 @@ def status_command(  # noqa: PLR0917 - Typer maps each parameter to an option
 ) -> None:
     """Each function's last invocation, claims in flight, disruption commands, capacity errors, errors, cost."""
     where = Where(cluster, kubeconfig, context, region, state_table, stack, name, hours)
-    _answer(where, output, lambda src, invocations: {**status(src), "cost": _cost(src, invocations)})
+    _answer(where, output, _status)
 
 
 def _answer(
@@ -245,6 +245,17 @@ def _logs(where: Where, now: float) -> tuple[list[dict[str, Any]], list[Any]]:
     if not read.complete:
         where.notes["logs"] += " (the query did not finish: partial)"
     return read.decisions, read.invocations
+
+
+def _status(src: Sources, invocations: Sequence[Any]) -> dict[str, Any]:
+    """`status`, each function's last invocation (its REPORT line) beside its last record, and the cost."""
+    answer = status(src)
+    for invocation in sorted(invocations, key=lambda i: i.at):
+        function = answer["functions"].setdefault(invocation.function, {})
+        function["last_invocation"] = invocation.at
+        function["billed_ms"] = invocation.billed_ms
+    answer["cost"] = _cost(src, invocations)
+    return answer
 
 
 def _cost(src: Sources, invocations: Sequence[Any]) -> dict[str, Any]:

@@ -212,6 +212,8 @@ def test_explain_node_and_status(moto: str, tmp_path: Path) -> None:  # noqa: F8
     answer = json.loads(state.stdout)
     assert set(answer["functions"]) == {"provisioner", "consolidator"}
     assert answer["functions"]["consolidator"]["decision"] == "disruption-rejected"
+    assert answer["functions"]["consolidator"]["billed_ms"] == 2000.0
+    assert answer["functions"]["provisioner"]["billed_ms"] == 50001.0
     assert [c["name"] for c in answer["claims_in_flight"]] == ["default-abc"]
     assert answer["capacity_errors"] == ["spot/c5.large/us-east-1b"]
     assert answer["cost"]["invocations"] == {"provisioner": 1, "consolidator": 1}
