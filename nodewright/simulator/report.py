@@ -161,6 +161,16 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
             ("warning -> replacement requested (max)", _seconds(interruption["replacement_request_seconds_max"])),
             ("warning -> drained (max)", _seconds(interruption["drain_seconds_max"])),
         ]
+    repair = summary.get("repair") or {}
+    if repair.get("nodes_broken"):
+        recovery = repair["recovery_seconds"]
+        figures += [
+            ("nodes broken (not recovered)", f"{repair['nodes_broken']} ({repair['not_recovered']})"),
+            (
+                "failure -> pods running elsewhere (p50 / max)",
+                f"{_seconds(recovery['p50'])} / {_seconds(recovery['max'])}",
+            ),
+        ]
     blocks += [Block("h2", "Key figures"), Block("table", rows=(("figure", "value"), *figures))]
     if summary["warnings"]:
         blocks += [Block("h2", "Warnings"), Block("list", items=tuple(summary["warnings"]))]
@@ -198,6 +208,29 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
         blocks += [
             Block("h2", "Interrupted spot instances"),
             Block("p", "Seconds from each instance's interruption warning (negative: before it, on the rebalance)."),
+            Block("table", rows=tuple(rows[:101])),
+        ]
+    if recorder.repairs:
+        rows = [("node", "failure", "at", "pods", "removed after", "by", "pods elsewhere after")]
+        for broken in sorted(recorder.repairs.values(), key=lambda r: r.broke_at):
+            rows.append(
+                (
+                    broken.node,
+                    broken.cause,
+                    format_duration(round(broken.broke_at - scenario.start)),
+                    str(broken.pods),
+                    _relative(broken.removed_at, broken.broke_at),
+                    broken.removed_by or "-",
+                    _relative(broken.recovered_at, broken.broke_at),
+                )
+            )
+        blocks += [
+            Block("h2", "Broken nodes"),
+            Block(
+                "p",
+                "Seconds from each failure to the node's removal and to its pods running elsewhere (the node "
+                "holding no workload pod, every pod displaced from it bound again).",
+            ),
             Block("table", rows=tuple(rows[:101])),
         ]
     if recorder.violations:
