@@ -217,6 +217,10 @@ class InMemoryCluster:
         # kube-scheduler's events fold into series too (it uses client-go's broadcaster), unlimited.
         self._scheduler_events = EventCorrelator(object_burst=1 << 30, invocation_budget=1 << 30)
         self._events_swept = self.clock.now()
+        # Occurrences and Event objects ever stored, by (reporting controller, reason): the TTL
+        # deletes Events, not these.
+        self._event_occurrences: dict[tuple[str, str], int] = {}
+        self._event_objects: dict[tuple[str, str], int] = {}
 
     # ------------------------------------------------------------------ the Cluster port
 
@@ -524,6 +528,9 @@ class InMemoryCluster:
             self._events_swept = now
             self.expire_events(now - EVENT_TTL)
         self._events[key] = stored
+        by = (stored.reporting_controller, stored.event.reason)
+        self._event_objects[by] = self._event_objects.get(by, 0) + 1
+        self._event_occurrences[by] = self._event_occurrences.get(by, 0) + stored.count
         self._notify("event", ADDED, stored)
         return True
 
@@ -533,9 +540,21 @@ class InMemoryCluster:
         if current is None:
             return None
         patched = replace(current, count=count, last=last)
+        by = (current.reporting_controller, current.event.reason)
+        self._event_occurrences[by] = self._event_occurrences.get(by, 0) + max(0, count - current.count)
         self._events[f"{namespace}/{name}"] = patched
         self._notify("event", MODIFIED, patched)
         return patched
+
+    def event_summary(self) -> dict[str, dict[str, dict[str, int]]]:
+        """Every Event stored so far (expired ones too), by reporting controller and reason: Event
+        objects created (`events`) and the occurrences their series counted (`occurrences`).
+        """
+        out: dict[str, dict[str, dict[str, int]]] = {}
+        for (controller, reason), objects in sorted(self._event_objects.items()):
+            counted = self._event_occurrences.get((controller, reason), objects)
+            out.setdefault(controller, {})[reason] = {"events": objects, "occurrences": counted}
+        return out
 
     def expire_events(self, last_before: float) -> int:
         """Delete the Events last seen before `last_before`, as the API server's event TTL (one

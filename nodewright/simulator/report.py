@@ -111,6 +111,10 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
         ),
         ("wall time", f"{summary['wall_seconds']:.1f} s for {format_duration(scenario.duration)} of virtual time"),
     ]
+    for reporter, reasons in (summary.get("kube_events") or {}).items():
+        # Event objects the cluster got, and the occurrences their series counted, by reason.
+        shown = {f"{reason} ({n['occurrences']})": n["events"] for reason, n in reasons.items()}
+        figures.append((f"Kubernetes Events from {reporter}: objects (occurrences)", _counts(shown)))
     displaced = summary["displaced_pending_seconds"]
     for cause, label in (("interruption", "interrupted nodes"), ("other", "other removed nodes")):
         waited = displaced[cause]

@@ -126,6 +126,7 @@ def run_scenario(
             summary["self_cost"] = _self_cost(world, calls)
             summary["invocation_cpu_seconds"] = _invocation_cpu(world)
             summary["faults"] = world.faults.summary()
+            summary["kube_events"] = world.cluster.event_summary()
             if world.http is not None:
                 summary["kube_api"] = world.http.usage(scenario.duration)
             summary = {

@@ -26,6 +26,7 @@ def test_repeats_become_one_event_whose_series_counts_them() -> None:
     [stored] = cluster.events(ObjectRef.pod(waiting.key))
     assert stored.event.regarding.uid == waiting.uid  # filled in from the stored pod
     assert (stored.count, stored.last) == (11, START + 300)  # patched once the 5-minute window passed
+    assert cluster.event_summary() == {"nodewright": {"FailedScheduling": {"events": 1, "occurrences": 11}}}
 
 
 def test_events_last_seen_an_hour_ago_are_deleted_as_new_ones_come() -> None:
