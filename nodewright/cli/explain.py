@@ -279,8 +279,41 @@ def _cost(src: Sources, invocations: Sequence[Any]) -> dict[str, Any]:
     }
 
 
+# Columns a table of records shows, in this order, when the records have them (JSON has all).
+COLUMNS = (
+    "name",
+    "function",
+    "at",
+    "first",
+    "decision",
+    "type",
+    "reason",
+    "event",
+    "nodeclaim",
+    "node",
+    "pod",
+    "state",
+    "method",
+    "instance_type",
+    "capacity_type",
+    "zone",
+    "price",
+    "pods",
+    "options",
+    "candidates",
+    "detail",
+    "note",
+    "count",
+    "last_invocation",
+    "billed_ms",
+    "since",
+)
+
+
 def print_answer(answer: Mapping[str, Any]) -> None:
-    """The answer as rich tables: scalars first, then one table per list of records."""
+    """The answer as rich tables: scalars first, then one table per list of records (or per
+    mapping of records, keyed by name), with the COLUMNS they have.
+    """
     from rich.console import Console
     from rich.table import Table
 
@@ -288,20 +321,25 @@ def print_answer(answer: Mapping[str, Any]) -> None:
     facts = Table(show_header=False, box=None)
     facts.add_column(style="bold")
     facts.add_column()
-    nested: list[tuple[str, Any]] = []
+    nested: list[tuple[str, list[Mapping[str, Any]]]] = []
     for key, value in answer.items():
+        if key == "sources":
+            continue
         if isinstance(value, list) and value and isinstance(value[0], Mapping):
             nested.append((key, value))
-        elif isinstance(value, Mapping) and value and key != "sources":
+        elif isinstance(value, Mapping) and value and all(isinstance(v, Mapping) for v in value.values()):
+            nested.append((key, [{"name": k, **v} for k, v in value.items()]))
+        elif isinstance(value, Mapping) and value:
             nested.append((key, [value]))
         else:
             facts.add_row(key.replace("_", " "), _cell(value))
     console.print(facts)
     for key, rows in nested:
+        present = {k for row in rows for k in row}
+        columns = [c for c in COLUMNS if c in present] or sorted(present)
         table = Table(title=key.replace("_", " "), title_justify="left")
-        columns = list(dict.fromkeys(k for row in rows for k in row))
         for column in columns:
-            table.add_column(column)
+            table.add_column(column.replace("_", " "))
         for row in rows:
             table.add_row(*(_cell(row.get(c)) for c in columns))
         console.print(table)
@@ -312,6 +350,8 @@ def print_answer(answer: Mapping[str, Any]) -> None:
 def _cell(value: Any) -> str:
     if value is None or value == "":
         return "-"
+    if value in ([], {}):
+        return "none"
     if isinstance(value, float) and value > 1e9:  # an epoch time
         return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(value))
     if isinstance(value, list | tuple):

@@ -205,8 +205,13 @@ def status(src: Sources, *, hour: float = 3600.0) -> dict[str, Any]:
     for record in src.decisions:
         at = float(record.get("at") or 0.0)
         function = str(record.get("function") or "")
-        if function and at >= float(last.get(function, {}).get("at") or 0.0):
-            last[function] = {"at": at, "decision": record.get("decision"), "result": record.get("result", "")}
+        # The last decision of each function; its API-usage record closes every invocation and says less.
+        if (
+            function
+            and record.get("decision") != "kube-api-usage"
+            and at >= float(last.get(function, {}).get("at") or 0)
+        ):
+            last[function] = {"at": at, "decision": record.get("decision")}
         if at and src.now - at > hour:
             continue
         if str(record.get("level", "")).upper() == "ERROR" or str(record.get("decision", "")).endswith("failed"):
