@@ -29,6 +29,9 @@ is what needs the grant):
   * SimulatedLambda.invoke -> lambda Invoke;
   * the simulator resolves AMIs by alias only: NodeClassResolver.images -> also by name
     (amiSelectorTerms with id, name or tags: DescribeImages).
+An Event series is patched only when its Event recurs past its reason's window, which a short
+scenario may not reach: the first Event each adapter creates is also patched once (a PATCH of
+events.k8s.io events, as a recurring one would send).
 """
 
 from __future__ import annotations
@@ -140,6 +143,7 @@ class Recorder:
         from nodewright.adapters.aws.ec2 import Ec2CloudProvider
         from nodewright.adapters.aws.nodeclass_resolver import NodeClassResolver
         from nodewright.adapters.aws.state_store import DynamoStateStore
+        from nodewright.adapters.kube.events import KubeEvents
         from nodewright.controllers.provisioning import StaticConfiguration
         from nodewright.model.nodeclass import AMISelectorTerm
         from nodewright.simulator import kubehttp
@@ -162,6 +166,15 @@ class Recorder:
             return made
 
         original_adapter = kubehttp.HttpCluster.adapter
+
+        def send_event(self: Any, write: Any) -> None:
+            original_send_event(self, write)
+            if write.verb == "create" and (str(id(self)), "series") not in recorder._probed:
+                recorder._probed.add((str(id(self)), "series"))
+                with contextlib.suppress(Exception):
+                    original_send_event(self, replace(write, verb="patch", count=2))
+
+        original_send_event = KubeEvents._send
 
         def also(stand_in: Callable[..., Any], real: Callable[..., Any], key: str) -> Callable[..., Any]:
             @functools.wraps(stand_in)
@@ -202,6 +215,7 @@ class Recorder:
         wrappers: list[tuple[Any, str, Any]] = [
             (rest.RESTClientObject, "request", request),
             (kubehttp.HttpCluster, "adapter", adapter),
+            (KubeEvents, "_send", send_event),
             (MirroredCloud, "instances", also(MirroredCloud.instances, Ec2CloudProvider.instances, "instances")),
             (PublicParameters, "get_parameter", get_parameter),
             (SimulatedLambda, "invoke", invoke),
