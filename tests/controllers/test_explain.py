@@ -11,9 +11,9 @@ from typing import Any
 
 from nodewright.controllers.explain import Sources, event_rows, explain_node, explain_pod, status
 from nodewright.controllers.provisioning import pool_capacities
-from nodewright.model.command import CommandRecord
 from tests.builders import pod
-from tests.controllers.test_provisioning import FixedCatalog, World, register
+from tests.controllers.test_mirror import initialized_node
+from tests.controllers.test_provisioning import FixedCatalog, World
 
 
 def sources(world: World) -> Sources:
@@ -64,12 +64,7 @@ def test_a_pod_no_nodepool_can_take_gets_the_per_pool_reasons_from_a_read_only_s
 
 def test_a_node_is_explained_by_the_claim_that_launched_it_and_what_consolidation_thinks() -> None:
     world = World()
-    world.pending(2)
-    world.run()
-    (claim,) = world.store.claims()
-    node = register(world, claim, ready=True)
-    world.run(1)
-    world.run(1)
+    claim, node = initialized_node(world)
     for p in list(world.cluster.pods()):
         world.cluster.bind(p, node.name)
 
@@ -95,23 +90,7 @@ def test_a_node_is_explained_by_the_claim_that_launched_it_and_what_consolidatio
 
 def test_a_node_a_command_disrupts_says_what_happens_next() -> None:
     world = World()
-    world.pending(2)
-    world.run()
-    (claim,) = world.store.claims()
-    node = register(world, claim, ready=True)
-    world.run(1)
-    world.run(1)
-    world.store.save_command(
-        CommandRecord(
-            id="cmd-7",
-            method="emptiness",
-            reason="empty",
-            candidates=(node.name,),
-            instance_ids=(claim.instance_id,),
-            state="draining",
-            detail="delete the empty node",
-        )
-    )
+    _, node = initialized_node(world, id="cmd-7", method="emptiness", state="draining", detail="delete the empty node")
 
     answer = explain_node(sources(world), node.name)
 

@@ -12,6 +12,8 @@ from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.provisioning import StaticConfiguration
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
+from nodewright.model.node import Node
+from nodewright.model.nodeclaim import NodeClaim
 from nodewright.sim.claimobjects import InMemoryClaimObjects
 from tests.controllers.test_provisioning import FixedCatalog, World, register
 
@@ -29,6 +31,31 @@ def mirrored(world: World, objects: InMemoryClaimObjects, *, nodepool_status: bo
     )
     world.provisioner = provisioner  # type: ignore[method-assign]
     return world
+
+
+def initialized_node(world: World, **command: str) -> tuple[NodeClaim, Node]:
+    """Two pods' claim launched, its node registered and initialized; with `command` fields (id,
+    method, state, detail), a disruption command recorded on that node.
+    """
+    world.pending(2)
+    world.run()
+    (claim,) = world.store.claims()
+    node = register(world, claim, ready=True)
+    world.run(1)
+    world.run(1)  # registered, then initialized
+    if command:
+        world.store.save_command(
+            CommandRecord(
+                id=command["id"],
+                method=command["method"],
+                reason=command["method"],
+                candidates=(node.name,),
+                instance_ids=(claim.instance_id,),
+                state=command["state"],
+                detail=command["detail"],
+            )
+        )
+    return claim, node
 
 
 def conditions(obj: dict[str, object]) -> dict[str, tuple[str, str]]:
@@ -132,22 +159,8 @@ def test_a_write_that_fails_is_reported_and_retried_from_a_fresh_list() -> None:
 def test_a_running_consolidation_command_shows_as_disrupting_on_its_candidate() -> None:
     objects = InMemoryClaimObjects()
     world = mirrored(World(), objects)
-    world.pending(2)
-    world.run()
-    (claim,) = world.store.claims()
-    node = register(world, claim, ready=True)
-    world.run(1)
-    world.run(1)
-    world.store.save_command(
-        CommandRecord(
-            id="cmd-1",
-            method="consolidation",
-            reason="underutilized",
-            candidates=(node.name,),
-            instance_ids=(claim.instance_id,),
-            state="tainted",
-            detail="replace with a cheaper m5.large",
-        )
+    claim, _ = initialized_node(
+        world, id="cmd-1", method="consolidation", state="tainted", detail="replace with a cheaper m5.large"
     )
     consolidator = Consolidator(
         cluster=world.cluster,
