@@ -13,7 +13,7 @@ from nodewright.model.event import ObjectRef
 from nodewright.model.pod import Pod
 from nodewright.ports import Eviction
 from nodewright.sim.cluster import InMemoryCluster
-from tests.builders import node, node_pool
+from tests.builders import node, node_pool, pod
 from tests.controllers.test_disruption import ConsolidationWorld
 from tests.controllers.test_interruption import World
 from tests.controllers.test_provisioning import World as ProvisioningWorld
@@ -138,3 +138,18 @@ def test_a_drain_a_budget_holds_is_reported_blocked_with_the_budgets_answer() ->
     assert blocked
     assert any("Disruption aborted: the drain evicted nothing for 120 s" in e.event.note for e in blocked)
     assert any("disruption budget" in e.event.note for e in blocked)
+
+
+def test_a_node_a_do_not_disrupt_pod_holds_is_reported_blocked_naming_the_pod_and_an_idle_one_unconsolidatable() -> (
+    None
+):
+    world = ConsolidationWorld()
+    world.node_with("held", 0)
+    guarded = world.cluster.add_pod(pod("batch", cpu="100m", annotations={"karpenter.sh/do-not-disrupt": "true"}))
+    world.cluster.bind(guarded, "held")
+
+    world.run(60)
+
+    assert reasons(world.cluster, ObjectRef.node("held")) == [
+        ("Normal", "DisruptionBlocked", "pod default/batch is annotated karpenter.sh/do-not-disrupt")
+    ]
