@@ -206,7 +206,14 @@ def unconsolidatable(node: str, why: str) -> Event:
 # a PodDisruptionBudget, a budget, an annotation): Karpenter reports those as DisruptionBlocked.
 _BLOCKERS = ("do-not-disrupt", "PodDisruptionBudget", "budgets allow", "drain stalled")
 # Reasons about nodes that are not (or not yet, or no longer) the consolidator's to judge: no Event.
-_NOT_JUDGED = ("not managed by Nodewright", "already ", "not initialized", "not ready", "the interruption function")
+_NOT_JUDGED = (
+    "not managed by Nodewright",
+    "already ",
+    "not initialized",
+    "not ready",
+    "the interruption function",
+    "left for a later pass",  # another command was chosen this pass: nothing to explain yet
+)
 
 
 def disruption_rejected(node: str, why: str) -> Event | None:
@@ -214,7 +221,8 @@ def disruption_rejected(node: str, why: str) -> Event | None:
     when the reason names a blocker (a do-not-disrupt pod or annotation, a PodDisruptionBudget,
     the NodePool's budgets, a stalled drain), Unconsolidatable otherwise; None for a node that is
     not the consolidator's to judge (another autoscaler's, not initialized or ready, already
-    being disrupted or deleted, cordoned by the interruption function).
+    being disrupted or deleted, cordoned by the interruption function) or only waits for a
+    later pass.
     """
     if why.startswith(_NOT_JUDGED):
         return None

@@ -1,0 +1,68 @@
+"""nodewright.model.event: which Event a disruption pass's reason becomes, and the correlator's
+series and limits on a virtual timeline (pure: no cluster, no clock).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from nodewright.model.errors import InvalidValue
+from nodewright.model.event import CREATE, PATCH, EventCorrelator, ObjectRef, disruption_rejected, pod_nominated
+
+
+@pytest.mark.parametrize(
+    ("why", "reason"),
+    [
+        pytest.param("pod default/db-0 is annotated karpenter.sh/do-not-disrupt", "DisruptionBlocked", id="pod"),
+        pytest.param("the node is annotated karpenter.sh/do-not-disrupt", "DisruptionBlocked", id="node-annotation"),
+        pytest.param(
+            "pod default/web-1: PodDisruptionBudget default/web allows no disruption now", "DisruptionBlocked", id="pdb"
+        ),
+        pytest.param(
+            "NodePool default's disruption budgets allow 0 Underutilized now", "DisruptionBlocked", id="budget"
+        ),
+        pytest.param(
+            "its last drain stalled (PodDisruptionBudgets refused the evictions) and was given up",
+            "DisruptionBlocked",
+            id="stalled",
+        ),
+        pytest.param(
+            "no method found a command for it: not empty, expired or drifted, and no cheaper placement",
+            "Unconsolidatable",
+            id="no-cheaper",
+        ),
+        pytest.param("not managed by Nodewright (no node claim or NodePool label)", None, id="foreign"),
+        pytest.param("not initialized yet (claim state launched)", None, id="young"),
+        pytest.param("already part of a running disruption command", None, id="in-progress"),
+        pytest.param("left for a later pass: this pass chose emptiness", None, id="later"),
+    ],
+)
+def test_a_pass_reason_becomes_blocked_unconsolidatable_or_no_event(why: str, reason: str | None) -> None:
+    event = disruption_rejected("ip-1", why)
+
+    assert (event.reason if event else None) == reason
+    if event is not None:
+        assert (event.regarding, event.note) == (ObjectRef.node("ip-1"), why)
+
+
+def test_a_series_is_one_create_then_one_patch_per_window_and_a_gap_starts_a_new_one() -> None:
+    correlator = EventCorrelator()
+    nominated = pod_nominated("default/web-1", "default-abc")
+
+    writes = [correlator.observe(nominated, t) for t in (0, 60, 119, 130, 200, 400)]
+
+    assert [(w.verb, w.count) if w else None for w in writes] == [
+        (CREATE, 1),
+        None,
+        None,
+        (PATCH, 4),  # 130 s after the create: the 2-minute window's patch
+        None,
+        (CREATE, 1),  # 200 s after the last occurrence: a new series
+    ]
+    assert writes[0].name != writes[5].name  # type: ignore[union-attr]
+    assert correlator.folded == 3
+
+
+def test_a_pod_reference_needs_a_namespace() -> None:
+    with pytest.raises(InvalidValue, match="expected namespace/name"):
+        ObjectRef.pod("web-1")
