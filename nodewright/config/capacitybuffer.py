@@ -29,15 +29,20 @@ _TEMPLATE = ("metadata", "spec")
 INT32 = 2**31 - 1
 
 
+def _body(at: At, value: Any, fields: tuple[str, ...]) -> Mapping[str, Any] | None:
+    """A document's required body object (`spec`, `template`); None, with the problem, when it is not one."""
+    if value is None:
+        at.error("is required")
+        return None
+    return f.kube_obj(at, value, fields)
+
+
 def parse_capacitybuffer(
     at: At, name: str, metadata: Mapping[str, Any], spec_value: Any, api_version: str
 ) -> CapacityBuffer | None:
     """Validate a CapacityBuffer's spec; None when anything is wrong (`at`: the document root)."""
     at_spec = at / "spec"
-    if spec_value is None:
-        at_spec.error("is required")
-        return None
-    spec = f.kube_obj(at_spec, spec_value, SPEC_FIELDS)
+    spec = _body(at_spec, spec_value, SPEC_FIELDS)
     if spec is None:
         return None
     template_ref: str | None = None
@@ -94,10 +99,7 @@ def parse_podtemplate(
 ) -> PodTemplate | None:
     """Validate a PodTemplate's `template` into the pod it describes; None when anything is wrong."""
     at_template = at / "template"
-    if template_value is None:
-        at_template.error("is required")
-        return None
-    template = f.kube_obj(at_template, template_value, _TEMPLATE)
+    template = _body(at_template, template_value, _TEMPLATE)
     if template is None:
         return None
     meta = template.get("metadata") or {}

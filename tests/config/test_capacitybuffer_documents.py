@@ -121,3 +121,14 @@ def test_an_unknown_buffer_field_warns_and_is_dropped() -> None:
     loaded = parse_yaml(BUFFER.replace("replicas: 4", "replicas: 4\n  replica: 5"), "b.yaml")
     assert loaded.ok
     assert [w.path for w in loaded.warnings] == ["spec.replica"]
+
+
+def test_a_buffer_without_spec_and_a_podtemplate_without_template_are_problems_naming_the_field() -> None:
+    text = (
+        "apiVersion: autoscaling.x-k8s.io/v1beta1\nkind: CapacityBuffer\nmetadata: {name: b}\n---\n"
+        "apiVersion: v1\nkind: PodTemplate\nmetadata: {name: t}\n"
+    )
+    assert [p.detail for p in parse_yaml(text, "x.yaml").problems] == [
+        "CapacityBuffer/b: spec: is required",
+        "PodTemplate/t: template: is required",
+    ]
