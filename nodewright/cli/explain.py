@@ -13,7 +13,8 @@ Role: the command line over `nodewright.controllers.explain`. It reads, and writ
   * instance types and prices as `plan --cluster` reads them (live, else the bundled catalog).
 
 `status` adds what the functions cost: Lambda GB-seconds and requests from the REPORT lines of
-the window, scaled to a month at the list prices `nodewright simulate` uses for `self_cost`.
+the window and the log bytes ingested, scaled to a month at the list prices `nodewright simulate`
+uses for `self_cost` (DynamoDB and custom metrics are not read here: see summary.json's self_cost).
 Output: rich tables by default, `--output json` for scripts. A source that cannot be read is
 said in the output (`sources`), not fatal, except the cluster itself.
 """
@@ -109,7 +110,7 @@ def status_command(  # noqa: PLR0917 - Typer maps each parameter to an option
 ) -> None:
     """Each function's last invocation, claims in flight, disruption commands, capacity errors, errors, cost."""
     where = Where(cluster, kubeconfig, context, region, state_table, stack, name, hours)
-    _answer(where, output, _status)
+    _answer(where, output, lambda src, invocations: _status(src, invocations, where.notes))
 
 
 def _answer(
@@ -228,7 +229,7 @@ def _events(api_client: Any, about: tuple[str, str, str], where: Where) -> list[
 
 def _logs(where: Where, now: float) -> tuple[list[dict[str, Any]], list[Any]]:
     from nodewright.adapters.aws import session
-    from nodewright.adapters.aws.logs import DecisionLog
+    from nodewright.adapters.aws.logs import LIMIT, DecisionLog
 
     try:
         log = DecisionLog(
@@ -244,23 +245,28 @@ def _logs(where: Where, now: float) -> tuple[list[dict[str, Any]], list[Any]]:
     where.notes["logs"] = f"{len(read.decisions)} decision records from {', '.join(read.log_groups) or 'no log group'}"
     if not read.complete:
         where.notes["logs"] += " (the query did not finish: partial)"
+    where.notes["log_bytes"] = str(read.bytes)
+    if read.rows >= LIMIT:
+        where.notes["logs"] += f" (the query's limit of {LIMIT} rows: more happened, figures are low)"
     return read.decisions, read.invocations
 
 
-def _status(src: Sources, invocations: Sequence[Any]) -> dict[str, Any]:
+def _status(src: Sources, invocations: Sequence[Any], notes: Mapping[str, str]) -> dict[str, Any]:
     """`status`, each function's last invocation (its REPORT line) beside its last record, and the cost."""
     answer = status(src)
     for invocation in sorted(invocations, key=lambda i: i.at):
         function = answer["functions"].setdefault(invocation.function, {})
         function["last_invocation"] = invocation.at
         function["billed_ms"] = invocation.billed_ms
-    answer["cost"] = _cost(src, invocations)
+    answer["cost"] = _cost(src, invocations, notes)
     return answer
 
 
-def _cost(src: Sources, invocations: Sequence[Any]) -> dict[str, Any]:
-    """Lambda's bill for the window's invocations, scaled to a month (see the module docstring)."""
-    from nodewright.simulator.selfcost import LAMBDA_GB_SECOND_ARM, LAMBDA_REQUEST
+def _cost(src: Sources, invocations: Sequence[Any], notes: Mapping[str, str]) -> dict[str, Any]:
+    """Lambda's bill for the window's invocations and CloudWatch Logs' for the bytes read
+    (`notes["log_bytes"]`), scaled to a month (see the module docstring).
+    """
+    from nodewright.simulator.selfcost import LAMBDA_GB_SECOND_ARM, LAMBDA_REQUEST, LOGS_PER_GB
 
     if not invocations:
         return {"lambda_month": None, "why": "no REPORT lines in the window"}
@@ -271,8 +277,10 @@ def _cost(src: Sources, invocations: Sequence[Any]) -> dict[str, Any]:
     by_function: dict[str, int] = {}
     for i in invocations:
         by_function[i.function] = by_function.get(i.function, 0) + 1
+    logs = int(notes.get("log_bytes") or 0) / 1e9 * LOGS_PER_GB
     return {
         "lambda_month": round(window * HOURS_PER_MONTH / hours, 2),
+        "logs_month": round(logs * HOURS_PER_MONTH / hours, 2),
         "invocations": by_function,
         "gb_seconds": round(gb_seconds, 1),
         "window_hours": round(hours, 2),

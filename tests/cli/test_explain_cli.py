@@ -219,6 +219,8 @@ def test_explain_node_and_status(moto: str, tmp_path: Path) -> None:  # noqa: F8
     assert answer["cost"]["invocations"] == {"provisioner": 1, "consolidator": 1}
     assert answer["cost"]["gb_seconds"] == pytest.approx(50.001 + 1.0, abs=0.1)
     assert answer["cost"]["lambda_month"] > 0
+    assert answer["cost"]["logs_month"] >= 0
+    assert int(answer["sources"]["log_bytes"]) > 500  # the five records and REPORT lines
     assert table.exit_code == 0, table.output
     assert "claims in flight" in table.stdout
 

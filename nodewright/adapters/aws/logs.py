@@ -29,7 +29,8 @@ from typing import Any
 
 _REPORT = re.compile(r"Billed Duration: (?P<billed>[\d.]+) ms\s+Memory Size: (?P<memory>\d+) MB")
 _LOG_GROUP = "AWS::Logs::LogGroup"
-QUERY = "fields @timestamp, @message, @log | sort @timestamp desc | limit 10000"
+LIMIT = 10_000  # rows one Insights query returns at most
+QUERY = f"fields @timestamp, @message, @log | sort @timestamp desc | limit {LIMIT}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,10 @@ class LogRead:
     invocations: list[Invocation] = field(default_factory=list)
     log_groups: list[str] = field(default_factory=list)
     complete: bool = True
+    # Bytes of the log events read (what CloudWatch Logs billed to ingest them); `rows` read, of
+    # at most the query's limit: at the limit, the window held more and the figures are low.
+    bytes: int = 0
+    rows: int = 0
 
 
 class DecisionLog:
@@ -106,6 +111,8 @@ class DecisionLog:
             waited += 0.5
         for row in answer.get("results") or ():
             fields = {f["field"]: f.get("value", "") for f in row}
+            result.rows += 1
+            result.bytes += len(fields.get("@message", "").encode())
             _parse(fields, result)
         result.decisions.sort(key=lambda d: float(d.get("at") or 0.0))
         result.invocations.sort(key=lambda i: i.at)
