@@ -12,7 +12,7 @@ from dataclasses import replace
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.model.nodepool import Budget, Disruption, NodePool
 from nodewright.model.resources import Resources
-from tests.builders import node_pool, pod
+from tests.builders import node, node_pool, pod
 from tests.controllers.test_disruption import ConsolidationWorld
 from tests.controllers.test_interruption import BOOT
 
@@ -154,3 +154,11 @@ def test_dynamic_pools_still_provision_beside_a_static_one() -> None:
     provision(world)
     assert len(static_nodes(world)) == 1
     assert static_nodes(world, "dynamic")
+
+
+def test_karpenters_nodes_of_a_nodepool_of_the_same_name_do_not_count_toward_the_replicas() -> None:
+    world = ConsolidationWorld(pools=(STATIC,))
+    for i in range(2):
+        world.cluster.add_node(node(f"karpenter-{i}", labels={"karpenter.sh/nodepool": "static"}))
+    provision(world)
+    assert len(world.cloud.calls_to("launch")) == 3

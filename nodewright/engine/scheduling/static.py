@@ -7,7 +7,8 @@ are capacity like any other, so pods land on them as on any node.
 
 Counting, as Karpenter's static provisioning controller counts (its `NodePoolState`):
 
-* `active`: the pool's nodes that are not going away (being deleted, or cordoned by an interruption
+* `active`: the pool's nodes (Nodewright's: a Karpenter node of a NodePool of the same name does
+  not count) that are not going away (being deleted, or cordoned by an interruption
   that asks for a replacement: `Node.draining`), plus its claims launched or being launched that
   no node has joined yet. A node a disruption command is replacing still counts, so a replacement
   launched first never makes the provisioner launch a third node;
@@ -66,7 +67,8 @@ def count_static(pool: NodePool, nodes: Sequence[Node], claims: Sequence[NodeCla
     for node in nodes:
         names.add(node.name)
         joined.update(key for key in (node.nodeclaim, node.provider_id) if key)
-        if node.nodepool != pool.name:
+        # Only Nodewright's: side by side with Karpenter, its nodes carry karpenter.sh/nodepool too.
+        if node.nodepool != pool.name or not node.launched_by_nodewright:
             continue
         total += 1
         if not node.draining:
