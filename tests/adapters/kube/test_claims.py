@@ -183,7 +183,7 @@ async def test_a_cluster_without_the_crd_turns_the_mirror_off(kmock: KubernetesE
     assert mirror.observer.of("mirror-off")  # type: ignore[attr-defined]
 
 
-def test_the_api_emulator_serves_the_mirror_and_kubectl_get_reads_it_back() -> None:
+async def test_the_api_emulator_serves_the_mirror_and_kubectl_get_reads_it_back() -> None:
     from nodewright.adapters.kube.client import from_cluster_info
     from nodewright.model.cluster import ClusterInfo
     from nodewright.sim.apiserver import ApiServer
@@ -195,13 +195,18 @@ def test_the_api_emulator_serves_the_mirror_and_kubectl_get_reads_it_back() -> N
     server = ApiServer(InMemoryCluster(), tokens=["t0k3n"])
     server.claims = objects
     url = server.start()
-    try:
+
+    def exercise() -> tuple[Any, ...]:
         api_client = from_cluster_info(ClusterInfo("emulated", url, _CA, "1.31"), lambda: "t0k3n")
         ready, launching = claims()
         _, first = sync(api_client, (ready, launching))
         _, second = sync(api_client, (launching.with_changes(state="registered", node_name="ip-2", registered_at=NOW),))
         listing = CustomObjectsApi(api_client).list_cluster_custom_object("nodewright.io", "v1", "nodeclaims")
         served = {(u.verb, u.resource): u.requests for u in server.usage()}
+        return first, second, listing, served
+
+    try:
+        first, second, listing, served = await asyncio.to_thread(exercise)
     finally:
         server.stop()
 
