@@ -221,7 +221,7 @@ class InterruptionController:
             self.cluster.record(_interruption_event(node.name, message, action.reason), started)
         steps: list[str] = []
         if action.block_offering:
-            self._block(node, claim, steps)
+            self._block(node, claim, steps, reserved=message.kind == CAPACITY_RESERVATION)
         if action.delete:
             if node is not None:
                 self.cluster.delete_node(node.name)
@@ -394,13 +394,21 @@ class InterruptionController:
             self.store.delete_claim(claim.name)
         self.observer.decision("interruption-terminated", instance_id=instance_id, node=node.name if node else "")
 
-    def _block(self, node: Node | None, claim: NodeClaim | None, steps: list[str]) -> None:
+    def _block(self, node: Node | None, claim: NodeClaim | None, steps: list[str], *, reserved: bool = False) -> None:
+        """Block the node's offering in the capacity-error cache: its spot pool, or (`reserved`)
+        the capacity reservation it was launched into; a node not launched into one has none.
+        """
         instance_type = (claim.instance_type if claim else "") or (
             node.labels.get(wk.INSTANCE_TYPE, "") if node else ""
         )
         zone = (claim.zone if claim else "") or (node.labels.get(wk.ZONE, "") if node else "")
+        capacity_type = (claim.capacity_type if claim else "") or (
+            node.labels.get(wk.CAPACITY_TYPE, "") if node else ""
+        )
+        if reserved and capacity_type != "reserved":
+            return
         if instance_type and zone:
-            offering = ("spot", instance_type, zone)
+            offering = ("reserved" if reserved else "spot", instance_type, zone)
             self.store.block_offerings([offering], self.clock.now() + self.options.offering_block)
             steps.append(f"blocked {'/'.join(offering)}")
 

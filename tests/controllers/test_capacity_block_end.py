@@ -17,12 +17,18 @@ from typing import Any
 
 import pytest
 
-from nodewright.engine.interruption import CAPACITY_BLOCK_EXPIRING, MalformedEvent, action_for, parse
+from nodewright.engine.interruption import (
+    CAPACITY_BLOCK_EXPIRING,
+    CAPACITY_RESERVATION,
+    MalformedEvent,
+    action_for,
+    parse,
+)
 from nodewright.engine.interruption.actions import DEFAULT_MARGIN, DRAIN_NOW
 from nodewright.engine.interruption.rules import interruption_rules
 from nodewright.engine.reservations import EC2_RECLAIM_LEAD_SECONDS, EXPIRY_LEAD_SECONDS
 from nodewright.model import labels as wk
-from tests.controllers.test_interruption import START, World
+from tests.controllers.test_interruption import START, ZONE, World
 
 BLOCK = "cr-0123456789abcdef0"
 END = START + EXPIRY_LEAD_SECONDS  # the warning comes 40 minutes before the end
@@ -95,3 +101,17 @@ def test_every_node_of_the_block_is_drained_and_no_pod_is_lost() -> None:
     assert all(p.node_name and not p.node_name.startswith("block-") for p in world.workload_pods())
     decisions = world.observer.of("interruption")
     assert {d["reason"] for d in decisions} == {f"capacity block {BLOCK} ends"}
+
+
+def test_an_interruptible_reservations_warning_blocks_its_reserved_offering_only() -> None:
+    world = World()
+    world.spot_node("reserved-1", pods=4, capacity_type="reserved")
+    world.spot_node("od-1", pods=4, capacity_type="on-demand")
+    world.controller.handle(world.message(CAPACITY_RESERVATION, "i-reserved-1"))
+    world.controller.handle(world.message(CAPACITY_RESERVATION, "i-od-1"))
+
+    blocked = world.store.blocked_offerings(world.clock.now())
+    assert ("reserved", "m5.4xlarge", ZONE) in blocked
+    assert not any(o[0] == "on-demand" for o in blocked)
+    world.tick(120)
+    assert world.cluster.lost_pods() == []

@@ -4,7 +4,7 @@ NodePool. Pure.
 | kind                      | cordon | replace | drain                         | other              |
 |---------------------------|--------|---------|-------------------------------|--------------------|
 | spot warning              | yes    | yes     | now, by the warning's time    | block the offering |
-| capacity-reservation      | yes    | yes     | now, by its termination time  |                    |
+| capacity-reservation      | yes    | yes     | now, by its termination time  | block the reservation's offering |
 | capacity block expiring   | yes    | yes     | now, by EC2's reclaim (end-30m)| (every node of it) |
 | scheduled change (Health) | yes    | yes     | now, by its start time        |                    |
 | scheduled change, closed  |        |         |                               | (over: nothing)    |
@@ -105,7 +105,8 @@ def action_for(
         )
     if kind == CAPACITY_RESERVATION:
         at = message.action_time or (message.time or now) + SPOT_NOTICE
-        return _drain_before(at, margin, bounded, "capacity reservation interruption")
+        # Karpenter marks the reservation unavailable: EC2 is taking its capacity back.
+        return _drain_before(at, margin, bounded, "capacity reservation interruption", block=True)
     if kind == CAPACITY_BLOCK_EXPIRING:
         # Karpenter deletes a block's nodes 40 minutes before its end, 10 before EC2 starts
         # terminating them (`action_time`): the drain must be over by then.
@@ -149,12 +150,14 @@ def _rebalance(policy: str, now: float, bounded: float | None) -> Action:
     return Action(reason=reason)  # Ignore, as Karpenter does
 
 
-def _drain_before(at: float | None, margin: float, bounded: float | None, reason: str) -> Action:
+def _drain_before(
+    at: float | None, margin: float, bounded: float | None, reason: str, *, block: bool = False
+) -> Action:
     """Cordon, replace and drain now, done `margin` seconds before `at` (when known) and within
-    the NodePool's grace (`bounded`).
+    the NodePool's grace (`bounded`); `block` the node's offering too.
     """
     deadline = _earliest(None if at is None else at - margin, bounded)
-    return Action(cordon=True, replace=True, drain=DRAIN_NOW, deadline=deadline, reason=reason)
+    return Action(cordon=True, replace=True, drain=DRAIN_NOW, block_offering=block, deadline=deadline, reason=reason)
 
 
 def _earliest(a: float | None, b: float | None) -> float | None:

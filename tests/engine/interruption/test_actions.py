@@ -84,18 +84,21 @@ TABLE = [
         message(SPOT_INTERRUPTION, action_time=NOW - 10), None, DEFAULT_MARGIN,
         drain_now(NOW - 30, SPOT, block_offering=True), id="spot-warning-handled-late-has-a-past-deadline",
     ),
-    # Capacity reservation: two minutes from the event, like spot, but no offering to block.
+    # Capacity reservation: two minutes from the event, like spot; the reservation's offering is
+    # blocked (Karpenter marks the reservation unavailable).
     pytest.param(
         message(CAPACITY_RESERVATION), None, DEFAULT_MARGIN,
-        drain_now(EVENT + SPOT_NOTICE - DEFAULT_MARGIN, RESERVATION), id="reservation-drains-two-minutes-from-event",
+        drain_now(EVENT + SPOT_NOTICE - DEFAULT_MARGIN, RESERVATION, block_offering=True),
+        id="reservation-drains-two-minutes-from-event",
     ),
     pytest.param(
         message(CAPACITY_RESERVATION, time=0.0), None, DEFAULT_MARGIN,
-        drain_now(NOW + SPOT_NOTICE - DEFAULT_MARGIN, RESERVATION), id="reservation-without-time-counts-from-now",
+        drain_now(NOW + SPOT_NOTICE - DEFAULT_MARGIN, RESERVATION, block_offering=True),
+        id="reservation-without-time-counts-from-now",
     ),
     pytest.param(
         message(CAPACITY_RESERVATION), 60.0, DEFAULT_MARGIN,
-        drain_now(NOW + 60, RESERVATION), id="reservation-grace-bounds-the-drain",
+        drain_now(NOW + 60, RESERVATION, block_offering=True), id="reservation-grace-bounds-the-drain",
     ),
     # Scheduled maintenance: by its start time; no start time means only the grace bounds it.
     pytest.param(
