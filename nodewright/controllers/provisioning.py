@@ -512,13 +512,7 @@ class Provisioner:
         buffers, templates = self.config.buffers()
         virtual = buffer_pods(buffers, templates, snapshot.pods)
         problems = dict(virtual.problems)
-        if problems != self._buffer_problems:
-            for buffer, why in sorted(problems.items()):
-                self.observer.decision("buffer-skipped", buffer=buffer, reason=why)
-            self._buffer_problems = problems
-        if not virtual.pods:
-            return
-        for _ in range(self.options.max_replans + 1):
+        for _ in range(self.options.max_replans + 1 if virtual.pods else 0):
             claims = self.store.claims()
             inp = self._input(
                 snapshot,
@@ -530,6 +524,9 @@ class Provisioner:
             )
             result = solve(inp, cache=self.solver_cache)
             planned = tuple(replace(c, pods=()) for c in result.claims)
+            owners = {p.key: f"{p.namespace}/{p.owner_name}" for p in virtual.pods}
+            for key, why in sorted(result.unschedulable.items()):  # e.g. the NodePools' limits bind
+                problems.setdefault(owners[key], f"a chunk fits no NodePool: {why}")
             if result.claims:
                 self.observer.decision(
                     "buffer-scale-up",
@@ -541,6 +538,12 @@ class Provisioner:
                 SchedulingResult(claims=planned), nodepools, nodeclasses, inp, report, reason="CapacityBuffer headroom"
             ):
                 break
+        # Each reason once per warm container while it holds: the check runs every static_poll.
+        if problems != self._buffer_problems:
+            for buffer, why in sorted(problems.items()):
+                if self._buffer_problems.get(buffer) != why:
+                    self.observer.decision("buffer-short", buffer=buffer, reason=why)
+            self._buffer_problems = problems
 
     def launch_planned(self, planned: Sequence[PlannedClaim], names: Sequence[str], reason: str) -> PassReport:
         """Launch claims another controller planned (consolidation's replacements) through the same

@@ -14,7 +14,7 @@ from nodewright.controllers.disruption import Consolidator
 from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate, ScalableRef
 from nodewright.model.pod import Pod
-from tests.builders import pod
+from tests.builders import node_pool, pod
 from tests.controllers.test_disruption import ConsolidationWorld
 from tests.controllers.test_interruption import BOOT
 
@@ -133,7 +133,7 @@ def test_a_buffer_naming_a_missing_template_is_logged_once_per_warm_container_an
     warm.run(world.clock.now() + 40)
     warm.run(world.clock.now() + 40)
     assert world.cloud.calls_to("launch") == []
-    skipped = world.observer.of("buffer-skipped")
+    skipped = world.observer.of("buffer-short")
     assert [s["buffer"] for s in skipped] == ["default/burst"]
     assert skipped[0]["reason"] == "PodTemplate default/gone is not in the configuration"
 
@@ -148,3 +148,16 @@ def test_consolidation_moves_buffer_room_to_a_cheaper_node_and_names_no_virtual_
     assert all(c.pods == () for c in world.store.claims())
     assert world.cluster.pods() == []
     assert not any("buffer" in e.event.regarding.name for e in world.cluster.events())
+
+
+def test_a_buffer_the_nodepool_limits_cut_short_says_so_once_and_keeps_what_fits() -> None:
+    world = BufferWorld(pools=(node_pool(limits={"cpu": "4"}),))
+    warm = world.provisioner()
+    warm.sleep = lambda s: world.tick(max(1.0, s))
+    warm.run(world.clock.now() + 40)
+    world.tick(BOOT + 5)
+    warm.run(world.clock.now() + 40)
+    assert 0 < world.room() <= 4000  # what the limit allows of the six 1-cpu chunks
+    (short,) = world.observer.of("buffer-short")
+    assert short["buffer"] == "default/burst"
+    assert str(short["reason"]).startswith("a chunk fits no NodePool:")
