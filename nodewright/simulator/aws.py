@@ -344,22 +344,20 @@ class SimulatedEc2:
             return _OnePage(self.describe_capacity_reservations)
         return self._client.get_paginator(name)
 
+    def create_launch_template(self, **request: Any) -> dict[str, Any]:
+        """moto's CreateLaunchTemplate; this EC2 notes which reservation the template targets."""
+        if self.reservations is not None:
+            name = str(request.get("LaunchTemplateName") or "")
+            self._targets[name] = self.reservations.target(request.get("LaunchTemplateData") or {})
+        response: dict[str, Any] = self._client.create_launch_template(**request)
+        return response
+
     def _target(self, config: Mapping[str, Any]) -> str:
-        """The capacity reservation a config's launch template targets ("" none), from moto's copy."""
+        """The capacity reservation a config's launch template targets ("" none). Template names
+        are content hashes, so a name always means the data it was created with.
+        """
         name = str((config.get("LaunchTemplateSpecification") or {}).get("LaunchTemplateName") or "")
-        if not name or self.reservations is None:
-            return ""
-        if name not in self._targets:
-            quiet, self.quiet = self.quiet, True
-            try:
-                versions = self._client.describe_launch_template_versions(LaunchTemplateName=name, Versions=["$Latest"])
-            finally:
-                self.quiet = quiet
-            found: list[dict[str, Any]] = list(versions.get("LaunchTemplateVersions") or [])
-            data = (found[0].get("LaunchTemplateData") or {}) if found else {}
-            # Template names are content hashes: a name always means the same data.
-            self._targets[name] = self.reservations.target(data)
-        return self._targets[name]
+        return self._targets.get(name, "")
 
     def in_pool(self, capacity_type: str, instance_type: str, zone: str) -> int:
         """How many live instances this EC2 started in one pool."""

@@ -8,7 +8,8 @@ the instances launched into it. `describe` answers DescribeCapacityReservations 
 Nodewright sends (`state`, `owner-id`, `tag:K`, `tag-key`, `instance-match-criteria`), with
 `AvailableInstanceCount` = count - live instances, EC2's `ReservationType` (`odcr`,
 `capacity-block`) and `EndDate`. `target` reads the reservation a launch template's
-`CapacityReservationSpecification` targets (from moto's stored template data);
+`CapacityReservationSpecification` targets (`SimulatedEc2` asks it of each CreateLaunchTemplate,
+so a CreateFleet needs no extra call a function would be charged for);
 `refusal` is EC2's answer for one fleet override into it: ReservationCapacityExceeded when it is
 full, not active, or of another instance type or zone; `launched` and `released` keep the count.
 An instance launched with preference `none` or without a target never fills an open reservation
