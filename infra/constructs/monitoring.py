@@ -33,6 +33,8 @@ SERVICE_METRICS: Mapping[str, tuple[str, ...]] = {
         "SchedulingSeconds",
         "PendingToLaunchSeconds",
         "ClusterHourlyCost",
+        "NodesTerminated",
+        "MirrorFailures",
         *KUBE_API_METRICS,
     ),
     INTERRUPTION: (
@@ -51,6 +53,7 @@ SERVICE_METRICS: Mapping[str, tuple[str, ...]] = {
         "NodesCordoned",
         "PodsEvicted",
         "EvictionsBlockedByPDB",
+        "MirrorFailures",
         *KUBE_API_METRICS,
     ),
 }
@@ -208,7 +211,11 @@ class Monitoring(Construct):
             graph("Pending pods", [shown(PROVISIONER, "PendingPods", statistic="Maximum")]),
             graph(
                 "Launches and failures",
-                [shown(PROVISIONER, "NodesLaunched"), shown(PROVISIONER, "LaunchFailures")],
+                [
+                    shown(PROVISIONER, "NodesLaunched"),
+                    shown(PROVISIONER, "NodesTerminated"),
+                    shown(PROVISIONER, "LaunchFailures"),
+                ],
             ),
             graph(
                 "Scheduling and pending-to-launch (p90, s)",

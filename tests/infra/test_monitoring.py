@@ -13,6 +13,7 @@ from tests.infra.conftest import ALARM_TOPIC_ARN, CLUSTER, Synthesized
 METRICS = [
     "PendingPods",
     "NodesLaunched",
+    "NodesTerminated",
     "LaunchFailures",
     "SchedulingSeconds",
     "PendingToLaunchSeconds",
