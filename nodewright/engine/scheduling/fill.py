@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from nodewright.engine.scheduling.classes import PodClass
 from nodewright.engine.scheduling.fit import assign_pods, bin_compatible, fits, hostname_bound, pool_tolerates
-from nodewright.engine.scheduling.nodeclaim import drop_claim, open_claim
+from nodewright.engine.scheduling.nodeclaim import drop_claim, open_claim, widen_claim
 from nodewright.engine.scheduling.state import Pass
 from nodewright.engine.scheduling.topology import spread_group
 from nodewright.model import labels as wk
@@ -28,6 +28,9 @@ from nodewright.model.resources import CPU, MEMORY
 # How many of this pass's open claims a class scans before it opens a new one. Bounds the work per
 # class on huge plans; the claims scanned first are the oldest (first fit decreasing).
 SCAN_LIMIT = 256
+# Up to this many open claims the limits pass places pods one by one (`_round_robin`); it only
+# runs when limits bind, so claims are few.
+ROUND_ROBIN_LIMIT = 64
 
 
 def zone_spread_only(p: Pass, cls: PodClass) -> bool:
@@ -157,8 +160,9 @@ def fill_class(p: Pass, cls: PodClass) -> tuple[list[Pod], str]:
     ci, mi = p.index[CPU], p.index[MEMORY]
     need_cpu, need_memory = req[ci], req[mi]
     claims = sorted(p.open, key=lambda b: len(b.pods)) if p.strategy.emptiest_first else p.open
+    one_by_one = p.strategy.widen_claims and p.strategy.emptiest_first and len(p.open) <= ROUND_ROBIN_LIMIT
     # Existing nodes and in-flight claims first, then this pass's open claims.
-    for b in itertools.chain(p.existing, claims[:SCAN_LIMIT]):
+    for b in itertools.chain(p.existing, () if one_by_one else claims[:SCAN_LIMIT]):
         free = b.free
         if free[ci] < need_cpu or free[mi] < need_memory:
             continue  # the common rejection, without a call
@@ -168,8 +172,20 @@ def fill_class(p: Pass, cls: PodClass) -> tuple[list[Pod], str]:
             done += n
             if done == want:
                 return [], ""
+    # True while the round robin's last try to widen a claim for the next pod failed and no claim
+    # changed since: trying again would fail again.
+    widened = False
+    if one_by_one:
+        done += _round_robin(p, cls, req, done)
+        widened = True
     while done < want:
         claim, reason = open_claim(p, cls, req)
+        if claim is None and p.strategy.widen_claims and not widened:
+            claim, n = widen_claim(p, cls, req, want - done)
+            if claim is not None:
+                assign_pods(p, cls, claim, pods[done : done + n], req)
+                done += n
+                continue
         if claim is None:
             return list(pods[done:]), reason
         n = fits(p, cls, req, claim, want - done)
@@ -178,7 +194,30 @@ def fill_class(p: Pass, cls: PodClass) -> tuple[list[Pod], str]:
             return list(pods[done:]), "internal: a new claim took no pod"
         assign_pods(p, cls, claim, pods[done : done + n], req)
         done += n
+        widened = False
     return [], ""
+
+
+def _round_robin(p: Pass, cls: PodClass, req: tuple[int, ...], done: int) -> int:
+    """Karpenter's order under binding limits: each pod of `cls` from `done` on goes to the open
+    claim with the fewest pods that takes it (ties: the older), and when none does, to a claim
+    that another of its types would let take it (`widen_claim`), before any new claim: Karpenter's
+    claim accepts a pod while any of its instance types holds them all. Spreading a class pod by
+    pod leaves the small pods that come later room on every claim, where filling claims one after
+    the other strands a sliver of each. Returns how many were placed.
+    """
+    placed = 0
+    pods = cls.pods
+    while done + placed < len(pods):
+        here = done + placed
+        target = next((b for b in sorted(p.open, key=lambda b: len(b.pods)) if fits(p, cls, req, b, 1)), None)
+        if target is None:
+            target, _ = widen_claim(p, cls, req, len(pods) - here)
+            if target is None:
+                return placed
+        assign_pods(p, cls, target, pods[here : here + 1], req)
+        placed += 1
+    return placed
 
 
 def domain_constraints(cls: PodClass) -> list[tuple[SpreadConstraint | AffinityTerm, bool]]:

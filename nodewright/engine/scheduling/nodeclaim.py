@@ -13,12 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nodewright.engine.scheduling.classes import PodClass
-from nodewright.engine.scheduling.fit import capacity_types, pool_tolerates, remaining_demand
+from nodewright.engine.scheduling.fit import capacity_types, fits, pool_tolerates, remaining_demand
 from nodewright.engine.scheduling.prepare import Pool, PoolType, add, tolerated
 from nodewright.engine.scheduling.state import Bin, Pass
 from nodewright.engine.scheduling.targets import best_target, priced, shrunk
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import Resources
+
+# What state.Pass puts in `remaining` for a resource the limits do not name (1 << 62), less slack.
+UNLIMITED = 1 << 61
 
 
 def open_claim(p: Pass, cls: PodClass, req: tuple[int, ...]) -> tuple[Bin | None, str]:
@@ -95,6 +98,71 @@ def new_claim(
     return b
 
 
+def widen_claim(p: Pass, cls: PodClass, req: tuple[int, ...], want: int) -> tuple[Bin | None, int]:
+    """Under binding limits, with no new claim possible: retarget an open claim of a limited pool
+    to another type its requirements allow that still holds its pods, fits the limits left plus
+    what the claim reserved, and takes the most pods of `cls` (up to `want`; then the cheaper).
+    Karpenter's claim accepts a pod while any of its types holds them all; ours keeps one target,
+    so this is how a claim reaches, say, the bigger-memory type when the one it aimed at is full.
+    Returns the claim and how many pods it now takes (None, 0 when no claim can grow).
+    """
+    best: tuple[tuple[int, float, str], Bin, PoolType] | None = None
+    for b in p.claims:  # full ones too: `assign_pods` closes a claim its target has no room left on
+        pool, target, reserved = b.pool, b.target, b.reserved
+        if pool is None or pool.remaining is None or target is None or reserved is None:
+            continue
+        # Unchanged claim, limits and pod size: it could not grow before, it cannot now.
+        memo = (b.name, len(b.pods), pool.limit_version, req)
+        if memo in p.cannot_widen:
+            continue
+        held = tuple([c - f for c, f in zip(target.cap, b.free, strict=True)])
+        budget = tuple([r + v for r, v in zip(pool.remaining, reserved, strict=True)])
+        if any(h + r > c for h, r, c in zip(held, req, budget, strict=True)):
+            p.cannot_widen.add(memo)  # no type within the limits holds one more pod (the common case)
+            continue
+        options, _ = pool.prepared.claim_options(pool.types, b.requirements, held, budget)
+        grows = False
+        for _, _, t, _ in options:
+            if t is target or not any(ct in t.prices for ct in b.capacity_types):
+                continue
+            n = min([(c - u) // r for c, u, r in zip(t.cap, held, req, strict=True) if r] or [want])
+            if n <= 0:
+                continue
+            grows = True
+            price = min(v for ct, v in t.prices.items() if ct in b.capacity_types)
+            key = (-min(n, want), price, t.it.name)
+            if best is None or key < best[0]:
+                best = (key, b, t)
+        if not grows:
+            p.cannot_widen.add(memo)
+    if best is None:
+        return None, 0
+    _, b, t = best
+    old_target, old_free, old_reserved = b.target, b.free, b.reserved
+    assert old_target is not None
+    assert old_reserved is not None
+    used = [c - f for c, f in zip(old_target.cap, old_free, strict=True)]
+    _retarget(b, t, [c - u for c, u in zip(t.cap, used, strict=True)], list(t.capacity))
+    n = fits(p, cls, req, b, want)
+    if n == 0:  # taints, topology or capacity types refuse the pods there after all: undo
+        _retarget(b, old_target, old_free, old_reserved)
+        return None, 0
+    if b not in p.open:
+        p.open.append(b)
+    return b, n
+
+
+def _retarget(b: Bin, target: PoolType, free: list[int], reserved: list[int]) -> None:
+    """Point `b` at `target`, moving its reservation of the pool's limits with it."""
+    assert b.pool is not None
+    assert b.pool.remaining is not None
+    assert b.reserved is not None
+    add(b.pool.remaining, b.reserved, 1)
+    add(b.pool.remaining, reserved, -1)
+    b.pool.limit_version += 1
+    b.target, b.free, b.reserved = target, free, reserved
+
+
 def drop_claim(p: Pass, b: Bin) -> None:
     """Close and forget a claim that took no pod, giving back what it reserved of the limits."""
     p.claims.remove(b)
@@ -139,6 +207,8 @@ def choose_target(
             fitting = [t for t in fitting if all(c <= r for c, r in zip(t.capacity, remaining, strict=True))]
             if not fitting:
                 return None, "limits reached"
+    if p.strategy.fill_limits and pool.remaining is not None:
+        return _largest(fitting, req, cts, pool.remaining)
     demand = tuple([max(d, r) for d, r in zip(pool_demand, req, strict=True)])
     if fitting is base.fitting:
         # Unless the limits cut the types, the choice depends on nothing else: remembered.
@@ -152,6 +222,27 @@ def choose_target(
     if best is None:
         return None, f"no instance type that fits is offered as {' or '.join(sorted(cts))}"
     return best, ""
+
+
+def _largest(
+    fitting: Sequence[PoolType], req: tuple[int, ...], cts: frozenset[str], remaining: Sequence[int]
+) -> tuple[PoolType | None, str]:
+    """Under binding limits: the type within them holding the most pods of size `req`, then with
+    the most of the limited resources (as a share of what is left of each), then the cheapest.
+    Karpenter opens a claim on every type within the limits and charges the largest; one big node
+    spends less of the limit on kubelet reserves and daemonsets than several small ones.
+    """
+    limited = [i for i, r in enumerate(remaining) if r < UNLIMITED]
+    best: tuple[tuple[int, float, float, str], PoolType] | None = None
+    for t, price, _ in priced(fitting, req, cts):
+        share = sum(t.capacity[i] / max(remaining[i], 1) for i in limited)
+        holds = min((c // r for c, r in zip(t.cap, req, strict=True) if r), default=0)
+        key = (-holds, -share, price, t.it.name)
+        if best is None or key < best[0]:
+            best = (key, t)
+    if best is None:
+        return None, f"no instance type that fits is offered as {' or '.join(sorted(cts))}"
+    return best[1], ""
 
 
 def too_big(p: Pass, req: tuple[int, ...], types: Sequence[PoolType]) -> str:

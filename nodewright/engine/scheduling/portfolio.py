@@ -23,11 +23,22 @@ class Strategy:
     (with `mix_shapes`) first opens the claims an assignment LP over those pods plans, each filled
     with the slice of pods the plan gives its type (`typemix.py`), so the instance-type mix fits
     the whole workload's shape instead of each claim's opening pods.
+
+    Two flags are for pools whose limits bind (`solve()` runs them only when limits left pods
+    out). `fill_limits`: a new claim aims at the largest type the remaining limits allow
+    (Karpenter's choice), so fewer nodes' kubelet reserves and daemonsets eat the limit
+    (`nodeclaim.choose_target`). `widen_claims`: pods that no claim holds and no new claim may take
+    retarget a claim to another type within the limits that holds them too
+    (`nodeclaim.widen_claim`), as a Karpenter claim accepts a pod while any of its types holds all
+    its pods; with `emptiest_first` the pods then go one by one to the claim with the fewest
+    (`fill._round_robin`), Karpenter's order.
     """
 
     emptiest_first: bool = False
     mix_shapes: bool = False
     lp_plan: bool = False
+    fill_limits: bool = False
+    widen_claims: bool = False
 
 
 DEFAULT_STRATEGY = Strategy()
@@ -36,6 +47,14 @@ PORTFOLIO = (
     Strategy(emptiest_first=True),
     Strategy(mix_shapes=True),
     Strategy(mix_shapes=True, lp_plan=True),
+)
+# When limits leave pods out, these passes run too, and the plan placing the most pods, then the
+# cheapest, wins (a pool's limits are a budget of capacity: big nodes waste less of it).
+LIMITS_PORTFOLIO = (
+    Strategy(fill_limits=True, widen_claims=True),
+    Strategy(fill_limits=True, widen_claims=True, emptiest_first=True),
+    Strategy(widen_claims=True),
+    Strategy(widen_claims=True, emptiest_first=True),
 )
 # Up to this many pods, every strategy of the portfolio runs (each takes milliseconds there) and
 # the best plan wins; above it one pass is what the latency budget allows.

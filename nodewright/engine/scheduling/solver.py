@@ -39,6 +39,13 @@ queue.go / preferences.go split):
 The portfolio (`portfolio.py`): small inputs run a pass per strategy of PORTFOLIO and keep the plan
 that leaves the fewest pods unplaced, then costs least.
 
+When NodePool limits leave pods out (of the best plan, whatever the input's size), the passes of
+LIMITS_PORTFOLIO run as well and the same rule picks among all of them: a limit is a budget of
+capacity, and these passes spend it as Karpenter does (the largest type within the limits per
+new claim, a claim taking a pod while any of its types holds all its pods, pods one by one to
+the emptiest claim), so they place at least what Karpenter would; the normal passes usually
+cost less when they place as many (docs/design/solver.md, "When limits bind").
+
 Determinism: classes are sorted by requests then by their first pod's name, pods inside a class by
 name, types by price then name, offerings by price, capacity type and zone; no set or dict
 iteration order leaks into the result, and no cache changes it (`cache.py`).
@@ -53,7 +60,13 @@ from nodewright.engine.scheduling.fill import schedule, unconstrained, zone_part
 from nodewright.engine.scheduling.finalize import finalize
 from nodewright.engine.scheduling.fit import capacity_types, home_pool, remaining_demand
 from nodewright.engine.scheduling.mix import mix
-from nodewright.engine.scheduling.portfolio import DEFAULT_STRATEGY, PORTFOLIO, PORTFOLIO_LIMIT, Strategy
+from nodewright.engine.scheduling.portfolio import (
+    DEFAULT_STRATEGY,
+    LIMITS_PORTFOLIO,
+    PORTFOLIO,
+    PORTFOLIO_LIMIT,
+    Strategy,
+)
 from nodewright.engine.scheduling.prepare import add
 from nodewright.engine.scheduling.repack import repack
 from nodewright.engine.scheduling.state import Pass
@@ -80,7 +93,7 @@ def solve(
     if strategy is not None:
         return run_pass(Pass(inp, strategy, bound, cache))
     if len(inp.pods) > PORTFOLIO_LIMIT:
-        return run_pass(Pass(inp, DEFAULT_STRATEGY, bound, cache))
+        return _within_limits(inp, run_pass(Pass(inp, DEFAULT_STRATEGY, bound, cache)), bound, cache)
     plans: list[SchedulingResult] = []
     plannable = False
     for candidate in PORTFOLIO:
@@ -91,7 +104,24 @@ def solve(
         p = Pass(inp, candidate, bound, cache)
         plans.append(run_pass(p))
         plannable = plannable or p.plannable
-    return min(plans, key=lambda r: (len(r.unschedulable), round(r.price_per_hour, 9)))
+    return _within_limits(inp, min(plans, key=_rank), bound, cache)
+
+
+def _rank(result: SchedulingResult) -> tuple[int, float]:
+    """Fewest pods left out, then cheapest."""
+    return len(result.unschedulable), round(result.price_per_hour, 9)
+
+
+def _within_limits(
+    inp: SchedulingInput, best: SchedulingResult, bound: BoundPods, cache: SolverCache
+) -> SchedulingResult:
+    """`best`, or when NodePool limits left pods out, the passes of LIMITS_PORTFOLIO's plan if it
+    places more (or as many, for less). Costs nothing when no pod is left out or no pool has limits.
+    """
+    if not best.unschedulable or all(pc.nodepool.limits is None for pc in inp.pools):
+        return best
+    plans = [best, *(run_pass(Pass(inp, candidate, bound, cache)) for candidate in LIMITS_PORTFOLIO)]
+    return min(plans, key=_rank)
 
 
 def run_pass(p: Pass) -> SchedulingResult:

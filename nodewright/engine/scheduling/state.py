@@ -96,6 +96,7 @@ class Pass:
         self.reachable_cache: dict[tuple[object, ...], frozenset[str]] = {}  # fill.reachable
         self.tolerates: dict[tuple[object, ...], bool] = {}  # fit.bin_tolerates
         self.targets: dict[tuple[object, ...], tuple[PoolType | None, str, list[int]]] = {}  # nodeclaim
+        self.cannot_widen: set[tuple[str, int, int, tuple[int, ...]]] = set()  # nodeclaim.widen_claim
         self.claim_seq = 0
         self.homes: dict[tuple[object, ...], Pool | None] = {}  # fit.home_pool
         self.cts: dict[tuple[tuple[Requirements, ...], str], frozenset[str]] = {}  # fit.capacity_types
