@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from botocore.stub import ANY, Stubber
 
+from nodewright.adapters.aws.ec2 import plan_fleet
 from nodewright.adapters.aws.reservations import CapacityReservations
 from nodewright.engine.reservations import with_reservations
 from nodewright.model import labels as wk
@@ -225,3 +226,34 @@ def test_reservation_capacity_exceeded_blocks_the_reserved_offering_and_zeroes_t
         )
     assert raised.value.offerings == (("reserved", "m5.large", "us-east-1a"),)
     assert reservations.remaining() == {ODCR.id: 0}
+
+
+# --- plan_fleet, pure: which reservations one fleet asks for -----------------------------------
+
+
+def plan_for(*reservations: CapacityReservation, remaining: dict[str, int] | None = None) -> Any:
+    options = tuple(with_reservations(OPTIONS, reservations, NOW))
+    req = request(EC2NodeClass(name="default"), reserved_claim("general-p1"), options=options)
+    return plan_fleet(req, base.resolved_for(), remaining)
+
+
+def test_one_reservation_per_type_and_zone_the_one_with_most_left() -> None:
+    small = replace(ODCR, id="cr-0aaaaaaaaaaaaaaa2", available=1)
+    plan = plan_for(ODCR, small)
+    assert plan.capacity_type == "reserved"
+    assert [(o.instance_type, o.zone, o.reservation_id) for o in plan.overrides] == [
+        ("m5.large", "us-east-1a", "cr-0aaaaaaaaaaaaaaa1")
+    ]
+    # The adapter's own count after its launches decides, not the catalog's.
+    plan = plan_for(ODCR, small, remaining={ODCR.id: 0, small.id: 1})
+    assert [o.reservation_id for o in plan.overrides] == ["cr-0aaaaaaaaaaaaaaa2"]
+
+
+def test_odcrs_and_blocks_never_share_a_fleet_and_a_full_reservation_leaves_spot() -> None:
+    plan = plan_for(ODCR, BLOCK)  # the ODCR's m5.large is the cheaper reserved offering
+    assert (plan.capacity_type, plan.reservation_type) == ("reserved", "default")
+    assert {o.reservation_id for o in plan.overrides} == {ODCR.id}
+    plan = plan_for(ODCR, BLOCK, remaining={ODCR.id: 0, BLOCK.id: 1})
+    assert (plan.reservation_type, [o.reservation_id for o in plan.overrides]) == ("capacity-block", [BLOCK.id])
+    plan = plan_for(ODCR, BLOCK, remaining={ODCR.id: 0, BLOCK.id: 0})
+    assert plan.capacity_type == "spot"
