@@ -87,6 +87,8 @@ def pod_manifest(pod: Pod) -> dict[str, Any]:
 def node_manifest(node: Node) -> dict[str, Any]:
     """The node as the API server would serve it; `created_at` travels as creationTimestamp."""
     metadata: dict[str, Any] = {"name": node.name}
+    if node.uid:
+        metadata["uid"] = node.uid
     if node.created_at:
         metadata["creationTimestamp"] = format_timestamp(node.created_at)
     if node.deleting:

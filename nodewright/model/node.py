@@ -50,6 +50,9 @@ class Node:
     # The conditions whose transition time is known. A Ready entry, when present, agrees with
     # `ready`; a node built without one has only `ready` (see `condition`).
     conditions: tuple[NodeCondition, ...] = ()
+    # metadata.uid as the API server set it ("" for a node built in memory): Events about the
+    # node carry it, because `kubectl describe node` selects Events by uid too.
+    uid: str = ""
 
     def condition(self, kind: str) -> NodeCondition | None:
         """The condition of type `kind`; Ready is always known (from `ready`, time unknown when
@@ -136,6 +139,7 @@ class Node:
             created_at=created_at,
             deleting=bool(meta.get("deletionTimestamp")),
             conditions=_conditions(raw),
+            uid=str(meta.get("uid") or ""),
         )
 
 

@@ -428,9 +428,9 @@ class KubeCluster:
         failure is counted in `events.failures` and dropped, never raised.
         """
         ref = event.regarding
-        if ref.kind == "Pod" and not ref.uid and self.following:
-            # kubectl describe selects a pod's Events by uid too: give the reference the one watched.
-            known = self.store.pod(f"{ref.namespace}/{ref.name}")
+        if ref.kind in ("Pod", "Node") and not ref.uid and self.following:
+            # kubectl describe selects an object's Events by uid too: give the reference the one watched.
+            known = self.store.pod(f"{ref.namespace}/{ref.name}") if ref.kind == "Pod" else self.store.node(ref.name)
             if known is not None and known.uid:
                 event = replace(event, regarding=replace(ref, uid=known.uid))
         try:

@@ -15,6 +15,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ from nodewright.model.event import NORMAL, WARNING, Event, EventCorrelator, Obje
 from nodewright.sim.apiserver import ApiServer
 from nodewright.sim.clock import VirtualClock
 from nodewright.sim.cluster import InMemoryCluster
-from tests.builders import pod
+from tests.builders import node, pod
 
 pytestmark = pytest.mark.integration
 
@@ -177,3 +178,22 @@ def test_the_emulator_refuses_an_event_without_its_required_fields(server: ApiSe
         urllib.request.urlopen(request)
     assert refused.value.code == 422
     assert "eventTime is required" in json.load(refused.value)["message"]
+
+
+def test_a_nodes_event_carries_the_uid_kubectl_describe_node_selects_by(
+    server: ApiServer, cluster: InMemoryCluster
+) -> None:
+    with server.lock:
+        cluster.add_node(replace(node("ip-10-0-0-1"), uid="5f0c-node"))
+    kube = adapter(server)
+    kube.follow(5)
+    try:
+        kube.snapshot()  # synced: the watched node has its uid
+        kube.record(Event(ObjectRef.node("ip-10-0-0-1"), WARNING, "SpotInterrupted", "warned", "Interrupt"), START)
+    finally:
+        kube.close()
+
+    selector = {"involvedObject.kind": "Node", "involvedObject.name": "ip-10-0-0-1", "involvedObject.uid": "5f0c-node"}
+    [core] = listed(server, "/api/v1/events", **selector)
+    assert core["reason"] == "SpotInterrupted"
+    assert core["metadata"]["namespace"] == "default"  # a cluster-scoped object's Events live there
