@@ -24,7 +24,8 @@ the log for the simulator to account for, and nodes being deleted are set with
 `set_node_deleting`.
 
 What is observed
-  * `calls`: every call of a `Cluster` port method, in order (setup methods are not recorded).
+  * `calls`: every call of a `Cluster` port method, in order (setup methods are not recorded);
+    `record` only when it wrote an Event (what the adapter would have sent a request for).
   * `listeners`: called on every change of a stored object, with the kind, the watch event type
     (ADDED, MODIFIED, DELETED), the object and the cluster revision the change got: what an API
     server's watch would send (the HTTP emulator serves watches from it).
@@ -72,6 +73,7 @@ from nodewright.model.event import (
     WARNING,
     Event,
     EventCorrelator,
+    EventWrite,
     ObjectRef,
     StoredEvent,
 )
@@ -264,7 +266,9 @@ class InMemoryCluster:
         known = self._pods.get(f"{ref.namespace}/{ref.name}") if ref.kind == "Pod" and not ref.uid else None
         if known is not None and known.uid:
             event = replace(event, regarding=replace(ref, uid=known.uid))
-        self._store_event(self.event_correlator, event, now, "nodewright", "nodewright")
+        write = self._store_event(self.event_correlator, event, now, "nodewright", "nodewright")
+        if write is not None:  # a request the adapter would have sent (never fails here: best effort)
+            self.calls.append(Call("record", f"{write.namespace}/{write.name}"))
 
     def pending(self) -> list[Pod]:
         """The pods that need capacity now, sorted by key (`ClusterSnapshot.pending`)."""
@@ -722,14 +726,15 @@ class InMemoryCluster:
 
     def _store_event(
         self, correlator: EventCorrelator, event: Event, now: float, controller: str, instance: str
-    ) -> None:
+    ) -> EventWrite | None:
         write = correlator.observe(event, now)
         if write is None:
-            return
+            return None
         if write.verb == CREATE:
             self.create_event(replace(StoredEvent.written(write, instance), reporting_controller=controller))
         elif self.patch_event_series(write.namespace, write.name, write.count, write.last) is None:
             correlator.forget(event)  # expired, as the adapter does on a 404
+        return write
 
     def _scheduler_event(self, pod: Pod, kind: str, reason: str, note: str, action: str) -> None:
         event = Event(ObjectRef.pod(pod.key, pod.uid), kind, reason, note, action)

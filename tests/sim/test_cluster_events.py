@@ -27,6 +27,8 @@ def test_repeats_become_one_event_whose_series_counts_them() -> None:
     assert stored.event.regarding.uid == waiting.uid  # filled in from the stored pod
     assert (stored.count, stored.last) == (11, START + 300)  # patched once the 5-minute window passed
     assert cluster.event_summary() == {"nodewright": {"FailedScheduling": {"events": 1, "occurrences": 11}}}
+    # The two writes (a create, a patch) count as requests, as the adapter's would.
+    assert [(u.verb, u.requests) for u in cluster.usage() if u.verb == "record"] == [("record", 2)]
 
 
 def test_events_last_seen_an_hour_ago_are_deleted_as_new_ones_come() -> None:
