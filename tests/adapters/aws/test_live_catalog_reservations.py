@@ -11,17 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import botocore.session
 import pytest
 from botocore.stub import Stubber
-from moto import mock_aws
 
 from nodewright.adapters.aws.catalog import LiveCatalog
 from nodewright.adapters.aws.pricing import PriceCache, Prices
 from nodewright.adapters.aws.reservations import CapacityReservations, queries
 from nodewright.model.nodeclass import EC2NodeClass, SelectorTerm
 from nodewright.sim.clock import VirtualClock
+from tests.adapters.aws import test_live_catalog as live
 
 TERMS = (SelectorTerm(id="cr-0aaaaaaaaaaaaaaa1"),)
 RESERVATION = {
@@ -36,15 +35,8 @@ RESERVATION = {
 }
 
 
-class UnreachablePricing:
-    def get_paginator(self, name: str) -> Any:
-        raise ConnectionError("no route to the Price List API")
-
-
-@pytest.fixture
-def ec2() -> Iterator[Any]:
-    with mock_aws():
-        yield boto3.client("ec2", region_name="us-east-1")
+# The live catalog tests' moto EC2 fixture.
+ec2 = live.ec2
 
 
 @pytest.fixture
@@ -59,7 +51,7 @@ def described() -> Iterator[tuple[Any, Stubber]]:
 def catalog(ec2: Any, reservations: CapacityReservations, clock: VirtualClock) -> LiveCatalog:
     prices = PriceCache(
         "us-east-1",
-        pricing=UnreachablePricing(),
+        pricing=live.UnreachablePricing(),
         ec2=ec2,
         clock=clock,
         initial=Prices(on_demand={"m5.large": 0.096, "m5.xlarge": 0.192}),
