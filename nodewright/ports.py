@@ -326,6 +326,10 @@ class ClaimObjects(Protocol):
         """Every NodeClaim object by name (one LIST), or None when the CRD is not installed (404)."""
         ...
 
+    def get_claim_object(self, name: str) -> dict[str, Any] | None:
+        """The object as the cluster holds it, or None when there is none."""
+        ...
+
     def put_claim_object(self, manifest: Mapping[str, Any], *, exists: bool) -> dict[str, Any]:
         """Write the object (create when `exists` is False, else merge-patch it) and return what the
         server stored. Idempotent: a create that meets an existing object patches it, a patch that

@@ -126,6 +126,8 @@ def consolidator_from_settings(settings: Settings, observer: Observer) -> Consol
     """The consolidator, launching replacements through the provisioner's launch path."""
     aws = _Aws(settings, observer)
     launcher = _provisioner(aws, settings, observer)
+    # The consolidator's mirror writes only its verdicts (Drifted, Consolidatable, Disrupting).
+    launcher.mirror = ClaimMirror(KubeClaimObjects(aws.cluster, aws.api_client), aws.clock, observer, judge=True)
     return Consolidator(
         cluster=aws.cluster,
         cloud=aws.cloud,

@@ -3,15 +3,23 @@
 Role: after the provisioner or the consolidator has written its claim records (DynamoDB stays the
 source of truth), `ClaimMirror.sync` makes the cluster's `nodewright.io/v1 NodeClaim` objects
 say the same: one object per claim (`nodewright.model.claimobject`), removed when the claim is.
-The conditions that need a judgement (Drifted, Consolidatable, Disrupting) come from the
-disruption engine's own candidate logic (`ClusterView`, `waiting`, `drifted`), run read-only on
-the same input, and from the running command records; so both functions, which each run a
-mirror, write the same object for the same state and never flip each other's conditions.
+
+Two writers, one per function, each owning its part so neither undoes the other:
+  * the provisioner's mirror (the claims' writer) creates, patches and deletes objects from the
+    claim records: spec, labels, status, the conditions Launched / Registered / Initialized /
+    Ready. It keeps the verdict conditions as the cluster holds them (once a claim is
+    initialized it reads the object before a patch, as its own copy may be older than a verdict);
+  * the consolidator's mirror (`judge`) writes only the verdict conditions (Drifted,
+    Consolidatable, Disrupting) of initialized claims, as a patch of `status.conditions`, from
+    the disruption engine's own candidate logic (`ClusterView`, `waiting`, `drifted`) run
+    read-only on the input it decides with, and from the running command records.
 
 Cost: one LIST per warm container (and again after `recheck` seconds when the CRD was missing),
-then only the writes of objects that changed (`comparable` differs): a cluster at rest costs no
-request. The mirror is a convenience: its failures are reported (`MirrorFailures` metric, a
-`mirror-failed` decision) and never stop the function's real work.
+then only the writes of objects that changed (`comparable` differs; the judge: its conditions),
+plus a GET before the claims' writer patches an initialized claim's object and when the judge
+meets an object it has not seen: a cluster at rest costs no request. The mirror is a
+convenience: its failures are reported (`MirrorFailures` metric, a `mirror-failed` decision)
+and never stop the function's real work.
 
 Idempotent: a sync after a crash finds the objects it wrote (or not) in the next LIST or in its
 own view and writes only the difference; a create that meets an existing object patches it.
@@ -30,13 +38,15 @@ from nodewright.engine.disruption.methods import drifted, waiting
 from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model import labels as wk
-from nodewright.model.claimobject import Verdicts, comparable, nodeclaim_object, nodepool_status
+from nodewright.model.claimobject import JUDGED, Verdicts, comparable, nodeclaim_object, nodepool_status
 from nodewright.model.command import CommandRecord
 from nodewright.model.duration import format_duration
 from nodewright.model.node import Node
 from nodewright.model.resources import Resources
 from nodewright.ports import ClaimObjects, Clock, Observer
 
+# Claims whose objects carry verdicts: the judge writes those conditions from then on.
+JUDGED_STATES = ("initialized", "deleting")
 _AGE = re.compile(r"\d+s ago")
 # Karpenter's Disrupting reasons by our command methods.
 _DISRUPTION_REASONS = {
@@ -69,8 +79,11 @@ class ClaimMirror:
         *,
         recheck: float = 600.0,
         nodepool_status: bool = False,
+        judge: bool = False,
     ) -> None:
         self.objects = objects
+        # Who writes what (see the module docstring): the claims' own state, or the verdicts.
+        self.judge = judge
         # Also write each NodePool's status (resources, conditions): when config comes from CRDs.
         self.nodepool_status = nodepool_status
         self._pool_status: dict[str, dict[str, Any]] = {}  # by NodePool: the status last written
@@ -115,25 +128,13 @@ class ClaimMirror:
         return True
 
     def _sync(self, inp: DisruptionInput, commands: Sequence[CommandRecord], report: MirrorReport) -> None:
-        now = inp.now
         assert self._known is not None  # _enabled listed them
-        known = self._known
-        verdicts = claim_verdicts(inp, commands)
         nodes = _nodes_of(inp)
-        for claim in sorted(inp.claims, key=lambda c: c.name):
-            node = nodes.get(claim.name) or nodes.get(claim.provider_id)
-            previous = known.get(claim.name)
-            desired = nodeclaim_object(claim, node, verdicts.get(claim.name, Verdicts()), now=now, previous=previous)
-            if previous is not None and comparable(previous) == comparable(desired):
-                continue
-            known[claim.name] = self.objects.put_claim_object(desired, exists=previous is not None) or desired
-            (report.updated if previous is not None else report.created).append(claim.name)
-        live = {c.name for c in inp.claims}
-        for name in sorted(set(known) - live):
-            self.objects.delete_claim_object(name)
-            del known[name]
-            report.deleted.append(name)
-        if self.nodepool_status:
+        if self.judge:
+            self._judge(inp, commands, nodes, report)
+        else:
+            self._mirror_records(inp, nodes, report)
+        if self.nodepool_status and not self.judge:
             self._sync_pools(inp, report)
         if report.created or report.updated or report.deleted or report.nodepools:
             self.observer.decision(
@@ -142,8 +143,70 @@ class ClaimMirror:
                 updated=report.updated,
                 deleted=report.deleted,
                 nodepools=report.nodepools,
-                at=now,
+                at=inp.now,
             )
+
+    def _mirror_records(self, inp: DisruptionInput, nodes: Mapping[str, Node], report: MirrorReport) -> None:
+        """Create, patch and delete objects so they say what the claim records say; the verdict
+        conditions are kept as the cluster holds them (read first once a claim is initialized:
+        from then on the judge writes them, and an old copy would undo its verdicts).
+        """
+        known = self._known
+        assert known is not None
+        for claim in sorted(inp.claims, key=lambda c: c.name):
+            node = nodes.get(claim.name) or nodes.get(claim.provider_id)
+            previous = known.get(claim.name)
+            desired = nodeclaim_object(claim, node, None, now=inp.now, previous=previous)
+            if previous is not None and comparable(previous) == comparable(desired):
+                continue
+            if previous is not None and claim.state in JUDGED_STATES:
+                previous = self.objects.get_claim_object(claim.name)
+                desired = nodeclaim_object(claim, node, None, now=inp.now, previous=previous)
+                if previous is not None and comparable(previous) == comparable(desired):
+                    known[claim.name] = previous
+                    continue
+            known[claim.name] = self.objects.put_claim_object(desired, exists=previous is not None)
+            (report.updated if previous is not None else report.created).append(claim.name)
+        live = {c.name for c in inp.claims}
+        for name in sorted(set(known) - live):
+            self.objects.delete_claim_object(name)
+            del known[name]
+            report.deleted.append(name)
+
+    def _judge(
+        self,
+        inp: DisruptionInput,
+        commands: Sequence[CommandRecord],
+        nodes: Mapping[str, Node],
+        report: MirrorReport,
+    ) -> None:
+        """Write the verdict conditions of initialized claims whose verdicts changed, as a patch of
+        the conditions alone; objects are created and deleted by the claims' writer, not here.
+        """
+        known = self._known
+        assert known is not None
+        verdicts = claim_verdicts(inp, commands)
+        live = {c.name for c in inp.claims}
+        for name in set(known) - live:
+            del known[name]
+        for claim in sorted(inp.claims, key=lambda c: c.name):
+            if claim.state not in JUDGED_STATES:
+                continue
+            previous = known.get(claim.name)
+            if previous is None:
+                previous = self.objects.get_claim_object(claim.name)
+                if previous is None:
+                    continue  # not written yet: the claims' writer creates it, with no verdicts
+                known[claim.name] = previous
+            node = nodes.get(claim.name) or nodes.get(claim.provider_id)
+            desired = nodeclaim_object(
+                claim, node, verdicts.get(claim.name, Verdicts()), now=inp.now, previous=previous
+            )
+            if _judged(desired) == _judged(previous):
+                continue
+            patch = {"metadata": {"name": claim.name}, "status": {"conditions": desired["status"]["conditions"]}}
+            known[claim.name] = self.objects.put_claim_object(patch, exists=True)
+            report.updated.append(claim.name)
 
     def _sync_pools(self, inp: DisruptionInput, report: MirrorReport) -> None:
         """Each NodePool's status, written when it changed (usage by the rule limits use)."""
@@ -217,6 +280,12 @@ def _waiting(candidate: Candidate, now: float) -> str:
 def _steady(message: str) -> str:
     """`message` without an age in seconds ("nominated it 12s ago" -> "nominated it recently")."""
     return _AGE.sub("recently", message)
+
+
+def _judged(manifest: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The verdict conditions of an object."""
+    rows = (manifest.get("status") or {}).get("conditions") or ()
+    return [c for c in rows if c.get("type") in JUDGED]
 
 
 def _nodes_of(inp: DisruptionInput) -> Mapping[str, Node]:

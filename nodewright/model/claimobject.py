@@ -39,6 +39,8 @@ PRICE_ANNOTATION = "nodewright.io/price"
 REASON_ANNOTATION = "nodewright.io/reason"
 PODS_ANNOTATION = "nodewright.io/pods"
 
+# The conditions that need a judgement (the consolidator's), not only the claim record.
+JUDGED = ("Drifted", "Consolidatable", "Disrupting")
 _LAUNCHED_STATES = ("launched", "registered", "initialized", "deleting")
 _REGISTERED_STATES = ("registered", "initialized", "deleting")
 
@@ -62,13 +64,15 @@ class Verdicts:
 def nodeclaim_object(
     claim: NodeClaim,
     node: Node | None,
-    verdicts: Verdicts,
+    verdicts: Verdicts | None,
     *,
     now: float,
     previous: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The NodeClaim object for `claim` (see the module docstring); `previous` is the object the
-    cluster holds now, whose lastTransitionTimes are kept for unchanged conditions.
+    cluster holds now, whose lastTransitionTimes are kept for unchanged conditions. Without
+    `verdicts` (a writer that does not judge), `previous`'s Drifted, Consolidatable and
+    Disrupting conditions are kept as they are.
     """
     labels = dict(claim.labels)
     labels[wk.NODEPOOL] = claim.nodepool
@@ -110,7 +114,7 @@ def nodeclaim_object(
 
 
 def conditions(
-    claim: NodeClaim, verdicts: Verdicts, *, now: float, previous: Mapping[str, Any] | None = None
+    claim: NodeClaim, verdicts: Verdicts | None, *, now: float, previous: Mapping[str, Any] | None = None
 ) -> list[dict[str, str]]:
     """The claim's conditions, sorted by type (see the module docstring)."""
     launched = claim.state in _LAUNCHED_STATES
@@ -147,6 +151,9 @@ def conditions(
     rows.append(("Ready", ready, "Ready" if ready else "NotReady", "" if ready else "not initialized yet", rows[2][4]))
     kept = _previous_conditions(previous)
     out = [_condition(kind, ok, reason, message, at) for kind, ok, reason, message, at in rows]
+    if verdicts is None:
+        out += [dict(kept[kind]) for kind in JUDGED if kind in kept]
+        return sorted(out, key=lambda c: c["type"])
     if verdicts.drifted or registered:
         drifted = bool(verdicts.drifted)
         out.append(

@@ -53,6 +53,12 @@ class InMemoryClaimObjects:
             return None
         return copy.deepcopy(self.objects)
 
+    def get_claim_object(self, name: str) -> dict[str, Any] | None:
+        """The object, or None."""
+        self.requests["get"] += 1
+        found = self.objects.get(name)
+        return copy.deepcopy(found) if found is not None else None
+
     def put_claim_object(self, manifest: Mapping[str, Any], *, exists: bool) -> dict[str, Any]:
         """Create or merge-patch (see `nodewright.ports.ClaimObjects`)."""
         name = str(manifest["metadata"]["name"])

@@ -62,6 +62,18 @@ class KubeClaimObjects:
             if not token:
                 return objects
 
+    def get_claim_object(self, name: str) -> dict[str, Any] | None:
+        """The object, or None when the cluster has none (404)."""
+        try:
+            return self._send(
+                "get",
+                f"get nodeclaim {name}",
+                functools.partial(self._api.get_cluster_custom_object, GROUP, VERSION, PLURAL, name),
+                mapped=(404,),
+            )
+        except ApiException:
+            return None  # only 404 is mapped
+
     def put_claim_object(self, manifest: Mapping[str, Any], *, exists: bool) -> dict[str, Any]:
         """Create or merge-patch the object (see `nodewright.ports.ClaimObjects`)."""
         name = str(manifest["metadata"]["name"])

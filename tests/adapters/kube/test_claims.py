@@ -97,7 +97,15 @@ def sync(api_client: Any, claim_set: tuple[NodeClaim, ...]) -> tuple[ClaimMirror
     )
     report = mirror.sync(lambda: (inp, []))
     usage = {(u.verb, u.resource): u.requests for u in cluster.usage()}
-    return mirror, {"report": report, "usage": usage}
+    # Then the consolidator's mirror, which writes the verdicts of initialized claims.
+    judge = ClaimMirror(objects, VirtualClock(NOW), RecordingObserver(), judge=True)
+    judged = judge.sync(lambda: (inp, []))
+    return mirror, {
+        "report": report,
+        "usage": usage,
+        "judged": judged.updated,
+        "judge_usage": {(u.verb, u.resource): u.requests for u in cluster.usage()},
+    }
 
 
 async def test_kubectl_get_nodeclaims_wide_shows_the_mirrored_claims(kmock: KubernetesEmulator) -> None:
@@ -111,6 +119,8 @@ async def test_kubectl_get_nodeclaims_wide_shows_the_mirrored_claims(kmock: Kube
 
     assert first["report"].created == ["default-aaaa", "default-bbbb"]
     assert first["usage"] == {("list", "nodeclaims"): 1, ("create", "nodeclaims"): 2}
+    assert first["judged"] == ["default-aaaa"]  # initialized: its verdicts
+    assert first["judge_usage"] == {("list", "nodeclaims"): 1, ("patch", "nodeclaims"): 1}
     assert get_table(CRD, listing["items"], now=NOW) == [
         ["NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE"],
         ["default-aaaa", "m5.large", "spot", "us-east-1a", "ip-10-0-0-1", "True", "10m"],
@@ -168,6 +178,7 @@ async def test_a_second_container_writes_only_what_changed_and_deletes_what_is_g
     assert second["report"].updated == ["default-bbbb"]
     assert second["report"].deleted == ["default-aaaa"]
     assert second["usage"] == {("list", "nodeclaims"): 1, ("patch", "nodeclaims"): 1, ("delete", "nodeclaims"): 1}
+    assert second["judged"] == []  # registered, not initialized: nothing to judge yet
     (only,) = listing["items"]
     assert only["status"]["nodeName"] == "ip-10-0-0-2"
     assert {c["type"]: c["status"] for c in only["status"]["conditions"]}["Registered"] == "True"
@@ -213,9 +224,9 @@ async def test_the_api_emulator_serves_the_mirror_and_kubectl_get_reads_it_back(
     assert first["usage"] == {("list", "nodeclaims"): 1, ("create", "nodeclaims"): 2}
     assert second["usage"] == {("list", "nodeclaims"): 1, ("patch", "nodeclaims"): 1, ("delete", "nodeclaims"): 1}
     assert served == {
-        ("list", "nodeclaims"): 3,
+        ("list", "nodeclaims"): 5,
         ("create", "nodeclaims"): 2,
-        ("patch", "nodeclaims"): 1,
+        ("patch", "nodeclaims"): 2,
         ("delete", "nodeclaims"): 1,
     }
     assert get_table(CRD, listing["items"], now=NOW + 120) == [
