@@ -41,7 +41,13 @@ controller) and the EC2 user guide; Nodewright does the same unless a line says 
   before the end; Nodewright drains on that event (`engine/interruption`) and stops offering the
   block at the same time.
 - Interruptible reservations' "EC2 Capacity Reservation Instance Interruption Warning": cordon
-  and drain (handled before this module, `CAPACITY_RESERVATION`).
+  and drain, and the reservation is marked unavailable (here: its reserved offering is blocked
+  in the capacity-error cache, `engine/interruption` `CAPACITY_RESERVATION`). Karpenter also
+  labels interruptible reservations (`-interruptible`) and launches them with their own market
+  type: not done here (Nodewright's model has no interruptible flag yet).
+- Not done here: Karpenter relabels a node `on-demand` once its instance left the reservation
+  (expired or cancelled ODCR), and accepts the reservation labels as NodePool and pod
+  requirements; Nodewright's offerings carry no per-reservation requirements yet.
 """
 
 from __future__ import annotations
