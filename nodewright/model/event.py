@@ -213,7 +213,17 @@ _NOT_JUDGED = (
     "not ready",
     "the interruption function",
     "left for a later pass",  # another command was chosen this pass: nothing to explain yet
+    # No method considered it (WhenEmpty and not empty, nothing expired or drifted): the steady
+    # state of a busy node, which Karpenter does not report either; a search's verdict is reported.
+    "no method found a command",
+    # Not yet: consolidateAfter has not passed, or a pass just nominated it (the seconds in these
+    # change every pass, so each would be a new Event).
+    "its pods last changed",
+    "a provisioning pass nominated it",
 )
+
+# The NodePool's own policy leaves the node out (WhenEmpty and not empty): configuration, not a block.
+_BY_POLICY = ("consolidates only empty nodes",)
 
 
 def disruption_rejected(node: str, why: str) -> Event | None:
@@ -221,10 +231,11 @@ def disruption_rejected(node: str, why: str) -> Event | None:
     when the reason names a blocker (a do-not-disrupt pod or annotation, a PodDisruptionBudget,
     the NodePool's budgets, a stalled drain), Unconsolidatable otherwise; None for a node that is
     not the consolidator's to judge (another autoscaler's, not initialized or ready, already
-    being disrupted or deleted, cordoned by the interruption function) or only waits for a
-    later pass.
+    being disrupted or deleted, cordoned by the interruption function), only waits for a later
+    pass, is left out by its NodePool's policy or by no method (a busy node under WhenEmpty),
+    or is not due yet (consolidateAfter, a fresh nomination).
     """
-    if why.startswith(_NOT_JUDGED):
+    if why.startswith(_NOT_JUDGED) or any(fragment in why for fragment in _BY_POLICY):
         return None
     if any(blocker in why for blocker in _BLOCKERS):
         return disruption_blocked(node, why)

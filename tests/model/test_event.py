@@ -27,14 +27,24 @@ from nodewright.model.event import CREATE, PATCH, EventCorrelator, ObjectRef, di
             id="stalled",
         ),
         pytest.param(
-            "no method found a command for it: not empty, expired or drifted, and no cheaper placement",
+            "replacing it saves $0.0040/h, less than the stability guard's $0.0100/h",
             "Unconsolidatable",
-            id="no-cheaper",
+            id="verdict",
+        ),
+        pytest.param(
+            "no method found a command for it: not empty, expired or drifted, and no cheaper placement",
+            None,
+            id="not-considered",
         ),
         pytest.param("not managed by Nodewright (no node claim or NodePool label)", None, id="foreign"),
         pytest.param("not initialized yet (claim state launched)", None, id="young"),
         pytest.param("already part of a running disruption command", None, id="in-progress"),
         pytest.param("left for a later pass: this pass chose emptiness", None, id="later"),
+        pytest.param("its pods last changed 30s ago; consolidateAfter is 1m", None, id="not-due"),
+        pytest.param(
+            "NodePool spot consolidates only empty nodes (consolidationPolicy WhenEmpty)", None, id="when-empty"
+        ),
+        pytest.param("a provisioning pass nominated it 12s ago (window 30s)", None, id="nominated"),
     ],
 )
 def test_a_pass_reason_becomes_blocked_unconsolidatable_or_no_event(why: str, reason: str | None) -> None:
