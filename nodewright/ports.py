@@ -330,6 +330,12 @@ class ClaimObjects(Protocol):
         """The object as the cluster holds it, or None when there is none."""
         ...
 
+    def patch_claim_object(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Merge-patch an existing object and return what the server stored; None (nothing
+        created) when there is no such object.
+        """
+        ...
+
     def put_claim_object(self, manifest: Mapping[str, Any], *, exists: bool) -> dict[str, Any]:
         """Write the object (create when `exists` is False, else merge-patch it) and return what the
         server stored. Idempotent: a create that meets an existing object patches it, a patch that

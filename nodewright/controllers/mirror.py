@@ -16,8 +16,8 @@ Two writers, one per function, each owning its part so neither undoes the other:
 
 Cost: one LIST per warm container (and again after `recheck` seconds when the CRD was missing),
 then only the writes of objects that changed (`comparable` differs; the judge: its conditions),
-plus a GET before the claims' writer patches an initialized claim's object and when the judge
-meets an object it has not seen: a cluster at rest costs no request. The mirror is a
+plus a GET before the claims' writer patches an initialized claim's object: a cluster at rest
+costs no request. The mirror is a
 convenience: its failures are reported (`MirrorFailures` metric, a `mirror-failed` decision)
 and never stop the function's real work.
 
@@ -193,19 +193,18 @@ class ClaimMirror:
             if claim.state not in JUDGED_STATES:
                 continue
             previous = known.get(claim.name)
-            if previous is None:
-                previous = self.objects.get_claim_object(claim.name)
-                if previous is None:
-                    continue  # not written yet: the claims' writer creates it, with no verdicts
-                known[claim.name] = previous
             node = nodes.get(claim.name) or nodes.get(claim.provider_id)
-            desired = nodeclaim_object(
-                claim, node, verdicts.get(claim.name, Verdicts()), now=inp.now, previous=previous
-            )
-            if _judged(desired) == _judged(previous):
+            verdict = verdicts.get(claim.name, Verdicts())
+            desired = nodeclaim_object(claim, node, verdict, now=inp.now, previous=previous)
+            if previous is not None and _judged(desired) == _judged(previous):
                 continue
-            patch = {"metadata": {"name": claim.name}, "status": {"conditions": desired["status"]["conditions"]}}
-            known[claim.name] = self.objects.put_claim_object(patch, exists=True)
+            # An object this mirror has not seen (created since its LIST) gets its first verdicts
+            # in one patch, not a read and a patch; a missing one is the claims' writer's to create.
+            conditions = {"status": {"conditions": desired["status"]["conditions"]}}
+            stored = self.objects.patch_claim_object(claim.name, conditions)
+            if stored is None:
+                continue
+            known[claim.name] = stored
             report.updated.append(claim.name)
 
     def _sync_pools(self, inp: DisruptionInput, report: MirrorReport) -> None:

@@ -59,6 +59,11 @@ class InMemoryClaimObjects:
         found = self.objects.get(name)
         return copy.deepcopy(found) if found is not None else None
 
+    def patch_claim_object(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Merge-patch an existing object; None when there is none."""
+        self.requests["patch"] += 1
+        return self.patch(name, patch)
+
     def put_claim_object(self, manifest: Mapping[str, Any], *, exists: bool) -> dict[str, Any]:
         """Create or merge-patch (see `nodewright.ports.ClaimObjects`)."""
         name = str(manifest["metadata"]["name"])

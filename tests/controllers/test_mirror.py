@@ -239,3 +239,15 @@ def test_a_nodepool_the_cluster_does_not_hold_is_asked_again_only_when_its_statu
 
     assert objects.nodepools == {}
     assert objects.requests["patch nodepools/status"] == 2
+
+
+def test_the_judge_never_creates_an_object_the_claims_writer_has_not_written() -> None:
+    objects = InMemoryClaimObjects()
+    world = World()  # the provisioner mirrors nothing here
+    initialized_node(world)
+
+    judge(world, objects)
+
+    assert objects.objects == {}
+    assert objects.requests["create"] == 0
+    assert objects.requests["patch"] == 1  # one attempt, answered "no such object"

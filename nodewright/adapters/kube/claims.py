@@ -74,6 +74,13 @@ class KubeClaimObjects:
         except ApiException:
             return None  # only 404 is mapped
 
+    def patch_claim_object(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Merge-patch an existing object; None when there is none (404: nothing is created)."""
+        try:
+            return self._patch(name, patch)
+        except ApiException:
+            return None  # only 404 is mapped
+
     def put_claim_object(self, manifest: Mapping[str, Any], *, exists: bool) -> dict[str, Any]:
         """Create or merge-patch the object (see `nodewright.ports.ClaimObjects`)."""
         name = str(manifest["metadata"]["name"])
@@ -130,8 +137,10 @@ class KubeClaimObjects:
         )
 
     def _patch(self, name: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
-        body = {key: value for key, value in manifest.items() if key not in ("apiVersion", "kind")}
-        body["metadata"] = {k: v for k, v in manifest["metadata"].items() if k != "creationTimestamp"}
+        body = {key: value for key, value in manifest.items() if key not in ("apiVersion", "kind", "metadata")}
+        metadata = {k: v for k, v in (manifest.get("metadata") or {}).items() if k != "creationTimestamp"}
+        if metadata:
+            body["metadata"] = metadata
         return self._send(
             "patch",
             f"patch nodeclaim {name}",
