@@ -13,8 +13,9 @@ seen by the next solve). Reads are cached per query for `ttl` seconds (a minute:
 count changes when instances start or stop, which Nodewright mostly causes itself and counts).
 
 Errors: a reservation EC2 describes with an instance match criteria or reservation type Nodewright
-does not know is skipped with a warning naming it (Karpenter does the same); an id EC2 does not
-know (InvalidCapacityReservationId.NotFound) selects nothing; any other error propagates.
+does not know is skipped with a warning naming it (Karpenter does the same), and so is an
+interruptible one (Karpenter launches those; Nodewright does not yet); an id EC2 does not know
+(InvalidCapacityReservationId.NotFound) selects nothing; any other error propagates.
 """
 
 from __future__ import annotations
@@ -83,6 +84,10 @@ def reservation_from_description(item: Mapping[str, Any]) -> CapacityReservation
     criteria = str(item.get("InstanceMatchCriteria", ""))
     if criteria not in MATCH_CRITERIA:
         raise ValueError(f"capacity reservation {ident}: InstanceMatchCriteria {criteria!r} is not open or targeted")
+    if item.get("Interruptible"):
+        # Karpenter launches these with their own market type; Nodewright's launch would target
+        # them as a plain ODCR, which EC2 refuses.
+        raise ValueError(f"capacity reservation {ident}: interruptible reservations are not launched into yet")
     given = str(item.get("ReservationType") or "")
     kind = _RESERVATION_TYPES.get(given)
     if kind is None:

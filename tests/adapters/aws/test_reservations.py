@@ -190,10 +190,11 @@ def test_counts_follow_launches_and_capacity_errors_until_ec2_is_read_again(ec2:
     [
         ("InstanceMatchCriteria", "future-criteria", "InstanceMatchCriteria 'future-criteria' is not open or targeted"),
         ("ReservationType", "unknown-kind", "ReservationType 'unknown-kind' is not odcr or capacity-block"),
+        ("Interruptible", True, "interruptible reservations are not launched into yet"),
     ],
-    ids=["match-criteria", "reservation-type"],
+    ids=["match-criteria", "reservation-type", "interruptible"],
 )
-def test_a_reservation_nodewright_cannot_read_is_refused_by_name(field: str, value: str, message: str) -> None:
+def test_a_reservation_nodewright_cannot_read_is_refused_by_name(field: str, value: object, message: str) -> None:
     item = described("cr-0eeeeeeeeeeeeeee1")
     item[field] = value
     with pytest.raises(ValueError, match=f"capacity reservation cr-0eeeeeeeeeeeeeee1: {message}"):
