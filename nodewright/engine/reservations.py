@@ -43,8 +43,8 @@ controller) and the EC2 user guide; Nodewright does the same unless a line says 
 - Interruptible reservations' "EC2 Capacity Reservation Instance Interruption Warning": cordon
   and drain, and the reservation is marked unavailable (here: its reserved offering is blocked
   in the capacity-error cache, `engine/interruption` `CAPACITY_RESERVATION`). Karpenter also
-  labels interruptible reservations (`-interruptible`) and launches them with their own market
-  type: not done here (Nodewright's model has no interruptible flag yet).
+  launches into interruptible reservations (market type `interruptible-capacity-reservation`,
+  label `-interruptible`); Nodewright skips them for now, with a warning naming each.
 - Not done here: Karpenter relabels a node `on-demand` once its instance left the reservation
   (expired or cancelled ODCR), and accepts the reservation labels as NodePool and pod
   requirements; Nodewright's offerings carry no per-reservation requirements yet.
