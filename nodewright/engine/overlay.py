@@ -227,7 +227,7 @@ def _result(
                         overlay.name,
                     )
                 )
-            overlaid = replace(it, offerings=tuple(offerings))
+            overlaid = replace(it, offerings=tuple(offerings), price_overlaid=it.price_overlaid or key in by_type)
             resources = extra.get(key)
             if resources:
                 added = {r: (o.capacity or Resources())[r] for r, o in resources.items()}

@@ -34,7 +34,9 @@ class InstanceType:
 
     `requirements` holds the labels a node of this type gets (arch, family, cpu, ... and the
     zones and capacity types it is offered in); `overhead` is kube-reserved + system-reserved +
-    the eviction threshold, so `allocatable = capacity - overhead`.
+    the eviction threshold, so `allocatable = capacity - overhead`. `price_overlaid`: a NodeOverlay
+    set the price of some offering (`nodewright.engine.overlay`), so EC2's own list prices no longer
+    rank the offerings: a launch then tells EC2 Nodewright's order (Karpenter's `prioritized`).
     """
 
     name: str
@@ -43,6 +45,7 @@ class InstanceType:
     overhead: Resources = EMPTY
     offerings: tuple[Offering, ...] = ()
     price_estimated: bool = False
+    price_overlaid: bool = False
     allocatable: Resources = field(init=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -141,6 +141,9 @@ class FleetPlan:
     capacity_type: str
     overrides: tuple[Override, ...]
     reservation_type: str = ""
+    # A NodeOverlay priced some option: EC2 must follow the overrides' order (their `Priority`),
+    # not its own list prices, as Karpenter's AWS provider does for an overlaid claim.
+    prioritized: bool = False
 
     @property
     def offerings(self) -> tuple[Offering, ...]:
@@ -245,7 +248,8 @@ def plan_fleet(
             types.append(override.instance_type)
     kept = set(types[:MAX_INSTANCE_TYPES])
     overrides = sorted((o for o in chosen if o.instance_type in kept), key=lambda o: (o.price, o.instance_type, o.zone))
-    return FleetPlan(capacity_type, tuple(overrides))
+    overlaid = any(t.price_overlaid for t in request.options)
+    return FleetPlan(capacity_type, tuple(overrides), prioritized=overlaid)
 
 
 def client_token(cluster: str, claim: str, variant: str = "") -> str:
@@ -290,8 +294,14 @@ def fleet_request(
             {
                 "LaunchTemplateSpecification": {"LaunchTemplateName": templates[key], "Version": "$Latest"},
                 "Overrides": [
-                    {"InstanceType": o.instance_type, "SubnetId": o.subnet_id, "AvailabilityZone": o.zone}
-                    for o in plan.overrides
+                    {
+                        "InstanceType": o.instance_type,
+                        "SubnetId": o.subnet_id,
+                        "AvailabilityZone": o.zone,
+                        # 0 is EC2's highest priority: the overrides are cheapest first at effective prices.
+                        **({"Priority": float(rank)} if plan.prioritized else {}),
+                    }
+                    for rank, o in enumerate(plan.overrides)
                     if o.template_key == key
                 ],
             }
@@ -310,9 +320,10 @@ def fleet_request(
         ],
     }
     if plan.capacity_type == "spot":
-        request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+        strategy = "capacity-optimized-prioritized" if plan.prioritized else "price-capacity-optimized"
+        request["SpotOptions"] = {"AllocationStrategy": strategy}
     elif target_type == "on-demand":
-        request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+        request["OnDemandOptions"] = {"AllocationStrategy": "prioritized" if plan.prioritized else "lowest-price"}
     return request
 
 
