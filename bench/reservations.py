@@ -8,7 +8,8 @@ with the EC2NodeClass's capacityReservationSelectorTerms left out (the same rese
 nothing selects them: Karpenter's behaviour without the terms). For each it prints what the run
 paid for instances (a reserved instance costs nothing more: its reservation is paid either way),
 the mean $/h while the block is in use (15m-50m) and after it ended (62m-80m), the nodes launched
-per capacity type and how many ran on reserved capacity, and the run's pods lost, PDB,
+per capacity type and how many ran on reserved capacity, the capacity errors met (EC2's
+ReservationCapacityExceeded while the ODCR is held outside the cluster), and the run's pods lost, PDB,
 do-not-disrupt and limit violations; and the reservations' own fee at on-demand prices, which
 is paid in both runs.
 """
@@ -58,6 +59,8 @@ def measure(seed: int | None) -> dict[str, Any]:
             "usd_per_hour_after_block": round(_mean_price(world, *AFTER_BLOCK), 4),
             "nodes_launched": dict(sorted(Counter(r.capacity_type for r in records).items())),
             "nodes_on_reserved_capacity": sum(1 for r in records if r.capacity_type == "reserved"),
+            # CreateFleet capacity errors met (the ODCR held outside the cluster for 5 minutes).
+            "capacity_errors": summary["capacity_errors"],
             "pods_lost": summary["pods_lost"],
             "pdb_violations": summary["pdb_violations"],
             "do_not_disrupt_violations": summary["do_not_disrupt_violations"],

@@ -192,7 +192,10 @@ class SimulatedEc2:
                     # Not a request Nodewright sends (types from the template): moto's own answer.
                     response: dict[str, Any] = self._client.create_fleet(**request)
                     return response
-                code = self.hooks.capacity_error(instance_type, zone, capacity_type)
+                # A launch into a reservation meets the scenario's `reserved` capacity errors (e.g.
+                # ReservationCapacityExceeded while instances outside the cluster hold it).
+                kind = "reserved" if targets[index] else capacity_type
+                code = self.hooks.capacity_error(instance_type, zone, kind)
                 if code is None and targets[index] and self.reservations is not None:
                     code = self.reservations.refusal(targets[index], instance_type, zone, self._now())
                 if code is not None:

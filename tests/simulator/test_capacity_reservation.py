@@ -119,6 +119,9 @@ def test_reserved_capacity_is_used_first_spot_beyond_it_and_the_block_ends_losin
     assert used["nodes_on_reserved_capacity"] == 5
     assert used["nodes_launched"]["spot"] >= 1  # the workload outgrew the reservations
     assert unused["nodes_on_reserved_capacity"] == 0
+    # The ODCR held outside the cluster for 5 minutes refused a launch, which fell back.
+    assert used["capacity_errors"] >= 1
+    assert unused["capacity_errors"] == 0
     for run in (used, unused):
         assert (run["pods_lost"], run["pdb_violations"], run["limit_violations"]) == (0, 0, 0)
         assert run["do_not_disrupt_violations"] == 0
