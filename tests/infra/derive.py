@@ -275,12 +275,18 @@ def _live_catalog(_: Any, nodeclass: Any) -> None:
 
 @contextlib.contextmanager
 def _patched(target: Any, name: str, value: Any) -> Iterator[None]:
-    original = target.__dict__[name]
+    # The attribute may be inherited (the simulator's World is composed of one base class per
+    # concern): shadow it on `target` and remove the shadow after, rather than copy it down.
+    own = name in target.__dict__
+    original = target.__dict__.get(name)
     setattr(target, name, value)
     try:
         yield
     finally:
-        setattr(target, name, original)
+        if own:
+            setattr(target, name, original)
+        else:
+            delattr(target, name)
 
 
 def cold_start(recorder: Recorder) -> None:
