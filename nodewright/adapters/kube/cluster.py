@@ -187,13 +187,19 @@ class KubeCluster:
         # The watch threads share it too: it only ever holds pure answers (dict reads and writes).
         self._pod_memo = RequestsMemo()
         self.events = KubeEvents(api_client, self._request, self._read, reporting_instance=reporting_instance)
+        self._followed_until = 0.0
 
     # ------------------------------------------------------------------ following
 
     def follow(self, seconds: float) -> None:
         """Keep the store current for `seconds` more: start each kind's watcher, or extend it."""
-        until = self._monotonic() + max(0.0, seconds)
-        self.events.begin()  # an invocation starts following: its Event budget starts full
+        now = self._monotonic()
+        until = now + max(0.0, seconds)
+        if now >= self._followed_until:
+            # A follow after the last one ran out is a new invocation: its Event budget starts
+            # full. (The interruption function follows again for each message of a batch.)
+            self.events.begin()
+        self._followed_until = max(self._followed_until, until)
         for kind in self._kinds:
             watcher = self._watchers.get(kind)
             if watcher is None:
