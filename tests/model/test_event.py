@@ -7,7 +7,15 @@ from __future__ import annotations
 import pytest
 
 from nodewright.model.errors import InvalidValue
-from nodewright.model.event import CREATE, PATCH, EventCorrelator, ObjectRef, disruption_rejected, pod_nominated
+from nodewright.model.event import (
+    CREATE,
+    PATCH,
+    EventCorrelator,
+    ObjectRef,
+    disruption_rejected,
+    pod_failed_to_schedule,
+    pod_nominated,
+)
 
 
 @pytest.mark.parametrize(
@@ -76,3 +84,19 @@ def test_a_series_is_one_create_then_one_patch_per_window_and_a_gap_starts_a_new
 def test_a_pod_reference_needs_a_namespace() -> None:
     with pytest.raises(InvalidValue, match="expected namespace/name"):
         ObjectRef.pod("web-1")
+
+
+def test_ten_thousand_live_series_cost_amortised_constant_time_and_finished_ones_are_forgotten() -> None:
+    correlator = EventCorrelator(invocation_budget=1 << 30)
+    keys = [f"default/web-{i}" for i in range(10_000)]
+
+    for now in (0.0, 30.0):  # two passes over 10,000 pods no NodePool can take
+        for key in keys:
+            correlator.observe(pod_failed_to_schedule(key, "nodepool default: no instance type fits"), now)
+    correlator.observe(pod_failed_to_schedule("default/late", "nodepool default: no instance type fits"), 10_000.0)
+
+    assert correlator.folded == 10_000
+    for key in keys[:3]:  # long finished: a new occurrence is a new Event
+        write = correlator.observe(pod_failed_to_schedule(key, "nodepool default: no instance type fits"), 10_001.0)
+        assert write is not None
+        assert write.verb == CREATE
