@@ -651,6 +651,9 @@ class Provisioner:
             if not _within_limits(pool, planned, used.get(pool.name, Resources())):
                 report.failed[claim.name] = "limits"
                 self.observer.decision("limit-reached", nodepool=pool.name, pods=len(planned.pods))
+                for pod in planned.pods:
+                    why = f"nodepool {pool.name}: limits reached"  # the solver's words: one series
+                    self.cluster.record(pod_failed_to_schedule(pod.key, why), self.clock.now())
                 continue
             if not self.store.create_claim(claim):  # the same pass cannot run twice; be safe anyway
                 continue
@@ -674,6 +677,9 @@ class Provisioner:
                 report.failed[claim.name] = str(error)
                 self.observer.metric("LaunchFailures", 1, reason="LaunchError")
                 self.observer.decision("launch-failed", nodeclaim=claim.name, error=str(error))
+                for pod in planned.pods:
+                    why = f"launching nodeclaim {claim.name} failed: {error}"
+                    self.cluster.record(pod_failed_to_schedule(pod.key, why), self.clock.now())
                 continue
             self._record_launch(claim, instance, planned, reason)
             launched_type = types.get(instance.instance_type)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from nodewright.engine.interruption import REBALANCE, SPOT_INTERRUPTION, STATE_CHANGE
 from nodewright.model.event import ObjectRef
 from nodewright.model.pod import Pod
-from nodewright.ports import Eviction
+from nodewright.ports import Eviction, LaunchError
 from nodewright.sim.cluster import InMemoryCluster
 from tests.builders import node, node_pool, pod
 from tests.controllers.test_disruption import ConsolidationWorld
@@ -153,3 +153,31 @@ def test_a_node_a_do_not_disrupt_pod_holds_is_reported_blocked_naming_the_pod_an
     assert reasons(world.cluster, ObjectRef.node("held")) == [
         ("Normal", "DisruptionBlocked", "pod default/batch is annotated karpenter.sh/do-not-disrupt")
     ]
+
+
+def test_pods_a_nodepools_limits_hold_back_are_told_so() -> None:
+    world = ProvisioningWorld(pools=(node_pool(limits={"cpu": "1"}),))
+    pods = world.pending(8)  # 4 cpu of pods against a 1-cpu limit
+
+    world.run(5)
+
+    told = {p.key: reasons(world.cluster, ObjectRef.pod(p.key)) for p in pods}
+    held = [key for key, said in told.items() if said]
+    assert held
+    assert all(
+        told[key] == [("Warning", "FailedScheduling", "Failed to schedule pod, nodepool default: limits reached")]
+        for key in held
+    )
+
+
+def test_pods_whose_launch_failed_are_told_why() -> None:
+    world = ProvisioningWorld()
+    (waiting,) = world.pending(1)
+    world.cloud.fail_next("launch", LaunchError("UnauthorizedOperation: not allowed to CreateFleet"))
+
+    world.provisioner().provision(world.cluster.snapshot())
+
+    [(kind, reason, note)] = reasons(world.cluster, ObjectRef.pod(waiting.key))
+    assert (kind, reason) == ("Warning", "FailedScheduling")
+    assert note.startswith("Failed to schedule pod, launching nodeclaim ")
+    assert note.endswith("failed: UnauthorizedOperation: not allowed to CreateFleet")
