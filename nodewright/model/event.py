@@ -14,9 +14,8 @@ API server:
     (by default the reason's window: 2 minutes for most, 5 for FailedScheduling, 15 for
     Unconsolidatable), so a pod seen pending on every pass costs one create and then one patch
     per window, not one request per pass. The count the API server shows is behind by at most
-    that much (client-go's broadcaster is behind by up to 30 minutes). A repeat after the window
-    starts a new series (a new Event), as client-go's event broadcaster does once a series is
-    finished.
+    that much. A repeat after the window starts a new series (a new Event), as client-go's event
+    broadcaster does once a series is finished.
   * Writes are rate-limited per object (a token bucket: `object_burst` writes, then one per
     `object_refill` seconds, as client-go's spam filter per source and object) and per
     invocation (`invocation_budget` writes between two `begin()` calls). A write refused by a
@@ -24,7 +23,10 @@ API server:
     occurrence tries again; a dropped patch keeps its count for the next one.
 
 Reasons are Karpenter's (sigs.k8s.io/karpenter pkg/events, the AWS provider's interruption
-events) where one exists, so alerts and habits built on them carry over.
+events) where one exists, so alerts and habits built on them carry over. One function per kind
+of Event (`pod_nominated`, `pod_failed_to_schedule`, `pod_evicted`, `disruption_*`,
+`disruption_rejected`, `interrupted`) builds it, so each controller's call site is one line.
+`StoredEvent` is an Event as the API server holds it, in both API versions' JSON.
 """
 
 from __future__ import annotations
