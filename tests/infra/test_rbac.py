@@ -81,8 +81,11 @@ def test_only_the_functions_that_drain_may_evict_or_patch_and_the_provisioner_on
 ) -> None:
     writes = {"create", "patch", "delete", "update", "deletecollection"}
     provisioner = rbac_rules(_role("provisioner"))
+    events = {KubeAccess("events.k8s.io", "events", verb) for verb in ("create", "patch")}
 
-    assert {a for a in provisioner if a.verb in writes} == {KubeAccess("", "nodes", "delete")}
+    # Besides its Events (Nominated, FailedScheduling), which every function writes.
+    assert {a for a in provisioner if a.verb in writes} == {KubeAccess("", "nodes", "delete"), *events}
+    assert all(events <= rbac_rules(_role(function)) for function in FUNCTIONS)
     for function in ("interruption", "consolidator"):
         assert KubeAccess("", "pods/eviction", "create") in rbac_rules(_role(function))
         assert KubeAccess("", "pods", "delete") not in rbac_rules(_role(function))
