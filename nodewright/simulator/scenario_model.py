@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from nodewright.config.problems import ConfigError
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
 from nodewright.simulator.fleet import depth
@@ -222,6 +223,8 @@ class Scenario:
     # CapacityBuffers and the PodTemplates they name (documents in `nodepools`), and NodePool
     # changes over time (`nodepool_changes`).
     capacitybuffers: tuple[CapacityBuffer, ...] = ()
+    # NodeOverlays (karpenter.sh/v1alpha1 documents in `nodepools`): the prices the functions plan with.
+    nodeoverlays: tuple[NodeOverlay, ...] = ()
     podtemplates: tuple[PodTemplate, ...] = ()
     nodepool_changes: tuple[NodePoolChange, ...] = ()
     # Capacity reservations (ODCRs, capacity blocks) the simulated EC2 holds.

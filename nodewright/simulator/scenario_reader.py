@@ -22,6 +22,7 @@ from nodewright.config.documents import EC2NODECLASS, NODEPOOL, Loaded, combine,
 from nodewright.config.problems import At, Problem, SegmentPath, format_path, show
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import parse_timestamp
 from nodewright.simulator.scenario_entries import (
@@ -113,6 +114,7 @@ class ScenarioReader:
         # CapacityBuffers and PodTemplates among the configuration documents (`_config`).
         self.buffers: tuple[CapacityBuffer, ...] = ()
         self.templates: tuple[PodTemplate, ...] = ()
+        self.overlays: tuple[NodeOverlay, ...] = ()
 
     # -- the document ------------------------------------------------------------------------------
 
@@ -216,6 +218,7 @@ class ScenarioReader:
             faults=faults,
             capacitybuffers=self.buffers,
             podtemplates=self.templates,
+            nodeoverlays=self.overlays,
             nodepool_changes=changes,
             **functions,
         )
@@ -301,6 +304,7 @@ class ScenarioReader:
         nodeclasses = {d.name: d.model for d in loaded.of_kind(EC2NODECLASS) if isinstance(d.model, EC2NodeClass)}
         self.buffers = tuple(d.model for d in loaded.documents if isinstance(d.model, CapacityBuffer))
         self.templates = tuple(d.model for d in loaded.documents if isinstance(d.model, PodTemplate))
+        self.overlays = tuple(d.model for d in loaded.documents if isinstance(d.model, NodeOverlay))
         return nodepools, nodeclasses
 
     def _nodepool_changes(self, at: At, value: Any, nodepools: list[NodePool]) -> tuple[NodePoolChange, ...]:

@@ -175,6 +175,7 @@ class Wiring(Kubelet, Changes):
                 dict(scenario.nodeclasses),
                 capacitybuffers=scenario.capacitybuffers,
                 podtemplates=scenario.podtemplates,
+                nodeoverlays=scenario.nodeoverlays,
             ),
             scenario.nodepool_changes,
             self.clock,
