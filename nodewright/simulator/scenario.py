@@ -30,6 +30,11 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
       - {at: 10m, fraction: 0.3, within: 5m}   # or count: 3; optional nodepool, zone
     capacity_errors:
       - {instance_type: "*", zone: us-east-1a, capacity_type: spot, from: 0s, until: 2h}
+    node_failures:                        # nodes that break (world_repair.py); optional count,
+      - {at: 5m, condition: Ready, status: Unknown}   # nodepool, zone; Ready False or Unknown is
+      - {at: 9m, condition: KernelReady, status: "False"}   # NotReady; others the node
+      - {at: 12m, status_check: system}   # monitoring agent's; or an impaired EC2 status check
+    repair_max_unhealthy_percent: 20      # node repair's guard, as the deploy key (default 20)
     capacity_reservations:                # what DescribeCapacityReservations answers; launches
       - {id: cr-0a1b2c3d4e5f60718, instance_type: m5.xlarge, zone: us-east-1a, count: 3,
          match: targeted, tags: {team: ml}}   # also owner (12 digits), from, until

@@ -28,7 +28,11 @@ from nodewright.simulator.scenario_model import (
     FunctionSettings,
     InitialNodes,
     Interruption,
+    NodeFailure,
 )
+
+STATUS_CHECKS = ("system", "instance", "ebs")
+CONDITION_STATUSES = ("True", "False", "Unknown")
 
 # The keys each fault kind takes besides kind, rate, from and until.
 _FAULT_KEYS: dict[str, tuple[str, ...]] = {
@@ -70,6 +74,40 @@ def read_interruption(at: At, raw: Any) -> Interruption | None:
         rebalance=rebalance if rebalance is not None else True,
         rebalance_lead=lead if lead is not None else 60.0,
         notice=notice if notice is not None else 120.0,
+        nodepool=nodepool,
+        zone=zone,
+    )
+
+
+def read_node_failure(at: At, raw: Any) -> NodeFailure | None:
+    """One `node_failures` entry: `at`, and a node condition (`condition`, default Ready, with its
+    `status`, default Unknown for Ready and False for the others) or a `status_check`.
+    """
+    entry = f.item(at, raw, ("at", "count", "condition", "status", "status_check", "nodepool", "zone"))
+    if entry is None:
+        return None
+    start = read_duration(at / "at", f.required(at, entry, "at"))
+    count = f.integer(at / "count", entry.get("count"), minimum=1)
+    check = f.string(at / "status_check", entry.get("status_check"), enum=STATUS_CHECKS)
+    if check is not None and ("condition" in entry or "status" in entry):
+        at.error("takes either status_check or condition and status, not both")
+        return None
+    condition = f.string(at / "condition", entry.get("condition"), non_empty=True) or "Ready"
+    raw_status = entry.get("status")
+    if isinstance(raw_status, bool):
+        (at / "status").error(f'quote "{raw_status}": YAML reads a bare {raw_status} as a boolean')
+        return None
+    status = f.string(at / "status", raw_status, enum=CONDITION_STATUSES)
+    nodepool = f.string(at / "nodepool", entry.get("nodepool"), non_empty=True)
+    zone = f.string(at / "zone", entry.get("zone"), non_empty=True)
+    if start is None:
+        return None
+    return NodeFailure(
+        at=start,
+        count=count or 1,
+        condition=condition,
+        status=status or ("Unknown" if condition == "Ready" else "False"),
+        status_check=check or "",
         nodepool=nodepool,
         zone=zone,
     )

@@ -71,6 +71,29 @@ class Interruption:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeFailure:
+    """At `at`, `count` Ready nodes Nodewright launched (of `nodepool` / `zone` when set) break:
+    node condition `condition` goes to `status` (Ready Unknown or False: NotReady; another, such
+    as the EKS node monitoring agent's KernelReady, False), or with `status_check` ("system",
+    "instance" or "ebs") their instance's EC2 status check is impaired. They stay broken until
+    they go (world_repair.py).
+    """
+
+    at: float
+    count: int = 1
+    condition: str = "Ready"
+    status: str = "Unknown"
+    status_check: str = ""
+    nodepool: str | None = None
+    zone: str | None = None
+
+    @property
+    def cause(self) -> str:
+        """`Ready=Unknown`, `KernelReady=False`, `status-check:system`: how the summary names it."""
+        return f"status-check:{self.status_check}" if self.status_check else f"{self.condition}={self.status}"
+
+
+@dataclass(frozen=True, slots=True)
 class NodePoolChange:
     """At `at` seconds after the start the NodePool of the same name becomes `nodepool` (replicas
     scaled, template changed: its nodes drift), as `kubectl apply` or `kubectl scale` would do.
@@ -227,6 +250,10 @@ class Scenario:
     nodeoverlays: tuple[NodeOverlay, ...] = ()
     podtemplates: tuple[PodTemplate, ...] = ()
     nodepool_changes: tuple[NodePoolChange, ...] = ()
+    # Nodes that break (node repair), and the share of unhealthy nodes repair stops at (the deploy
+    # key repairMaxUnhealthyPercent).
+    node_failures: tuple[NodeFailure, ...] = ()
+    repair_max_unhealthy_percent: int = 20
     # Capacity reservations (ODCRs, capacity blocks) the simulated EC2 holds.
     capacity_reservations: tuple[CapacityReservationSpec, ...] = ()
 

@@ -32,6 +32,7 @@ from nodewright.simulator.scenario_entries import (
     read_functions,
     read_initial_nodes,
     read_interruption,
+    read_node_failure,
 )
 from nodewright.simulator.scenario_fields import read_duration, read_number
 from nodewright.simulator.scenario_model import (
@@ -77,6 +78,8 @@ _TOP = (
     "kube_api",
     "faults",
     "nodepool_changes",
+    "node_failures",
+    "repair_max_unhealthy_percent",
 )
 _CHANGE = ("at", "manifest")
 
@@ -185,6 +188,15 @@ class ScenarioReader:
         functions = read_functions(at / "functions", top.get("functions"))
         faults = f.items(at / "faults", top.get("faults"), read_fault) or ()
         changes = self._nodepool_changes(at / "nodepool_changes", top.get("nodepool_changes"), nodepools)
+        failures = f.items(at / "node_failures", top.get("node_failures"), read_node_failure) or ()
+        for index, failure in enumerate(failures):
+            if failure.nodepool is not None and failure.nodepool not in {p.name for p in nodepools}:
+                (at / "node_failures" / index / "nodepool").error(f"no NodePool is named {failure.nodepool!r}")
+            if failure.zone is not None and failure.zone not in zones:
+                (at / "node_failures" / index / "zone").error(f"{failure.zone!r} is not one of zones")
+        repair_percent = f.integer(
+            at / "repair_max_unhealthy_percent", top.get("repair_max_unhealthy_percent"), minimum=0, maximum=100
+        )
         self._cross_check(
             at, nodepools=nodepools, nodeclasses=nodeclasses, interruptions=interruptions, errors=errors, zones=zones
         )
@@ -220,6 +232,8 @@ class ScenarioReader:
             podtemplates=self.templates,
             nodeoverlays=self.overlays,
             nodepool_changes=changes,
+            node_failures=failures,
+            repair_max_unhealthy_percent=20 if repair_percent is None else repair_percent,
             **functions,
         )
 

@@ -19,13 +19,14 @@ from nodewright.simulator.metrics import (
     Sample,
 )
 from nodewright.simulator.world_audits import Audits
+from nodewright.simulator.world_repair import NodeFailures
 from nodewright.simulator.world_spot import SpotInterruptions
 from nodewright.simulator.world_sqs import QueueSource
 
 _POD_GONE = (kinds.POD_DELETED, kinds.POD_EVICTED)
 
 
-class Changes(QueueSource, Audits, SpotInterruptions):
+class Changes(QueueSource, Audits, SpotInterruptions, NodeFailures):
     """What changed after each step (module docstring)."""
 
     def _after_step(self) -> None:
@@ -58,12 +59,14 @@ class Changes(QueueSource, Audits, SpotInterruptions):
                     if gone is not None and gone[0] == change.at:
                         # The controller's replacement of a pod evicted or deleted from a node.
                         recorder.displaced[change.name] = "interruption" if gone[1] in self._watched else "other"
+                        self._displaced(gone[1], change.name)
                 gone = None
                 continue
             gone = None
             if kind == kinds.POD_BOUND:
                 self._unbound.discard(change.name)
                 recorder.pod_bound(change.name, change.at)
+                self._rebound(change.name, change.at)
             elif kind in _POD_GONE:
                 self._unbound.discard(change.name)
                 recorder.pod_gone(change.name)
@@ -72,6 +75,8 @@ class Changes(QueueSource, Audits, SpotInterruptions):
                     gone = (change.at, change.node)
                 if change.node in self._watched:
                     self._check_drained(change.node, change.at)
+                if change.node:
+                    self._pod_left(change.node, change.at)
             elif kind == kinds.NODE_DELETED:
                 interrupted = self._watched.get(change.name)
                 for pod in change.pods:
@@ -82,6 +87,7 @@ class Changes(QueueSource, Audits, SpotInterruptions):
                         recorder.lost.append((change.at, pod, change.name))
                 self._dirty = True
                 self._node_gone(change.name, change.at)
+                self._broken_node_gone(change.name, change.at)
             elif kind == kinds.NODE_CORDONED:
                 self._cordoned(change.name, change.at)
             elif kind == kinds.EVICTION_BLOCKED:

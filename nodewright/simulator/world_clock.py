@@ -32,6 +32,8 @@ class Clockwork(Wiring, CapacityBlocks):
                 self.loop.at(scenario.start + t, partial(self._scale, workload.key, t))
         for index, interruption in enumerate(scenario.interruptions):
             self.loop.at(scenario.start + interruption.at, partial(self._interrupt, interruption, index))
+        for index, failure in enumerate(scenario.node_failures):
+            self.loop.at(scenario.start + failure.at, partial(self._break, failure, index))
         self._schedule_capacity_blocks()
         if scenario.faults_end is not None and scenario.faults_end + ORPHAN_GRACE_SECONDS <= scenario.duration:
             self.loop.at(scenario.start + scenario.faults_end + ORPHAN_GRACE_SECONDS, self._audit_claims)

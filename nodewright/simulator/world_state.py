@@ -73,6 +73,9 @@ class WorldState:
     _watched: dict[str, InterruptionRecord]  # interrupted nodes by name
     _refused: dict[str, float]  # pod -> when a PodDisruptionBudget last refused its eviction
     _rng: random.Random  # draws which nodes are interrupted
+    # -- broken nodes (world_repair.py)
+    _impaired: dict[str, tuple[tuple[str, ...], float]]  # instance -> failed status checks, since
+    _waiting_on: dict[str, str]  # a pod displaced from a broken node -> that node
     # -- the SQS event source mapping
     _queue_check: float | None
     _queue: Any
