@@ -241,6 +241,7 @@ class Recorder:
         import boto3
 
         from nodewright.adapters.aws.config_store import ConfigStore
+        from nodewright.adapters.kube.claims import KubeClaimObjects
         from nodewright.adapters.kube.crd_config import read_config
 
         with contextlib.suppress(Exception):
@@ -249,6 +250,9 @@ class Recorder:
         if function is not None and function in self._adapters:
             with contextlib.suppress(Exception):
                 read_config(self._adapters[function]._core.api_client)
+            if function == "provisioner":  # its NodeClaim mirror writes the NodePools' status
+                with contextlib.suppress(Exception):
+                    KubeClaimObjects(self._adapters[function]).put_nodepool_status("default", {"resources": {}})
 
 
 def _live_catalog(_: Any, nodeclass: Any) -> None:

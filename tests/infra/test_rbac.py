@@ -82,9 +82,16 @@ def test_only_the_functions_that_drain_may_evict_or_patch_and_the_provisioner_on
     writes = {"create", "patch", "delete", "update", "deletecollection"}
     provisioner = rbac_rules(_role("provisioner"))
     events = {KubeAccess("events.k8s.io", "events", verb) for verb in ("create", "patch")}
+    mirror = {KubeAccess("nodewright.io", "nodeclaims", verb) for verb in ("create", "patch", "delete")}
 
-    # Besides its Events (Nominated, FailedScheduling), which every function writes.
-    assert {a for a in provisioner if a.verb in writes} == {KubeAccess("", "nodes", "delete"), *events}
+    # Besides its Events (Nominated, FailedScheduling), which every function writes, and its
+    # NodeClaim mirror: the objects, and the NodePools' status (configSource=crd).
+    assert {a for a in provisioner if a.verb in writes} == {
+        KubeAccess("", "nodes", "delete"),
+        *events,
+        *mirror,
+        KubeAccess("nodewright.io", "nodepools/status", "patch"),
+    }
     assert all(events <= rbac_rules(_role(function)) for function in FUNCTIONS)
     for function in ("interruption", "consolidator"):
         assert KubeAccess("", "pods/eviction", "create") in rbac_rules(_role(function))
