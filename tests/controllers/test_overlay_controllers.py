@@ -145,3 +145,25 @@ def test_consolidation_replaces_by_effective_price() -> None:
     assert overlaid.cluster.get_node("big") is not None
     assert [n.labels.get(wk.INSTANCE_TYPE) for n in overlaid.cluster.nodes()] == ["m5.4xlarge"]
     assert overlaid.cluster.lost_pods() == []
+
+
+def test_a_discount_on_every_type_does_not_replace_a_node_with_one_of_its_own_type() -> None:
+    # A full m5.4xlarge recorded at its list price ($0.768/h) before a 5% discount on every
+    # on-demand offering came in: the node now costs $0.7296/h like its only replacement, which is
+    # no saving (Karpenter prices a candidate from the overlaid offerings, not from what it paid).
+    discount = overlays(
+        """\
+        apiVersion: karpenter.sh/v1alpha1
+        kind: NodeOverlay
+        metadata: {name: enterprise-discount}
+        spec:
+          requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
+          priceAdjustment: "-5%"
+        """
+    )
+    world = OverlaidConsolidation(pools=on_demand_pool(), nodeoverlays=discount)
+    world.node_with("full", 28, capacity_type="on-demand")  # 14 cpu: only an m5.4xlarge holds it
+    world.run(180)
+
+    assert world.cluster.get_node("full") is not None
+    assert not world.observer.of("disruption-done")
