@@ -21,12 +21,15 @@ from typing import Any
 
 from nodewright.adapters.aws.reservations import CapacityReservations
 from nodewright.adapters.aws.retry import Backoff
+from nodewright.adapters.kube.claims import KubeClaimObjects
 from nodewright.adapters.kube.store import KINDS, NODES
+from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
 from nodewright.model.instance import Instance
 from nodewright.model.nodepool import NodePool
 from nodewright.ports import Cluster
+from nodewright.sim.claimobjects import InMemoryClaimObjects
 from nodewright.sim.clock import VirtualClock
 from nodewright.simulator.aws import (
     CLUSTER,
@@ -117,6 +120,10 @@ class Wiring(Kubelet, Changes):
             if scenario.kube_api == "http"
             else None
         )
+        # The NodeClaim objects the functions mirror their claims into (served over HTTP too).
+        self.claim_objects = InMemoryClaimObjects(clock=self.clock)
+        if self.http is not None:
+            self.http.server.claims = self.claim_objects
         self.scheduler = KubeScheduler(self.cluster)
         self.deployments = Deployments(self.cluster, scenario.workloads)
         self.account = Account(session)
@@ -198,6 +205,7 @@ class Wiring(Kubelet, Changes):
                 sleep=self.lambdas.sleep,
                 wait=self.lambdas.sleep,
                 options=ProvisionerOptions(idle_exit=scenario.provisioner.idle_exit),
+                mirror=self._mirror(observer),
             )
 
         module = importlib.import_module(HANDLERS["provisioner"])
@@ -271,6 +279,15 @@ class Wiring(Kubelet, Changes):
         from moto.sqs.models import sqs_backends
 
         self._queue = sqs_backends[ACCOUNT][REGION].queues[QUEUE]
+
+    def _mirror(self, observer: RecordingObserver) -> ClaimMirror:
+        """The NodeClaim mirror of the function `observer` is (the consolidator's judges): through
+        that function's own adapter over HTTP (its requests are that function's), else straight
+        into the objects.
+        """
+        function = next(name for name, known in self.observers.items() if known is observer)
+        objects = self.claim_objects if self.http is None else KubeClaimObjects(self.http.adapter(function))
+        return ClaimMirror(objects, self.clock, observer, judge=function == "consolidator")
 
     def _cluster_for(self, function: str, kinds: tuple[str, ...] = KINDS) -> Cluster:
         """The cluster as `function` reaches it: directly, or through its own adapter over HTTP."""
