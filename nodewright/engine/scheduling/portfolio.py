@@ -31,7 +31,8 @@ class Strategy:
     retarget a claim to another type within the limits that holds them too
     (`nodeclaim.widen_claim`), as a Karpenter claim accepts a pod while any of its types holds all
     its pods; with `emptiest_first` the pods then go one by one to the claim with the fewest
-    (`fill._round_robin`), Karpenter's order.
+    (`fill._round_robin`), Karpenter's order. `smallest_first` takes the classes smallest first:
+    a binding limit is a budget, and small pods first place the most pods in it.
     """
 
     emptiest_first: bool = False
@@ -39,6 +40,7 @@ class Strategy:
     lp_plan: bool = False
     fill_limits: bool = False
     widen_claims: bool = False
+    smallest_first: bool = False
 
 
 DEFAULT_STRATEGY = Strategy()
@@ -55,6 +57,7 @@ LIMITS_PORTFOLIO = (
     Strategy(fill_limits=True, widen_claims=True, emptiest_first=True),
     Strategy(widen_claims=True),
     Strategy(widen_claims=True, emptiest_first=True),
+    Strategy(fill_limits=True, widen_claims=True, emptiest_first=True, smallest_first=True),
 )
 # Up to this many pods, every strategy of the portfolio runs (each takes milliseconds there) and
 # the best plan wins; above it one pass is what the latency budget allows.

@@ -150,7 +150,8 @@ def run_pass(p: Pass) -> SchedulingResult:
         for cls in mix(p, mixable):
             schedule(p, cls)
     else:
-        for cls in p.classes:
+        # Under a binding limit, the smallest pods first place the most of them in the budget.
+        for cls in reversed(p.classes) if p.strategy.smallest_first else p.classes:
             schedule(p, cls)
     repack(p)
     return finalize(p)

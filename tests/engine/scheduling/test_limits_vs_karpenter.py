@@ -5,8 +5,8 @@ The reference is `bench.karpenter.schedule`, the re-implementation of Karpenter 
 first fit the scheduling benchmark compares against: a new claim may only use types within the
 pool's remaining limits and then counts its largest option against them. Faked: nothing; both
 run on the same `SchedulingInput` of bundled us-east-1 instance types (catalog estimates) and
-random limited workloads (Hypothesis), and on the 1,000-pod workloads of the benchmark with small
-cpu limits. Observed: pods placed, $/h, and that both plans respect the limits.
+random limited workloads (Hypothesis), and on the 1,000-pod workloads of the benchmark (topology
+spread, affinity and anti-affinity included) under cpu limits from 16 to 400. Observed: pods placed, $/h, and that both plans respect the limits.
 """
 
 from __future__ import annotations
@@ -101,8 +101,8 @@ def test_under_limits_solve_places_as_many_pods_as_karpenter_then_costs_no_more(
     expect_no_worse(inp)
 
 
-@pytest.mark.parametrize("workload", ["uniform", "diverse", "batch", "mixed-shape"])
-@pytest.mark.parametrize("cpu", ["16", "50", "100"])
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+@pytest.mark.parametrize("cpu", ["16", "50", "200", "400"])
 def test_a_thousand_pods_against_a_small_cpu_limit_place_at_least_karpenters_count(workload: str, cpu: str) -> None:
     pods = WORKLOADS[workload](1000)
     types = tuple(sorted(catalog().values(), key=lambda t: t.name))
