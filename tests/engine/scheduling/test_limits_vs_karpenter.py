@@ -6,7 +6,8 @@ first fit the scheduling benchmark compares against: a new claim may only use ty
 pool's remaining limits and then counts its largest option against them. Faked: nothing; both
 run on the same `SchedulingInput` of bundled us-east-1 instance types (catalog estimates) and
 random limited workloads (Hypothesis), and on the 1,000-pod workloads of the benchmark (topology
-spread, affinity and anti-affinity included) under cpu limits from 16 to 400. Observed: pods placed, $/h, and that both plans respect the limits.
+spread, affinity and anti-affinity included) under cpu limits from 16 to 400. Observed: pods
+placed, $/h, and that both plans respect the limits.
 """
 
 from __future__ import annotations
