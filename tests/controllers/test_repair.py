@@ -124,3 +124,34 @@ def test_the_deploy_key_sets_the_share_and_zero_turns_repair_off() -> None:
     report = world.run(120, disruption=settings.disruption_options())  # type: ignore[arg-type]
     assert report["completed"] == []
     assert world.cluster.get_node("n0") is not None
+
+
+def test_a_status_check_without_a_start_is_timed_from_when_the_consolidator_first_saw_it() -> None:
+    world = world_with(3, pods=2)
+    world.cloud.impair("i-n1", ("system",), since=0.0)  # EC2 gave no ImpairedSince
+    consolidator = world.consolidator()
+    first = world.clock.now()
+    consolidator.run(world.clock.now() + 60)
+    world.tick(9 * MINUTE)
+    consolidator.run(world.clock.now() + 60)
+    assert world.cluster.get_node("n1") is not None  # 9 minutes after it was first seen
+    world.tick(2 * MINUTE)
+    consolidator.run(world.clock.now() + 300)
+    assert world.cluster.get_node("n1") is None
+    (decision,) = world.observer.of("repair")
+    assert decision["since"] == first
+
+
+def test_a_pass_at_rest_notices_the_moment_a_node_becomes_due() -> None:
+    # A pass that found nothing skips the next ones while nothing changes (a 10-minute clock in
+    # its fingerprint); a node becoming due must still be repaired within the minute.
+    world = world_with(3, pods=2)
+    consolidator = world.consolidator()
+    world.tick(4 * MINUTE)  # due 34 minutes from here: in the middle of a 10-minute bucket
+    world.cluster.set_node_condition("n2", "NetworkingReady", "False")
+    broke = world.clock.now()
+    while world.cluster.get_node("n2") is not None and world.clock.now() < broke + 40 * MINUTE:
+        consolidator.run(world.clock.now() + 50)
+        world.tick(MINUTE - (world.clock.now() - broke) % MINUTE)
+    (decision,) = world.observer.of("repair")
+    assert 30 * MINUTE <= float(decision["held"]) <= 31 * MINUTE + 20  # type: ignore[arg-type]
