@@ -219,7 +219,6 @@ class InMemoryCluster:
         # kube-scheduler's events fold into series too (it uses client-go's broadcaster), unlimited.
         self._scheduler_events = EventCorrelator(object_burst=1 << 30, invocation_budget=1 << 30)
         self._events_swept = self.clock.now()
-        self._followed_until = 0.0
         # Occurrences and Event objects ever stored, by (reporting controller, reason): the TTL
         # deletes Events, not these.
         self._event_occurrences: dict[tuple[str, str], int] = {}
@@ -254,13 +253,10 @@ class InMemoryCluster:
         )
 
     def follow(self, seconds: float) -> None:
-        """Nothing to read: this cluster is its own view, always current. A follow after the last
-        one ran out starts a new invocation's Event budget, as the adapter's does.
+        """Nothing to read: this cluster is its own view, always current. A pass starts: its
+        Event budget starts full, as the adapter's does.
         """
-        now = self.clock.now()
-        if now >= self._followed_until:
-            self.event_correlator.begin()
-        self._followed_until = max(self._followed_until, now + max(0.0, seconds))
+        self.event_correlator.begin()
 
     def record(self, event: Event, now: float) -> None:
         """Store what the adapter would write for this occurrence (see `events`); a pod's

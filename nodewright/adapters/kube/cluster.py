@@ -187,19 +187,15 @@ class KubeCluster:
         # The watch threads share it too: it only ever holds pure answers (dict reads and writes).
         self._pod_memo = RequestsMemo()
         self.events = KubeEvents(api_client, self._request, self._read, reporting_instance=reporting_instance)
-        self._followed_until = 0.0
 
     # ------------------------------------------------------------------ following
 
     def follow(self, seconds: float) -> None:
         """Keep the store current for `seconds` more: start each kind's watcher, or extend it."""
-        now = self._monotonic()
-        until = now + max(0.0, seconds)
-        if now >= self._followed_until:
-            # A follow after the last one ran out is a new invocation: its Event budget starts
-            # full. (The interruption function follows again for each message of a batch.)
-            self.events.begin()
-        self._followed_until = max(self._followed_until, until)
+        until = self._monotonic() + max(0.0, seconds)
+        # Each follow starts a pass (an invocation; a message of the interruption function's
+        # batch): its Event budget starts full.
+        self.events.begin()
         for kind in self._kinds:
             watcher = self._watchers.get(kind)
             if watcher is None:

@@ -138,7 +138,7 @@ def test_writes_are_limited_per_object_and_per_invocation(server: ApiServer, clu
     assert len(cluster.events(POD)) == 2
     assert [e.event.regarding.name for e in cluster.events() if e.event.regarding.kind == "Node"] == ["a"]
     assert correlator.dropped == 3
-    kube.follow(0)  # a follow after the last one ran out: the next invocation, a full budget again
+    kube.follow(0)  # the next pass has a full budget again
     kube.record(Event(ObjectRef.node("b"), NORMAL, "DisruptionTerminating", "Disrupting Node: Empty", "Delete"), START)
     assert len(cluster.events(ObjectRef.node("b"))) == 1
     kube.close()
@@ -197,20 +197,3 @@ def test_a_nodes_event_carries_the_uid_kubectl_describe_node_selects_by(
     [core] = listed(server, "/api/v1/events", **selector)
     assert core["reason"] == "SpotInterrupted"
     assert core["metadata"]["namespace"] == "default"  # a cluster-scoped object's Events live there
-
-
-def test_following_again_within_an_invocation_keeps_its_event_budget(
-    server: ApiServer, cluster: InMemoryCluster
-) -> None:
-    kube = adapter(server)
-    kube.events.correlator = EventCorrelator(invocation_budget=1)
-    try:
-        kube.follow(30)  # the interruption function follows again for each message of a batch
-        kube.record(Event(ObjectRef.node("a"), WARNING, "SpotInterrupted", "warned", "Interrupt"), START)
-        kube.follow(30)
-        kube.record(Event(ObjectRef.node("b"), WARNING, "SpotInterrupted", "warned", "Interrupt"), START)
-    finally:
-        kube.close()
-
-    assert [e.event.regarding.name for e in cluster.events()] == ["a"]
-    assert kube.events.correlator.dropped == 1
