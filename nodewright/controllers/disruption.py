@@ -52,8 +52,7 @@ from nodewright.engine.disruption import (
 )
 from nodewright.engine.disruption.consolidation import EPSILON
 from nodewright.engine.disruption.repair import diagnoses, due
-from nodewright.engine.disruption.static import STATIC_METHODS
-from nodewright.engine.disruption.types import REPAIR
+from nodewright.engine.disruption.types import CONSOLIDATION, REPAIR
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
 from nodewright.model.event import (
@@ -392,9 +391,11 @@ class Consolidator:
     def _came_up_cheaper(self, record: CommandRecord, report: ConsolidationReport) -> bool:
         """True when the launched replacements cost less than the candidates by the stability guard
         (their claims' prices: what EC2 launched, not what was planned); otherwise roll back.
-        A static NodePool's replacement is kept whatever it costs: it keeps the pool's count.
+        Only consolidation promises savings: the replacements of drift, expiration, a static
+        NodePool and repair are kept whatever they cost (a drifted node replaced by its own type
+        was rolled back at every pass, a launch and a termination a minute, and never replaced).
         """
-        if record.method in STATIC_METHODS or record.method == REPAIR:
+        if record.method != CONSOLIDATION:
             return True
         claims = {c.name: c for c in self.store.claims()}
         new = [claims[name] for name in record.replacements if name in claims]
