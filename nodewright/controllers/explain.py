@@ -32,6 +32,8 @@ from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.ports import StateStore
 
 IN_FLIGHT = ("pending", "launched", "registered")
+# Records every invocation writes about itself, not decisions about the cluster.
+BOOKKEEPING = frozenset({"kube-api-usage", "mirror"})
 # The decision records that move pods: a disruption command, an interruption and its drain.
 MOVES = frozenset({"disruption", "disruption-done", "interruption", "interruption-terminated"})
 # Seconds from launch to an initialized node when no claim of this cluster has measured it yet.
@@ -205,10 +207,10 @@ def status(src: Sources, *, hour: float = 3600.0) -> dict[str, Any]:
     for record in src.decisions:
         at = float(record.get("at") or 0.0)
         function = str(record.get("function") or "")
-        # The last decision of each function; its API-usage record closes every invocation and says less.
+        # The last decision of each function, not its bookkeeping (API usage, the mirror's writes).
         if (
             function
-            and record.get("decision") != "kube-api-usage"
+            and record.get("decision") not in BOOKKEEPING
             and at >= float(last.get(function, {}).get("at") or 0)
         ):
             last[function] = {"at": at, "decision": record.get("decision")}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nodewright.controllers.explain import Sources, event_rows, explain_pod
+from nodewright.controllers.explain import Sources, event_rows, explain_pod, status
 from nodewright.model.duration import format_duration
 from nodewright.simulator import metrics
 
@@ -262,6 +262,7 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
             Block("table", rows=tuple(rows)),
         ]
     blocks += _faults(summary)
+    blocks += _status_at_end(world)
     blocks += _explanations(world)
     if recorder.errors:
         blocks.append(Block("h2", f"Handler errors ({len(recorder.errors)})"))
@@ -491,6 +492,45 @@ def _explanations(world: World) -> list[Block]:
             Block("pre", "\n".join(_explained(answer, world.scenario.start))),
         ]
     return blocks
+
+
+def _status_at_end(world: World) -> list[Block]:
+    """`nodewright status` as the run left the world, and the NodeClaim objects `kubectl get
+    nodeclaims` would list then.
+    """
+    if world.store is None:
+        return []
+    answer = status(_sources(world))
+    start = world.scenario.start
+    rows: list[tuple[str, ...]] = [("what", "now")]
+    for function, last in sorted(answer["functions"].items()):
+        at = format_duration(round(float(last["at"]) - start)) if last.get("at") else "-"
+        rows.append((f"{function}: last decision", f"{last['decision']} at {at}"))
+    in_flight = ", ".join(f"{c['name']} ({c['state']})" for c in answer["claims_in_flight"][:8])
+    rows += [
+        (
+            "claims (in flight)",
+            f"{answer['claims']} ({len(answer['claims_in_flight'])}{': ' if in_flight else ''}{in_flight})",
+        ),
+        (
+            "disruption commands running",
+            ", ".join(f"{c['id']} {c['method']} {c['state']}" for c in answer["commands"]) or "none",
+        ),
+        ("capacity-error cache", ", ".join(answer["capacity_errors"]) or "empty"),
+        ("errors in the last hour", str(answer["errors_last_hour"])),
+        ("Kubernetes requests in the last hour", str(answer["kube_requests_last_hour"])),
+        ("claims' $/h", f"{answer['hourly_cost']:.4f}"),
+    ]
+    objects = getattr(world, "claim_objects", None)
+    if objects is not None:
+        ready = sum(
+            1
+            for o in objects.objects.values()
+            for c in (o.get("status") or {}).get("conditions") or ()
+            if c.get("type") == "Ready" and c.get("status") == "True"
+        )
+        rows.append(("NodeClaim objects (kubectl get nodeclaims)", f"{len(objects.objects)}, {ready} Ready"))
+    return [Block("h2", "Status at the end (nodewright status)"), Block("table", rows=tuple(rows))]
 
 
 def _sources(world: World) -> Sources:

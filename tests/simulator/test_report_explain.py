@@ -32,6 +32,11 @@ def test_the_spot_storm_report_links_each_evicted_pod_to_why_it_moved(tmp_path: 
     assert "moved by: interruption interruption RebalanceRecommendation" in first
     assert "Event Evicted" in first
     assert "Successfully assigned" in first  # the node it ran on, from its Scheduled Event
+    state = text[text.index("## Status at the end (nodewright status)") : text.index("## Why: explanations")]
+    claims = len(run.world.store.claims()) if run.world.store is not None else -1
+    assert f"| NodeClaim objects (kubectl get nodeclaims) | {claims}, " in state
+    assert "| provisioner: last decision | launch at " in state
+    assert "| disruption commands running | none |" in state
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert '<h3 id="explain-' in html
     assert 'href="#explain-' in html
