@@ -167,3 +167,27 @@ def test_a_discount_on_every_type_does_not_replace_a_node_with_one_of_its_own_ty
 
     assert world.cluster.get_node("full") is not None
     assert not world.observer.of("disruption-done")
+
+
+def test_a_reserved_instance_price_for_the_running_type_does_not_churn_its_nodes() -> None:
+    # The node was launched at the list price ($0.768/h); an RI overlay then prices its own type at
+    # $0.05/h, below any other type (m5.large lists at $0.096/h). Priced as recorded, the node
+    # would look replaceable by an identical one; priced as the overlaid catalog prices it now
+    # (Karpenter's rule) it is not.
+    reserved = overlays(
+        """\
+        apiVersion: karpenter.sh/v1alpha1
+        kind: NodeOverlay
+        metadata: {name: ri-m5-4xlarge}
+        spec:
+          requirements:
+          - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.4xlarge]}
+          price: "0.05"
+        """
+    )
+    world = OverlaidConsolidation(pools=on_demand_pool(), nodeoverlays=reserved)
+    world.node_with("big", 2, capacity_type="on-demand")
+    world.run(180)
+
+    assert world.cluster.get_node("big") is not None
+    assert not world.observer.of("disruption-done")

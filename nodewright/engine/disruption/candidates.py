@@ -155,10 +155,14 @@ class ClusterView:
         return self.types.get(claim.nodepool, {}).get(claim.instance_type)
 
     def price(self, claim: NodeClaim) -> float:
-        """The claim's $/h: recorded at launch, else its offering's price in the catalog."""
-        if claim.price > 0:
-            return claim.price
+        """The claim's $/h: recorded at launch, else its offering's price in the catalog. A type a
+        NodeOverlay prices is priced as the catalog prices it now, as Karpenter prices candidates
+        from the overlaid offerings: an overlay that came in after the launch (an RI bought for the
+        running type) must not make the node look replaceable by one of its own kind.
+        """
         it = self.instance_type(claim)
+        if claim.price > 0 and (it is None or not it.price_overlaid):
+            return claim.price
         if it is None:
             return 0.0
         prices = [
@@ -167,7 +171,7 @@ class ClusterView:
             if (not claim.zone or o.zone == claim.zone)
             and (not claim.capacity_type or o.capacity_type == claim.capacity_type)
         ]
-        return min(prices, default=0.0)
+        return min(prices, default=claim.price)
 
     def candidate(self, node: str) -> Candidate:
         """`node` as a candidate whatever the shared checks say of it (node repair takes nodes they
