@@ -27,7 +27,7 @@ from typing import Any
 from nodewright.model.claimobject import API_VERSION, GROUP, PLURAL, VERSION
 from nodewright.model.manifests import format_timestamp
 from nodewright.ports import Clock
-from nodewright.sim.apiserver import _merge, _status
+from nodewright.sim.apiwire import _merge, _status
 
 PATH = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
 
