@@ -111,7 +111,7 @@ class ClaimMirror:
         return report
 
     def _enabled(self, report: MirrorReport) -> bool:
-        """List the objects once (None: the CRD is missing: off until `recheck` seconds pass)."""
+        """List the objects once (None: no CRD, or no grant: off until `recheck` seconds pass)."""
         if self._known is not None:
             return True
         now = self.clock()
@@ -122,7 +122,7 @@ class ClaimMirror:
         if listed is None:
             self._off_until = now + self.recheck
             report.enabled = False
-            self.observer.decision("mirror-off", reason="the nodeclaims.nodewright.io CRD is not installed")
+            self.observer.decision("mirror-off", reason="nodeclaims.nodewright.io is not installed or not granted")
             return False
         self._known = listed
         return True
