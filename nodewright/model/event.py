@@ -35,6 +35,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
 from typing import Any
 
 from nodewright.model.errors import InvalidValue
@@ -67,7 +68,9 @@ CAPACITY_RESERVATION_INTERRUPTED = "CapacityReservationInterrupted"
 # Seconds a repeat still belongs to its series, by reason (Karpenter's dedupe timeouts: 2 minutes
 # by default, 5 for FailedScheduling, 15 for Unconsolidatable).
 DEFAULT_WINDOW = 120.0
-WINDOWS = {FAILED_SCHEDULING: 300.0, UNCONSOLIDATABLE: 900.0, DISRUPTION_BLOCKED: 300.0}
+WINDOWS: Mapping[str, float] = MappingProxyType(
+    {FAILED_SCHEDULING: 300.0, UNCONSOLIDATABLE: 900.0, DISRUPTION_BLOCKED: 300.0}
+)
 
 # The API server refuses a note over 1 KiB (events.k8s.io/v1 validation).
 MAX_NOTE = 1024
