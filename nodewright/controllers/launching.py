@@ -1,0 +1,313 @@
+"""The provisioner's launch path: from a plan to claims recorded, launched and nominated.
+
+Role: `Launching`, the part of `Provisioner` (`nodewright.controllers.provisioning`) that every
+kind of launch goes through (a pass, static NodePools, CapacityBuffers, consolidation's
+replacements): the scheduling input built from the snapshot and the claims in flight, the
+NodePool limits re-checked just before launching, the claim recorded before CreateFleet and
+completed after (its ClientToken derives from its name, so a retry cannot start a second
+instance), capacity errors blocking their offerings, and the nominations of the pods planned
+onto claims and nodes (as claim records and Nominated Events).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from nodewright.controllers.provisionoptions import (
+    IN_FLIGHT,
+    Catalog,
+    Configuration,
+    PassReport,
+    ProvisionerOptions,
+    claim_name,
+    pool_capacities,
+)
+from nodewright.engine.disruption import template_hash
+from nodewright.engine.scheduling import (
+    PlannedClaim,
+    SchedulingInput,
+    SchedulingResult,
+    SolverCache,
+)
+from nodewright.engine.scheduling.usage import pool_usage
+from nodewright.model import labels as wk
+from nodewright.model.event import pod_failed_to_schedule, pod_nominated
+from nodewright.model.instance import Instance
+from nodewright.model.node import Node
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodepool import NodePool
+from nodewright.model.pod import Pod
+from nodewright.model.resources import Resources
+from nodewright.model.snapshot import ClusterSnapshot
+from nodewright.ports import (
+    Clock,
+    CloudProvider,
+    Cluster,
+    InsufficientCapacity,
+    LaunchError,
+    LaunchRequest,
+    Observer,
+    StateStore,
+)
+
+
+class Launching:
+    """The provisioner's claims from plan to launch (module docstring); `Provisioner` sets the attributes."""
+
+    cluster: Cluster
+    cloud: CloudProvider
+    store: StateStore
+    clock: Clock
+    config: Configuration
+    catalog: Catalog
+    observer: Observer
+    options: ProvisionerOptions
+    solver_cache: SolverCache
+    _static: bool
+    _buffer_problems: dict[str, str]
+
+    def _input(
+        self,
+        snapshot: ClusterSnapshot,
+        *,
+        pending: Sequence[Pod],
+        nodepools: Sequence[NodePool],
+        nodeclasses: Mapping[str, EC2NodeClass],
+        claims: Sequence[NodeClaim],
+        now: float,
+    ) -> SchedulingInput:
+        pools = pool_capacities(nodepools, nodeclasses, self.catalog, self.config.overlays(), self.observer)
+        registered = {n.name for n in snapshot.nodes}
+        # A node that registered during this invocation is already in the snapshot as a real Node;
+        # its claim learns its node_name only at the next housekeeping. Counting it in flight too
+        # would plan pods onto an empty phantom copy of the node, where they wait a whole minute.
+        joined = _nodes_by_claim(snapshot.nodes)
+        inflight = tuple(
+            c
+            for c in claims
+            if c.state == "launched"
+            and c.node_name not in registered
+            and c.name not in joined
+            and c.provider_id not in joined
+        )
+        # Pods an in-flight claim already holds are bound to it for this plan, not planned again.
+        holder = {pod: c.node_name or c.name for c in inflight for pod in c.pods}
+        # Every pod a claim in flight holds counts on that claim (its room and its topology), not
+        # only this plan's pods: after a capacity error the re-plan's `pending` leaves out the pods
+        # of the claims just launched; a consolidation replacement holds pods still bound to the
+        # tainted candidate, which are not pending at all. Without them those claims look empty.
+        leaving = {
+            n.name for n in snapshot.nodes if n.deleting or any(t.key == wk.DISRUPTED_TAINT_KEY for t in n.taints)
+        }
+        held = tuple(
+            replace(p, node_name=holder[p.key])
+            for p in snapshot.pods
+            if p.key in holder and (not p.node_name or p.node_name in leaving)
+        )
+        # Pods being placed anew (a draining node's) or held elsewhere count there, not where they
+        # are: kube-scheduler will not see them on their old node once evicted.
+        moving = {p.key for p in pending if p.node_name} | {p.key for p in held}
+        return SchedulingInput(
+            pods=tuple(p for p in pending if p.key not in holder),
+            pools=pools,
+            nodes=snapshot.nodes,
+            bound_pods=tuple(p for p in snapshot.pods if p.node_name and p.key not in moving) + held,
+            inflight=inflight,
+            daemonsets=snapshot.daemonsets,
+            blocked=self.store.blocked_offerings(now),
+            used=pool_usage(
+                snapshot.nodes, claims, {pc.nodepool.name: {t.name: t for t in pc.instance_types} for pc in pools}
+            ),
+            now=now,
+        )
+
+    def _launch_all(
+        self,
+        result: SchedulingResult,
+        nodepools: Sequence[NodePool],
+        nodeclasses: Mapping[str, EC2NodeClass],
+        inp: SchedulingInput,
+        report: PassReport,
+        *,
+        names: Sequence[str] = (),
+        reason: str = "pending pods need capacity",
+    ) -> bool:
+        """Launch every planned claim; True when a capacity error asks for another plan."""
+        pools = {p.name: p for p in nodepools}
+        types = {t.name: t for pc in inp.pools for t in pc.instance_types}
+        # This pass's fresh read of claims and blocked offerings, kept current as it launches: with
+        # the lease held, this pass is the only writer, so no further reads are needed.
+        used = dict(inp.used)
+        blocked = set(inp.blocked)
+        replan = False
+        for index, planned in enumerate(result.claims):
+            pool = pools[planned.nodepool]
+            nodeclass = nodeclasses.get(pool.node_class_ref.name) or EC2NodeClass(pool.node_class_ref.name)
+            claim = self._claim(planned, pool, self.clock.now(), name=names[index] if index < len(names) else "")
+            if not _within_limits(pool, planned, used.get(pool.name, Resources())):
+                report.failed[claim.name] = "limits"
+                self.observer.decision("limit-reached", nodepool=pool.name, pods=len(planned.pods))
+                for pod in planned.pods:
+                    why = f"nodepool {pool.name}: limits reached"  # the solver's words: one series
+                    self.cluster.record(pod_failed_to_schedule(pod.key, why), self.clock.now())
+                continue
+            if not self.store.create_claim(claim):  # the same pass cannot run twice; be safe anyway
+                continue
+            request = LaunchRequest(claim, pool, nodeclass, planned.options, frozenset(blocked))
+            try:
+                instance = self.cloud.launch(request)
+            except InsufficientCapacity as error:
+                until = self.clock.now() + self.options.capacity_error_ttl
+                self.store.block_offerings(error.offerings, until)
+                blocked.update(error.offerings)
+                self.store.delete_claim(claim.name)
+                report.failed[claim.name] = error.reason
+                self.observer.metric("LaunchFailures", 1, reason="InsufficientCapacity")
+                self.observer.decision(
+                    "capacity-error", nodeclaim=claim.name, offerings=["/".join(o) for o in error.offerings]
+                )
+                replan = True
+                continue
+            except LaunchError as error:
+                self.store.delete_claim(claim.name)
+                report.failed[claim.name] = str(error)
+                self.observer.metric("LaunchFailures", 1, reason="LaunchError")
+                self.observer.decision("launch-failed", nodeclaim=claim.name, error=str(error))
+                for pod in planned.pods:
+                    why = f"launching nodeclaim {claim.name} failed: {error}"
+                    self.cluster.record(pod_failed_to_schedule(pod.key, why), self.clock.now())
+                continue
+            self._record_launch(claim, instance, planned, reason)
+            launched_type = types.get(instance.instance_type)
+            if launched_type is not None:
+                used[pool.name] = used.get(pool.name, Resources()) + launched_type.capacity
+            report.launched.append(claim.name)
+        return replan
+
+    def _nominate(self, result: SchedulingResult, claims: Sequence[NodeClaim], since: Mapping[str, float]) -> list[str]:
+        """Record pods the plan put on in-flight claims, so later passes count them as handled;
+        return the pods it put on registered nodes. `since`: when each pod was created.
+        """
+        now = self.clock.now()
+        by_bin = {c.node_name or c.name: c for c in claims if c.state in IN_FLIGHT}
+        placed: list[str] = []
+        for name, pods in result.existing.items():
+            claim = by_bin.get(name)
+            if claim is None:
+                placed.extend(pods)  # a registered node: kube-scheduler binds the pods there
+                for pod in pods:
+                    self._nominated(pod, since.get(pod, 0.0), now, node=name)
+                continue
+            for pod in pods:  # a repeat only counts in the pod's Event series
+                self._nominated(pod, since.get(pod, 0.0), now, nodeclaim=claim.name, node=claim.node_name)
+            added = tuple(p for p in pods if p not in claim.pods)
+            if added:
+                self.store.save_claim(claim.with_changes(pods=tuple(sorted((*claim.pods, *added)))))
+                self.observer.decision("nominate", nodeclaim=claim.name, pods=list(added), at=now)
+        return placed
+
+    def _nominated(
+        self, pod: str, since: float, now: float, *, nodeclaim: str = "", node: str = "", uid: str = ""
+    ) -> None:
+        """Report a nomination as a Nominated Event once the pod has waited `nominate_after`."""
+        if now - since >= self.options.nominate_after:
+            self.cluster.record(pod_nominated(pod, nodeclaim, node, uid), now)
+
+    def _record_launch(self, claim: NodeClaim, instance: Instance, planned: PlannedClaim, reason: str) -> None:
+        now = self.clock.now()
+        self.store.save_claim(_launched(claim, instance, now))
+        for pod in planned.pods:
+            self._nominated(pod.key, pod.created_at, now, nodeclaim=claim.name, uid=pod.uid)
+        self.observer.metric("NodesLaunched", 1, nodepool=claim.nodepool, capacity_type=instance.capacity_type)
+        for pod in planned.pods:
+            if pod.created_at:
+                self.observer.metric("PendingToLaunchSeconds", now - pod.created_at, "Seconds")
+        self.observer.decision(
+            "launch",
+            nodeclaim=claim.name,
+            nodepool=claim.nodepool,
+            pods=[p.key for p in planned.pods],
+            instance_type_options=[t.name for t in planned.options],
+            instance_type=instance.instance_type,
+            capacity_type=instance.capacity_type,
+            zone=instance.zone,
+            price=instance.price or planned.price,
+            instance_id=instance.instance_id,
+            at=now,
+            reason=reason,
+        )
+
+    def _claim(self, planned: PlannedClaim, pool: NodePool, now: float, *, name: str = "") -> NodeClaim:
+        pods = tuple(sorted(p.key for p in planned.pods))
+        # Unique per claim, never derived from the plan alone: the same pods planned again at the same
+        # instant (a virtual clock, a retry after the first instance was interrupted) must not reuse
+        # a ClientToken, or EC2 would hand back the old instance instead of launching a new one.
+        digest = hashlib.sha256(f"{pool.name}|{now:.6f}|{','.join(pods)}|{uuid.uuid4().hex}".encode()).hexdigest()[:10]
+        labels = {
+            **planned.requirements.labels(),
+            **pool.labels,
+            wk.NODEPOOL: pool.name,
+            wk.NW_NODEPOOL: pool.name,
+        }
+        name = name or claim_name(pool.name, digest)
+        labels[wk.NW_NODECLAIM] = name
+        return NodeClaim(
+            name=name,
+            nodepool=pool.name,
+            node_class=pool.node_class_ref.name,
+            requirements=planned.requirements,
+            instance_type_options=tuple(t.name for t in planned.options),
+            requests=planned.requests,
+            pods=pods,
+            labels=labels,
+            taints=pool.taints,
+            startup_taints=pool.startup_taints,
+            state="pending",
+            created_at=now,
+            template_hash=template_hash(pool),
+        )
+
+    def _hourly_cost(self) -> float:
+        return sum(c.price for c in self.store.claims() if c.state != "pending")
+
+
+def _within_limits(pool: NodePool, planned: PlannedClaim, used: Resources) -> bool:
+    """Re-check the pool's limits just before launching: what the pool uses now plus, pessimistically,
+    the largest of the claim's options (the launch may get any of them).
+    """
+    if pool.limits is None:
+        return True
+    peak = Resources()
+    for option in planned.options:
+        peak = peak.maximum(option.capacity)
+    total = used + peak
+    return all(total[name] <= limit for name, limit in pool.limits.items())
+
+
+def _launched(claim: NodeClaim, instance: Instance, now: float) -> NodeClaim:
+    return claim.with_changes(
+        state="launched",
+        instance_id=instance.instance_id,
+        provider_id=instance.provider_id,
+        instance_type=instance.instance_type,
+        capacity_type=instance.capacity_type,
+        zone=instance.zone,
+        price=instance.price,
+        launched_at=instance.launched_at or now,
+        image_id=instance.image_id,
+    )
+
+
+def _nodes_by_claim(nodes: Sequence[Node]) -> dict[str, Node]:
+    """Nodes keyed by their claim label and by their providerID."""
+    out: dict[str, Node] = {}
+    for node in nodes:
+        if node.nodeclaim:
+            out[node.nodeclaim] = node
+        if node.provider_id:
+            out[node.provider_id] = node
+    return out
