@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nodewright.controllers.explain import Sources, event_rows, explain_pod, status
+from nodewright.controllers.explain import Sources, event_rows, explain_node, explain_pod, status
 from nodewright.model.duration import format_duration
 from nodewright.simulator import metrics
 
@@ -264,6 +264,7 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
     blocks += _faults(summary)
     blocks += _status_at_end(world)
     blocks += _explanations(world)
+    blocks += _node_explanations(world)
     if recorder.errors:
         blocks.append(Block("h2", f"Handler errors ({len(recorder.errors)})"))
         for error in recorder.errors[:3]:
@@ -492,6 +493,71 @@ def _explanations(world: World) -> list[Block]:
             Block("pre", "\n".join(_explained(answer, world.scenario.start))),
         ]
     return blocks
+
+
+# Of the nodes Nodewright launched still running at the end, this many are explained.
+NODES_EXPLAINED = 3
+# Node Events that make a node worth a look: the consolidator considered it and did not take it.
+_NODE_VERDICTS = ("Unconsolidatable", "DisruptionBlocked")
+
+
+def _node_explanations(world: World) -> list[Block]:
+    """`nodewright explain node` for a few of Nodewright's nodes still running at the end: those
+    the consolidator considered and left (an Unconsolidatable or DisruptionBlocked Event) first,
+    then the newest, so a reader sees why each stays and what happens to it next.
+    """
+    if world.store is None:
+        return []
+    launched = {c.node_name: c.launched_at for c in world.store.claims() if c.node_name}
+    running = [n.name for n in world.cluster.snapshot_unrecorded().nodes if n.name in launched]
+    considered = {
+        e.event.regarding.name
+        for e in world.cluster.events()
+        if e.event.regarding.kind == "Node" and e.event.reason in _NODE_VERDICTS
+    }
+    chosen = sorted(running, key=lambda n: (n not in considered, -launched[n], n))[:NODES_EXPLAINED]
+    if not chosen:
+        return []
+    src = _sources(world)
+    blocks = [
+        Block("h2", "Why: nodes"),
+        Block(
+            "p",
+            "`nodewright explain node` for Nodewright's nodes still running at the end: those the "
+            "consolidator considered and left first, then the newest.",
+        ),
+    ]
+    for name in chosen:
+        answer = explain_node(src, name)
+        blocks += [
+            Block("h3", name, items=("explain-node-" + name.replace(".", "-"),)),
+            Block("pre", "\n".join(_node_explained(answer, world.scenario.start))),
+        ]
+    return blocks
+
+
+def _node_explained(answer: dict[str, Any], start: float) -> list[str]:
+    """An explain-node answer as lines of text (times relative to `start`)."""
+    claim = answer.get("claim") or {}
+    lines = [
+        f"claim {claim.get('name')} ({claim.get('state')}: {claim.get('instance_type') or '?'} "
+        f"{claim.get('capacity_type') or '?'} in {claim.get('zone') or '?'})"
+    ]
+    why = answer.get("launched_because")
+    if why:
+        at = format_duration(round(float(why["at"]) - start)) if why.get("at") else "-"
+        pods = why.get("pods")
+        count = len(pods) if isinstance(pods, list) else pods
+        lines.append(f"launched at {at} for {count} pods: {why.get('reason') or ''}".rstrip(": "))
+    if "consolidatable" in answer:
+        blocked = answer.get("blocked_by")
+        lines.append("Consolidatable: True" if answer["consolidatable"] else f"Consolidatable: False ({blocked})")
+    if answer.get("drifted"):
+        lines.append(f"drifted: {answer['drifted']}")
+    lines.append(f"next: {answer.get('next')}")
+    for event in answer.get("events", [])[-3:]:
+        lines.append(f"event {event['type']} {event['reason']}: {event['note']}")
+    return lines
 
 
 def _status_at_end(world: World) -> list[Block]:

@@ -37,6 +37,15 @@ def test_the_spot_storm_report_links_each_evicted_pod_to_why_it_moved(tmp_path: 
     assert f"| NodeClaim objects (kubectl get nodeclaims) | {claims}, " in state
     assert "| provisioner: last decision | launch at " in state
     assert "| disruption commands running | none |" in state
+    nodes = text[text.index("## Why: nodes") :]
+    running = {n.name for n in run.world.cluster.snapshot_unrecorded().nodes}
+    explained = [line[4:] for line in nodes.splitlines() if line.startswith("### ")]
+    assert explained
+    assert set(explained) <= running
+    answer = nodes[nodes.index("### ") :].split("```")[1]
+    assert "launched at " in answer
+    assert " pods: pending pods need capacity" in answer
+    assert "next: stays: NodePool spot consolidates only empty nodes" in answer
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert '<h3 id="explain-' in html
     assert 'href="#explain-' in html
