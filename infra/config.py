@@ -146,6 +146,9 @@ class DeployConfig:
     # 0 an idle cluster's provisioner runs about a second a minute, and the first pod after a
     # quiet spell waits for the next tick, up to a minute).
     provisioner_idle_exit_seconds: float | None = None
+    # A pod's nomination becomes a Nominated Event once it has waited this many seconds (0: every
+    # nomination, as Karpenter; each is an API request, and a pod that waited is the one looked at).
+    nominate_after_seconds: float = 30.0
     # Launch guards enforced by IAM (deny statements on the launching roles): every instance
     # requires IMDSv2 tokens, every volume is encrypted. An EC2NodeClass asking otherwise fails to
     # launch; turn a guard off only for a NodeClass that truly needs it.
@@ -271,6 +274,7 @@ _KEYS: Mapping[str, tuple[str, Callable[[object], Any]]] = {
     "consolidationMinSavingsPercent": ("consolidation_min_savings_percent", _as_float),
     "repairMaxUnhealthyPercent": ("repair_max_unhealthy_percent", _as_int),
     "provisionerIdleExitSeconds": ("provisioner_idle_exit_seconds", _as_float),
+    "nominateAfterSeconds": ("nominate_after_seconds", _as_float),
     "requireImdsv2": ("require_imdsv2", _as_bool),
     "requireEncryptedVolumes": ("require_encrypted_volumes", _as_bool),
     "nodeSessionManager": ("node_session_manager", _as_bool),
@@ -373,6 +377,8 @@ def validate(config: DeployConfig) -> list[str]:
         problems.append(
             f"context key 'repairMaxUnhealthyPercent': {config.repair_max_unhealthy_percent} is outside 0-100"
         )
+    if not 0 <= config.nominate_after_seconds <= 3600:
+        problems.append(f"context key 'nominateAfterSeconds': {config.nominate_after_seconds} is outside 0-3600")
     idle_exit = config.provisioner_idle_exit_seconds
     if idle_exit is not None and not 0 <= idle_exit <= config.provisioner.timeout_seconds:
         problems.append(

@@ -68,6 +68,7 @@ class NodewrightStack(cdk.Stack):
             rate_minutes=config.provisioner_rate_minutes,
             environment={
                 **environment,
+                "NOMINATE_AFTER_SECONDS": repr(config.nominate_after_seconds),
                 **(
                     {"PROVISIONER_IDLE_EXIT_SECONDS": repr(config.provisioner_idle_exit_seconds)}
                     if config.provisioner_idle_exit_seconds is not None

@@ -29,7 +29,7 @@ from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
 from nodewright.controllers.interruption import InterruptionController
 from nodewright.controllers.mirror import ClaimMirror
-from nodewright.controllers.provisioning import Configuration, Provisioner, ProvisionerOptions
+from nodewright.controllers.provisioning import Configuration, Provisioner
 from nodewright.controllers.settings import Settings
 from nodewright.ports import Observer
 
@@ -110,7 +110,7 @@ def _provisioner(aws: _Aws, settings: Settings, observer: Observer) -> Provision
         config=aws.config,
         catalog=LiveCatalog(aws.ec2, prices, aws.clock, reservations=aws.reservations),
         observer=observer,
-        options=ProvisionerOptions(idle_exit=settings.provisioner_idle_exit),
+        options=settings.provisioner_options(),
         wait=aws.cluster.wait,
         # NodeClaim objects for kubectl: on when the nodeclaims.nodewright.io CRD is installed and granted.
         mirror=ClaimMirror(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from nodewright.controllers.provisionoptions import ProvisionerOptions
 from nodewright.engine.disruption import DisruptionOptions
 from nodewright.model.nodepool import REBALANCE_POLICIES
 
@@ -21,6 +22,8 @@ DEFAULT_MIN_SAVINGS = 0.0
 DEFAULT_MIN_SAVINGS_PERCENT = 0.0
 # Node repair's guard (engine/disruption/repair.py): Karpenter's 20% of a NodePool's nodes.
 DEFAULT_REPAIR_MAX_UNHEALTHY_PERCENT = 20
+# A pod's Nominated Event waits until it has been pending this long (ProvisionerOptions.nominate_after).
+DEFAULT_NOMINATE_AFTER = 30.0
 
 
 class SettingsError(ValueError):
@@ -60,6 +63,8 @@ class Settings:
     # Node repair stops in a NodePool (and cluster-wide) with more than this percentage of its
     # nodes unhealthy, rounded up; 0 turns repair off.
     repair_max_unhealthy_percent: int = DEFAULT_REPAIR_MAX_UNHEALTHY_PERCENT
+    # Seconds a pod has waited before its nomination is reported as a Nominated Event (0: every one).
+    nominate_after: float = DEFAULT_NOMINATE_AFTER
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -116,6 +121,7 @@ class Settings:
             ),
             price_source=env.get("PRICE_SOURCE", "api").strip() or "api",
             repair_max_unhealthy_percent=round(repair_percent),
+            nominate_after=number("NOMINATE_AFTER_SECONDS", DEFAULT_NOMINATE_AFTER, 3600.0),
         )
         if settings.price_source not in PRICE_SOURCES:
             problems.append(f"PRICE_SOURCE {settings.price_source!r} is not one of {', '.join(PRICE_SOURCES)}")
@@ -134,6 +140,10 @@ class Settings:
         if problems:
             raise SettingsError("; ".join(problems))
         return settings
+
+    def provisioner_options(self) -> ProvisionerOptions:
+        """The provisioner's knobs these settings choose (the others keep their defaults)."""
+        return ProvisionerOptions(idle_exit=self.provisioner_idle_exit, nominate_after=self.nominate_after)
 
     def disruption_options(self) -> DisruptionOptions:
         """The consolidator's decision knobs these settings choose."""
