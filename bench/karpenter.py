@@ -30,7 +30,12 @@ Theory of operation (Karpenter's, in our words)
   and affinity only count a pod once its claim is pinned to one domain; anti-affinity counts all
   domains the claim could still take. The spread node filter (nodeAffinityPolicy) is not modelled.
 * Limits: a new claim may only use types within the pool's remaining limits and then consumes the
-  largest capacity among its options.
+  largest capacity among its options. `limits.nodes` counts nodes: every existing node and claim
+  in flight is one (`StateNode.Capacity` adds `nodes: 1`), a pool with none left opens no claim
+  ("node limits have been exhausted"), and a new claim is charged one node. (Karpenter's
+  `subtractMax` charges the options' `Capacity`, which has no `nodes` entry, so within one round
+  it could open claims past the limit until the next round counts them; the reference charges the
+  node, as the limit means and as Nodewright does.)
 * Launch: options sorted by the cheapest offering their requirements allow, truncated to 60; the
   claim is priced at the cheapest allowed offering of the cheapest option (what lowest-price
   on-demand gets; spot's price-capacity-optimized may pay more, so this flatters Karpenter).
@@ -61,6 +66,9 @@ from nodewright.model.pod import AffinityTerm, Pod, SpreadConstraint
 from nodewright.model.requirements import Requirement, Requirements, label_matches
 from nodewright.model.resources import CPU, MEMORY, PODS, Resources
 from nodewright.model.taints import BLOCKING, Taint, Toleration
+
+_NODES = "nodes"  # limits.nodes: a count of nodes, not a resource of the instance type
+_ONE_NODE = 1000  # one node, in the thousandths quantities are held in
 
 Vector = tuple[int, ...]
 IntArray = npt.NDArray[np.int64]
@@ -190,7 +198,7 @@ class _Pool:
             [[(it.allocatable - overhead)[n] for n in names] for it in self.types], dtype=np.int64
         ).reshape(len(self.types), len(names))
         self.capacity: IntArray = np.array(
-            [[it.capacity[n] for n in names] for it in self.types], dtype=np.int64
+            [[_ONE_NODE if n == _NODES else it.capacity[n] for n in names] for it in self.types], dtype=np.int64
         ).reshape(len(self.types), len(names))
         self.remaining: IntArray | None = None
         if np_.limits is not None:
@@ -441,6 +449,8 @@ class _Scheduler:
             names |= set(pod.requests)
         for ds in inp.daemonsets:
             names |= set(ds.template.requests)
+        for pc in inp.pools:
+            names |= set(pc.nodepool.limits or ())
         self.names = tuple(sorted(names))
         self.pools = [
             _Pool(pc, inp, self.names) for pc in sorted(inp.pools, key=lambda p: (-p.nodepool.weight, p.nodepool.name))
@@ -600,6 +610,9 @@ class _Scheduler:
         for pool in self.pools:
             types: IntArray = np.arange(len(pool.types), dtype=np.int64)
             if pool.remaining is not None:
+                if _NODES in self.names and pool.remaining[self.names.index(_NODES)] <= 0:
+                    reasons.append(f"nodepool {pool.name}: node limits have been exhausted")
+                    continue
                 types = types[(pool.capacity <= pool.remaining).all(axis=1)]
                 if not len(types):
                     reasons.append(f"nodepool {pool.name}: all instance types exceed limits")

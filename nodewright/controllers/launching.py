@@ -32,7 +32,7 @@ from nodewright.engine.scheduling import (
     SchedulingResult,
     SolverCache,
 )
-from nodewright.engine.scheduling.usage import pool_usage
+from nodewright.engine.scheduling.usage import charged, pool_usage
 from nodewright.model import labels as wk
 from nodewright.model.event import pod_failed_to_schedule, pod_nominated
 from nodewright.model.instance import Instance
@@ -184,7 +184,7 @@ class Launching:
             self._record_launch(claim, instance, planned, reason)
             launched_type = types.get(instance.instance_type)
             if launched_type is not None:
-                used[pool.name] = used.get(pool.name, Resources()) + launched_type.capacity
+                used[pool.name] = used.get(pool.name, Resources()) + charged(launched_type.capacity)
             report.launched.append(claim.name)
         return replan
 
@@ -277,14 +277,14 @@ class Launching:
 
 def _within_limits(pool: NodePool, planned: PlannedClaim, used: Resources) -> bool:
     """Re-check the pool's limits just before launching: what the pool uses now plus, pessimistically,
-    the largest of the claim's options (the launch may get any of them).
+    the largest of the claim's options (the launch may get any of them), and one node.
     """
     if pool.limits is None:
         return True
     peak = Resources()
     for option in planned.options:
         peak = peak.maximum(option.capacity)
-    total = used + peak
+    total = used + charged(peak)
     return all(total[name] <= limit for name, limit in pool.limits.items())
 
 

@@ -19,6 +19,7 @@ from types import MappingProxyType
 
 from nodewright.engine.scheduling.targets import Targets, bounded_put
 from nodewright.engine.scheduling.types import MAX_INSTANCE_TYPE_OPTIONS, BlockedOffering
+from nodewright.engine.scheduling.usage import NODES, charged
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType, Offering
 from nodewright.model.nodepool import NodePool
@@ -339,7 +340,8 @@ class PreparedPool:
             it,
             cap,
             vec(overhead, self.names),
-            vec(it.capacity, self.names),
+            # What a claim of this type uses of the pool's limits: one node too, when one names nodes.
+            vec(charged(it.capacity) if NODES in self.names else it.capacity, self.names),
             offerings[0].price,
             prices,
             offerings,

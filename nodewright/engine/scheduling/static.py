@@ -28,13 +28,13 @@ from dataclasses import dataclass
 
 from nodewright.engine.scheduling.prepare import PreparedPool
 from nodewright.engine.scheduling.types import BlockedOffering, PlannedClaim, PoolCapacity
+from nodewright.engine.scheduling.usage import NODES
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
 from nodewright.model.resources import CPU, MEMORY, PODS, Resources
 from nodewright.model.workloads import DaemonSet
 
-NODES = "nodes"  # the one limit a static NodePool may set
 _IN_FLIGHT = ("pending", "launched")
 _NAMES = tuple(sorted((CPU, MEMORY, PODS)))
 

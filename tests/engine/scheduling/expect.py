@@ -188,7 +188,7 @@ def expect_fits(result: SchedulingResult, inp: SchedulingInput | None = None) ->
 
 def expect_within_limits(inp: SchedulingInput, result: SchedulingResult) -> None:
     """Per pool with claims: used + sum over its claims of the largest capacity among each claim's
-    options <= limits (a pool already over its limits may launch nothing).
+    options, and one node per claim, <= limits (a pool already over its limits may launch nothing).
     """
     for pc in inp.pools:
         limits = pc.nodepool.limits
@@ -201,7 +201,7 @@ def expect_within_limits(inp: SchedulingInput, result: SchedulingResult) -> None
             for option in claim.options:
                 for name, value in option.capacity.items():
                     peak[name] = max(peak.get(name, 0), value)
-            total = total + peak
+            total = total + peak + {"nodes": 1000}  # limits.nodes: each claim is one node
         over = {n: (total[n], limits[n]) for n in limits if total[n] > limits[n]}
         assert not over, f"nodepool {pc.nodepool.name} exceeds its limits (pessimistic): {over}"
 

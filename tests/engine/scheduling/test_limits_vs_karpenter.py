@@ -3,11 +3,12 @@ costs no more (issue 19 item 6).
 
 The reference is `bench.karpenter.schedule`, the re-implementation of Karpenter v1's pod-by-pod
 first fit the scheduling benchmark compares against: a new claim may only use types within the
-pool's remaining limits and then counts its largest option against them. Faked: nothing; both
-run on the same `SchedulingInput` of bundled us-east-1 instance types (catalog estimates) and
-random limited workloads (Hypothesis), and on the 1,000-pod workloads of the benchmark (topology
-spread, affinity and anti-affinity included) under cpu limits from 16 to 400. Observed: pods
-placed, $/h, and that both plans respect the limits.
+pool's remaining limits and then counts its largest option against them, and one node against
+`limits.nodes`. Faked: nothing; both run on the same `SchedulingInput` of bundled us-east-1
+instance types (catalog estimates) and random limited workloads (Hypothesis: cpu, memory and node
+limits), and on the 1,000-pod workloads of the benchmark (topology spread, affinity and
+anti-affinity included) under cpu limits from 16 to 400 and node limits of 1, 3 and 10.
+Observed: pods placed, $/h, and that both plans respect the limits.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ def limited_inputs(draw: st.DrawFn) -> SchedulingInput:
         limits = {"cpu": str(draw(st.integers(2, 96)))}
         if draw(st.booleans()):
             limits["memory"] = f"{draw(st.integers(4, 384))}Gi"
+        if draw(st.booleans()):
+            limits["nodes"] = str(draw(st.integers(1, 12)))
         capacity = draw(st.sampled_from([["on-demand"], ["spot"], ["spot", "on-demand"]]))
         pool = node_pool(
             f"pool-{index}",
@@ -92,7 +95,10 @@ def limited_inputs(draw: st.DrawFn) -> SchedulingInput:
             weight=10 - index,
         )
         pools.append(PoolCapacity(pool, tuple(catalog()[n] for n in types)))
-    used = {"pool-0": Resources.parse({"cpu": str(draw(st.integers(0, 8)))})} if draw(st.booleans()) else {}
+    used = {}
+    if draw(st.booleans()):
+        nodes = draw(st.integers(0, 3))  # what pool_usage counts for that many nodes of the pool
+        used = {"pool-0": Resources.parse({"cpu": str(draw(st.integers(nodes, 8))), "nodes": str(nodes)})}
     return SchedulingInput(pods=tuple(pods), pools=tuple(pools), used=used)
 
 
@@ -110,3 +116,17 @@ def test_a_thousand_pods_against_a_small_cpu_limit_place_at_least_karpenters_cou
     pool = replace(node_pool(), limits=Resources.parse({"cpu": cpu}))
 
     expect_no_worse(SchedulingInput(pods=tuple(pods), pools=(PoolCapacity(pool, types),)))
+
+
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+@pytest.mark.parametrize("nodes", ["1", "3", "10"])
+def test_a_thousand_pods_against_a_small_node_limit_place_at_least_karpenters_count(workload: str, nodes: str) -> None:
+    pods = WORKLOADS[workload](1000)
+    types = tuple(sorted(catalog().values(), key=lambda t: t.name))
+    pool = replace(node_pool(), limits=Resources.parse({"nodes": nodes}))
+
+    inp = SchedulingInput(pods=tuple(pods), pools=(PoolCapacity(pool, types),))
+    ours, theirs = compare(inp)
+    assert len(ours.claims) <= int(nodes)
+    assert len(theirs.claims) <= int(nodes)
+    assert placed(ours) >= placed(theirs), f"placed {placed(ours)} against Karpenter's {placed(theirs)}"

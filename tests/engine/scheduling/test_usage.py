@@ -27,6 +27,7 @@ def test_nodes_count_as_they_are_and_claims_in_flight_by_type_or_largest_option(
     ]
     used = pool_usage([n1], claims, TYPES)
     assert used["default"]["cpu"] == (2 + 2 + 4) * 1000
+    assert used["default"]["nodes"] == 3 * 1000  # limits.nodes: one each, as Karpenter counts
 
 
 def test_a_node_that_joined_before_its_claim_learned_its_name_counts_once() -> None:
@@ -36,5 +37,6 @@ def test_a_node_that_joined_before_its_claim_learned_its_name_counts_once() -> N
     )
     by_label = claim("c1", instance_type="m5.xlarge")
     by_provider = claim("c2", instance_type="m5.xlarge", provider_id="aws:///us-east-1a/i-1")
-    assert pool_usage([joined], [by_label], TYPES) == {"default": joined.capacity}
-    assert pool_usage([joined], [by_provider], TYPES) == {"default": joined.capacity}
+    once = joined.capacity + {"nodes": 1000}  # and one node, not two
+    assert pool_usage([joined], [by_label], TYPES) == {"default": once}
+    assert pool_usage([joined], [by_provider], TYPES) == {"default": once}
