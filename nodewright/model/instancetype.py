@@ -27,6 +27,23 @@ class Offering:
     reservation_type: str = ""
     reservation_capacity: int = 0
 
+    def allowed_by(self, requirements: Requirements) -> bool:
+        """True when a node bought through this offering meets `requirements` on the labels the
+        offering decides: zone, capacity type and, as Karpenter's offerings do, the reservation id
+        and type (a reserved offering has them, any other has neither: `NotIn` / `DoesNotExist`
+        allow it, `In` / `Exists` do not).
+        """
+        for key, value in (
+            (wk.ZONE, self.zone),
+            (wk.CAPACITY_TYPE, self.capacity_type),
+            (wk.CAPACITY_RESERVATION_ID, self.reservation_id),
+            (wk.CAPACITY_RESERVATION_TYPE, self.reservation_type),
+        ):
+            req = requirements.get(key)
+            if req is not None and not (req.has(value) if value else req.allows_absent()):
+                return False
+        return True
+
 
 @dataclass(frozen=True, slots=True)
 class InstanceType:

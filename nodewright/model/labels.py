@@ -36,7 +36,9 @@ INSTANCE_ACCELERATOR_COUNT = "karpenter.k8s.aws/instance-accelerator-count"
 INSTANCE_HYPERVISOR = "karpenter.k8s.aws/instance-hypervisor"
 INSTANCE_LOCAL_NVME = "karpenter.k8s.aws/instance-local-nvme"
 INSTANCE_ENCRYPTION_IN_TRANSIT = "karpenter.k8s.aws/instance-encryption-in-transit-supported"
-# Set on nodes launched into a capacity reservation (Karpenter's labels; only reserved nodes have them).
+# Set on nodes launched into a capacity reservation (Karpenter's labels; only reserved nodes have
+# them). Well known: a NodePool or pod may require them, and each offering decides them
+# (`Offering.allowed_by`: a reserved offering has its reservation's values, any other has neither).
 CAPACITY_RESERVATION_ID = "karpenter.k8s.aws/capacity-reservation-id"
 CAPACITY_RESERVATION_TYPE = "karpenter.k8s.aws/capacity-reservation-type"
 
@@ -54,6 +56,8 @@ DISRUPTED_CONSOLIDATION = "consolidation"  # a consolidation command's candidate
 KARPENTER_DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"
 
 CAPACITY_TYPES = ("reserved", "spot", "on-demand")
+# The labels only a reserved offering's nodes have: a node without them is not in a reservation.
+RESERVATION_LABELS = (CAPACITY_RESERVATION_ID, CAPACITY_RESERVATION_TYPE)
 
 # Keys that a node gets from its instance type or NodeClaim rather than from the NodePool
 # template: a pod may require them even when the NodePool does not mention them.
@@ -88,5 +92,7 @@ WELL_KNOWN = frozenset(
         INSTANCE_HYPERVISOR,
         INSTANCE_LOCAL_NVME,
         INSTANCE_ENCRYPTION_IN_TRANSIT,
+        CAPACITY_RESERVATION_ID,
+        CAPACITY_RESERVATION_TYPE,
     }
 )

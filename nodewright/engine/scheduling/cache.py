@@ -21,16 +21,17 @@ of one call still share the preparation. Nothing in the engine holds one between
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nodewright.engine.scheduling.prepare import PreparedPool, vec
 from nodewright.engine.scheduling.types import BlockedOffering
+from nodewright.model import labels as wk
 from nodewright.model.node import Node
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
-from nodewright.model.requirements import Requirements
+from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.taints import Taint
 from nodewright.model.workloads import DaemonSet
 
@@ -203,13 +204,23 @@ class NodeFacts:
             return known[2]
         facts = (
             vec(node.allocatable, names),
-            Requirements.from_labels(node.labels),
+            _label_requirements(node.labels),
             tuple(t for t in node.taints if t.key not in _IGNORED_NODE_TAINTS),
         )
         if len(self._facts) >= self.limit:
             self._facts.clear()
         self._facts[id(node)] = (node, names, facts)
         return facts
+
+
+def _label_requirements(labels: Mapping[str, str]) -> Requirements:
+    """A node's labels as requirements, with the reservation labels it lacks as DoesNotExist: a
+    node outside a reservation has none (unlike the other well-known labels, absent means absent),
+    so a pod requiring a reservation does not land on it.
+    """
+    reqs = Requirements.from_labels(labels)
+    missing = [Requirement.new(key, "DoesNotExist", []) for key in wk.RESERVATION_LABELS if key not in labels]
+    return reqs.intersection(Requirements(missing)) if missing else reqs
 
 
 class PreparedPools:

@@ -5,7 +5,8 @@ satisfy its requirements and hold its pods plus daemonset overhead, within the p
 limits (pessimistically, the largest option counts against them); GPU, accelerator and metal types
 are dropped when any other type fits (`prepare.PreparedPool.claim_options`). The claim is priced at
 its cheapest allowed offering; a reserved offering only while fewer claims of the pass took its
-capacity reservation than it has instances left. A claim no type can hold any more reports its
+capacity reservation than it has instances left, the claims that require a reservation label
+first. A claim no type can hold any more reports its
 pods unschedulable.
 """
 
@@ -16,7 +17,9 @@ from collections.abc import Mapping, Sequence
 from nodewright.engine.scheduling.prepare import Option, add, cheapest_offering
 from nodewright.engine.scheduling.state import Pass
 from nodewright.engine.scheduling.types import PlannedClaim, SchedulingResult
+from nodewright.model import labels as wk
 from nodewright.model.instancetype import Offering
+from nodewright.model.requirements import Requirements
 from nodewright.model.resources import Resources
 
 
@@ -24,9 +27,13 @@ def finalize(p: Pass) -> SchedulingResult:
     """The pass's result: each claim with its options, offering and requests; pods on existing
     bins; pods not placed, with why.
     """
-    claims: list[PlannedClaim] = []
+    claims: dict[int, PlannedClaim] = {}
     taken: dict[str, int] = {}  # reservation id -> claims of this pass priced on it
-    for b in p.claims:
+    # Claims that require a reservation label take their reservations before the others may
+    # (a claim that can use any offering would otherwise use up the one a pod asked for by id).
+    order = sorted(range(len(p.claims)), key=lambda i: not _needs_reservation(p.claims[i].requirements))
+    for i in order:
+        b = p.claims[i]
         pool = b.pool
         assert pool is not None
         assert b.target is not None
@@ -51,18 +58,21 @@ def finalize(p: Pass) -> SchedulingResult:
         # The pods' requests plus the overhead of the daemonsets the chosen type runs.
         overhead = options[0][2].overhead
         requests = Resources({n: u + o for n, u, o in zip(p.names, used, overhead, strict=True) if u + o})
-        claims.append(
-            PlannedClaim(
-                nodepool=pool.name,
-                requirements=reqs,
-                options=tuple(o[2].it for o in options),
-                offering=offering,
-                requests=requests,
-                pods=tuple(b.pods),
-            )
+        claims[i] = PlannedClaim(
+            nodepool=pool.name,
+            requirements=reqs,
+            options=tuple(o[2].it for o in options),
+            offering=offering,
+            requests=requests,
+            pods=tuple(b.pods),
         )
     existing = {b.name: tuple(pod.key for pod in b.pods) for b in p.existing if b.pods}
-    return SchedulingResult(tuple(claims), existing, dict(sorted(p.unschedulable.items())))
+    return SchedulingResult(tuple(claims[i] for i in sorted(claims)), existing, dict(sorted(p.unschedulable.items())))
+
+
+def _needs_reservation(reqs: Requirements) -> bool:
+    """True when `reqs` rule out every node outside a capacity reservation."""
+    return any(key in reqs and not reqs[key].allows_absent() for key in wk.RESERVATION_LABELS)
 
 
 def _offering(options: Sequence[Option], taken: Mapping[str, int]) -> Offering | None:

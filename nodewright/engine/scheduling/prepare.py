@@ -116,8 +116,6 @@ class PreparedPool:
             Requirements([Requirement.new(wk.NODEPOOL, "In", [nodepool.name])])
         )
         self.requirements = reqs
-        self._zone_req = reqs.get(wk.ZONE)
-        self._ct_req = reqs.get(wk.CAPACITY_TYPE)
         self._daemons = [
             ds
             for ds in daemonsets
@@ -279,14 +277,12 @@ class PreparedPool:
         option: Option | None = None
         allowed = t.offer_reqs.intersects(reqs)
         if allowed:
-            zone_req, ct_req = reqs.get(wk.ZONE), reqs.get(wk.CAPACITY_TYPE)
-            offers = tuple(
-                o
-                for o in t.offerings
-                if (zone_req is None or zone_req.has(o.zone)) and (ct_req is None or ct_req.has(o.capacity_type))
-            )
+            offers = tuple(o for o in t.offerings if o.allowed_by(reqs))
             if offers:
                 option = (offers[0].price, t.it.name, t, offers)
+            elif any(key in reqs for key in wk.RESERVATION_LABELS):
+                # The type's labels carry no reservation: only its offerings can say it has none.
+                allowed = False
         known = (t, allowed, option)
         answers[id(t)] = known
         return known
@@ -297,7 +293,6 @@ class PreparedPool:
         """
         if not it.requirements.intersects(self.requirements):
             return None
-        zone_req, ct_req = self._zone_req, self._ct_req
         offerings = tuple(
             sorted(
                 (
@@ -305,8 +300,7 @@ class PreparedPool:
                     for o in it.offerings
                     if o.available
                     and (o.capacity_type, it.name, o.zone) not in self.blocked
-                    and (zone_req is None or zone_req.has(o.zone))
-                    and (ct_req is None or ct_req.has(o.capacity_type))
+                    and o.allowed_by(self.requirements)
                 ),
                 key=offering_order,
             )
