@@ -3,6 +3,10 @@
 Role: implement the Cluster port against a real API server with the same contract as the
 in-memory cluster (`nodewright.sim.cluster`), so controllers cannot tell them apart.
 
+Files: this one is `KubeCluster`: following (the watches into the store) and the Cluster
+port's methods; `transport.py` is how every call is sent (paged lists parsed into the model,
+retries, guarded node writes, accounting) and the errors it raises.
+
 Two ways of reading. Following (after `follow(seconds)`: the functions): each kind (nodes, active
 pods, daemonsets, PDBs) is LISTed once and then WATCHed by a `Watcher` thread into a
 `ClusterStore` (see `nodewright.adapters.kube.watch` and `.store`); `snapshot`, `pending`,
@@ -59,23 +63,35 @@ Accounting: every request is counted by verb and resource with the bytes receive
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
-import gc
-import json
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, PolicyV1Api
 from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
 
 from nodewright.adapters.kube.events import KubeEvents
 from nodewright.adapters.kube.store import DAEMONSETS, KINDS, NODES, PDBS, PODS, ClusterStore, object_key
+from nodewright.adapters.kube.transport import (
+    _MULTIPLE_BUDGETS,
+    ACTIVE_PODS,
+    MAX_RETRY_AFTER,
+    MERGE_PATCH,
+    RETRIES,
+    TRANSIENT_STATUSES,
+    KubeApiError,
+    Requests,
+    UnreadableObject,
+    _error,
+    _node,
+    _same_taint,
+    _status_message,
+    parse_timestamp,
+    retry_delay,
+)
 from nodewright.adapters.kube.usage import ApiMeter
 from nodewright.adapters.kube.watch import READ_SLACK_SECONDS, Gone, Watcher
 from nodewright.model.event import Event
@@ -83,57 +99,23 @@ from nodewright.model.node import Node
 from nodewright.model.pod import Pod, RequestsMemo
 from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.model.taints import Taint
-from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
 from nodewright.ports import ApiUsage, Eviction
 
-T = TypeVar("T")
-
-# Terminal pods hold no resources and may be most of a busy cluster's pods: the server drops them.
-ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
-MERGE_PATCH = "application/merge-patch+json"
-# The API server's answer when a pod is covered by several PDBs (HTTP 500, not retryable).
-_MULTIPLE_BUDGETS = "more than one PodDisruptionBudget"
-# How often a node write is recomputed after losing a resourceVersion race before giving up.
-_CONFLICT_RETRIES = 5
-# Transient answers (see "Transient failures" above): statuses, and 0 for no answer at all.
-TRANSIENT_STATUSES = frozenset({0, 429, 500, 502, 503, 504})
-RETRIES = 3
-# The longest Retry-After honoured, and the jittered backoff when there is none.
-MAX_RETRY_AFTER = 10.0
-_BACKOFF_BASE = 0.2
-_BACKOFF_CAP = 2.0
+__all__ = [
+    "ACTIVE_PODS",
+    "MAX_RETRY_AFTER",
+    "MERGE_PATCH",
+    "RETRIES",
+    "TRANSIENT_STATUSES",
+    "KubeApiError",
+    "KubeCluster",
+    "UnreadableObject",
+    "parse_timestamp",
+    "retry_delay",
+]
 
 
-class KubeApiError(Exception):
-    """A Kubernetes API call failed in a way the Cluster port does not turn into a result.
-
-    `call` names the operation (e.g. "list pods", "patch node ip-10-0-1-2"); `status` is the HTTP
-    status (0 for a connection or TLS failure); `message` is the API server's Status message.
-    """
-
-    def __init__(self, call: str, status: int, message: str) -> None:
-        self.call = call
-        self.status = status
-        self.message = message
-        super().__init__(f"{call}: HTTP {status}: {message}" if status else f"{call}: {message}")
-
-
-class UnreadableObject(ValueError):
-    """The API server returned an object the model cannot parse (names the list and object)."""
-
-
-def parse_timestamp(value: Any) -> float:
-    """An RFC 3339 timestamp (`2024-05-01T12:00:00Z`, fractions allowed) as epoch seconds; 0.0 if absent."""
-    if not value:
-        return 0.0
-    return datetime.fromisoformat(str(value)).timestamp()
-
-
-def _node(item: Mapping[str, Any]) -> Node:
-    return Node.parse(item, created_at=parse_timestamp((item.get("metadata") or {}).get("creationTimestamp")))
-
-
-class KubeCluster:
+class KubeCluster(Requests):
     """`nodewright.ports.Cluster` over an `ApiClient` (see the module docstring for the contract).
 
     `page_size` is the `limit` of each list request; `on_unauthorized` is called after a 401,
@@ -296,21 +278,6 @@ class KubeCluster:
             monotonic=self._monotonic,
         )
 
-    def _pod(self, manifest: Mapping[str, Any]) -> Pod:
-        return Pod.parse(manifest, self._pod_memo)
-
-    def _kind(self, kind: str) -> tuple[Callable[..., Any], Callable[[Mapping[str, Any]], Any], dict[str, Any]]:
-        """The list call, parser and list parameters of a kind."""
-        if kind == NODES:
-            return self._core.list_node, _node, {}
-        if kind == PODS:
-            return self._core.list_pod_for_all_namespaces, self._pod, {"field_selector": ACTIVE_PODS}
-        if kind == DAEMONSETS:
-            return self._apps.list_daemon_set_for_all_namespaces, DaemonSet.parse, {}
-        if kind == PDBS:
-            return self._policy.list_pod_disruption_budget_for_all_namespaces, PodDisruptionBudget.parse, {}
-        raise ValueError(f"unknown kind {kind!r}")
-
     # ------------------------------------------------------------------ the Cluster port
 
     def pending(self) -> list[Pod]:
@@ -458,302 +425,3 @@ class KubeCluster:
         self._read(response, "delete", "nodes")
 
     # ------------------------------------------------------------------ internals
-
-    def _request(
-        self,
-        verb: str,
-        resource: str,
-        call: str,
-        send: Callable[[], T],
-        mapped: tuple[int, ...] = (),
-        *,
-        retry: bool = True,
-    ) -> T:
-        """`send()`, counted as a `verb` on `resource`, retried once after a 401 when
-        `on_unauthorized` is set and, with `retry`, up to `retries` times after a transient
-        failure (see the module docstring). ApiExceptions with a status in `mapped` propagate for
-        the caller to interpret; any other failure, transport errors (connection refused, TLS
-        verification, timeouts) included, raises KubeApiError.
-        """
-        attempt = 0
-        while True:
-            try:
-                return self._request_once(verb, resource, call, send, mapped)
-            except (ApiException, KubeApiError) as error:
-                wait = _transient(error)
-                if not retry or wait is None or attempt >= self._retries:
-                    raise
-                delay = retry_delay(attempt, wait, self._jitter())
-                self.retried[_status_of(error)] += 1
-                self.retry_seconds += delay
-                self._sleep(delay)
-                attempt += 1
-
-    def _request_once(self, verb: str, resource: str, call: str, send: Callable[[], T], mapped: tuple[int, ...]) -> T:
-        """One `send()` (and its one retry after a 401): see `_request`."""
-        try:
-            self.meter.request(verb, resource)
-            return send()
-        except HTTPError as failure:
-            raise KubeApiError(call, 0, str(failure)) from failure
-        except ApiException as error:
-            self.meter.received(verb, resource, len(error.body or b""))
-            if error.status == 401 and self._on_unauthorized is not None:
-                self._on_unauthorized()
-                try:
-                    self.meter.request(verb, resource)
-                    return send()
-                except HTTPError as failure:
-                    raise KubeApiError(call, 0, str(failure)) from failure
-                except ApiException as retried:
-                    self.meter.received(verb, resource, len(retried.body or b""))
-                    error = retried
-            if error.status in mapped:
-                raise error from None
-            raise _error(call, error) from error
-
-    def _list(
-        self,
-        kind: str,
-        list_call: Callable[..., Any],
-        parse: Callable[[Mapping[str, Any]], T],
-        **params: Any,
-    ) -> list[T]:
-        """Every object of `kind`, parsed, following `continue` page by page; starts over once
-        when a continue token expired (410).
-        """
-        return list(self._list_keyed(kind, list_call, parse, params)[0].values())
-
-    def _list_kind(self, kind: str) -> list[Any]:
-        """Every object of one of the watched kinds, read by LIST (in order: the generator in
-        `snapshot` reads nodes before pods).
-        """
-        list_call, parse, params = self._kind(kind)
-        return list(self._list_keyed(kind, list_call, parse, params)[0].values())
-
-    def _list_keyed(
-        self,
-        kind: str,
-        list_call: Callable[..., Any],
-        parse: Callable[[Mapping[str, Any]], T],
-        params: Mapping[str, Any],
-    ) -> tuple[dict[str, T], str]:
-        """`_list`'s objects by key (`namespace/name`), with the list's resourceVersion."""
-        try:
-            return self._list_once(kind, list_call, parse, params)
-        except _ContinueExpired:
-            try:
-                return self._list_once(kind, list_call, parse, params)
-            except _ContinueExpired as error:
-                raise KubeApiError(f"list {kind}", 410, "the continue token expired twice") from error
-
-    def _list_once(
-        self,
-        kind: str,
-        list_call: Callable[..., Any],
-        parse: Callable[[Mapping[str, Any]], T],
-        params: Mapping[str, Any],
-    ) -> tuple[dict[str, T], str]:
-        call = f"list {kind}"
-        parsed: dict[str, T] = {}
-        token = ""
-        version = ""
-        while True:
-            page = dict(params, limit=self._page_size, _preload_content=False, _request_timeout=self._timeout)
-            if token:
-                page["_continue"] = token
-            try:
-                response = self._request("list", kind, call, functools.partial(list_call, **page), mapped=(410,))
-            except ApiException as error:
-                if token:
-                    raise _ContinueExpired from error
-                raise _error(call, error) from error
-            with _collector_paused():
-                token, page_version = _parse_page(self._read(response, "list", kind), parse, parsed, call)
-            # A paged list is one consistent read at the first page's resourceVersion.
-            version = version or page_version
-            if not token:
-                return parsed, version
-
-    def _read_node(self, name: str) -> dict[str, Any] | None:
-        call = f"read node {name}"
-        try:
-            response = self._request(
-                "get",
-                "nodes",
-                call,
-                lambda: self._core.read_node(name, _preload_content=False, _request_timeout=self._timeout),
-                mapped=(404,),
-            )
-        except ApiException:
-            return None  # only 404 is mapped
-        raw: dict[str, Any] = json.loads(self._read(response, "get", "nodes"))
-        return raw
-
-    def _update_node(self, name: str, verb: str, change: Callable[[Mapping[str, Any]], dict[str, Any] | None]) -> None:
-        """Read the node, compute the new spec fields with `change` (None: nothing to do) and send
-        them as a merge patch guarded by the resourceVersion read; recompute on a conflict.
-        """
-        call = f"{verb} node {name}"
-        for _ in range(_CONFLICT_RETRIES):
-            raw = self._read_node(name)
-            if raw is None:
-                return
-            spec_patch = change(raw.get("spec") or {})
-            if spec_patch is None:
-                return
-            body = {
-                "metadata": {"resourceVersion": (raw.get("metadata") or {}).get("resourceVersion")},
-                "spec": spec_patch,
-            }
-            try:
-                response = self._request(
-                    "patch",
-                    "nodes",
-                    call,
-                    functools.partial(
-                        self._core.patch_node,
-                        name,
-                        body,
-                        _content_type=MERGE_PATCH,
-                        _preload_content=False,
-                        _request_timeout=self._timeout,
-                    ),
-                    mapped=(404, 409),
-                )
-            except ApiException as error:
-                if error.status == 404:
-                    return
-                continue  # 409: someone changed the node since we read it
-            self._read(response, "patch", "nodes")
-            return
-        raise KubeApiError(call, 409, f"the node kept changing under us ({_CONFLICT_RETRIES} conflicts)")
-
-    def _read(self, response: Any, verb: str, resource: str) -> bytes:
-        """The whole body of a raw response, counted; the connection goes back to the pool."""
-        data = _drain(response)
-        self.meter.received(verb, resource, len(data))
-        return data
-
-
-def _parse_page(body: bytes, parse: Callable[[Mapping[str, Any]], T], into: dict[str, T], call: str) -> tuple[str, str]:
-    """Decode one list page, add its parsed items to `into` by key and return the continue token
-    and the list's resourceVersion.
-
-    A function of its own so the page's raw JSON is freed on return, before the collector
-    resumes (otherwise its first pass would walk the whole page).
-    """
-    listing = json.loads(body)
-    for item in listing.get("items") or ():
-        try:
-            into[object_key(item)] = parse(item)
-        except (KeyError, ValueError, TypeError, AttributeError) as error:
-            meta = item.get("metadata") or {}
-            where = "/".join(p for p in (meta.get("namespace"), meta.get("name")) if p) or "an item"
-            raise UnreadableObject(f"{call}: cannot read {where}: {error}") from error
-    meta = listing.get("metadata") or {}
-    return str(meta.get("continue") or ""), str(meta.get("resourceVersion") or "")
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a page is decoded and parsed.
-
-    A page of 500 pods allocates some 100,000 dicts and lists; each 700 allocations start a
-    collection that walks the young objects, and the older generations are walked again as the
-    snapshot grows. Measured on 10,000 pods this is 80% of the CPU (json.loads of 38 MB: 0.4 s
-    without the collector, 2.0 s with it). Decoded JSON and the frozen model hold no reference
-    cycles, so pausing finds nothing less; other threads' cycles are collected once it resumes.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-class _ContinueExpired(Exception):
-    """A list's continue token is no longer valid (410 Gone); the list must start over."""
-
-
-def _same_taint(manifest: Mapping[str, Any], taint: Taint) -> bool:
-    return (manifest.get("key"), manifest.get("effect"), manifest.get("value") or "") == (
-        taint.key,
-        taint.effect,
-        taint.value,
-    )
-
-
-def _drain(response: Any) -> bytes:
-    """The whole body of a raw (`_preload_content=False`) response; the connection goes back to the pool."""
-    try:
-        data: bytes = response.data
-    finally:
-        response.release_conn()
-    return data
-
-
-def _status_message(error: ApiException) -> str:
-    """The `message` of the API server's Status body, or the HTTP reason when there is none."""
-    body = error.body
-    if body:
-        try:
-            status = json.loads(body)
-        except ValueError:
-            status = None
-        if isinstance(status, dict) and status.get("message"):
-            return str(status["message"])
-        if isinstance(body, bytes):
-            return body.decode(errors="replace")[:500]
-        return str(body)[:500]
-    return str(error.reason or "no response")
-
-
-def retry_delay(attempt: int, retry_after: float, jitter: float) -> float:
-    """Seconds to wait before retry `attempt` (0-based) of a transient failure: its Retry-After
-    (at most `MAX_RETRY_AFTER`), or without one (0) full jitter (`jitter` in [0, 1)) doubling
-    from `_BACKOFF_BASE` up to `_BACKOFF_CAP`.
-    """
-    if retry_after > 0:
-        return min(retry_after, MAX_RETRY_AFTER)
-    return float(jitter * min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt))
-
-
-def _transient(error: ApiException | KubeApiError) -> float | None:
-    """How long to wait before sending again after `error` (0: no Retry-After, back off), or
-    None when it is not transient (see "Transient failures" in the module docstring).
-    """
-    if isinstance(error, KubeApiError):
-        cause = error.__cause__
-        if isinstance(cause, ApiException):
-            return _transient(cause)
-        return 0.0 if error.status == 0 else None
-    status = int(error.status or 0)
-    if status not in TRANSIENT_STATUSES:
-        return None
-    retry_after = _retry_after(error)
-    if status == 429:
-        return retry_after  # a PDB's refusal carries no Retry-After: not transient
-    if status == 500 and _MULTIPLE_BUDGETS in _status_message(error):
-        return None
-    return retry_after or 0.0
-
-
-def _retry_after(error: ApiException) -> float | None:
-    """The Retry-After header of an answer, in seconds (None when absent or not a number)."""
-    headers = error.headers or {}
-    value = headers.get("Retry-After") if hasattr(headers, "get") else None
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _status_of(error: ApiException | KubeApiError) -> int:
-    return int(error.status or 0)
-
-
-def _error(call: str, error: ApiException) -> KubeApiError:
-    return KubeApiError(call, int(error.status or 0), _status_message(error))
