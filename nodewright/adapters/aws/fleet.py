@@ -101,8 +101,6 @@ def candidate_overrides(
     adapter's count) says its reservation is full; without `remaining` its own count decides.
     """
     requirements = request.claim.requirements
-    capacity_req = requirements.get(wk.CAPACITY_TYPE)
-    zone_req = requirements.get(wk.ZONE)
     type_req = requirements.get(wk.INSTANCE_TYPE)
     out: dict[str, list[Override]] = {}
     for option in request.options:
@@ -112,9 +110,7 @@ def candidate_overrides(
         if image is None:
             continue
         for offer in sorted(option.available_offerings(), key=lambda o: (o.price, o.zone, o.capacity_type)):
-            if capacity_req is not None and not capacity_req.has(offer.capacity_type):
-                continue
-            if zone_req is not None and not zone_req.has(offer.zone):
+            if not offer.allowed_by(requirements):  # zone, capacity type, reservation id and type
                 continue
             subnet = resolved.subnets.get(offer.zone)
             if subnet is None or (offer.capacity_type, option.name, offer.zone) in request.blocked:
