@@ -32,8 +32,9 @@ from nodewright.adapters.offline_catalog import (
 )
 from nodewright.cli import app
 from nodewright.cli.plan import DEFAULT_NODEPOOL
-from nodewright.config.documents import NODEOVERLAY, NODEPOOL, Loaded, combine, parse_yaml
+from nodewright.config.documents import NODEOVERLAY, NODEPOOL, Loaded, combine
 from nodewright.config.files import expand
+from nodewright.config.stream import parse_yaml
 from nodewright.engine.overlay import Overlaid, apply_overlays
 from nodewright.engine.scheduling import PoolCapacity
 from nodewright.model.instancetype import InstanceType

@@ -7,7 +7,8 @@ every warning (unknown or ignored fields); `Loaded.require()` raises `ConfigErro
 are no problems, and `Loaded.strict()` counts warnings as problems.
 """
 
-from nodewright.config.documents import Document, Loaded, combine, dump_yaml, parse_manifest, parse_yaml
+from nodewright.config.documents import Document, Loaded, combine, dump_yaml, parse_manifest
 from nodewright.config.problems import ConfigError, Problem
+from nodewright.config.stream import parse_yaml
 
 __all__ = ["ConfigError", "Document", "Loaded", "Problem", "combine", "dump_yaml", "parse_manifest", "parse_yaml"]

@@ -13,8 +13,9 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from nodewright.config.documents import Loaded, combine, parse_yaml
+from nodewright.config.documents import Loaded, combine
 from nodewright.config.problems import Problem
+from nodewright.config.stream import parse_yaml
 
 SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "-"

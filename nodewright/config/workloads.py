@@ -6,7 +6,7 @@ line, document, field) instead of stopping at the first. Workloads expand into t
 named `<workload>-<index>` in the workload's namespace (`default` when absent); a Pod with
 `spec.nodeName` is bound to that Node. NodePools and EC2NodeClasses are validated by
 `nodewright.config.documents`, exactly as `nodewright nodepool validate` does. Streams are read
-as `documents.read_stream` reads them, so `kubectl get deployments -o json` (a `kind: List`) and
+as `stream.read_stream` reads them, so `kubectl get deployments -o json` (a `kind: List`) and
 objects with the server's fields (`status`, `managedFields`, ...) are input too.
 """
 
@@ -19,8 +19,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodewright.config.documents import KINDS, Document, Loaded, Manifest, combine, line_of, parse_document, read_stream
+from nodewright.config.documents import KINDS, Document, Loaded, Manifest, combine, line_of, parse_document
 from nodewright.config.problems import Problem, SegmentPath, show
+from nodewright.config.stream import read_stream
 from nodewright.model.errors import InvalidValue, shown
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod

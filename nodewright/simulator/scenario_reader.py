@@ -18,8 +18,9 @@ from typing import Any
 import yaml
 
 from nodewright.config import fields as f
-from nodewright.config.documents import EC2NODECLASS, NODEPOOL, Loaded, combine, parse_manifest, parse_yaml
+from nodewright.config.documents import EC2NODECLASS, NODEPOOL, Loaded, combine, parse_manifest
 from nodewright.config.problems import At, Problem, SegmentPath, format_path, show
+from nodewright.config.stream import parse_yaml
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodeoverlay import NodeOverlay

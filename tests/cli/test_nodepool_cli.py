@@ -23,7 +23,7 @@ import yaml
 from moto.server import ThreadedMotoServer
 
 from nodewright.adapters.aws.config_store import create_table
-from nodewright.config.documents import parse_yaml
+from nodewright.config.stream import parse_yaml
 
 pytestmark = pytest.mark.integration
 

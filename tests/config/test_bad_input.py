@@ -31,8 +31,8 @@ from typer.testing import CliRunner
 from nodewright.cli import app
 from nodewright.cli import commands as _commands  # noqa: F401  (registers the commands)
 from nodewright.config import Loaded, Problem, parse_yaml
-from nodewright.config.documents import MAX_ALIASED_VALUES, MAX_DEPTH
 from nodewright.config.problems import SegmentPath, format_path
+from nodewright.config.stream import MAX_ALIASED_VALUES, MAX_DEPTH
 from nodewright.config.workloads import MAX_REPLICAS, PlanInput, read_workloads
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nodewright.config.documents import CAPACITYBUFFER, PODTEMPLATE, parse_yaml
+from nodewright.config.documents import CAPACITYBUFFER, PODTEMPLATE
+from nodewright.config.stream import parse_yaml
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate, ScalableRef
 from nodewright.model.resources import Resources
 

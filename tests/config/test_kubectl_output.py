@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
-from nodewright.config.documents import parse_manifest, parse_yaml
+from nodewright.config.documents import parse_manifest
 from nodewright.config.files import read_paths
+from nodewright.config.stream import parse_yaml
 from nodewright.config.workloads import read_workloads
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool

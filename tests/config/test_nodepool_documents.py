@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from nodewright.config.documents import Loaded, parse_manifest, parse_yaml
+from nodewright.config.documents import Loaded, parse_manifest
 from nodewright.config.files import read_paths
 from nodewright.config.nodepool import render_nodepool
 from nodewright.config.problems import ConfigError
+from nodewright.config.stream import parse_yaml
 from nodewright.model.nodepool import Budget, NodePool
 from nodewright.model.requirements import Requirement
 from nodewright.model.resources import Resources
