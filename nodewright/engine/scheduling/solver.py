@@ -44,7 +44,10 @@ LIMITS_PORTFOLIO run as well and the same rule picks among all of them: a limit 
 capacity, and these passes spend it as Karpenter does (the largest type within the limits per
 new claim, a claim taking a pod while any of its types holds all its pods, pods one by one to
 the emptiest claim), so they place at least what Karpenter would; the normal passes usually
-cost less when they place as many (docs/design/solver.md, "When limits bind").
+cost less when they place as many (docs/design/solver.md, "When limits bind"). `limits.nodes` is
+one more entry of that budget: every type's limit vector charges one node (`prepare.py`, from
+`usage.charged`), as each node and claim in flight does in the usage, so every pass treats it
+like cpu: no claim past it, pods left out with "limits reached".
 
 Determinism: classes are sorted by requests then by their first pod's name, pods inside a class by
 name, types by price then name, offerings by price, capacity type and zone; no set or dict
