@@ -21,10 +21,12 @@ from nodewright.adapters.clock import SystemClock
 from nodewright.adapters.kube.claims import KubeClaimObjects
 from nodewright.adapters.kube.client import from_cluster_info
 from nodewright.adapters.kube.cluster import KubeCluster
+from nodewright.adapters.kube.configstatus import KubeConfigStatus
 from nodewright.adapters.kube.crd_config import read_config
-from nodewright.adapters.kube.store import KINDS, NODES
+from nodewright.adapters.kube.store import KINDS, NODES, PODS
 from nodewright.adapters.offline_catalog import estimated_on_demand_prices
 from nodewright.config.documents import Document
+from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
 from nodewright.controllers.interruption import InterruptionController
@@ -67,14 +69,15 @@ class _Aws:
             reservations=self.reservations,
         )
         self.store = DynamoStateStore(session.client("dynamodb", region=region), settings.state_table)
-        self.config = self._configuration(settings, observer)
+        # CapacityBuffers take their chunks from pods: read by the functions that watch pods.
+        self.config = self._configuration(settings, observer, buffers=PODS in kinds)
 
-    def _configuration(self, settings: Settings, observer: Observer) -> Configuration:
+    def _configuration(self, settings: Settings, observer: Observer, *, buffers: bool) -> Configuration:
         if settings.config_source == "crd":
             api_client = self.api_client
 
             def read() -> list[Document]:
-                return list(read_config(api_client).require())
+                return list(read_config(api_client, include_buffers=buffers).require())
 
         else:
             config_store = ConfigStore(settings.config_table, client=session.client("dynamodb", region=self.region))
@@ -87,7 +90,12 @@ class _Aws:
 
 def provisioner_from_settings(settings: Settings, observer: Observer) -> Provisioner:
     """The provisioner wired to EKS, EC2, DynamoDB and the Price List API."""
-    return _provisioner(_Aws(settings, observer), settings, observer)
+    aws = _Aws(settings, observer)
+    provisioner = _provisioner(aws, settings, observer)
+    if settings.config_source == "crd":
+        # The status of the CapacityBuffers and NodeOverlays read from the cluster: one writer.
+        provisioner.config_status = ConfigStatus(KubeConfigStatus(aws.cluster), aws.clock, observer)
+    return provisioner
 
 
 def _provisioner(aws: _Aws, settings: Settings, observer: Observer) -> Provisioner:

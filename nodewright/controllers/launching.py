@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.provisionoptions import (
     IN_FLIGHT,
     Catalog,
@@ -67,6 +68,8 @@ class Launching:
     observer: Observer
     options: ProvisionerOptions
     solver_cache: SolverCache
+    # With configSource=crd (the provisioner only: one writer), NodeOverlay and CapacityBuffer status.
+    config_status: ConfigStatus | None = None
     _static: bool
     _buffer_problems: dict[str, str]
 
@@ -80,7 +83,9 @@ class Launching:
         claims: Sequence[NodeClaim],
         now: float,
     ) -> SchedulingInput:
-        pools = pool_capacities(nodepools, nodeclasses, self.catalog, self.config.overlays(), self.observer)
+        overlays = self.config.overlays()
+        status = self.config_status
+        pools = pool_capacities(nodepools, nodeclasses, self.catalog, overlays, self.observer, status=status)
         registered = {n.name for n in snapshot.nodes}
         # A node that registered during this invocation is already in the snapshot as a real Node;
         # its claim learns its node_name only at the next housekeeping. Counting it in flight too

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.engine.overlay import apply_overlays
 from nodewright.engine.scheduling import (
     PoolCapacity,
@@ -162,10 +163,13 @@ def pool_capacities(
     catalog: Catalog,
     overlays: Sequence[NodeOverlay] = (),
     observer: Observer | None = None,
+    *,
+    status: ConfigStatus | None = None,
 ) -> tuple[PoolCapacity, ...]:
     """Each NodePool with the instance types its EC2NodeClass's catalog offers, NodeOverlays
     applied (effective prices, extra capacity): what the provisioner, consolidation and `plan`
-    decide with. An overlay refused for a same-weight conflict is reported to `observer`.
+    decide with. An overlay refused for a same-weight conflict is reported to `observer`, and
+    each overlay's verdict written to its status through `status` (when overlays come from CRDs).
     """
     pools = tuple(
         PoolCapacity(pool, tuple(catalog.instance_types(nodeclasses.get(pool.node_class_ref.name))))
@@ -175,6 +179,8 @@ def pool_capacities(
     if observer is not None:
         for name, why in sorted(overlaid.conflicts.items()):
             observer.decision("nodeoverlay-refused", overlay=name, reason=why)
+    if status is not None:
+        status.overlays(overlays, overlaid.conflicts)
     return overlaid.pools
 
 

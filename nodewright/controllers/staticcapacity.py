@@ -135,3 +135,5 @@ class StaticCapacity(Launching):
                 if self._buffer_problems.get(buffer) != why:
                     self.observer.decision("buffer-short", buffer=buffer, reason=why)
             self._buffer_problems = problems
+        if self.config_status is not None:
+            self.config_status.buffers(buffers, virtual, problems)

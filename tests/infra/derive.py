@@ -242,17 +242,32 @@ class Recorder:
 
         from nodewright.adapters.aws.config_store import ConfigStore
         from nodewright.adapters.kube.claims import KubeClaimObjects
-        from nodewright.adapters.kube.crd_config import read_config
+        from nodewright.adapters.kube.configstatus import KubeConfigStatus
+        from nodewright.adapters.kube.crd_config import list_podtemplates, read_config
+        from nodewright.adapters.kube.store import PODS
 
         with contextlib.suppress(Exception):
             ConfigStore("nodewright-config", client=boto3.client("dynamodb", region_name="us-east-1")).list()
         function = self.function()
         if function is not None and function in self._adapters:
+            adapter = self._adapters[function]
+            # CapacityBuffers are read by the functions that watch pods (assembly: buffers=PODS in kinds),
+            # and the PodTemplates a buffer names (the scenarios apply none: listed here as when one does).
+            buffers = PODS in adapter._kinds
             with contextlib.suppress(Exception):
-                read_config(self._adapters[function]._core.api_client)
+                read_config(adapter._core.api_client, include_buffers=buffers)
+            if buffers:
+                with contextlib.suppress(Exception):
+                    list_podtemplates(adapter._core.api_client)
             if function == "provisioner":  # its NodeClaim mirror writes the NodePools' status
                 with contextlib.suppress(Exception):
-                    KubeClaimObjects(self._adapters[function]).put_nodepool_status("default", {"resources": {}})
+                    KubeClaimObjects(adapter).put_nodepool_status("default", {"resources": {}})
+                # ConfigStatus: the status of the CapacityBuffers and NodeOverlays it read.
+                status = KubeConfigStatus(adapter)
+                with contextlib.suppress(Exception):
+                    status.put_status("CapacityBuffer", "autoscaling.x-k8s.io/v1beta1", "default", "probe", {})
+                with contextlib.suppress(Exception):
+                    status.put_status("NodeOverlay", "karpenter.sh/v1alpha1", None, "probe", {})
 
 
 def _live_catalog(_: Any, nodeclass: Any) -> None:

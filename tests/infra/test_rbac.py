@@ -85,12 +85,15 @@ def test_only_the_functions_that_drain_may_evict_or_patch_and_the_provisioner_on
     mirror = {KubeAccess("nodewright.io", "nodeclaims", verb) for verb in ("create", "patch", "delete")}
 
     # Besides its Events (Nominated, FailedScheduling), which every function writes, and its
-    # NodeClaim mirror: the objects, and the NodePools' status (configSource=crd).
+    # NodeClaim mirror: the objects, and the NodePools' status (configSource=crd); the status of the
+    # CapacityBuffers and NodeOverlays it read (configSource=crd).
     assert {a for a in provisioner if a.verb in writes} == {
         KubeAccess("", "nodes", "delete"),
         *events,
         *mirror,
         KubeAccess("nodewright.io", "nodepools/status", "patch"),
+        KubeAccess("autoscaling.x-k8s.io", "capacitybuffers/status", "patch"),
+        KubeAccess("karpenter.sh", "nodeoverlays/status", "patch"),
     }
     assert all(events <= rbac_rules(_role(function)) for function in FUNCTIONS)
     for function in ("interruption", "consolidator"):

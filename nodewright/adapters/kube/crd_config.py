@@ -1,4 +1,4 @@
-"""Read NodePool, EC2NodeClass and NodeOverlay custom objects from the cluster as validated documents.
+"""Read NodePool, EC2NodeClass, NodeOverlay and CapacityBuffer objects from the cluster as validated documents.
 
 Role: the in-cluster configuration source. Lists `nodewright.io/v1` NodePools and EC2NodeClasses
 and, when Karpenter's CRDs are installed, `karpenter.sh/v1` NodePools, `karpenter.k8s.aws/v1`
@@ -7,17 +7,32 @@ CustomObjectsApi, and validates them with the same code as files and the config 
 (`nodewright.config.documents`). A resource whose CRD is not installed (HTTP 404) contributes
 nothing; any other API error is raised. The same name under both groups is a
 duplicate-definition problem, as for files.
+
+With `include_buffers`, SIG Autoscaling's CapacityBuffers (namespaced) are listed too, under
+`autoscaling.x-k8s.io/v1beta1`, or `v1alpha1` when the API server serves only that version (a CRD
+serving both returns the same objects under each: one list is enough), and, when a buffer names
+one by `podTemplateRef`, the core/v1 PodTemplates of every namespace (one list, only then).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes.client import ApiClient, CustomObjectsApi
+from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
-from nodewright.config.documents import EC2NODECLASS, NODEOVERLAY, NODEPOOL, Loaded, combine, parse_manifest
+from nodewright.config.documents import (
+    CAPACITYBUFFER,
+    EC2NODECLASS,
+    NODEOVERLAY,
+    NODEPOOL,
+    PODTEMPLATE,
+    Loaded,
+    combine,
+    parse_manifest,
+)
 
 PAGE_SIZE = 500
 
@@ -33,8 +48,8 @@ class CustomResource:
 
     @property
     def api_version(self) -> str:
-        """`group/version`."""
-        return f"{self.group}/{self.version}"
+        """`group/version` (`version` alone for the core group)."""
+        return f"{self.group}/{self.version}" if self.group else self.version
 
 
 NODEWRIGHT_RESOURCES = (
@@ -46,10 +61,16 @@ KARPENTER_RESOURCES = (
     CustomResource("karpenter.k8s.aws", "v1", "ec2nodeclasses", EC2NODECLASS),
     CustomResource("karpenter.sh", "v1alpha1", "nodeoverlays", NODEOVERLAY),
 )
+# Newest first: the first version the API server serves is the one read.
+BUFFER_RESOURCES = (
+    CustomResource("autoscaling.x-k8s.io", "v1beta1", "capacitybuffers", CAPACITYBUFFER),
+    CustomResource("autoscaling.x-k8s.io", "v1alpha1", "capacitybuffers", CAPACITYBUFFER),
+)
+PODTEMPLATES = CustomResource("", "v1", "podtemplates", PODTEMPLATE)
 
 
-def _list_all(api: CustomObjectsApi, resource: CustomResource) -> list[dict[str, Any]] | None:
-    """Every object of a cluster-scoped resource (following `continue`), or None if not served."""
+def _list_all(api: CustomObjectsApi | CoreV1Api, resource: CustomResource) -> list[dict[str, Any]] | None:
+    """Every object of a resource across namespaces (following `continue`), or None if not served."""
     items: list[dict[str, Any]] = []
     token: str | None = None
     while True:
@@ -57,7 +78,13 @@ def _list_all(api: CustomObjectsApi, resource: CustomResource) -> list[dict[str,
         if token:
             kwargs["_continue"] = token
         try:
-            listing = api.list_cluster_custom_object(resource.group, resource.version, resource.plural, **kwargs)
+            if isinstance(api, CoreV1Api):
+                # The typed client would turn the pods' specs into models: the raw JSON is what is validated.
+                response = api.list_pod_template_for_all_namespaces(_preload_content=False, **kwargs)
+                listing: dict[str, Any] = json.loads(response.data)
+            else:
+                # Cluster-scoped and namespaced resources alike: the group-wide path lists every namespace.
+                listing = api.list_cluster_custom_object(resource.group, resource.version, resource.plural, **kwargs)
         except ApiException as error:
             if error.status == 404:
                 return None
@@ -68,17 +95,71 @@ def _list_all(api: CustomObjectsApi, resource: CustomResource) -> list[dict[str,
             return items
 
 
-def read_config(api_client: ApiClient, *, include_karpenter: bool = True) -> Loaded:
-    """Every NodePool, EC2NodeClass and NodeOverlay in the cluster, validated (problems included, not raised)."""
+def _parsed(resource: CustomResource, objects: list[dict[str, Any]] | None) -> list[Loaded]:
+    """Each listed object validated as a document whose source names the resource it came from."""
+    out = []
+    for index, raw in enumerate(objects or ()):
+        body = dict(raw)
+        # List responses may omit an item's apiVersion/kind; the resource they came from decides them.
+        body.setdefault("apiVersion", resource.api_version)
+        body.setdefault("kind", resource.kind)
+        group = f".{resource.group}" if resource.group else ""
+        source = f"{resource.plural}{group}/{resource.version}"
+        out.append(parse_manifest(body, source=source, index=index))
+    return out
+
+
+def read_buffers(api_client: ApiClient) -> list[Loaded]:
+    """The cluster's CapacityBuffers (the newest version served) and, when one names a PodTemplate,
+    the PodTemplates: validated, problems included. Nothing when the CRD is not installed.
+    """
+    api = CustomObjectsApi(api_client)
+    for resource in BUFFER_RESOURCES:
+        buffers = _list_all(api, resource)
+        if buffers is not None:
+            break
+    else:
+        return []
+    parts = _parsed(resource, buffers)
+    named = {_template_named(b) for b in buffers} - {None}
+    if named:
+        # Only the templates buffers name: the others are no configuration of ours.
+        templates = list_podtemplates(api_client) or []
+        parts += _parsed(PODTEMPLATES, [t for t in templates if _identity(t) in named])
+    return parts
+
+
+def list_podtemplates(api_client: ApiClient) -> list[dict[str, Any]] | None:
+    """Every core/v1 PodTemplate in the cluster, as the API server returns them (one paged list)."""
+    return _list_all(CoreV1Api(api_client), PODTEMPLATES)
+
+
+def _identity(raw: dict[str, Any]) -> tuple[str, str]:
+    """An object's (namespace, name), as the API server stores it."""
+    metadata = raw.get("metadata") or {}
+    return str(metadata.get("namespace") or "default"), str(metadata.get("name") or "")
+
+
+def _template_named(buffer: dict[str, Any]) -> tuple[str, str] | None:
+    """(namespace, name) of the PodTemplate a buffer's `podTemplateRef` names; None without one
+    (a malformed reference is left for validation to report against the buffer).
+    """
+    spec = buffer.get("spec")
+    ref = spec.get("podTemplateRef") if isinstance(spec, dict) else None
+    if not isinstance(ref, dict) or not isinstance(ref.get("name"), str):
+        return None
+    return _identity(buffer)[0], ref["name"]
+
+
+def read_config(api_client: ApiClient, *, include_karpenter: bool = True, include_buffers: bool = False) -> Loaded:
+    """Every NodePool, EC2NodeClass and NodeOverlay in the cluster (with `include_buffers`, the
+    CapacityBuffers and the PodTemplates they name too), validated (problems included, not raised).
+    """
     api = CustomObjectsApi(api_client)
     resources = NODEWRIGHT_RESOURCES + (KARPENTER_RESOURCES if include_karpenter else ())
     parts: list[Loaded] = []
     for resource in resources:
-        objects = _list_all(api, resource)
-        for index, raw in enumerate(objects or ()):
-            body = dict(raw)
-            # List responses may omit an item's apiVersion/kind; the resource they came from decides them.
-            body.setdefault("apiVersion", resource.api_version)
-            body.setdefault("kind", resource.kind)
-            parts.append(parse_manifest(body, source=f"{resource.plural}.{resource.api_version}", index=index))
+        parts += _parsed(resource, _list_all(api, resource))
+    if include_buffers:
+        parts += read_buffers(api_client)
     return combine(parts)
