@@ -86,7 +86,7 @@ class Audits(WorldState):
                 found = self.catalog.find(record.instance_type, nodeclass)
                 if found is not None:
                     used = used + found.capacity
-                used = used + Resources({"nodes": 1000})  # a static NodePool's limits.nodes counts nodes
+                used = used + Resources({"nodes": 1000})  # limits.nodes counts nodes, static pool or not
         over = [name for name, limit in pool.limits.items() if used[name] > limit]
         if over:
             self.recorder.limit_violations.append(
