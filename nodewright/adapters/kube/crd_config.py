@@ -160,6 +160,14 @@ def read_config(api_client: ApiClient, *, include_karpenter: bool = True, includ
     parts: list[Loaded] = []
     for resource in resources:
         parts += _parsed(resource, _list_all(api, resource))
-    if include_buffers:
-        parts += read_buffers(api_client)
-    return combine(parts)
+    loaded = combine(parts)
+    if not include_buffers:
+        return loaded
+    # Namespaced: the same name in two namespaces is two objects, not a name defined twice (which
+    # `combine` checks by `Kind/name`); the API server already keeps one per namespace and name.
+    buffers = read_buffers(api_client)
+    return Loaded(
+        loaded.documents + tuple(d for part in buffers for d in part.documents),
+        loaded.problems + tuple(p for part in buffers for p in part.problems),
+        loaded.warnings + tuple(w for part in buffers for w in part.warnings),
+    )

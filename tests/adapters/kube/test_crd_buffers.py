@@ -131,6 +131,26 @@ async def test_v1alpha1_buffers_are_read_when_the_api_server_serves_only_that_ve
     ]
 
 
+async def test_buffers_of_the_same_name_in_two_namespaces_are_two_buffers(
+    kmock: KubernetesEmulator, api_client: kubernetes.client.ApiClient
+) -> None:
+    for namespace in ("team-a", "team-b"):
+        spec = {"podTemplateRef": {"name": "chunk"}, "replicas": 2}
+        kmock.objects[BUFFERS, namespace, "buffer"] = namespaced("buffer", namespace, spec=spec)
+        kmock.objects[PODTEMPLATES, namespace, "chunk"] = namespaced("chunk", namespace, template=TEMPLATE)
+
+    loaded = await read(api_client, include_buffers=True)
+
+    assert loaded.problems == ()
+    found = sorted((type(d.model).__name__, getattr(d.model, "namespace", "")) for d in loaded.documents)
+    assert found == [
+        ("CapacityBuffer", "team-a"),
+        ("CapacityBuffer", "team-b"),
+        ("PodTemplate", "team-a"),
+        ("PodTemplate", "team-b"),
+    ]
+
+
 async def test_an_invalid_buffer_is_a_problem_naming_the_object_and_field(
     kmock: KubernetesEmulator, api_client: kubernetes.client.ApiClient
 ) -> None:
