@@ -22,7 +22,7 @@ from kmock import KubernetesEmulator, resource
 from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.kube.configstatus import KubeConfigStatus
 from nodewright.adapters.kube.crd_config import read_config
-from nodewright.config.documents import Loaded
+from nodewright.config.documents import Document, Loaded
 from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.observe import RecordingObserver
@@ -79,6 +79,20 @@ class ClusterBuffers:
 
     def buffers(self) -> tuple[tuple[CapacityBuffer, ...], tuple[PodTemplate, ...]]:
         return self.cluster.buffers()
+
+
+@dataclass
+class ClusterBufferWorld(BufferWorld):
+    """tests/controllers/test_capacity_buffers.py's world, its buffers read from the API server."""
+
+    api_client: kubernetes.client.ApiClient | None = None
+    buffers: tuple[CapacityBuffer, ...] = ()
+
+    def configuration(self) -> Any:
+        def read() -> list[Document]:
+            return list(read_config(self.api_client, include_buffers=True).require())
+
+        return ClusterBuffers(super().configuration(), StoredConfiguration(read, self.observer))
 
 
 @pytest.fixture
@@ -274,3 +288,23 @@ async def test_an_overlay_refused_for_a_same_weight_conflict_says_conflict_in_it
     assert set(paths(kmock, "PATCH")) == {
         f"/apis/karpenter.sh/v1alpha1/nodeoverlays/{name}/status" for name in ("plan-a", "plan-b")
     }
+
+
+async def test_the_consolidator_keeps_the_room_of_a_buffer_applied_in_the_cluster_until_it_is_deleted(
+    kmock: KubernetesEmulator, api_client: kubernetes.client.ApiClient
+) -> None:
+    apply_buffer(kmock)
+    world = ClusterBufferWorld(api_client=api_client)
+    await asyncio.to_thread(world.provision)
+    await asyncio.to_thread(world.provision)  # housekeeping marks the claims initialized
+    nodes = sorted(n.name for n in world.cluster.nodes())
+    assert nodes
+
+    report = await asyncio.to_thread(world.run, 120)
+
+    assert report["decided"] == []
+    assert sorted(n.name for n in world.cluster.nodes()) == nodes
+    # `kubectl delete capacitybuffer burst`: the empty nodes go.
+    kmock.objects[BUFFERS, "default", "burst"].delete()
+    await asyncio.to_thread(world.run, 120)
+    assert len(world.cluster.nodes()) < len(nodes)
