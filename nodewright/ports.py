@@ -131,6 +131,12 @@ class Cluster(EventRecorder, Protocol):
         """Delete the Node object. A node that is already gone counts as deleted."""
         ...
 
+    def label_node(self, name: str, labels: Mapping[str, str | None]) -> None:
+        """Set the node's labels to the given values, removing those given None. Idempotent (a
+        node that already has them is not written); a missing node is a no-op.
+        """
+        ...
+
 
 # (capacity type, instance type, zone): one offering, as the capacity-error cache keys it.
 Offering = tuple[str, str, str]

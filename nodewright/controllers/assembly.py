@@ -120,6 +120,7 @@ def _provisioner(aws: _Aws, settings: Settings, observer: Observer) -> Provision
         observer=observer,
         options=settings.provisioner_options(),
         wait=aws.cluster.wait,
+        reservations=aws.reservations,
         # NodeClaim objects for kubectl: on when the nodeclaims.nodewright.io CRD is installed and granted.
         mirror=ClaimMirror(
             KubeClaimObjects(aws.cluster, aws.api_client),

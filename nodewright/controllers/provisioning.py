@@ -43,7 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from nodewright.controllers.batching import Batch
-from nodewright.controllers.housekeeping import Housekeeping
+from nodewright.controllers.housekeeping import Housekeeping, ReservationEnds
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.lease import InvocationLease
 from nodewright.controllers.mirror import ClaimMirror
@@ -112,6 +112,7 @@ class Provisioner(StaticCapacity, Housekeeping):
         sleep: Callable[[float], None] = time.sleep,
         wait: Callable[[float, Callable[[], bool]], None] | None = None,
         mirror: ClaimMirror | None = None,
+        reservations: ReservationEnds | None = None,
     ) -> None:
         self.cluster = cluster
         self.cloud = cloud
@@ -127,6 +128,8 @@ class Provisioner(StaticCapacity, Housekeeping):
         self.wait = wait
         # Writes the claims into the cluster as NodeClaim objects after the records (None: not mirrored).
         self.mirror = mirror
+        # Asked which capacity reservations ended, to demote their nodes (housekeeping).
+        self.reservations = reservations
         # What solves may reuse (prepared catalog views, bound pods' facts): kept by the warm
         # container with this controller, so a re-plan after a capacity error starts warm.
         self.solver_cache = SolverCache()

@@ -54,24 +54,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from types import MappingProxyType
 
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType, Offering
+from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodeclass import RESERVATION_CAPACITY_BLOCK, CapacityReservation
 from nodewright.model.requirements import Requirement, Requirements
 
 __all__ = [
     "EC2_RECLAIM_LEAD_SECONDS",
+    "ENDED_LABELS",
     "EXPIRY_LEAD_SECONDS",
     "RESERVED",
     "RESERVED_PRICE_DIVISOR",
+    "demoted",
     "expiring",
+    "on_demand_price",
     "reclaim_time",
+    "reserved_node_reservation",
     "reserved_price",
     "with_reservations",
 ]
 
 RESERVED = "reserved"
+ON_DEMAND = "on-demand"
 # Karpenter divides the on-demand price by this: a reservation is paid for whether used or not, so
 # it costs nothing more to use, yet reservations of bigger types still rank above smaller ones.
 RESERVED_PRICE_DIVISOR = 10_000_000.0
@@ -99,10 +106,15 @@ def reserved_price(instance_type: InstanceType, zone: str) -> float:
     """Karpenter's price of a reservation of `instance_type`: its on-demand price (in `zone`, else
     anywhere) / RESERVED_PRICE_DIVISOR; 0.0 when no on-demand price is known.
     """
-    prices = [o.price for o in instance_type.offerings if o.capacity_type == "on-demand"]
-    in_zone = [o.price for o in instance_type.offerings if o.capacity_type == "on-demand" and o.zone == zone]
-    chosen = in_zone or prices
-    return min(chosen) / RESERVED_PRICE_DIVISOR if chosen else 0.0
+    price = on_demand_price(instance_type, zone)
+    return 0.0 if price is None else price / RESERVED_PRICE_DIVISOR
+
+
+def on_demand_price(instance_type: InstanceType | None, zone: str) -> float | None:
+    """`instance_type`'s cheapest on-demand price in `zone`, else anywhere; None when it has none."""
+    offers = [o for o in (instance_type.offerings if instance_type else ()) if o.capacity_type == ON_DEMAND]
+    chosen = [o.price for o in offers if o.zone == zone] or [o.price for o in offers]
+    return min(chosen) if chosen else None
 
 
 def with_reservations(
@@ -150,6 +162,33 @@ def with_reservations(
         offerings = tuple(o for o in it.offerings if o.capacity_type != RESERVED) + tuple(added)
         out.append(replace(it, offerings=offerings, requirements=_offered(it.requirements, offerings)))
     return out
+
+
+def reserved_node_reservation(labels: Mapping[str, str]) -> str:
+    """The reservation a node's labels say it runs in ("" when it is not labelled reserved)."""
+    if labels.get(wk.CAPACITY_TYPE) != RESERVED:
+        return ""
+    return labels.get(wk.CAPACITY_RESERVATION_ID, "")
+
+
+# The node labels of a node whose reservation ended: on-demand, and no reservation labels.
+ENDED_LABELS: Mapping[str, str | None] = MappingProxyType(
+    {wk.CAPACITY_TYPE: ON_DEMAND, **dict.fromkeys(wk.RESERVATION_LABELS)}
+)
+
+
+def demoted(claim: NodeClaim, instance_type: InstanceType | None) -> NodeClaim:
+    """`claim` after its reservation ended: capacity type on-demand, priced at its type's on-demand
+    price in its zone (else anywhere; its recorded price when the catalog has none), without the
+    reservation labels. A claim that is not reserved is returned as is (idempotent).
+    """
+    if claim.capacity_type != RESERVED:
+        return claim
+    price = on_demand_price(instance_type, claim.zone)
+    labels = {k: v for k, v in claim.labels.items() if k not in wk.RESERVATION_LABELS}
+    if wk.CAPACITY_TYPE in labels:
+        labels[wk.CAPACITY_TYPE] = ON_DEMAND
+    return claim.with_changes(capacity_type=ON_DEMAND, price=claim.price if price is None else price, labels=labels)
 
 
 def _offered(requirements: Requirements, offerings: Sequence[Offering]) -> Requirements:

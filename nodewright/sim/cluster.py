@@ -68,7 +68,7 @@ and each PDB's healthy/expected counts are kept current, so an eviction never sc
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -226,6 +226,16 @@ class InMemoryCluster(ClusterEvents, ClusterWorkloads):
             taints = (*(t for t in taints if (t.key, t.effect) != (taint.key, taint.effect)), taint)
         if self._put_node(replace(node, unschedulable=True, taints=taints)):
             self._log(NODE_CORDONED, name, message=str(taint or ""))
+
+    def label_node(self, name: str, labels: Mapping[str, str | None]) -> None:
+        """Set `labels` on the node, removing those given None. Idempotent; a missing node is a no-op."""
+        self._enter("label_node", name)
+        node = self._nodes.get(name)
+        if node is None:
+            return
+        changed = {k: v for k, v in node.labels.items() if k not in labels}
+        changed.update({k: v for k, v in labels.items() if v is not None})
+        self._put_node(replace(node, labels=changed))
 
     def uncordon(self, name: str, taint_key: str | None = None) -> None:
         """Mark the node schedulable and remove every taint with `taint_key`. Idempotent; a

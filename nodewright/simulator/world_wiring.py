@@ -206,6 +206,7 @@ class Wiring(Kubelet, Changes):
                 wait=self.lambdas.sleep,
                 options=ProvisionerOptions(idle_exit=scenario.provisioner.idle_exit),
                 mirror=self._mirror(observer),
+                reservations=counts,
             )
 
         module = importlib.import_module(HANDLERS["provisioner"])

@@ -132,6 +132,8 @@ class CapacityReservations:
         self._ttl = ttl
         self._cache: dict[str, tuple[float, tuple[CapacityReservation, ...]]] = {}
         self._counts: dict[str, int] = {}
+        self._active: dict[str, float] = {}  # reservation id -> when EC2 last said it is active
+        self._ended: set[str] = set()  # reservations EC2 said ended: they never come back
 
     def select(self, terms: Sequence[SelectorTerm]) -> tuple[CapacityReservation, ...]:
         """The active reservations `terms` select, unique by id, sorted by id, none past its end."""
@@ -163,13 +165,59 @@ class CapacityReservations:
         for reservation_id in reservation_ids:
             self._counts[reservation_id] = 0
 
-    def _describe(self, query: Mapping[str, Any]) -> tuple[CapacityReservation, ...]:
+    def ended(self, reservation_ids: Iterable[str]) -> frozenset[str]:
+        """Of `reservation_ids`, those whose instances no longer run in them: EC2 reports them in
+        a state other than active (expired, cancelled, ...), past their end date, or does not know
+        them. One DescribeCapacityReservations by ids (EC2 fails the whole call when one id is
+        unknown: the ids are then asked one by one); an id found active is not asked again for
+        `ttl` seconds, an ended one never. Other errors propagate: nothing is decided on a guess.
+        """
+        now = self._clock.now()
+        asked = sorted(set(reservation_ids))
+        due = [i for i in asked if i not in self._ended and now - self._active.get(i, -self._ttl) >= self._ttl]
+        if due:
+            found = self._by_id(due)
+            for ident in due:
+                item = found.get(ident)
+                end = item.get("EndDate") if item is not None else None
+                if (
+                    item is None
+                    or item.get("State") != "active"
+                    or (isinstance(end, datetime) and end.timestamp() <= now)
+                ):
+                    self._ended.add(ident)
+                else:
+                    self._active[ident] = now
+        return frozenset(i for i in asked if i in self._ended)
+
+    def _by_id(self, ids: Sequence[str]) -> dict[str, Mapping[str, Any]]:
+        """EC2's entries for `ids` by id; an id EC2 does not know has none."""
+        try:
+            return {
+                str(item.get("CapacityReservationId")): item for item in self._items({"CapacityReservationIds": ids})
+            }
+        except Exception as error:
+            if error_code(error) not in NOT_FOUND:
+                raise
+        found: dict[str, Mapping[str, Any]] = {}
+        if len(ids) > 1:  # one unknown id fails the call: find which, one by one
+            for ident in ids:
+                found.update(self._by_id([ident]))
+        return found
+
+    def _items(self, query: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        """Every DescribeCapacityReservations entry `query` returns, all pages, with retries."""
+
         def pages() -> list[Mapping[str, Any]]:
             paginator = self._ec2.get_paginator("describe_capacity_reservations")
             return [item for page in paginator.paginate(**query) for item in page.get("CapacityReservations", [])]
 
+        items: list[Mapping[str, Any]] = self._backoff.call(pages)
+        return items
+
+    def _describe(self, query: Mapping[str, Any]) -> tuple[CapacityReservation, ...]:
         try:
-            items = self._backoff.call(pages)
+            items = self._items(query)
         except Exception as error:
             if error_code(error) in NOT_FOUND:
                 return ()

@@ -424,4 +424,34 @@ class KubeCluster(Requests):
             raise _error(call, error) from error
         self._read(response, "delete", "nodes")
 
+    def label_node(self, name: str, labels: Mapping[str, str | None]) -> None:
+        """Set `labels` on the node with one merge patch (None removes a label, as merge patches
+        do); nothing is sent when the node already has them. A missing node is a no-op.
+        """
+        node = self.get_node(name)
+        if node is None or all(node.labels.get(k) == v for k, v in labels.items()):
+            return
+        call = f"label node {name}"
+        body = {"metadata": {"labels": dict(labels)}}
+        try:
+            response = self._request(
+                "patch",
+                "nodes",
+                call,
+                functools.partial(
+                    self._core.patch_node,
+                    name,
+                    body,
+                    _content_type=MERGE_PATCH,
+                    _preload_content=False,
+                    _request_timeout=self._timeout,
+                ),
+                mapped=(404,),
+            )
+        except ApiException as error:
+            if error.status == 404:
+                return
+            raise _error(call, error) from error
+        self._read(response, "patch", "nodes")
+
     # ------------------------------------------------------------------ internals
