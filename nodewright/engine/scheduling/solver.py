@@ -86,7 +86,10 @@ def solve(
 
     With a `strategy`, one pass uses it. Otherwise small passes try every strategy in PORTFOLIO
     and keep the plan that leaves the fewest pods unplaced, then costs least (the first strategy
-    wins ties, so the result stays deterministic); large ones use DEFAULT_STRATEGY.
+    wins ties, so the result stays deterministic); large ones use DEFAULT_STRATEGY. Either way,
+    when NodePool limits leave pods out, the passes of LIMITS_PORTFOLIO get their chance too
+    (`_within_limits`): a replacement under `limits.nodes: 2` must not be refused because one
+    pass spent the two nodes on small types.
 
     `cache` is what the caller lets later solves reuse (see `cache.py`); without one the call
     uses a fresh one of its own. The result is the same either way.
@@ -94,7 +97,7 @@ def solve(
     cache = cache if cache is not None else SolverCache()
     bound = BoundPods(cache)
     if strategy is not None:
-        return run_pass(Pass(inp, strategy, bound, cache))
+        return _within_limits(inp, run_pass(Pass(inp, strategy, bound, cache)), bound, cache)
     if len(inp.pods) > PORTFOLIO_LIMIT:
         return _within_limits(inp, run_pass(Pass(inp, DEFAULT_STRATEGY, bound, cache)), bound, cache)
     plans: list[SchedulingResult] = []

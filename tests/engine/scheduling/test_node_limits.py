@@ -96,3 +96,31 @@ def test_consolidation_chooses_no_replacement_that_would_pass_the_node_limit() -
 def _consolidation(world: disruption.World) -> Command | None:
     commands = [c for c in world.run().commands if c.method == "consolidation"]
     return commands[0] if commands else None
+
+
+def test_a_drifted_node_is_replaced_within_the_node_limit_by_one_node_that_holds_its_pods() -> None:
+    # One node of two allowed: one replacement may launch. A single pass would spend it on a
+    # small type and leave a pod out; the limits passes find one node that holds all three.
+    world = disruption.World(pools=[disruption.pool(policy="WhenEmpty", limits={"nodes": "2"})])
+    world.node("n", "m5.xlarge", claim_fields={"template_hash": "stale"})
+    world.put("n", 3, cpu="1")
+
+    result = world.run()
+
+    (command,) = result.commands
+    assert command.method == "drift"
+    assert command.candidates == ("n",)
+    assert len(command.replacements) == 1
+    assert len(command.replacements[0].pods) == 3
+
+
+def test_a_drifted_node_at_the_node_limit_waits_rather_than_pass_it() -> None:
+    # The replacement launches before the node goes: a second node of one allowed is never started.
+    world = disruption.World(pools=[disruption.pool(policy="WhenEmpty", limits={"nodes": "1"})])
+    world.node("n", "m5.xlarge", claim_fields={"template_hash": "stale"})
+    world.put("n", 3, cpu="1")
+
+    result = world.run()
+
+    assert result.commands == ()
+    assert "nodepool default: limits reached" in result.rejected["n"]
