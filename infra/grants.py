@@ -174,6 +174,22 @@ def kube_access(method: str, url: str, query: Mapping[str, Any] | Sequence[tuple
     return KubeAccess(group, resource, verb)
 
 
+APPLY_PATCH = "application/apply-patch+yaml"
+
+
+def kube_accesses(
+    method: str, url: str, query: Mapping[str, Any] | Sequence[tuple[str, Any]] | None, content_type: str = ""
+) -> set[KubeAccess]:
+    """The permissions an API request needs: `kube_access`'s, and for a server-side apply also
+    create on the resource (an apply may create the object, and kube-apiserver authorizes that
+    as create as well as patch).
+    """
+    access = kube_access(method, url, query)
+    if method.upper() == "PATCH" and content_type.startswith(APPLY_PATCH):
+        return {access, KubeAccess(access.group, access.resource, "create")}
+    return {access}
+
+
 def rbac_rules(role: Mapping[str, Any]) -> set[KubeAccess]:
     """Every (group, resource, verb) a ClusterRole's rules allow (no wildcards expected)."""
     return {

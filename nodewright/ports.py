@@ -332,20 +332,18 @@ class ClaimObjects(Protocol):
         """Every NodeClaim object by name (one LIST), or None when the CRD is not installed (404)."""
         ...
 
-    def get_claim_object(self, name: str) -> dict[str, Any] | None:
-        """The object as the cluster holds it, or None when there is none."""
-        ...
-
     def patch_claim_object(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any] | None:
         """Merge-patch an existing object and return what the server stored; None (nothing
         created) when there is no such object.
         """
         ...
 
-    def put_claim_object(self, manifest: Mapping[str, Any], *, exists: bool) -> dict[str, Any]:
-        """Write the object (create when `exists` is False, else merge-patch it) and return what the
-        server stored. Idempotent: a create that meets an existing object patches it, a patch that
-        meets no object creates it.
+    def apply_claim_object(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Server-side apply `manifest` as the claims' writer (field manager, forced) and return
+        what the server stored: one request that creates the object or updates it. Conditions
+        are a map keyed by type, so those another writer set and `manifest` leaves out (the
+        consolidator's verdicts) are kept. Idempotent: applying the same manifest twice changes
+        nothing.
         """
         ...
 

@@ -5,24 +5,25 @@ source of truth), `ClaimMirror.sync` makes the cluster's `nodewright.io/v1 NodeC
 say the same: one object per claim (`nodewright.model.claimobject`), removed when the claim is.
 
 Two writers, one per function, each owning its part so neither undoes the other:
-  * the provisioner's mirror (the claims' writer) creates, patches and deletes objects from the
-    claim records: spec, labels, status, the conditions Launched / Registered / Initialized /
-    Ready. It keeps the verdict conditions as the cluster holds them (once a claim is
-    initialized it reads the object before a patch, as its own copy may be older than a verdict);
+  * the provisioner's mirror (the claims' writer) applies and deletes objects from the claim
+    records: spec, labels, status, the conditions Launched / Registered / Initialized / Ready,
+    as one server-side apply per changed object (it creates or updates; the verdict conditions
+    are left out of it, and the server keeps the judge's, as the CRD makes conditions a map
+    keyed by type);
   * the consolidator's mirror (`judge`) writes only the verdict conditions (Drifted,
     Consolidatable, Disrupting) of initialized claims, as a patch of `status.conditions`, from
     the disruption engine's own candidate logic (`ClusterView`, `waiting`, `drifted`) run
     read-only on the input it decides with, and from the running command records.
 
 Cost: one LIST per warm container (and again after `recheck` seconds when the CRD was missing),
-then only the writes of objects that changed (`comparable` differs; the judge: its conditions),
-plus a GET before the claims' writer patches an initialized claim's object: a cluster at rest
-costs no request. The mirror is a
+then one write per object that changed (`comparable` differs; the judge: its conditions), all of
+one sync's changes to an object in that one write: a cluster at rest costs no request. The
+mirror is a
 convenience: its failures are reported (`MirrorFailures` metric, a `mirror-failed` decision)
 and never stop the function's real work.
 
 Idempotent: a sync after a crash finds the objects it wrote (or not) in the next LIST or in its
-own view and writes only the difference; a create that meets an existing object patches it.
+own view and writes only the difference; an apply creates or updates, whichever is needed.
 """
 
 from __future__ import annotations
@@ -147,9 +148,9 @@ class ClaimMirror:
             )
 
     def _mirror_records(self, inp: DisruptionInput, nodes: Mapping[str, Node], report: MirrorReport) -> None:
-        """Create, patch and delete objects so they say what the claim records say; the verdict
-        conditions are kept as the cluster holds them (read first once a claim is initialized:
-        from then on the judge writes them, and an old copy would undo its verdicts).
+        """Apply the objects whose rendering from the claim records changed (one server-side
+        apply each: it creates or updates), and delete those of claims that are gone. The apply
+        leaves the verdict conditions out, so the server keeps the judge's: no read first.
         """
         known = self._known
         assert known is not None
@@ -159,13 +160,7 @@ class ClaimMirror:
             desired = nodeclaim_object(claim, node, None, now=inp.now, previous=previous)
             if previous is not None and comparable(previous) == comparable(desired):
                 continue
-            if previous is not None and claim.state in JUDGED_STATES:
-                previous = self.objects.get_claim_object(claim.name)
-                desired = nodeclaim_object(claim, node, None, now=inp.now, previous=previous)
-                if previous is not None and comparable(previous) == comparable(desired):
-                    known[claim.name] = previous
-                    continue
-            known[claim.name] = self.objects.put_claim_object(desired, exists=previous is not None)
+            known[claim.name] = self.objects.apply_claim_object(_owned(desired))
             (report.updated if previous is not None else report.created).append(claim.name)
         live = {c.name for c in inp.claims}
         for name in sorted(set(known) - live):
@@ -279,6 +274,13 @@ def _waiting(candidate: Candidate, now: float) -> str:
 def _steady(message: str) -> str:
     """`message` without an age in seconds ("nominated it 12s ago" -> "nominated it recently")."""
     return _AGE.sub("recently", message)
+
+
+def _owned(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The object as the claims' writer applies it: without the verdict conditions (the judge's)."""
+    status = dict(manifest["status"])
+    status["conditions"] = [c for c in status["conditions"] if c.get("type") not in JUDGED]
+    return {**manifest, "status": status}
 
 
 def _judged(manifest: Mapping[str, Any]) -> list[Mapping[str, Any]]:

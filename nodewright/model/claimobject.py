@@ -212,15 +212,24 @@ def nodepool_status(
 
 def comparable(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """The parts of a NodeClaim object the mirror writes, without what the API server adds
-    (resourceVersion, uid, managedFields, ...): equal values mean nothing needs writing.
+    (resourceVersion, uid, managedFields, ...), conditions in type order: equal values mean
+    nothing needs writing.
     """
     metadata = manifest.get("metadata") or {}
     return {
         "labels": dict(metadata.get("labels") or {}),
         "annotations": dict(metadata.get("annotations") or {}),
         "spec": manifest.get("spec") or {},
-        "status": manifest.get("status") or {},
+        "status": _sorted_conditions(manifest.get("status") or {}),
     }
+
+
+def _sorted_conditions(status: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`status` with its conditions by type: a list-map's order is the server's, not a change."""
+    rows = status.get("conditions")
+    if not isinstance(rows, list):
+        return status
+    return {**status, "conditions": sorted(rows, key=lambda c: str(c.get("type")) if isinstance(c, Mapping) else "")}
 
 
 def _requirements(claim: NodeClaim) -> list[dict[str, Any]]:

@@ -458,7 +458,7 @@ class ApiServer(Reads, Writes):
         }:
             self._send(handler, 401, _status(401, "Unauthorized"), "", "nodeclaims")
             return
-        verb, code, answer = self.claims.serve(method, path, body)
+        verb, code, answer = self.claims.serve(method, path, body, handler.headers.get("Content-Type") or "")
         self._send(handler, code, answer, verb, "nodeclaims")
 
     def _answer(

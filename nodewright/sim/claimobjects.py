@@ -3,16 +3,20 @@ and the `nodeclaims.nodewright.io` resource the API emulator serves over HTTP.
 
 Role: what the API server would hold for the resource, with its rules where the mirror depends
 on them: a create of an existing name answers a conflict, a merge patch of a missing one answers
-not-found (the port's contract turns both into the other write), a delete of a missing one is a
-no-op for the port and a 404 over HTTP, the server stamps `resourceVersion`, `uid` and
-`creationTimestamp` (from `clock`, when given). `installed` False answers like a cluster without
-the CRD (the LIST finds no such resource). Every call is counted by verb in `requests`, so
-tests and the simulator can say what the mirror costs.
+not-found, a server-side apply creates a missing object or merges into the stored one (maps
+merged, `status.conditions` merged by `type` as the CRD's list-map declares, other lists
+replaced; field ownership is not tracked: a field an applier stops sending stays, which the
+mirror never does), a delete of a missing one is a no-op for the port and a 404 over HTTP,
+the server stamps `resourceVersion`, `uid` and `creationTimestamp` (from `clock`, when given).
+`installed` False answers like a cluster without the CRD (the LIST finds no such resource).
+Every call is counted by verb in `requests`, so tests and the simulator can say what the mirror
+costs.
 
 Over HTTP (`serve`, called by `nodewright.sim.apiserver.ApiServer` for paths under
 `/apis/nodewright.io/v1/nodeclaims`): GET (list, one page; or one object), POST (create: 201, 409
-when the name is taken), PATCH (JSON merge patch: 200, 404 when missing), DELETE (200 with the
-Status, 404 when missing). No watch: the functions only write these objects.
+when the name is taken), PATCH (JSON merge patch: 200, 404 when missing;
+`application/apply-patch+yaml`: server-side apply, 200 or 201 when it created), DELETE (200 with
+the Status, 404 when missing). No watch: the functions only write these objects.
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ from nodewright.ports import Clock
 from nodewright.sim.apiwire import _merge, _status
 
 PATH = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
+APPLY_PATCH = "application/apply-patch+yaml"
+# Lists the CRD declares as maps (x-kubernetes-list-type: map), by path, with their key.
+LIST_MAPS: dict[tuple[str, ...], str] = {("status", "conditions"): "type"}
 
 
 class InMemoryClaimObjects:
@@ -53,24 +60,15 @@ class InMemoryClaimObjects:
             return None
         return copy.deepcopy(self.objects)
 
-    def get_claim_object(self, name: str) -> dict[str, Any] | None:
-        """The object, or None."""
-        self.requests["get"] += 1
-        found = self.objects.get(name)
-        return copy.deepcopy(found) if found is not None else None
-
     def patch_claim_object(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any] | None:
         """Merge-patch an existing object; None when there is none."""
         self.requests["patch"] += 1
         return self.patch(name, patch)
 
-    def put_claim_object(self, manifest: Mapping[str, Any], *, exists: bool) -> dict[str, Any]:
-        """Create or merge-patch (see `nodewright.ports.ClaimObjects`)."""
-        name = str(manifest["metadata"]["name"])
-        self.requests["patch" if exists else "create"] += 1
-        stored = self.create(manifest) if name not in self.objects else self.patch(name, manifest)
-        assert stored is not None  # the branch chose the write that succeeds
-        return stored
+    def apply_claim_object(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Server-side apply (see `nodewright.ports.ClaimObjects`): one request, counted as a patch."""
+        self.requests["patch"] += 1
+        return self.apply(manifest)[0]
 
     def delete_claim_object(self, name: str) -> None:
         """Remove the object; a missing one counts as removed."""
@@ -110,6 +108,20 @@ class InMemoryClaimObjects:
                 body["metadata"][key] = stored["metadata"][key]
         return self._store(name, body)
 
+    def apply(self, manifest: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+        """Server-side apply: (the stored object, True when it was created)."""
+        name = str(manifest["metadata"]["name"])
+        stored = self.objects.get(name)
+        if stored is None:
+            created = self.create(manifest)
+            assert created is not None  # the name is free
+            return created, True
+        body = _apply_merge(stored, copy.deepcopy(dict(manifest)), ())
+        for key in ("uid", "creationTimestamp"):
+            if key in stored["metadata"]:
+                body["metadata"][key] = stored["metadata"][key]
+        return self._store(name, body), False
+
     def delete(self, name: str) -> bool:
         """Remove an object; False when there was none."""
         return self.objects.pop(name, None) is not None
@@ -121,7 +133,7 @@ class InMemoryClaimObjects:
 
     # -- over HTTP -------------------------------------------------------------------------------
 
-    def serve(self, method: str, path: str, body: bytes) -> tuple[str, int, bytes]:
+    def serve(self, method: str, path: str, body: bytes, content_type: str = "") -> tuple[str, int, bytes]:
         """(verb, HTTP status, body) for one request under PATH (see the module docstring)."""
         name = path[len(PATH) :].strip("/")
         if "/" in name or not self.installed:
@@ -143,6 +155,11 @@ class InMemoryClaimObjects:
                 taken = manifest["metadata"]["name"]
                 return "create", 409, _status(409, f'{PLURAL}.{GROUP} "{taken}" already exists')
             return "create", 201, _json(created)
+        if method == "PATCH" and name and content_type.startswith(APPLY_PATCH):
+            if manifest.get("metadata", {}).get("name") != name:
+                return "patch", 400, _status(400, "the applied object's metadata.name differs from the path")
+            applied, new = self.apply(manifest)
+            return "patch", 201 if new else 200, _json(applied)
         if method == "PATCH" and name:
             patched = self.patch(name, manifest)
             return ("patch", 200, _json(patched)) if patched is not None else ("patch", 404, _missing(name))
@@ -151,6 +168,23 @@ class InMemoryClaimObjects:
                 return "delete", 404, _missing(name)
             return "delete", 200, _status(200, "deleted")
         return _verb(method, name), 405, _status(405, f"{method} is not supported on {PLURAL}")
+
+
+def _apply_merge(stored: Any, applied: Any, path: tuple[str, ...]) -> Any:
+    """`applied` merged into `stored` as server-side apply merges: maps by key, list-maps by
+    their key (an entry of `stored` the applier leaves out is kept), anything else replaced.
+    """
+    if isinstance(stored, dict) and isinstance(applied, dict):
+        out = dict(stored)
+        for key, value in applied.items():
+            out[key] = _apply_merge(stored.get(key), value, (*path, key))
+        return out
+    key = LIST_MAPS.get(path)
+    if key is not None and isinstance(stored, list) and isinstance(applied, list):
+        merged = {item.get(key): item for item in stored if isinstance(item, dict)}
+        merged.update({item.get(key): item for item in applied if isinstance(item, dict)})
+        return list(merged.values())
+    return applied
 
 
 def _verb(method: str, name: str) -> str:

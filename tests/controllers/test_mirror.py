@@ -166,18 +166,18 @@ def test_without_the_crd_the_mirror_is_off_and_provisioning_goes_on() -> None:
 def test_a_write_that_fails_is_reported_and_retried_from_a_fresh_list() -> None:
     objects = InMemoryClaimObjects()
     world = mirrored(World(), objects)
-    broken = objects.put_claim_object
+    broken = objects.apply_claim_object
 
     def fail(*args: object, **kwargs: object) -> dict[str, object]:
         raise RuntimeError("etcdserver: request timed out")
 
-    objects.put_claim_object = fail  # type: ignore[method-assign]
+    objects.apply_claim_object = fail  # type: ignore[method-assign]
     world.pending(2)
     report = world.run()
     assert report["launched"]
     assert world.observer.of("mirror-failed")
 
-    objects.put_claim_object = broken  # type: ignore[method-assign]
+    objects.apply_claim_object = broken  # type: ignore[method-assign]
     world.run(1)
     assert set(objects.objects) == {c.name for c in world.store.claims()}
     assert objects.requests["list"] == 2

@@ -48,7 +48,7 @@ from typing import Any
 import botocore.handlers
 from kubernetes.client import rest
 
-from infra.grants import KubeAccess, Operation, kube_access
+from infra.grants import KubeAccess, Operation, kube_accesses
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The shipped short scenarios, and three for paths they do not take (see each file's header):
@@ -120,7 +120,8 @@ class Recorder:
         query = kwargs.get("query_params") if "query_params" in kwargs else (args[0] if args else None)
         function = self._clients.get(id(client)) or self.function()
         if function is not None:
-            self.kube[function].add(kube_access(method, url, query))
+            content_type = str((kwargs.get("headers") or {}).get("Content-Type") or "")
+            self.kube[function].update(kube_accesses(method, url, query, content_type))
         return original(client, method, url, *args, **kwargs)
 
     @contextlib.contextmanager

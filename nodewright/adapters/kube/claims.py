@@ -4,9 +4,13 @@ Role: `nodewright.ports.ClaimObjects` for the Lambdas. Requests go through the c
 request path (`KubeCluster._request`: counted in its meter as verb on `nodeclaims`, so the
 `KubeApiRequests` metric and the API-load figures include them; retried on 429/5xx; one retry
 after a 401 with a refreshed token). One LIST per cold start tells the mirror what exists; then
-it writes only what changed: POST to create, a JSON merge patch to update, DELETE to remove.
-A create that meets 409 (another function created it meanwhile) becomes a patch; a patch that
-meets 404 (deleted meanwhile) becomes a create; a delete that meets 404 is done. A LIST answering
+it writes only what changed. The claims' writer sends each object as one server-side apply
+(PATCH `application/apply-patch+yaml`, `fieldManager` `FIELD_MANAGER`, `force`): the API server
+creates or updates it, and keeps the conditions the consolidator set (the CRD declares
+`status.conditions` a map keyed by type), so no GET is needed first. An apply answered 404 (a
+server that does not create on apply, as kmock 0.8; on a real one the CRD is gone and the create
+fails too) is sent again as a create. The consolidator merge-patches its conditions onto an
+existing object (404: None, nothing created). DELETE removes; a delete that meets 404 is done. A LIST answering
 404 (the CRD is not installed) or 403 (the role does not grant it) turns the mirror off: None
 says so.
 """
@@ -25,6 +29,9 @@ from nodewright.adapters.kube.cluster import MERGE_PATCH, KubeCluster
 from nodewright.model.claimobject import GROUP, PLURAL, VERSION
 
 PAGE_SIZE = 500
+APPLY_PATCH = "application/apply-patch+yaml"
+# The field manager of the claims' writer's applies (managedFields shows it).
+FIELD_MANAGER = "nodewright-provisioner"
 
 
 class KubeClaimObjects:
@@ -62,18 +69,6 @@ class KubeClaimObjects:
             if not token:
                 return objects
 
-    def get_claim_object(self, name: str) -> dict[str, Any] | None:
-        """The object, or None when the cluster has none (404)."""
-        try:
-            return self._send(
-                "get",
-                f"get nodeclaim {name}",
-                functools.partial(self._api.get_cluster_custom_object, GROUP, VERSION, PLURAL, name),
-                mapped=(404,),
-            )
-        except ApiException:
-            return None  # only 404 is mapped
-
     def patch_claim_object(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any] | None:
         """Merge-patch an existing object; None when there is none (404: nothing is created)."""
         try:
@@ -81,17 +76,31 @@ class KubeClaimObjects:
         except ApiException:
             return None  # only 404 is mapped
 
-    def put_claim_object(self, manifest: Mapping[str, Any], *, exists: bool) -> dict[str, Any]:
-        """Create or merge-patch the object (see `nodewright.ports.ClaimObjects`)."""
+    def apply_claim_object(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Server-side apply the object (see the module docstring and `nodewright.ports.ClaimObjects`)."""
         name = str(manifest["metadata"]["name"])
-        for attempt in range(2):
-            try:
-                return self._patch(name, manifest) if exists else self._create(manifest)
-            except ApiException as error:
-                if attempt:
-                    raise
-                exists = error.status == 409  # created meanwhile: patch it; 404: deleted: create it
-        raise AssertionError("unreachable")  # pragma: no cover
+        body = dict(manifest)
+        # The server stamps creationTimestamp; an applied one would be refused as a conflict of owners.
+        body["metadata"] = {k: v for k, v in manifest["metadata"].items() if k != "creationTimestamp"}
+        try:
+            return self._send(
+                "patch",
+                f"apply nodeclaim {name}",
+                functools.partial(
+                    self._api.patch_cluster_custom_object,
+                    GROUP,
+                    VERSION,
+                    PLURAL,
+                    name,
+                    body,
+                    field_manager=FIELD_MANAGER,
+                    force=True,
+                    _content_type=APPLY_PATCH,
+                ),
+                mapped=(404,),
+            )
+        except ApiException:
+            return self._create(manifest)  # only 404 is mapped: a server that does not create on apply
 
     def delete_claim_object(self, name: str) -> None:
         """Delete the object; a missing one counts as deleted."""
