@@ -31,7 +31,7 @@ from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
 from nodewright.controllers.interruption import InterruptionController
 from nodewright.controllers.mirror import ClaimMirror
-from nodewright.controllers.provisioning import Configuration, Provisioner
+from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.settings import Settings
 from nodewright.ports import Observer
 
@@ -72,7 +72,7 @@ class _Aws:
         # CapacityBuffers take their chunks from pods: read by the functions that watch pods.
         self.config = self._configuration(settings, observer, buffers=PODS in kinds)
 
-    def _configuration(self, settings: Settings, observer: Observer, *, buffers: bool) -> Configuration:
+    def _configuration(self, settings: Settings, observer: Observer, *, buffers: bool) -> StoredConfiguration:
         if settings.config_source == "crd":
             api_client = self.api_client
 
@@ -94,7 +94,8 @@ def provisioner_from_settings(settings: Settings, observer: Observer) -> Provisi
     provisioner = _provisioner(aws, settings, observer)
     if settings.config_source == "crd":
         # The status of the CapacityBuffers and NodeOverlays read from the cluster: one writer.
-        provisioner.config_status = ConfigStatus(KubeConfigStatus(aws.cluster), aws.clock, observer)
+        writes = KubeConfigStatus(aws.cluster)
+        provisioner.config_status = ConfigStatus(writes, aws.clock, observer, listed=aws.config.statuses)
     return provisioner
 
 

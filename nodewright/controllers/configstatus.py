@@ -15,16 +15,18 @@ write them:
   reason `Conflict` while an overlay of the same weight has it refused (`engine.overlay`), else
   True.
 
-Cost: a status is written only when it differs from the one this warm container last wrote (so
-once per object per cold start, then on change); a condition keeps its `lastTransitionTime` while
-its status holds. Writes go through `StatusWrites` (the cluster adapter's counted request path);
-a failure is reported (`StatusWriteFailures` metric, a `status-write-failed` decision) and never
-stops provisioning: the status is tried again at the next check.
+Cost: a status is written only when it differs from the one this warm container last wrote or,
+before its first write, from the one the object had when the configuration was read (`listed`):
+a cluster at rest costs no write, even after a cold start. A condition keeps its
+`lastTransitionTime` while its status holds. Writes go through `StatusWrites` (the cluster
+adapter's counted request path); a failure is reported (`StatusWriteFailures` metric, a
+`status-write-failed` decision) and never stops provisioning: the status is tried again at the
+next check.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from nodewright.engine.buffer import BufferPods
@@ -50,10 +52,19 @@ class StatusWrites(Protocol):
 class ConfigStatus:
     """Writes CapacityBuffer and NodeOverlay status when it changes (see the module docstring)."""
 
-    def __init__(self, writes: StatusWrites, clock: Clock, observer: Observer) -> None:
+    def __init__(
+        self,
+        writes: StatusWrites,
+        clock: Clock,
+        observer: Observer,
+        listed: Callable[[], Mapping[tuple[str, str, str], Mapping[str, Any]]] | None = None,
+    ) -> None:
         self.writes = writes
         self.clock = clock
         self.observer = observer
+        # The status each object had when the configuration was read (StoredConfiguration.statuses):
+        # after a cold start, an object whose status already says the same is not written again.
+        self.listed = listed or dict
         # By (kind, namespace, name): the status last written (or found to have no object).
         self._written: dict[tuple[str, str, str], dict[str, Any]] = {}
 
@@ -116,19 +127,23 @@ class ConfigStatus:
         """Write `fields` and `conditions` as the object's status unless that is what was written last."""
         key = (kind, namespace or "", name)
         previous = self._written.get(key)
-        kept = {c["type"]: c for c in (previous or {}).get("conditions", ())}
+        if previous is None:
+            previous = _present(self.listed().get(key) or {}) or None
+        # Conditions as read may come from another writer: only well-formed ones are kept.
+        rows_before = (previous or {}).get("conditions") or ()
+        kept = {c.get("type"): c for c in rows_before if isinstance(c, Mapping)}
         now = format_timestamp(self.clock.now())
         rows = []
         for kind_of, ok, reason, message in conditions:
             state = "True" if ok else "False"
             before = kept.get(kind_of)
             # The time the condition last changed status, not the time of this write.
-            since = before["lastTransitionTime"] if before is not None and before["status"] == state else now
+            since = str(before.get("lastTransitionTime") or now) if before and before.get("status") == state else now
             rows.append(
                 {"type": kind_of, "status": state, "reason": reason, "message": message, "lastTransitionTime": since}
             )
         status = {**fields, "conditions": sorted(rows, key=lambda c: c["type"])}
-        if status == previous:
+        if _present(status) == previous:
             return
         try:
             self.writes.put_status(kind, api_version, namespace, name, status)
@@ -137,4 +152,9 @@ class ConfigStatus:
             self.observer.decision("status-write-failed", object=f"{kind}/{key[1]}/{name}", error=str(error))
             return
         # An object the cluster does not hold (False) is remembered too: asked again only on change.
-        self._written[key] = status
+        self._written[key] = _present(status)
+
+
+def _present(status: Mapping[str, Any]) -> dict[str, Any]:
+    """`status` as the API server stores it after a merge patch: a null field is removed."""
+    return {name: value for name, value in status.items() if value is not None}

@@ -8,7 +8,8 @@ used and the failure is reported, so a passing glitch never stops provisioning.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from nodewright.config.documents import Document
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
@@ -27,6 +28,7 @@ class StoredConfiguration:
         self._last: tuple[list[NodePool], dict[str, EC2NodeClass]] | None = None
         self._overlays: list[NodeOverlay] = []
         self._buffers: tuple[tuple[CapacityBuffer, ...], tuple[PodTemplate, ...]] = ((), ())
+        self._statuses: dict[tuple[str, str, str], Mapping[str, Any]] = {}
 
     def load(self) -> tuple[list[NodePool], dict[str, EC2NodeClass]]:
         """The NodePools (by name) and EC2NodeClasses by name; the last good set if reading fails."""
@@ -45,6 +47,11 @@ class StoredConfiguration:
             tuple(d.model for d in documents if isinstance(d.model, CapacityBuffer)),
             tuple(d.model for d in documents if isinstance(d.model, PodTemplate)),
         )
+        self._statuses = {
+            (d.kind, str((d.body.get("metadata") or {}).get("namespace") or ""), d.name): d.body["status"]
+            for d in documents
+            if isinstance(d.model, (CapacityBuffer, NodeOverlay)) and isinstance(d.body.get("status"), Mapping)
+        }
         return self._last
 
     def overlays(self) -> list[NodeOverlay]:
@@ -54,3 +61,9 @@ class StoredConfiguration:
     def buffers(self) -> tuple[tuple[CapacityBuffer, ...], tuple[PodTemplate, ...]]:
         """The CapacityBuffers and PodTemplates read by the last `load()`."""
         return self._buffers
+
+    def statuses(self) -> dict[tuple[str, str, str], Mapping[str, Any]]:
+        """The status the last `load()` read with each CapacityBuffer and NodeOverlay, by (kind,
+        namespace or "", name): what `ConfigStatus` need not write again after a cold start.
+        """
+        return dict(self._statuses)

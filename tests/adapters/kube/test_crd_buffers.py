@@ -225,6 +225,10 @@ async def test_a_buffer_applied_in_the_cluster_gets_room_launched_and_its_status
 
     await asyncio.to_thread(provision)  # nothing changed: no write
     assert paths(kmock, "PATCH").count(status_path) == 1
+    # A cold start: a new writer that knows what the cluster's objects say writes nothing either.
+    status = ConfigStatus(status.writes, VirtualClock(1_800_000_600.0), observer, listed=from_cluster.statuses)
+    await asyncio.to_thread(provision)
+    assert paths(kmock, "PATCH").count(status_path) == 1
 
 
 async def test_a_buffer_whose_podtemplate_is_missing_says_so_in_its_status(
