@@ -261,7 +261,7 @@ class Consolidator:
         self.observer.metric("EligibleNodes", result.eligible)
         for node, why in sorted(result.rejected.items()):
             self.observer.decision("disruption-rejected", node=node, reason=why)
-            if (event := disruption_rejected(node, why)) is not None:
+            if (event := disruption_rejected(node, why, result.blockers.get(node))) is not None:
                 self.cluster.record(event, inp.now)
         if not result.commands:
             self._last_state = state

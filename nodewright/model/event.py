@@ -38,6 +38,7 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
+from nodewright.model.blocker import Blocker
 from nodewright.model.errors import InvalidValue
 from nodewright.model.pod import parse_timestamp
 
@@ -209,9 +210,6 @@ def unconsolidatable(node: str, why: str) -> Event:
     return node_event(node, UNCONSOLIDATABLE, why, "Consolidate")
 
 
-# What a disruption pass's reason for leaving a node alone says when something blocks it (a pod,
-# a PodDisruptionBudget, a budget, an annotation): Karpenter reports those as DisruptionBlocked.
-_BLOCKERS = ("do-not-disrupt", "PodDisruptionBudget", "budgets allow", "drain stalled")
 # Reasons about nodes that are not (or not yet, or no longer) the consolidator's to judge: no Event.
 _NOT_JUDGED = (
     "not managed by Nodewright",
@@ -233,18 +231,19 @@ _NOT_JUDGED = (
 _BY_POLICY = ("consolidates only empty nodes",)
 
 
-def disruption_rejected(node: str, why: str) -> Event | None:
-    """The Event for a node a disruption pass left alone, from the pass's reason: DisruptionBlocked
-    when the reason names a blocker (a do-not-disrupt pod or annotation, a PodDisruptionBudget,
-    the NodePool's budgets, a stalled drain), Unconsolidatable otherwise; None for a node that is
-    not the consolidator's to judge (another autoscaler's, not initialized or ready, already
-    being disrupted or deleted, cordoned by the interruption function), only waits for a later
-    pass, is left out by its NodePool's policy or by no method (a busy node under WhenEmpty),
-    or is not due yet (consolidateAfter, a fresh nomination).
+def disruption_rejected(node: str, why: str, blocker: Blocker | None = None) -> Event | None:
+    """The Event for a node a disruption pass left alone, from the pass's result: DisruptionBlocked
+    when the engine names a `blocker` (a do-not-disrupt pod or annotation, a PodDisruptionBudget,
+    the NodePool's budgets, a stalled drain: `DisruptionResult.blockers`), Unconsolidatable
+    otherwise, with the reason text `why` as the note; None for a node that is not the
+    consolidator's to judge (another autoscaler's, not initialized or ready, already being
+    disrupted or deleted, cordoned by the interruption function), only waits for a later pass,
+    is left out by its NodePool's policy or by no method (a busy node under WhenEmpty), or is not
+    due yet (consolidateAfter, a fresh nomination).
     """
     if why.startswith(_NOT_JUDGED) or any(fragment in why for fragment in _BY_POLICY):
         return None
-    if any(blocker in why for blocker in _BLOCKERS):
+    if blocker is not None:
         return disruption_blocked(node, why)
     return unconsolidatable(node, why)
 

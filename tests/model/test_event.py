@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from nodewright.model.blocker import BUDGET, DO_NOT_DISRUPT_NODE, DO_NOT_DISRUPT_POD, PDB, STALLED_DRAIN, Blocker
 from nodewright.model.errors import InvalidValue
 from nodewright.model.event import (
     CREATE,
@@ -19,44 +20,74 @@ from nodewright.model.event import (
 
 
 @pytest.mark.parametrize(
-    ("why", "reason"),
+    ("why", "blocker", "reason"),
     [
-        pytest.param("pod default/db-0 is annotated karpenter.sh/do-not-disrupt", "DisruptionBlocked", id="pod"),
-        pytest.param("the node is annotated karpenter.sh/do-not-disrupt", "DisruptionBlocked", id="node-annotation"),
         pytest.param(
-            "pod default/web-1: PodDisruptionBudget default/web allows no disruption now", "DisruptionBlocked", id="pdb"
+            "pod default/db-0 is annotated karpenter.sh/do-not-disrupt",
+            Blocker(DO_NOT_DISRUPT_POD, ("default/db-0",)),
+            "DisruptionBlocked",
+            id="pod",
         ),
         pytest.param(
-            "NodePool default's disruption budgets allow 0 Underutilized now", "DisruptionBlocked", id="budget"
+            "the node is annotated karpenter.sh/do-not-disrupt",
+            Blocker(DO_NOT_DISRUPT_NODE, ("ip-1",)),
+            "DisruptionBlocked",
+            id="node-annotation",
+        ),
+        pytest.param(
+            "pod default/web-1: PodDisruptionBudget default/web allows no disruption now",
+            Blocker(PDB, ("default/web",)),
+            "DisruptionBlocked",
+            id="pdb",
+        ),
+        pytest.param(
+            "NodePool default's disruption budgets allow 0 Underutilized now",
+            Blocker(BUDGET, ("default",)),
+            "DisruptionBlocked",
+            id="budget",
         ),
         pytest.param(
             "its last drain stalled (PodDisruptionBudgets refused the evictions) and was given up",
+            Blocker(STALLED_DRAIN),
             "DisruptionBlocked",
             id="stalled",
         ),
+        # The kind comes from the engine's data, not from words in the text.
+        pytest.param(
+            "a replacement would leave PodDisruptionBudget-covered pods without room",
+            None,
+            "Unconsolidatable",
+            id="text",
+        ),
         pytest.param(
             "replacing it saves $0.0040/h, less than the stability guard's $0.0100/h",
+            None,
             "Unconsolidatable",
             id="verdict",
         ),
         pytest.param(
             "no method found a command for it: not empty, expired or drifted, and no cheaper placement",
             None,
+            None,
             id="not-considered",
         ),
-        pytest.param("not managed by Nodewright (no node claim or NodePool label)", None, id="foreign"),
-        pytest.param("not initialized yet (claim state launched)", None, id="young"),
-        pytest.param("already part of a running disruption command", None, id="in-progress"),
-        pytest.param("left for a later pass: this pass chose emptiness", None, id="later"),
-        pytest.param("its pods last changed 30s ago; consolidateAfter is 1m", None, id="not-due"),
+        pytest.param("not managed by Nodewright (no node claim or NodePool label)", None, None, id="foreign"),
+        pytest.param("not initialized yet (claim state launched)", None, None, id="young"),
+        pytest.param("already part of a running disruption command", None, None, id="in-progress"),
+        pytest.param("left for a later pass: this pass chose emptiness", None, None, id="later"),
+        pytest.param("its pods last changed 30s ago; consolidateAfter is 1m", None, None, id="not-due"),
         pytest.param(
-            "NodePool spot consolidates only empty nodes (consolidationPolicy WhenEmpty)", None, id="when-empty"
+            "NodePool spot consolidates only empty nodes (consolidationPolicy WhenEmpty)", None, None, id="when-empty"
         ),
-        pytest.param("a provisioning pass nominated it 12s ago (window 30s)", None, id="nominated"),
+        pytest.param(
+            "a provisioning pass nominated it 12s ago (window 30s)", Blocker(BUDGET, ("default",)), None, id="nominated"
+        ),
     ],
 )
-def test_a_pass_reason_becomes_blocked_unconsolidatable_or_no_event(why: str, reason: str | None) -> None:
-    event = disruption_rejected("ip-1", why)
+def test_a_pass_reason_becomes_blocked_unconsolidatable_or_no_event(
+    why: str, blocker: Blocker | None, reason: str | None
+) -> None:
+    event = disruption_rejected("ip-1", why, blocker)
 
     assert (event.reason if event else None) == reason
     if event is not None:

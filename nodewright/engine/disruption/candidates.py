@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.scheduling.types import PoolCapacity
 from nodewright.model import labels as wk
+from nodewright.model.blocker import DO_NOT_DISRUPT_NODE, DO_NOT_DISRUPT_POD, PDB, STALLED_DRAIN, Blocker
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
@@ -120,6 +121,10 @@ class ClusterView:
     rejected: dict[str, str] = field(default_factory=dict)
     counts: dict[str, PoolCount] = field(default_factory=dict)
     pdb_blocked: dict[str, str] = field(default_factory=dict)
+    # By pod key: the PodDisruptionBudgets (namespace/name) that refuse its eviction now.
+    pdb_names: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # By node: what blocks its disruption, as data beside the reason text.
+    blockers: dict[str, Blocker] = field(default_factory=dict)
 
     @classmethod
     def build(cls, inp: DisruptionInput, *, ignore_in_progress: frozenset[str] = frozenset()) -> ClusterView:
@@ -133,7 +138,7 @@ class ClusterView:
             pools=pools,
             types={name: {t.name: t for t in pc.instance_types} for name, pc in pools.items()},
         )
-        view.pdb_blocked = _pdb_blocked(snapshot.pods, snapshot.pdbs)
+        view.pdb_blocked, view.pdb_names = _pdb_blocked(snapshot.pods, snapshot.pdbs)
         in_progress = inp.in_progress - ignore_in_progress
         for node in sorted(snapshot.nodes, key=lambda n: n.name):
             view._count(node, in_progress)
@@ -215,12 +220,15 @@ class ClusterView:
         if any(t.key == wk.DISRUPTED_TAINT_KEY and t.value != wk.DISRUPTED_CONSOLIDATION for t in node.taints):
             return "the interruption function has cordoned it", ""
         if node.do_not_disrupt:
+            self.blockers[node.name] = Blocker(DO_NOT_DISRUPT_NODE, (node.name,))
             return "the node is annotated karpenter.sh/do-not-disrupt", ""
         pods = self.pods_by_node.get(node.name, ())
         blocker = next((p for p in pods if p.do_not_disrupt and not p.terminal and not p.deleting), None)
         if blocker is not None:
+            self.blockers[node.name] = Blocker(DO_NOT_DISRUPT_POD, (blocker.key,))
             return f"pod {blocker.key} is annotated karpenter.sh/do-not-disrupt", ""
         if node.name in self.inp.stalled:
+            self.blockers[node.name] = Blocker(STALLED_DRAIN)
             return "", "its last drain stalled (PodDisruptionBudgets refused the evictions) and was given up"
         nominated = self.inp.nominated.get(node.name)
         window = self.inp.options.nomination_window
@@ -228,6 +236,7 @@ class ClusterView:
             return "", f"a provisioning pass nominated it {self.inp.now - nominated:.0f}s ago (window {window:.0f}s)"
         for pod in pods:
             if reschedulable(pod) and pod.key in self.pdb_blocked:
+                self.blockers[node.name] = Blocker(PDB, self.pdb_names[pod.key])
                 return "", f"pod {pod.key}: {self.pdb_blocked[pod.key]}"
         return "", ""
 
@@ -272,16 +281,20 @@ def _claims_by_node(nodes: Sequence[Node], claims: Sequence[NodeClaim]) -> dict[
     return out
 
 
-def _pdb_blocked(pods: Sequence[Pod], pdbs: Sequence[PodDisruptionBudget]) -> dict[str, str]:
+def _pdb_blocked(
+    pods: Sequence[Pod], pdbs: Sequence[PodDisruptionBudget]
+) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
     """Pods whose eviction the API server would refuse now: one of their PodDisruptionBudgets
     allows no disruption (healthy and expected counted over the snapshot), or more than one
-    budget selects them (the Eviction API refuses those outright).
+    budget selects them (the Eviction API refuses those outright). By pod key: why, and the
+    budgets (namespace/name) that refuse.
     """
     if not pdbs:
-        return {}
+        return {}, {}
     live = [p for p in pods if not p.terminal]
     covering: dict[str, list[PodDisruptionBudget]] = {}
     blocked: dict[str, str] = {}
+    names: dict[str, tuple[str, ...]] = {}
     for pdb in pdbs:
         selected = [p for p in live if pdb.selects(p)]
         healthy = sum(1 for p in selected if p.node_name and p.phase == "Running" and not p.deleting)
@@ -290,13 +303,16 @@ def _pdb_blocked(pods: Sequence[Pod], pdbs: Sequence[PodDisruptionBudget]) -> di
             allowed = min(allowed, pdb.disruptions_allowed)
         for pod in selected:
             covering.setdefault(pod.key, []).append(pdb)
-            if allowed <= 0:
-                blocked.setdefault(pod.key, f"PodDisruptionBudget {pdb.namespace}/{pdb.name} allows no disruption now")
+            if allowed <= 0 and pod.key not in blocked:
+                blocked[pod.key] = f"PodDisruptionBudget {pdb.namespace}/{pdb.name} allows no disruption now"
+                names[pod.key] = (f"{pdb.namespace}/{pdb.name}",)
     for key, budgets in covering.items():
         if len(budgets) > 1:
-            names = ", ".join(f"{b.namespace}/{b.name}" for b in budgets)
-            blocked[key] = f"more than one PodDisruptionBudget selects it ({names}); eviction is refused"
-    return blocked
+            names[key] = tuple(f"{b.namespace}/{b.name}" for b in budgets)
+            blocked[key] = (
+                f"more than one PodDisruptionBudget selects it ({', '.join(names[key])}); eviction is refused"
+            )
+    return blocked, names
 
 
 def counts_by_pool(candidates: Sequence[Candidate]) -> Mapping[str, int]:

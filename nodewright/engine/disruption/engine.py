@@ -64,6 +64,7 @@ def compute_commands(inp: DisruptionInput, cache: DisruptionCache | None = None)
         commands=(command,) if command is not None else (),
         rejected=dict(sorted(rejected.items())),
         eligible=eligible,
+        blockers={n: b for n, b in sorted(view.blockers.items()) if n in rejected},
     )
 
 

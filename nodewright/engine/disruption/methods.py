@@ -40,6 +40,7 @@ from nodewright.engine.disruption.types import (
     REPAIR,
     Command,
 )
+from nodewright.model.blocker import BUDGET, Blocker
 from nodewright.model.duration import format_duration
 from nodewright.model.nodepool import CONSOLIDATION_POLICIES
 from nodewright.model.resources import CPU
@@ -68,9 +69,15 @@ def quotas(view: ClusterView, reason: str) -> dict[str, int]:
 
 
 def within_budget(
-    candidates: Sequence[Candidate], quota: Mapping[str, int], reason: str, why: dict[str, str]
+    candidates: Sequence[Candidate],
+    quota: Mapping[str, int],
+    reason: str,
+    why: dict[str, str],
+    blockers: dict[str, Blocker] | None = None,
 ) -> list[Candidate]:
-    """The candidates, in order, that the budgets let go; the others get a reason in `why`."""
+    """The candidates, in order, that the budgets let go; the others get a reason in `why` (and,
+    given `blockers`, a budget `Blocker` naming the NodePool, unless another blocker came first).
+    """
     left = dict(quota)
     kept: list[Candidate] = []
     for c in candidates:
@@ -80,6 +87,8 @@ def within_budget(
             left[pool] -= 1
         else:
             note(why, c.name, f"NodePool {pool}'s disruption budgets allow no more {reason} disruptions now")
+            if blockers is not None:
+                blockers.setdefault(c.name, Blocker(BUDGET, (pool,)))
     return kept
 
 
@@ -125,7 +134,7 @@ def emptiness(view: ClusterView, sim: Simulator, why: dict[str, str]) -> Command
             note(why, c.name, f"empty, but {reason}")
             continue
         empty.append(c)
-    kept = within_budget(ordered(empty), quotas(view, REASONS[EMPTINESS]), REASONS[EMPTINESS], why)
+    kept = within_budget(ordered(empty), quotas(view, REASONS[EMPTINESS]), REASONS[EMPTINESS], why, view.blockers)
     if not kept:
         return None
     savings = sum(c.price for c in kept)
@@ -192,7 +201,7 @@ def drift(view: ClusterView, sim: Simulator, why: dict[str, str]) -> Command | N
             found.append(c)
     if not found:
         return None
-    kept = within_budget(ordered(found), quotas(view, REASONS[DRIFT]), REASONS[DRIFT], why)
+    kept = within_budget(ordered(found), quotas(view, REASONS[DRIFT]), REASONS[DRIFT], why, view.blockers)
     empty = [c for c in kept if not c.pods]
     if empty:
         return Command(
@@ -246,7 +255,7 @@ def consolidation(view: ClusterView, sim: Simulator, why: dict[str, str]) -> Com
             continue
         pool.append(c)
     quota = quotas(view, REASONS[CONSOLIDATION])
-    kept = within_budget(ordered(pool), quota, REASONS[CONSOLIDATION], why)
+    kept = within_budget(ordered(pool), quota, REASONS[CONSOLIDATION], why, view.blockers)
     limit = view.inp.options.max_candidates
     for c in kept[limit:]:
         note(why, c.name, f"beyond max_candidates ({limit}) this pass")

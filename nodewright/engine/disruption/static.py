@@ -71,7 +71,7 @@ def static_scale_down(view: ClusterView, sim: Simulator, why: dict[str, str]) ->
         if extra <= 0:
             continue
         ours = scale_down_order([c for c in view.eligible() if c.pool.name == name])
-        chosen += within_budget(ours[:extra], quota, OVERPROVISIONED, why)
+        chosen += within_budget(ours[:extra], quota, OVERPROVISIONED, why, view.blockers)
     if not chosen:
         return None
     pods = tuple(sorted(p.key for c in chosen for p in c.pods))
@@ -107,7 +107,7 @@ def static_replace(view: ClusterView, sim: Simulator, why: dict[str, str]) -> Co
                 found.append((c, detail))
         if not found:
             continue
-        allowed = within_budget([c for c, _ in found], quotas(view, reason), reason, why)
+        allowed = within_budget([c for c, _ in found], quotas(view, reason), reason, why, view.blockers)
         details = {c.name: d for c, d in found}
         for c in sorted(allowed, key=lambda c: (c.pool.name, c.name)):
             pool = view.pools[c.pool.name]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from nodewright.engine.scheduling.types import BlockedOffering, PlannedClaim, PoolCapacity
+from nodewright.model.blocker import Blocker
 from nodewright.model.instance import InstanceStatus
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.snapshot import ClusterSnapshot
@@ -118,3 +119,7 @@ class DisruptionResult:
     commands: tuple[Command, ...]
     rejected: Mapping[str, str]
     eligible: int
+    # By node left alone because something blocks it: the kind of blocker and its names (the
+    # PodDisruptionBudgets, the do-not-disrupt pod or node, the NodePool whose budgets allow no
+    # more), beside the reason text in `rejected`.
+    blockers: Mapping[str, Blocker] = field(default_factory=dict)
