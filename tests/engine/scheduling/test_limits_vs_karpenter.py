@@ -86,7 +86,7 @@ def limited_inputs(draw: st.DrawFn) -> SchedulingInput:
         if draw(st.booleans()):
             limits["memory"] = f"{draw(st.integers(4, 384))}Gi"
         if draw(st.booleans()):
-            limits["nodes"] = str(draw(st.integers(1, 12)))
+            limits["nodes"] = str(draw(st.integers(1, 4)))  # small: so it binds before cpu does
         capacity = draw(st.sampled_from([["on-demand"], ["spot"], ["spot", "on-demand"]]))
         pool = node_pool(
             f"pool-{index}",
