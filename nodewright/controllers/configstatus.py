@@ -20,8 +20,8 @@ before its first write, from the one the object had when the configuration was r
 a cluster at rest costs no write, even after a cold start. A condition keeps its
 `lastTransitionTime` while its status holds. Writes go through `StatusWrites` (the cluster
 adapter's counted request path); a failure is reported (`StatusWriteFailures` metric, a
-`status-write-failed` decision) and never stops provisioning: the status is tried again at the
-next check.
+`status-write-failed` decision) and never stops provisioning: the status is tried again when it
+changes, or by the next container.
 """
 
 from __future__ import annotations
@@ -150,8 +150,9 @@ class ConfigStatus:
         except Exception as error:  # a status is for people reading it: never stop provisioning
             self.observer.metric("StatusWriteFailures", 1)
             self.observer.decision("status-write-failed", object=f"{kind}/{key[1]}/{name}", error=str(error))
-            return
-        # An object the cluster does not hold (False) is remembered too: asked again only on change.
+        # Remembered even when the write failed (the adapter already retried what was transient;
+        # a 403 would fail at every check) or found no object: asked again when the status
+        # changes, or in the next container (the object's status as read differs then).
         self._written[key] = _present(status)
 
 

@@ -312,3 +312,27 @@ async def test_the_consolidator_keeps_the_room_of_a_buffer_applied_in_the_cluste
     kmock.objects[BUFFERS, "default", "burst"].delete()
     await asyncio.to_thread(world.run, 120)
     assert len(world.cluster.nodes()) < len(nodes)
+
+
+async def test_a_status_the_api_server_refuses_is_reported_and_provisioning_goes_on(
+    kmock: KubernetesEmulator, api_client: kubernetes.client.ApiClient
+) -> None:
+    apply_buffer(kmock)
+    world = ClusterBufferWorld(api_client=api_client)
+    # The role was applied without `patch capacitybuffers/status`: the API server answers 403.
+    kmock["patch", "/apis/autoscaling.x-k8s.io/v1beta1/namespaces/default/capacitybuffers/burst/status"] << 403
+    status = ConfigStatus(KubeConfigStatus(KubeCluster(api_client)), world.clock, world.observer)
+
+    def provision() -> None:
+        p = world.provisioner()
+        p.config_status = status
+        p.sleep = lambda s: world.tick(max(1.0, s))
+        p.run(world.clock.now() + 30)
+
+    await asyncio.to_thread(provision)
+
+    assert world.cloud.calls_to("launch")  # the room is launched all the same
+    (failed,) = world.observer.of("status-write-failed")
+    assert failed["object"] == "CapacityBuffer/default/burst"
+    assert "403" in str(failed["error"])
+    assert world.observer.total("StatusWriteFailures") == 1  # once, not at every check
