@@ -59,8 +59,12 @@ def test_a_scenario_over_http_decides_as_in_memory_and_lists_each_kind_once_per_
         "patch events",
     }
     # The NodeClaim mirror writes each claim's transitions (created, registered, initialized, its
-    # verdicts, deleted): a few requests per node launched, counted apart from reading the cluster.
+    # verdicts, deleted), each as one server-side apply (it creates or updates, no read first): a
+    # few requests per node launched (scale-up 98 for 24, spot-storm 178 for 38), counted apart
+    # from reading the cluster.
     mirrored = sum(calls[call]["requests"] for call in mirror & set(calls))
-    assert 0 < mirrored <= 8 * over_http["nodes_launched"]
+    assert 0 < mirrored <= 5 * over_http["nodes_launched"]
+    assert "get nodeclaims" not in calls
+    assert "create nodeclaims" not in calls
     api = over_http["kube_api"]
     assert api["requests_per_minute"] * (1 - mirrored / api["requests"]) < 20
