@@ -45,9 +45,21 @@ controller) and the EC2 user guide; Nodewright does the same unless a line says 
   in the capacity-error cache, `engine/interruption` `CAPACITY_RESERVATION`). Karpenter also
   launches into interruptible reservations (market type `interruptible-capacity-reservation`,
   label `-interruptible`); Nodewright skips them for now, with a warning naming each.
-- Not done here: Karpenter relabels a node `on-demand` once its instance left the reservation
-  (expired or cancelled ODCR), and accepts the reservation labels as NodePool and pod
-  requirements; Nodewright's offerings carry no per-reservation requirements yet.
+- Requirements: `karpenter.k8s.aws/capacity-reservation-id` and `-type` are well-known labels a
+  NodePool or pod may require. Each offering decides them (`Offering.allowed_by`): a reserved
+  offering has its reservation's values, any other has neither (Karpenter's offerings say
+  `DoesNotExist`), so `In` / `Exists` select reserved offerings only, `NotIn` / `DoesNotExist`
+  also allow spot and on-demand; the fleet of a claim asks only for the offerings its
+  requirements allow. A node without the labels is taken to have none (a pod requiring a
+  reservation does not land on it), and claims that require a reservation label take their
+  reservations first in a pass.
+- Reservation ended: an ODCR that expires or is cancelled leaves its instances running as
+  on-demand ones. Karpenter's capacity type controller then relabels the NodeClaim and Node
+  `karpenter.sh/capacity-type: on-demand` and drops the reservation labels; Nodewright's
+  provisioner housekeeping does the same when EC2 says a node's reservation is no longer active
+  (`CapacityReservations.ended`): the claim record becomes on-demand at its type's on-demand
+  price (`demoted`), the node's labels are patched (`ENDED_LABELS`), so consolidation prices and
+  replaces it as on-demand.
 """
 
 from __future__ import annotations
