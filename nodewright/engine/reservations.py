@@ -43,8 +43,12 @@ controller) and the EC2 user guide; Nodewright does the same unless a line says 
 - Interruptible reservations' "EC2 Capacity Reservation Instance Interruption Warning": cordon
   and drain, and the reservation is marked unavailable (here: its reserved offering is blocked
   in the capacity-error cache, `engine/interruption` `CAPACITY_RESERVATION`). Karpenter also
-  launches into interruptible reservations (market type `interruptible-capacity-reservation`,
-  label `-interruptible`); Nodewright skips them for now, with a warning naming each.
+  launches into interruptible reservations, and so does Nodewright: the launch template's market
+  type `interruptible-capacity-reservation`, the fleet's target `reserved-capacity` with
+  ReservedCapacityOptions `interruptible-capacity-reservation` (no OnDemandOptions); every
+  reserved node is labelled `karpenter.k8s.aws/capacity-reservation-interruptible` `true` or
+  `false` (a requirement like the id and type); at an equal price a plain ODCR goes first, then
+  a capacity block, then an interruptible ODCR, never two kinds in one fleet.
 - Requirements: `karpenter.k8s.aws/capacity-reservation-id` and `-type` are well-known labels a
   NodePool or pod may require. Each offering decides them (`Offering.allowed_by`): a reserved
   offering has its reservation's values, any other has neither (Karpenter's offerings say
@@ -166,6 +170,7 @@ def with_reservations(
                     reservation_id=reservation.id,
                     reservation_type=reservation.reservation_type,
                     reservation_capacity=max(0, count),
+                    reservation_interruptible=reservation.interruptible,
                 )
             )
         if not added:

@@ -16,7 +16,8 @@ class Offering:
     A `reserved` offering is one capacity reservation (On-Demand Capacity Reservation or Capacity
     Block) of this type in this zone: `reservation_id` names it, `reservation_type` is Karpenter's
     `default` or `capacity-block`, and `reservation_capacity` is how many more instances it can
-    start (a claim may not take more). Other capacity types leave the three empty.
+    start (a claim may not take more); `reservation_interruptible`: EC2 may interrupt it. Other
+    capacity types leave the four empty.
     """
 
     zone: str
@@ -26,18 +27,21 @@ class Offering:
     reservation_id: str = ""
     reservation_type: str = ""
     reservation_capacity: int = 0
+    reservation_interruptible: bool = False
 
     def allowed_by(self, requirements: Requirements) -> bool:
         """True when a node bought through this offering meets `requirements` on the labels the
-        offering decides: zone, capacity type and, as Karpenter's offerings do, the reservation id
-        and type (a reserved offering has them, any other has neither: `NotIn` / `DoesNotExist`
-        allow it, `In` / `Exists` do not).
+        offering decides: zone, capacity type and, as Karpenter's offerings do, the reservation id,
+        type and interruptible ("true" / "false") (a reserved offering has them, any other has
+        none: `NotIn` / `DoesNotExist` allow it, `In` / `Exists` do not).
         """
+        interruptible = ("true" if self.reservation_interruptible else "false") if self.reservation_id else ""
         for key, value in (
             (wk.ZONE, self.zone),
             (wk.CAPACITY_TYPE, self.capacity_type),
             (wk.CAPACITY_RESERVATION_ID, self.reservation_id),
             (wk.CAPACITY_RESERVATION_TYPE, self.reservation_type),
+            (wk.CAPACITY_RESERVATION_INTERRUPTIBLE, interruptible),
         ):
             req = requirements.get(key)
             if req is not None and not (req.has(value) if value else req.allows_absent()):

@@ -41,6 +41,7 @@ INSTANCE_ENCRYPTION_IN_TRANSIT = "karpenter.k8s.aws/instance-encryption-in-trans
 # (`Offering.allowed_by`: a reserved offering has its reservation's values, any other has neither).
 CAPACITY_RESERVATION_ID = "karpenter.k8s.aws/capacity-reservation-id"
 CAPACITY_RESERVATION_TYPE = "karpenter.k8s.aws/capacity-reservation-type"
+CAPACITY_RESERVATION_INTERRUPTIBLE = "karpenter.k8s.aws/capacity-reservation-interruptible"  # "true" / "false"
 
 # Nodewright's own
 NW_NODEPOOL = "nodewright.io/nodepool"
@@ -57,7 +58,7 @@ KARPENTER_DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"
 
 CAPACITY_TYPES = ("reserved", "spot", "on-demand")
 # The labels only a reserved offering's nodes have: a node without them is not in a reservation.
-RESERVATION_LABELS = (CAPACITY_RESERVATION_ID, CAPACITY_RESERVATION_TYPE)
+RESERVATION_LABELS = (CAPACITY_RESERVATION_ID, CAPACITY_RESERVATION_TYPE, CAPACITY_RESERVATION_INTERRUPTIBLE)
 
 # Keys that a node gets from its instance type or NodeClaim rather than from the NodePool
 # template: a pod may require them even when the NodePool does not mention them.
@@ -94,5 +95,6 @@ WELL_KNOWN = frozenset(
         INSTANCE_ENCRYPTION_IN_TRANSIT,
         CAPACITY_RESERVATION_ID,
         CAPACITY_RESERVATION_TYPE,
+        CAPACITY_RESERVATION_INTERRUPTIBLE,
     }
 )

@@ -171,7 +171,8 @@ class CapacityReservation:
     `reservation_type` is `default` (an On-Demand Capacity Reservation) or `capacity-block`;
     `instance_match_criteria` is `open` or `targeted` (Nodewright targets both by id);
     `available` is EC2's AvailableInstanceCount when it was read; `end_time` is epoch seconds
-    (None: no end, which a capacity block never has).
+    (None: no end, which a capacity block never has); `interruptible`: EC2 may take its
+    instances back with a warning (an interruptible ODCR, launched with its own market type).
     """
 
     id: str
@@ -182,6 +183,7 @@ class CapacityReservation:
     reservation_type: str = RESERVATION_DEFAULT
     available: int = 0
     end_time: float | None = None
+    interruptible: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,23 +12,27 @@ Theory of operation, for one `launch(request)`:
    groups, and one AMI per (architecture, variant) the options need (cached with a TTL): GPU
    types boot the alias's `nvidia` variant, Inferentia/Trainium types its `neuron` variant.
 2. Plan the fleet (`plan_fleet`, pure): every offering of the claim's options (already cheapest
-   first) that the claim's requirements allow (capacity type, zone, instance type), that is not
+   first) that the claim's requirements allow (capacity type, zone, instance type, reservation
+   labels: `Offering.allowed_by`), that is not
    in `request.blocked`, whose zone has a subnet and whose (architecture, variant) has an AMI. Capacity type
    by Karpenter's priority: reserved when a capacity reservation offering remains that still has
    an instance left (`reservations`), then spot when any spot offering remains after dropping
    those pricier than the cheapest allowed on-demand offering, else on-demand. A reserved plan
-   keeps one kind (the cheapest offering's: ODCRs or capacity blocks), one reservation per
+   keeps one kind (the cheapest offering's: ODCRs, capacity blocks or interruptible ODCRs, in
+   that order on a price tie), one reservation per
    (type, zone) (the one with most left), and a single override for a capacity block (CreateFleet
    takes one block per request). At most the 60 cheapest instance types, times their zones.
 3. One launch template per AMI (`LaunchTemplates`): per architecture and variant, since GPU
    and standard types of one claim boot different AMIs; its user data registers the node with
    its labels and taints (`userdata`). A reserved plan has one per (AMI, reservation): the
    template targets the reservation (`launch_template.reservation_fields`) and the node gets
-   the reservation's id and type labels.
+   the reservation's id, type and interruptible labels.
 4. CreateFleet `instant`, target capacity 1, spot `price-capacity-optimized` or on-demand
    `lowest-price` (an ODCR launches on-demand `lowest-price`; a capacity block `capacity-block`,
-   no allocation strategy), tags on the instance, its volumes and the fleet (network interfaces
-   get them from the launch template: CreateFleet cannot tag them).
+   no allocation strategy; an interruptible ODCR `reserved-capacity` with ReservedCapacityOptions
+   `interruptible-capacity-reservation` and its template's market type of that name), tags on
+   the instance, its volumes and the fleet (network interfaces get them from the launch
+   template: CreateFleet cannot tag them).
 
 Idempotency: the ClientToken is derived from the cluster and claim name, so a retry after a crash
 (same claim, same request) gets EC2's stored answer instead of a second instance. A retry with a
@@ -333,6 +337,7 @@ class Ec2CloudProvider:
         if override.reservation_id:
             labels[wk.CAPACITY_RESERVATION_ID] = override.reservation_id
             labels[wk.CAPACITY_RESERVATION_TYPE] = override.reservation_type
+            labels[wk.CAPACITY_RESERVATION_INTERRUPTIBLE] = "true" if override.reservation_interruptible else "false"
         bootstrap = Bootstrap(
             cluster=self._cluster,
             labels=dict(sorted(labels.items())),
@@ -366,7 +371,14 @@ class Ec2CloudProvider:
                 instance_profile=profile,
                 ip_family=self._cluster.ip_family,
             )
-            data.update(reservation_fields(nodeclass, override.reservation_id, override.reservation_type))
+            data.update(
+                reservation_fields(
+                    nodeclass,
+                    override.reservation_id,
+                    override.reservation_type,
+                    interruptible=override.reservation_interruptible,
+                )
+            )
             # CreateFleet cannot tag network interfaces, a launch template can; claim-free tags
             # keep one shared template per NodePool when the claim label is off.
             data["TagSpecifications"] = [{"ResourceType": "network-interface", "Tags": _tag_list(static_tags)}]

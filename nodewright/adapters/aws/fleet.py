@@ -58,6 +58,7 @@ class Override:
     reservation_id: str = ""
     reservation_type: str = ""
     reservation_left: int = 0
+    reservation_interruptible: bool = False
 
     @property
     def template_key(self) -> tuple[str, str]:
@@ -73,12 +74,14 @@ class Override:
 class FleetPlan:
     """The capacity type to launch and the overrides to offer EC2, cheapest first.
 
-    `reservation_type` is the kind of a reserved plan (`default` or `capacity-block`), else "".
+    `reservation_type` is the kind of a reserved plan (`default` or `capacity-block`), else "";
+    `reservation_interruptible`: the plan's reservations are interruptible ODCRs.
     """
 
     capacity_type: str
     overrides: tuple[Override, ...]
     reservation_type: str = ""
+    reservation_interruptible: bool = False
     # A NodeOverlay priced some option: EC2 must follow the overrides' order (their `Priority`),
     # not its own list prices, as Karpenter's AWS provider does for an overlaid claim.
     prioritized: bool = False
@@ -131,21 +134,26 @@ def candidate_overrides(
                     reservation_id=offer.reservation_id,
                     reservation_type=offer.reservation_type,
                     reservation_left=left if offer.reservation_id else 0,
+                    reservation_interruptible=offer.reservation_interruptible,
                 )
             )
     return out
 
 
-def _reserved_overrides(reserved: Sequence[Override]) -> tuple[str, list[Override]]:
-    """The kind and overrides of a reserved plan: the cheapest override's kind only (CreateFleet
-    takes one market type), one reservation per (type, zone), the one with most left (one offering
-    per pool), and for a capacity block only the cheapest (one block per request).
+def _reserved_overrides(reserved: Sequence[Override]) -> tuple[tuple[str, bool], list[Override]]:
+    """The kind (type, interruptible) and overrides of a reserved plan: the cheapest override's
+    kind only (CreateFleet takes one market type; on a price tie Karpenter's order: ODCR, capacity
+    block, interruptible ODCR), one reservation per (type, zone), the one with most left (one
+    offering per pool), and for a capacity block only the cheapest (one block per request).
     """
-    cheapest = min(reserved, key=lambda o: (o.price, o.instance_type, o.zone, o.reservation_id))
-    kind = cheapest.reservation_type
+    cheapest = min(
+        reserved,
+        key=lambda o: (o.price, _kind_rank(o), o.instance_type, o.zone, o.reservation_id),
+    )
+    kind = (cheapest.reservation_type, cheapest.reservation_interruptible)
     best: dict[tuple[str, str], Override] = {}
     for override in reserved:
-        if override.reservation_type != kind:
+        if (override.reservation_type, override.reservation_interruptible) != kind:
             continue
         key = (override.instance_type, override.zone)
         held = best.get(key)
@@ -154,8 +162,15 @@ def _reserved_overrides(reserved: Sequence[Override]) -> tuple[str, list[Overrid
             held.reservation_id,
         ):
             best[key] = override
-    chosen = [cheapest] if kind == RESERVATION_CAPACITY_BLOCK else list(best.values())
+    chosen = [cheapest] if kind[0] == RESERVATION_CAPACITY_BLOCK else list(best.values())
     return kind, chosen
+
+
+def _kind_rank(override: Override) -> int:
+    """Karpenter's preference between reservation kinds of equal price (lower first)."""
+    if override.reservation_interruptible:
+        return 2
+    return 1 if override.reservation_type == RESERVATION_CAPACITY_BLOCK else 0
 
 
 def plan_fleet(
@@ -164,9 +179,14 @@ def plan_fleet(
     """What to ask CreateFleet for, or None when no allowed offering remains."""
     candidates = candidate_overrides(request, resolved, remaining)
     if candidates.get("reserved"):
-        kind, reserved = _reserved_overrides(candidates["reserved"])
+        (kind, interruptible), reserved = _reserved_overrides(candidates["reserved"])
         ordered = sorted(reserved, key=lambda o: (o.price, o.instance_type, o.zone))
-        return FleetPlan("reserved", tuple(ordered[:MAX_INSTANCE_TYPES]), reservation_type=kind)
+        return FleetPlan(
+            "reserved",
+            tuple(ordered[:MAX_INSTANCE_TYPES]),
+            reservation_type=kind,
+            reservation_interruptible=interruptible,
+        )
     spot = candidates.get("spot", [])
     on_demand = candidates.get("on-demand", [])
     if spot and on_demand:
@@ -242,8 +262,11 @@ def fleet_request(
         )
     target_type = plan.capacity_type
     if plan.capacity_type == "reserved":
-        # EC2 has no `reserved` target: an ODCR is on-demand capacity, a block its own market.
+        # EC2 has no `reserved` target: an ODCR is on-demand capacity, a block its own market, an
+        # interruptible ODCR `reserved-capacity` of that reservation type.
         target_type = "capacity-block" if plan.reservation_type == RESERVATION_CAPACITY_BLOCK else "on-demand"
+        if plan.reservation_interruptible:
+            target_type = "reserved-capacity"
     request: dict[str, Any] = {
         "Type": "instant",
         "ClientToken": token,
@@ -256,6 +279,8 @@ def fleet_request(
     if plan.capacity_type == "spot":
         strategy = "capacity-optimized-prioritized" if plan.prioritized else "price-capacity-optimized"
         request["SpotOptions"] = {"AllocationStrategy": strategy}
+    elif target_type == "reserved-capacity":
+        request["ReservedCapacityOptions"] = {"ReservationTypes": ["interruptible-capacity-reservation"]}
     elif target_type == "on-demand":
         request["OnDemandOptions"] = {"AllocationStrategy": "prioritized" if plan.prioritized else "lowest-price"}
     return request

@@ -173,12 +173,15 @@ def placement_spec(nodeclass: EC2NodeClass) -> dict[str, str] | None:
     return {"GroupName": group.name} if group.name is not None else {"GroupId": str(group.id)}
 
 
-def reservation_fields(nodeclass: EC2NodeClass, reservation_id: str = "", reservation_type: str = "") -> dict[str, Any]:
+def reservation_fields(
+    nodeclass: EC2NodeClass, reservation_id: str = "", reservation_type: str = "", *, interruptible: bool = False
+) -> dict[str, Any]:
     """LaunchTemplateData fields for capacity reservations, as Karpenter sets them.
 
     A launch into a reservation targets it by id with preference `capacity-reservations-only`
     (open and targeted reservations alike), and a capacity block also needs market type
-    `capacity-block`. Any other launch of a NodeClass that selects reservations gets preference
+    `capacity-block`, an interruptible reservation `interruptible-capacity-reservation`. Any
+    other launch of a NodeClass that selects reservations gets preference
     `none`: an on-demand instance must not fill an open reservation Nodewright counts for its
     reserved offerings. NodeClasses without reservation terms keep EC2's default (no field).
     """
@@ -191,6 +194,8 @@ def reservation_fields(nodeclass: EC2NodeClass, reservation_id: str = "", reserv
         }
         if reservation_type == RESERVATION_CAPACITY_BLOCK:
             fields["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+        elif interruptible:
+            fields["InstanceMarketOptions"] = {"MarketType": "interruptible-capacity-reservation"}
         return fields
     if nodeclass.capacity_reservation_selector_terms:
         return {"CapacityReservationSpecification": {"CapacityReservationPreference": "none"}}

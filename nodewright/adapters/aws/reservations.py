@@ -13,8 +13,9 @@ seen by the next solve). Reads are cached per query for `ttl` seconds (a minute:
 count changes when instances start or stop, which Nodewright mostly causes itself and counts).
 
 Errors: a reservation EC2 describes with an instance match criteria or reservation type Nodewright
-does not know is skipped with a warning naming it (Karpenter does the same), and so is an
-interruptible one (Karpenter launches those; Nodewright does not yet); an id EC2 does not know
+does not know is skipped with a warning naming it (Karpenter does the same); an interruptible one
+is offered like any other, launched with its own market type (`fleet`, `launch_template`); an id
+EC2 does not know
 (InvalidCapacityReservationId.NotFound) selects nothing; any other error propagates.
 """
 
@@ -84,10 +85,6 @@ def reservation_from_description(item: Mapping[str, Any]) -> CapacityReservation
     criteria = str(item.get("InstanceMatchCriteria", ""))
     if criteria not in MATCH_CRITERIA:
         raise ValueError(f"capacity reservation {ident}: InstanceMatchCriteria {criteria!r} is not open or targeted")
-    if item.get("Interruptible"):
-        # Karpenter launches these with their own market type; Nodewright's launch would target
-        # them as a plain ODCR, which EC2 refuses.
-        raise ValueError(f"capacity reservation {ident}: interruptible reservations are not launched into yet")
     given = str(item.get("ReservationType") or "")
     kind = _RESERVATION_TYPES.get(given)
     if kind is None:
@@ -102,6 +99,7 @@ def reservation_from_description(item: Mapping[str, Any]) -> CapacityReservation
         reservation_type=kind,
         available=int(item.get("AvailableInstanceCount") or 0),
         end_time=end.timestamp() if isinstance(end, datetime) else None,
+        interruptible=bool(item.get("Interruptible")),
     )
 
 

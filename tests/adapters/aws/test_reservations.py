@@ -190,12 +190,18 @@ def test_counts_follow_launches_and_capacity_errors_until_ec2_is_read_again(ec2:
     [
         ("InstanceMatchCriteria", "future-criteria", "InstanceMatchCriteria 'future-criteria' is not open or targeted"),
         ("ReservationType", "unknown-kind", "ReservationType 'unknown-kind' is not odcr or capacity-block"),
-        ("Interruptible", True, "interruptible reservations are not launched into yet"),
     ],
-    ids=["match-criteria", "reservation-type", "interruptible"],
+    ids=["match-criteria", "reservation-type"],
 )
 def test_a_reservation_nodewright_cannot_read_is_refused_by_name(field: str, value: object, message: str) -> None:
     item = described("cr-0eeeeeeeeeeeeeee1")
     item[field] = value
     with pytest.raises(ValueError, match=f"capacity reservation cr-0eeeeeeeeeeeeeee1: {message}"):
         reservation_from_description(item)
+
+
+def test_an_interruptible_reservation_is_read_as_one() -> None:
+    item = described("cr-0eeeeeeeeeeeeeee1")
+    item["Interruptible"] = True
+    assert reservation_from_description(item).interruptible
+    assert not reservation_from_description(described("cr-0eeeeeeeeeeeeeee2")).interruptible
