@@ -51,7 +51,8 @@ RESTRICTED_LABELS = frozenset(
 # Label domains reserved for Kubernetes and Karpenter, except well-known keys and these subdomains.
 RESTRICTED_DOMAINS = ("kubernetes.io", "k8s.io", "karpenter.sh", "karpenter.k8s.aws")
 # The karpenter.k8s.aws keys Karpenter's CRD lets a NodePool label or require (v1.14); the rest of
-# that domain is refused. Some (tenancy, reservations, placement group) are not labels Nodewright sets.
+# that domain is refused. Some (tenancy, placement group) are not labels Nodewright sets; the
+# reservation labels are (on reserved nodes), and requirements on them select reserved offerings.
 KARPENTER_AWS_LABELS = frozenset(
     f"karpenter.k8s.aws/{name}"
     for name in (
