@@ -49,7 +49,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from nodewright.model import labels as wk
 from nodewright.model.instance import Instance, InstanceStatus
 from nodewright.ports import InsufficientCapacity, LaunchError, LaunchRequest, Offering
 from nodewright.sim.clock import VirtualClock
@@ -285,8 +284,6 @@ class FakeCloudProvider:
 def _fleet(request: LaunchRequest) -> list[_Candidate]:
     """The offerings one CreateFleet call for this request would carry, in the order tried."""
     requirements = request.claim.requirements
-    zones = requirements.get(wk.ZONE)
-    capacity_types = requirements.get(wk.CAPACITY_TYPE)
     allowed: list[_Candidate] = []
     for instance_type in request.options:
         # Keys only one side names are left to the other (e.g. a NodePool's custom labels).
@@ -296,9 +293,7 @@ def _fleet(request: LaunchRequest) -> list[_Candidate]:
             candidate = _Candidate(o.price, instance_type.name, o.zone, o.capacity_type)
             if candidate.offering in request.blocked:
                 continue
-            if zones is not None and not zones.has(o.zone):
-                continue
-            if capacity_types is not None and not capacity_types.has(o.capacity_type):
+            if not o.allowed_by(requirements):  # zone, capacity type, reservation labels
                 continue
             allowed.append(candidate)
     on_demand = [c.price for c in allowed if c.capacity_type == "on-demand"]
