@@ -128,6 +128,7 @@ class SimulatedReservations:
             "InstanceMatchCriteria": spec.match,
             "ReservationType": _EC2_TYPE[spec.reservation_type],
             "Tags": [{"Key": k, "Value": v} for k, v in sorted(spec.tags.items())],
+            "Interruptible": spec.interruptible,
         }
         if end is not None:
             item["EndDate"] = datetime.fromtimestamp(end, UTC)

@@ -160,7 +160,7 @@ def read_capacity_error(at: At, raw: Any) -> CapacityError | None:
 
 def read_capacity_reservation(at: At, raw: Any) -> CapacityReservationSpec | None:
     """One `capacity_reservations` entry: an ODCR or a capacity block (which needs `until`)."""
-    keys = ("id", "instance_type", "zone", "count", "type", "match", "owner", "tags", "from", "until")
+    keys = ("id", "instance_type", "zone", "count", "type", "match", "owner", "tags", "from", "until", "interruptible")
     entry = f.item(at, raw, keys)
     if entry is None:
         return None
@@ -181,6 +181,10 @@ def read_capacity_reservation(at: At, raw: Any) -> CapacityReservationSpec | Non
     if kind == "capacity-block" and end is None:
         (at / "until").error("a capacity block must end")
         return None
+    interruptible = entry.get("interruptible", False)
+    if not isinstance(interruptible, bool) or (interruptible and kind == "capacity-block"):
+        (at / "interruptible").error("must be true or false, and false for a capacity block")
+        return None
     if start is not None and end is not None and end <= start:
         (at / "until").error("must be after `from`")
         return None
@@ -197,6 +201,7 @@ def read_capacity_reservation(at: At, raw: Any) -> CapacityReservationSpec | Non
         tags=tags,
         start=start or 0.0,
         end=end,
+        interruptible=interruptible,
     )
 
 

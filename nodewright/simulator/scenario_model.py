@@ -122,7 +122,7 @@ class CapacityReservationSpec:
     `zone`, active from `start` to `end` seconds after the start (None: no end; a capacity block
     must have one). `reservation_type` is `default` (an ODCR) or `capacity-block`; `match` is EC2's
     instance match criteria (`open` or `targeted`); `owner_id` and `tags` are what selector terms
-    filter on.
+    filter on; `interruptible`: an interruptible ODCR (EC2's `Interruptible`).
     """
 
     id: str
@@ -135,6 +135,7 @@ class CapacityReservationSpec:
     tags: Mapping[str, str] = field(default_factory=dict)
     start: float = 0.0
     end: float | None = None
+    interruptible: bool = False
 
 
 @dataclass(frozen=True, slots=True)
