@@ -37,7 +37,7 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
     repair_max_unhealthy_percent: 20      # node repair's guard, as the deploy key (default 20)
     capacity_reservations:                # what DescribeCapacityReservations answers; launches
       - {id: cr-0a1b2c3d4e5f60718, instance_type: m5.xlarge, zone: us-east-1a, count: 3,
-         match: targeted, tags: {team: ml}}   # also owner (12 digits), from, until
+         match: targeted, tags: {team: ml}}   # also owner (12 digits), from, until, interruptible
       - {id: cr-0b1c2d3e4f5a60719, type: capacity-block, instance_type: p5.48xlarge,
          zone: us-east-1b, count: 2, until: 3h}   # a block must end; EC2 warns 40m before
     functions:
