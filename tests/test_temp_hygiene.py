@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -32,11 +31,15 @@ def test_that_cleans_up_and_uses_tmp_path(tmp_path):
 
 
 def run_suite(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
+    """Run `source` as a suite whose temporary directory is `tmp_path / "tmp"`: its own, so other
+    pytest runs on the machine (CI beside a developer's run) neither add to nor take from it."""
     (tmp_path / "test_inner.py").write_text(source)
+    (tmp_path / "tmp").mkdir()
     plugins = ["-p", "tests.conftest", "-p", "no:cacheprovider"]
     return subprocess.run(
         [sys.executable, "-m", "pytest", *plugins, "-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
         cwd=REPO_ROOT,
+        env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
         capture_output=True,
         text=True,
         timeout=120,
@@ -44,23 +47,21 @@ def run_suite(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _sessions_left() -> list[str]:
-    return sorted(p.name for p in Path(tempfile.gettempdir()).glob("nodewright-tests-*"))
+def _sessions_left(tmp_path: Path) -> list[str]:
+    return sorted(p.name for p in (tmp_path / "tmp").glob("nodewright-tests-*"))
 
 
 def test_a_run_that_leaves_a_temporary_file_fails_and_names_it(tmp_path: Path) -> None:
-    before = _sessions_left()
     done = run_suite(tmp_path, LEAKS)
     assert done.returncode == 1, done.stdout
     assert "1 passed" in done.stdout
     assert "files left in the temporary directory" in done.stdout
     assert "nodewright-ca-" in done.stdout
-    assert _sessions_left() == before
+    assert _sessions_left(tmp_path) == []
 
 
 def test_a_run_that_cleans_up_passes(tmp_path: Path) -> None:
-    before = _sessions_left()
     done = run_suite(tmp_path, CLEAN)
     assert done.returncode == 0, done.stdout
     assert "files left" not in done.stdout
-    assert _sessions_left() == before
+    assert _sessions_left(tmp_path) == []
