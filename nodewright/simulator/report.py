@@ -2,42 +2,65 @@
 
 The Markdown and HTML versions are rendered from the same list of blocks (headings, paragraphs,
 tables, images, lists, preformatted text), so they always say the same thing. Plots use
-matplotlib's Agg backend, imported here only, so the simulator runs without a display.
+matplotlib's Agg backend, imported in `report_plots.draw` only, so the simulator runs without a
+display.
+
+Files: this one writes the report (`write_report`) and builds its content (the run, faults,
+decisions, fidelity, method); `report_explain.py` the explanations of pods and nodes and the
+status at the end; `report_render.py` the blocks and their Markdown and HTML; `report_plots.py`
+the PNG plots.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nodewright.controllers.explain import Sources, event_rows, explain_node, explain_pod, status
 from nodewright.model.duration import format_duration
 from nodewright.simulator import metrics
 
 if TYPE_CHECKING:
     from nodewright.simulator.world import World
+from nodewright.simulator.report_explain import (
+    EVICTED,
+    EXPLAINED,
+    NODES_EXPLAINED,
+    _explanations,
+    _node_explanations,
+    _status_at_end,
+)
+from nodewright.simulator.report_plots import (
+    COLORS,
+    PLOTS,
+    draw,
+)
+from nodewright.simulator.report_render import (
+    Block,
+    _counts,
+    _iso,
+    _moves,
+    _number,
+    _relative,
+    _seconds,
+    _usd,
+    to_html,
+    to_markdown,
+)
 
-PLOTS = ("nodes.png", "pending.png", "cost.png", "overview.png")
-COLORS = {"spot": "#2a9d8f", "on-demand": "#e9c46a", "reserved": "#8ab17d", "unknown": "#999999"}
-
-
-@dataclass(frozen=True, slots=True)
-class Block:
-    """One piece of the report: kind is h1, h2, h3, p, table, image, list, links or pre.
-
-    An h3's `items[0]` is its anchor; a links block's `rows` are (text, anchor) pairs.
-    """
-
-    kind: str
-    text: str = ""
-    rows: tuple[tuple[str, ...], ...] = ()
-    items: tuple[str, ...] = ()
+__all__ = [
+    "COLORS",
+    "EVICTED",
+    "EXPLAINED",
+    "NODES_EXPLAINED",
+    "PLOTS",
+    "Block",
+    "draw",
+    "to_html",
+    "to_markdown",
+]
 
 
 def write_report(world: World, summary: dict[str, Any], directory: Path, *, plots: bool = True) -> list[Path]:
@@ -57,17 +80,6 @@ def write_report(world: World, summary: dict[str, Any], directory: Path, *, plot
     page = directory / "report.html"
     page.write_text(to_html(blocks, directory, world.scenario.name), encoding="utf-8")
     return [*files, md, page]
-
-
-# --- content ---------------------------------------------------------------------------------------
-
-
-def _seconds(value: Any) -> str:
-    return "-" if value is None else f"{float(value):.1f} s"
-
-
-def _usd(value: float) -> str:
-    return f"${value:,.2f}"
 
 
 def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[Block]:
@@ -311,24 +323,6 @@ def _faults(summary: dict[str, Any]) -> list[Block]:
     ]
 
 
-def _moves(moves: dict[str, Any]) -> str:
-    per = moves["pods_moved_per_dollar_saved"]
-    rate = f"{per:g} per dollar saved" if per is not None else "nothing saved"
-    return f"{moves['pods_moved']} ({rate}; saved {_usd(moves['saved_usd'])})"
-
-
-def _counts(values: dict[str, int]) -> str:
-    return ", ".join(f"{count} {name}" for name, count in values.items())
-
-
-def _number(value: object) -> float:
-    return float(value) if isinstance(value, (int, float)) else 0.0
-
-
-def _relative(at: float | None, warning: float) -> str:
-    return "-" if at is None else f"{at - warning:+.1f} s"
-
-
 def _what_ran(world: World) -> list[Block]:
     scenario = world.scenario
     items = [
@@ -440,228 +434,6 @@ def _decisions(world: World) -> list[Block]:
     return blocks
 
 
-# At most this many pods are explained: the lost first, then those a PDB held, those still
-# pending at the end, and the displaced pods that waited longest.
-EXPLAINED = 12
-# Of the pods the functions evicted (a drain), this many are explained: what moved them.
-EVICTED = 3
-
-
-def _explanations(world: World) -> list[Block]:
-    """`nodewright explain pod` for the pods a reader asks about, as the run left the world: each
-    linked from a list naming why it was picked (lost, held, still pending, waited longest).
-    """
-    recorder = world.recorder
-    start = world.scenario.start
-    picked: dict[str, str] = {}
-    for at, pod, node in recorder.lost:
-        picked.setdefault(pod, f"lost on {node} at {format_duration(round(at))}")
-    for at, pod, node in recorder.held_by_pdb:
-        picked.setdefault(pod, f"held by a PDB on {node} until {format_duration(round(at))}")
-    for pod, since in sorted(recorder.pending_since.items(), key=lambda item: item[1]):
-        picked.setdefault(pod, f"still pending at the end (since {format_duration(round(since - start))})")
-    evicted = [e for e in world.cluster.events() if e.event.reason == "Evicted"]
-    for stored in evicted[:EVICTED]:
-        ref = stored.event.regarding
-        picked.setdefault(f"{ref.namespace}/{ref.name}", f"evicted at {format_duration(round(stored.first - start))}")
-    for pod, waited in sorted(recorder.pending_by_pod.items(), key=lambda item: -item[1]):
-        if waited < 1.0:
-            break
-        picked.setdefault(
-            pod, f"moved off a removed node ({recorder.displaced.get(pod, 'other')}), pending {waited:.0f} s"
-        )
-    chosen = list(picked.items())[:EXPLAINED]
-    if not chosen or world.store is None:
-        return []
-    src = _sources(world)
-    blocks = [
-        Block("h2", "Why: explanations"),
-        Block(
-            "p",
-            "`nodewright explain pod` for the pods worth a look, as the run left the state table, the cluster, "
-            "its Events and the functions' decision records (times from the start of the run).",
-        ),
-        Block("links", rows=tuple((f"{pod}: {why}", _anchor(pod)) for pod, why in chosen)),
-    ]
-    for pod, why in chosen:
-        try:
-            answer = explain_pod(src, pod)
-        except LookupError as error:
-            answer = {"pod": pod, "state": str(error)}
-        blocks += [
-            Block("h3", f"{pod}: {why}", items=(_anchor(pod),)),
-            Block("pre", "\n".join(_explained(answer, world.scenario.start))),
-        ]
-    return blocks
-
-
-# Of the nodes Nodewright launched still running at the end, this many are explained.
-NODES_EXPLAINED = 3
-# Node Events that make a node worth a look: the consolidator considered it and did not take it.
-_NODE_VERDICTS = ("Unconsolidatable", "DisruptionBlocked")
-
-
-def _node_explanations(world: World) -> list[Block]:
-    """`nodewright explain node` for a few of Nodewright's nodes still running at the end: those
-    the consolidator considered and left (an Unconsolidatable or DisruptionBlocked Event) first,
-    then the newest, so a reader sees why each stays and what happens to it next.
-    """
-    if world.store is None:
-        return []
-    launched = {c.node_name: c.launched_at for c in world.store.claims() if c.node_name}
-    running = [n.name for n in world.cluster.snapshot_unrecorded().nodes if n.name in launched]
-    considered = {
-        e.event.regarding.name
-        for e in world.cluster.events()
-        if e.event.regarding.kind == "Node" and e.event.reason in _NODE_VERDICTS
-    }
-    chosen = sorted(running, key=lambda n: (n not in considered, -launched[n], n))[:NODES_EXPLAINED]
-    if not chosen:
-        return []
-    src = _sources(world)
-    blocks = [
-        Block("h2", "Why: nodes"),
-        Block(
-            "p",
-            "`nodewright explain node` for Nodewright's nodes still running at the end: those the "
-            "consolidator considered and left first, then the newest.",
-        ),
-    ]
-    for name in chosen:
-        answer = explain_node(src, name)
-        blocks += [
-            Block("h3", name, items=("explain-node-" + name.replace(".", "-"),)),
-            Block("pre", "\n".join(_node_explained(answer, world.scenario.start))),
-        ]
-    return blocks
-
-
-def _node_explained(answer: dict[str, Any], start: float) -> list[str]:
-    """An explain-node answer as lines of text (times relative to `start`)."""
-    claim = answer.get("claim") or {}
-    lines = [
-        f"claim {claim.get('name')} ({claim.get('state')}: {claim.get('instance_type') or '?'} "
-        f"{claim.get('capacity_type') or '?'} in {claim.get('zone') or '?'})"
-    ]
-    why = answer.get("launched_because")
-    if why:
-        at = format_duration(round(float(why["at"]) - start)) if why.get("at") else "-"
-        pods = why.get("pods")
-        count = len(pods) if isinstance(pods, list) else pods
-        lines.append(f"launched at {at} for {count} pods: {why.get('reason') or ''}".rstrip(": "))
-    if "consolidatable" in answer:
-        blocked = answer.get("blocked_by")
-        lines.append("Consolidatable: True" if answer["consolidatable"] else f"Consolidatable: False ({blocked})")
-    if answer.get("drifted"):
-        lines.append(f"drifted: {answer['drifted']}")
-    lines.append(f"next: {answer.get('next')}")
-    for event in answer.get("events", [])[-3:]:
-        lines.append(f"event {event['type']} {event['reason']}: {event['note']}")
-    return lines
-
-
-def _status_at_end(world: World) -> list[Block]:
-    """`nodewright status` as the run left the world, and the NodeClaim objects `kubectl get
-    nodeclaims` would list then.
-    """
-    if world.store is None:
-        return []
-    answer = status(_sources(world))
-    start = world.scenario.start
-    rows: list[tuple[str, ...]] = [("what", "now")]
-    for function, last in sorted(answer["functions"].items()):
-        at = format_duration(round(float(last["at"]) - start)) if last.get("at") else "-"
-        rows.append((f"{function}: last decision", f"{last['decision']} at {at}"))
-    in_flight = ", ".join(f"{c['name']} ({c['state']})" for c in answer["claims_in_flight"][:8])
-    rows += [
-        (
-            "claims (in flight)",
-            f"{answer['claims']} ({len(answer['claims_in_flight'])}{': ' if in_flight else ''}{in_flight})",
-        ),
-        (
-            "disruption commands running",
-            ", ".join(f"{c['id']} {c['method']} {c['state']}" for c in answer["commands"]) or "none",
-        ),
-        ("capacity-error cache", ", ".join(answer["capacity_errors"]) or "empty"),
-        ("errors in the last hour", str(answer["errors_last_hour"])),
-        ("Kubernetes requests in the last hour", str(answer["kube_requests_last_hour"])),
-        ("claims' $/h", f"{answer['hourly_cost']:.4f}"),
-    ]
-    objects = getattr(world, "claim_objects", None)
-    if objects is not None:
-        ready = sum(
-            1
-            for o in objects.objects.values()
-            for c in (o.get("status") or {}).get("conditions") or ()
-            if c.get("type") == "Ready" and c.get("status") == "True"
-        )
-        rows.append(("NodeClaim objects (kubectl get nodeclaims)", f"{len(objects.objects)}, {ready} Ready"))
-    return [Block("h2", "Status at the end (nodewright status)"), Block("table", rows=tuple(rows))]
-
-
-def _sources(world: World) -> Sources:
-    from nodewright.controllers.provisioning import pool_capacities
-
-    assert world.store is not None
-    scenario = world.scenario
-    decisions = [
-        {"function": function, **record}
-        for function, observer in world.observers.items()
-        for record in observer.decisions
-    ]
-    return Sources(
-        store=world.store,
-        snapshot=world.cluster.snapshot_unrecorded(),
-        pools=pool_capacities(list(scenario.nodepools), dict(scenario.nodeclasses), world.catalog),
-        now=world.clock.now(),
-        decisions=decisions,
-        events=event_rows(world.cluster.events()),
-    )
-
-
-def _anchor(pod: str) -> str:
-    return "explain-" + "".join(c if c.isalnum() else "-" for c in pod)
-
-
-def _explained(answer: dict[str, Any], start: float) -> list[str]:
-    """An explain answer as lines of text (times relative to `start`)."""
-
-    def at(value: Any) -> str:
-        return format_duration(round(float(value) - start)) if value else "-"
-
-    lines = [f"state: {answer.get('state')}" + (f" on {answer['node']}" if answer.get("node") else "")]
-    if "pending_since" in answer:
-        lines.append(f"pending since {at(answer['pending_since'])} ({answer['pending_seconds']:.0f} s)")
-    claim = answer.get("claim")
-    if claim:
-        lines.append(
-            f"held by claim {claim['name']} ({claim['state']}: {claim['instance_type'] or '?'} "
-            f"{claim['capacity_type'] or '?'} in {claim['zone'] or '?'}); "
-            f"node ready by {at(answer.get('node_ready_by'))}"
-        )
-    why = answer.get("why_not_scheduled")
-    if why:
-        if why.get("schedulable"):
-            lines.append(f"a pass now would place it: {why.get('would_go_to') or why.get('would_launch')}")
-        else:
-            lines.append(f"no NodePool takes it: {why['reason']}")
-    for record in answer.get("seen_by", [])[-3:]:
-        lines.append(
-            f"seen by a pass: {record['decision']} {record.get('nodeclaim', '')} {record.get('reason', '')}".rstrip()
-        )
-    for record in answer.get("moved_by", [])[-4:]:
-        if "decision" in record:
-            what = record.get("event") or record.get("method") or ""
-            detail = record.get("reason") or record.get("detail") or record.get("action") or ""
-            lines.append(f"moved by: {record.get('function', '')} {record['decision']} {what}: {detail}".rstrip(": "))
-        else:
-            lines.append(f"moved by: Event {record['reason']} at {at(record.get('first'))}: {record.get('note', '')}")
-    for event in answer.get("events", [])[-5:]:
-        count = f" x{event['count']}" if event.get("count", 1) > 1 else ""
-        lines.append(f"event {event['type']} {event['reason']}{count} at {at(event.get('first'))}: {event['note']}")
-    return lines
-
-
 def _fidelity(world: World) -> list[Block]:
     """The simulated EC2 audited: launches against the cheapest allowed, replacements against
     what they replace and what was promised.
@@ -749,196 +521,3 @@ def _method(world: World, end: float) -> list[Block]:
         Block("h2", "Definitions"),
         Block("list", items=tuple(" ".join(d.split()) for d in definitions)),
     ]
-
-
-def _iso(t: float) -> str:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-# --- rendering --------------------------------------------------------------------------------------
-
-
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def to_markdown(blocks: Sequence[Block]) -> str:
-    """The blocks as GitHub Markdown."""
-    out: list[str] = []
-    for block in blocks:
-        if block.kind == "h1":
-            out.append(f"# {block.text}\n")
-        elif block.kind == "h2":
-            out.append(f"## {block.text}\n")
-        elif block.kind == "h3":
-            out.append(f'<a id="{block.items[0]}"></a>\n\n### {block.text}\n')
-        elif block.kind == "links":
-            out.append("\n".join(f"- [{text}](#{anchor})" for text, anchor in block.rows) + "\n")
-        elif block.kind == "p":
-            out.append(f"{block.text}\n")
-        elif block.kind == "list":
-            out.append("\n".join(f"- {item}" for item in block.items) + "\n")
-        elif block.kind == "table" and block.rows:
-            header, *rows = block.rows
-            lines = ["| " + " | ".join(_md_cell(c) for c in header) + " |", "|" + "---|" * len(header)]
-            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
-            out.append("\n".join(lines) + "\n")
-        elif block.kind == "image":
-            caption = block.items[0] if block.items else block.text
-            out.append(f"![{caption}]({block.text})\n")
-        elif block.kind == "pre":
-            out.append("```\n" + block.text.rstrip() + "\n```\n")
-    return "\n".join(out)
-
-
-_STYLE = """
-body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; max-width: 1100px; margin: 2em auto;
-       padding: 0 1em; color: #222; line-height: 1.45; }
-h1 { border-bottom: 2px solid #2a9d8f; padding-bottom: .3em; }
-h2 { margin-top: 1.6em; color: #264653; }
-table { border-collapse: collapse; margin: .6em 0; font-size: 14px; }
-th, td { border: 1px solid #ddd; padding: 4px 10px; text-align: left; vertical-align: top; }
-th { background: #f3f6f6; }
-img { max-width: 100%; border: 1px solid #eee; margin: .4em 0; }
-figcaption { color: #555; font-size: 13px; margin-bottom: 1em; }
-pre { background: #f7f7f7; padding: .8em; overflow-x: auto; font-size: 12px; }
-"""
-
-
-def to_html(blocks: Sequence[Block], directory: Path, title: str) -> str:
-    """The blocks as one self-contained HTML page (images inlined)."""
-    out = [
-        "<!doctype html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>Nodewright simulation: {html.escape(title)}</title><style>{_STYLE}</style></head><body>",
-    ]
-    for block in blocks:
-        text = html.escape(block.text)
-        if block.kind in ("h1", "h2"):
-            out.append(f"<{block.kind}>{text}</{block.kind}>")
-        elif block.kind == "h3":
-            out.append(f'<h3 id="{html.escape(block.items[0])}">{text}</h3>')
-        elif block.kind == "links":
-            links = (
-                f'<li><a href="#{html.escape(anchor)}">{html.escape(label)}</a></li>' for label, anchor in block.rows
-            )
-            out.append("<ul>" + "".join(links) + "</ul>")
-        elif block.kind == "p":
-            out.append(f"<p>{text}</p>")
-        elif block.kind == "list":
-            out.append("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in block.items) + "</ul>")
-        elif block.kind == "table" and block.rows:
-            header, *rows = block.rows
-            head = "".join(f"<th>{html.escape(c)}</th>" for c in header)
-            body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-        elif block.kind == "image":
-            path = directory / block.text
-            data = base64.b64encode(path.read_bytes()).decode() if path.exists() else ""
-            caption = html.escape(block.items[0] if block.items else block.text)
-            out.append(
-                f'<figure><img alt="{caption}" src="data:image/png;base64,{data}"><figcaption>{caption}'
-                "</figcaption></figure>"
-            )
-        elif block.kind == "pre":
-            out.append(f"<pre>{text}</pre>")
-    out.append("</body></html>")
-    return "\n".join(out) + "\n"
-
-
-# --- plots ------------------------------------------------------------------------------------------
-
-
-def draw(world: World, directory: Path) -> list[Path]:
-    """The PNG plots; returns their paths."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    recorder = world.recorder
-    samples = recorder.samples
-    if not samples:
-        return []
-    hours = world.scenario.duration > 3 * 3600
-    scale, unit = (3600.0, "hours") if hours else (60.0, "minutes")
-    xs = [s.t / scale for s in samples]
-    kinds = [k for k in ("spot", "on-demand", "reserved", "unknown") if any(s.nodes.get(k) for s in samples)]
-    start = world.scenario.start
-    warnings = sorted(r.warning_at - start for r in recorder.interruptions.values())
-    rebalances = sorted(r.rebalance_at - start for r in recorder.interruptions.values() if r.rebalance_at is not None)
-    consolidated = sorted(
-        r.terminated_at - start
-        for r in recorder.instances.values()
-        if r.terminated_at is not None and r.terminated_by == "consolidation"
-    )
-
-    def nodes(ax: Any) -> None:
-        series = [[s.nodes.get(k, 0) for s in samples] for k in kinds]
-        if series:
-            ax.stackplot(xs, *series, labels=kinds, colors=[COLORS[k] for k in kinds], alpha=0.9, step="post")
-        ax.plot(xs, [s.booting for s in samples], color="#555", linestyle="--", linewidth=1, label="booting")
-        ax.set_ylabel("nodes")
-        marks(ax)
-        ax.legend(loc="upper left", fontsize=8)
-
-    def pending(ax: Any) -> None:
-        ax.plot(xs, [s.pending for s in samples], color="#e76f51", linewidth=1.4, label="pending pods")
-        ax.set_ylabel("pending pods", color="#e76f51")
-        twin = ax.twinx()
-        twin.plot(xs, [s.running for s in samples], color="#264653", linewidth=1, label="running pods")
-        twin.set_ylabel("running pods", color="#264653")
-        marks(ax)
-
-    def cost(ax: Any) -> None:
-        ax.step(xs, [s.hourly_cost for s in samples], where="post", color="#264653", linewidth=1.4)
-        ax.set_ylabel("$ per hour")
-        cumulative, total, last = [], 0.0, 0.0
-        for sample in samples:
-            total += sample.hourly_cost * (sample.t - last) / 3600
-            last = sample.t
-            cumulative.append(total)
-        twin = ax.twinx()
-        twin.plot(xs, cumulative, color="#f4a261", linewidth=1, linestyle=":")
-        twin.set_ylabel("cumulative $", color="#f4a261")
-        marks(ax)
-
-    def marks(ax: Any) -> None:
-        for t in rebalances:
-            ax.axvline(t / scale, color="#f4a261", alpha=0.5, linewidth=0.8, linestyle=":")
-        for t in warnings:
-            ax.axvline(t / scale, color="#d62828", alpha=0.35, linewidth=0.8)
-        if consolidated:
-            top = ax.get_ylim()[1]
-            ax.plot([t / scale for t in consolidated], [top * 0.97] * len(consolidated), "v", color="#2b9348", ms=4)
-        ax.grid(alpha=0.25)
-
-    files = []
-    for name, painter, title in (
-        ("nodes.png", nodes, "Nodes by capacity type"),
-        ("pending.png", pending, "Pods"),
-        ("cost.png", cost, "Cost"),
-    ):
-        figure, ax = plt.subplots(figsize=(10, 3.6), dpi=100)
-        painter(ax)
-        ax.set_title(f"{world.scenario.name}: {title}", fontsize=11)
-        ax.set_xlabel(unit)
-        figure.tight_layout()
-        path = directory / name
-        figure.savefig(path)
-        plt.close(figure)
-        files.append(path)
-    figure, axes = plt.subplots(3, 1, figsize=(10, 8.4), dpi=100, sharex=True)
-    nodes(axes[0])
-    pending(axes[1])
-    cost(axes[2])
-    axes[0].set_title(f"Nodewright simulation: {world.scenario.name}", fontsize=12)
-    axes[2].set_xlabel(unit)
-    figure.tight_layout()
-    path = directory / "overview.png"
-    figure.savefig(path)
-    plt.close(figure)
-    files.append(path)
-    return files
