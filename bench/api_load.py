@@ -2,10 +2,10 @@
 
 Run: `python -m bench.api_load --pods 10000 --minutes 10 [--nodes N] [--json FILE]`.
 
-A child process holds the cluster: an in-memory cluster (`nodewright.sim.cluster`) of `--nodes`
+A child process holds the cluster: an in-memory cluster (`nodewright.inmemory.cluster`) of `--nodes`
 nodes (unmanaged, as a managed node group's: the provisioner leaves them alone) and `--pods`
 Running pods, a few daemonsets and PDBs, served over local HTTP by the project's API server
-emulator (`nodewright.sim.apiserver`) with pod manifests dressed as a real EKS cluster's
+emulator (`nodewright.inmemory.apiserver`) with pod manifests dressed as a real EKS cluster's
 (managedFields, env, probes, volumes, container statuses: `bench.kube_snapshot.pod`). While the
 benchmark runs the child changes the cluster as a busy one changes: 1% of the pods are replaced
 per minute (deleted; a new pod created Pending, bound 0.5 s later and Running, as kube-scheduler
@@ -60,6 +60,12 @@ from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.offline_catalog import load_catalog
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.inmemory.apiserver import ApiServer
+from nodewright.inmemory.catalog import FixedCatalog
+from nodewright.inmemory.cloud import FakeCloudProvider
+from nodewright.inmemory.cluster import InMemoryCluster
+from nodewright.inmemory.state import InMemoryStateStore
+from nodewright.inmemory.timeline import percentile
 from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.node import Node
@@ -69,12 +75,6 @@ from nodewright.model.resources import Resources
 from nodewright.model.selectors import LabelSelector
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
 from nodewright.ports import ApiUsage
-from nodewright.sim.apiserver import ApiServer
-from nodewright.sim.catalog import FixedCatalog
-from nodewright.sim.cloud import FakeCloudProvider
-from nodewright.sim.cluster import InMemoryCluster
-from nodewright.sim.state import InMemoryStateStore
-from nodewright.sim.timeline import percentile
 
 ZONES = kube_snapshot.ZONES
 LAMBDA_MB_PER_VCPU = 1769

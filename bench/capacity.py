@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from nodewright.sim import cluster as kinds
+from nodewright.inmemory import cluster as kinds
 from nodewright.simulator.runner import run_scenario
 from nodewright.simulator.scenario import load_scenario
 from nodewright.simulator.scenario_model import Scenario

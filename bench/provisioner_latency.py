@@ -66,6 +66,11 @@ from typing import Any
 from bench.scheduling import benchmark_types, default_pool, machine
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import PassReport, Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.inmemory.catalog import FixedCatalog
+from nodewright.inmemory.cloud import FakeCloudProvider
+from nodewright.inmemory.cluster import InMemoryCluster
+from nodewright.inmemory.state import InMemoryStateStore
+from nodewright.inmemory.timeline import Timeline, Waits, capacity_committed
 from nodewright.model import labels as wk
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
@@ -74,11 +79,6 @@ from nodewright.model.pod import Pod
 from nodewright.model.resources import Resources
 from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.ports import LaunchRequest
-from nodewright.sim.catalog import FixedCatalog
-from nodewright.sim.cloud import FakeCloudProvider
-from nodewright.sim.cluster import InMemoryCluster
-from nodewright.sim.state import InMemoryStateStore
-from nodewright.sim.timeline import Timeline, Waits, capacity_committed
 
 START = 1_800_000_000.0
 GOAL_MEDIAN = 3.0

@@ -43,7 +43,7 @@ RUNTIME_PROVIDED: frozenset[str] = frozenset({"boto3", "botocore"})
 # Distributions only the command line imports; see the module docstring.
 CLI_ONLY: frozenset[str] = frozenset({"typer", "rich"})
 # Sub-packages (relative to the repository root) that no handler imports.
-SOURCES_LEFT_OUT: tuple[str, ...] = ("nodewright/cli", "nodewright/sim", "nodewright/simulator")
+SOURCES_LEFT_OUT: tuple[str, ...] = ("nodewright/cli", "nodewright/inmemory", "nodewright/simulator")
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache")
 
 

@@ -1,7 +1,7 @@
 """The seams between Nodewright's controllers and the outside world, as Protocols.
 
 Controllers depend on these; `nodewright.adapters` implements them for AWS and Kubernetes, and
-`nodewright.sim` implements them in memory for tests and the simulator. Each method states its
+`nodewright.inmemory` implements them in memory for tests and the simulator. Each method states its
 error contract: callers rely on it, so implementations must keep it.
 """
 

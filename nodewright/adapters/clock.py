@@ -1,4 +1,4 @@
-"""The wall clock, for Lambda and the CLI (tests and the simulator use `nodewright.sim.clock`)."""
+"""The wall clock, for Lambda and the CLI (tests and the simulator use `nodewright.inmemory.clock`)."""
 
 from __future__ import annotations
 

@@ -57,8 +57,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodewright.adapters.kube.cluster import RETRIES, KubeApiError, retry_delay
+from nodewright.inmemory.apiserver import FAULT_MESSAGES
 from nodewright.model.nodeclaim import NodeClaim
-from nodewright.sim.apiserver import FAULT_MESSAGES
 from nodewright.simulator.lambdas import Invocation, Lambdas, Stopped
 from nodewright.simulator.metrics import InstanceRecord
 from nodewright.simulator.scenario import Fault, Scenario

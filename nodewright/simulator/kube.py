@@ -1,6 +1,6 @@
 """The Kubernetes side of the simulated cluster: the API server, kube-scheduler, kubelets, controllers.
 
-* `SimulatedCluster` is `nodewright.sim.cluster.InMemoryCluster` (with owned pods recreated, as
+* `SimulatedCluster` is `nodewright.inmemory.cluster.InMemoryCluster` (with owned pods recreated, as
   the ReplicaSet and StatefulSet controllers do) plus two things the simulator needs: its
   `snapshot()` keeps the list of pending pods with the snapshot and hands out the same snapshot
   until something changes (the provisioner polls every second; most polls find the cluster as it
@@ -35,12 +35,12 @@ import yaml
 
 from nodewright.adapters.kube.cluster import KubeApiError
 from nodewright.engine.scheduling import SchedulingInput, SolverCache, Strategy, solve
+from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
 from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.model.taints import Taint
 from nodewright.ports import Clock, Eviction
-from nodewright.sim.cluster import InMemoryCluster
 from nodewright.simulator.workload import Workload
 
 _FLAG_LABELS = re.compile(r"--node-labels=\"?([^\"\s']*)")

@@ -1,7 +1,7 @@
 """The functions' view of the simulated cluster through the real Kubernetes adapter over HTTP.
 
 Role: with a scenario's `kube_api: http`, the world serves its cluster with the API emulator
-(`nodewright.sim.apiserver.ApiServer`) and each function reads and writes it through its own
+(`nodewright.inmemory.apiserver.ApiServer`) and each function reads and writes it through its own
 `KubeCluster` (as each Lambda has its own warm container): one LIST per kind, then WATCH, cordon
 and eviction as HTTP requests. What this costs the API server is what `summary.json` reports
 under `kube_api`.
@@ -28,12 +28,12 @@ from typing import Any
 from nodewright.adapters.kube.client import from_cluster_info
 from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.kube.store import KINDS
+from nodewright.inmemory.apiserver import ApiServer
+from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.pod import Pod
 from nodewright.model.taints import Taint
 from nodewright.ports import Eviction
-from nodewright.sim.apiserver import ApiServer
-from nodewright.sim.cluster import InMemoryCluster
 
 # The emulator speaks plain HTTP: the CA is never used, only parsed.
 _CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").decode()

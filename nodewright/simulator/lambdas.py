@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from nodewright.sim.clock import VirtualClock
+from nodewright.inmemory.clock import VirtualClock
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"

@@ -241,7 +241,7 @@ class Scenario:
     # seed (nodewright.simulator.fleet.depth); what price-capacity-optimized weighs against price.
     spot_pool_depth: tuple[int, int] = DEFAULT_SPOT_POOL_DEPTH
     # How the functions reach the cluster: "inmemory" (the in-memory cluster directly) or "http"
-    # (the real KubeCluster adapter, watching the cluster served by nodewright.sim.apiserver).
+    # (the real KubeCluster adapter, watching the cluster served by nodewright.inmemory.apiserver).
     kube_api: str = "inmemory"
     faults: tuple[Fault, ...] = ()
     # CapacityBuffers and the PodTemplates they name (documents in `nodepools`), and NodePool

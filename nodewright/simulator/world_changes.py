@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 import time
 
+from nodewright.inmemory import cluster as kinds
 from nodewright.model import labels as wk
-from nodewright.sim import cluster as kinds
 from nodewright.simulator.metrics import (
     Sample,
 )

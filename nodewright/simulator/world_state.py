@@ -10,8 +10,8 @@ from types import ModuleType
 from typing import Any
 
 from nodewright.controllers.observe import RecordingObserver
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.nodepool import NodePool
-from nodewright.sim.clock import VirtualClock
 from nodewright.simulator.aws import (
     Account,
     MirroredCloud,

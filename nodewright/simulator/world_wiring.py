@@ -26,11 +26,11 @@ from nodewright.adapters.kube.store import KINDS, NODES
 from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.inmemory.claimobjects import InMemoryClaimObjects
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.instance import Instance
 from nodewright.model.nodepool import NodePool
 from nodewright.ports import Cluster
-from nodewright.sim.claimobjects import InMemoryClaimObjects
-from nodewright.sim.clock import VirtualClock
 from nodewright.simulator.aws import (
     CLUSTER,
     IDEMPOTENCY_TABLE,

@@ -22,13 +22,13 @@ from moto import mock_aws
 from moto.dynamodb.models.table import Table
 
 from nodewright.adapters.aws.state_store import DynamoStateStore, create_table
+from nodewright.inmemory.state import InMemoryStateStore
 from nodewright.model import labels as wk
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.resources import Resources
 from nodewright.model.taints import Taint
 from nodewright.ports import DrainRecord, StateStore
-from nodewright.sim.state import InMemoryStateStore
 
 TABLE = "nodewright-state"
 SPOT_M5 = ("spot", "m5.large", "us-east-1a")

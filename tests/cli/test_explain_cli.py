@@ -23,13 +23,13 @@ from typer.testing import CliRunner
 from nodewright.adapters.aws.state_store import DynamoStateStore
 from nodewright.cli import app
 from nodewright.cli import commands as _commands  # noqa: F401 - registers the commands
+from nodewright.inmemory.apiserver import ApiServer
+from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model import labels as wk
 from nodewright.model.event import disruption_blocked, pod_nominated
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import Resources
-from nodewright.sim.apiserver import ApiServer
-from nodewright.sim.cluster import InMemoryCluster
 from tests.builders import node, pod
 from tests.cli.test_plan_cluster import _kubeconfig
 from tests.cli.test_uninstall import REGION, moto  # noqa: F401 - the moto server fixture

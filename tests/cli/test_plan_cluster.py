@@ -2,7 +2,7 @@
 
 What is real: the CLI entry point (Typer), the kubeconfig loader, the Lambdas' Kubernetes adapter
 (`KubeCluster`, `read_config`) over real HTTP, the project's API server emulator
-(nodewright.sim.apiserver) serving a cluster the simulator built by running the shipped scale-up
+(nodewright.inmemory.apiserver) serving a cluster the simulator built by running the shipped scale-up
 scenario, `solve()` and the bundled catalog. What is observed: the JSON report (pending pods,
 claims, re-pack figures), the requests the emulator served (reads only), and that the re-pack
 figures equal `bench.headroom`'s measure on the same cluster at the same moment.
@@ -23,8 +23,8 @@ from nodewright.cli import app
 from nodewright.cli import commands as _commands  # noqa: F401 - registers the commands
 from nodewright.controllers.provisioning import pool_capacities
 from nodewright.engine.headroom import measure
+from nodewright.inmemory.apiserver import ApiServer
 from nodewright.model.node import Node
-from nodewright.sim.apiserver import ApiServer
 from nodewright.simulator.runner import run_scenario
 from nodewright.simulator.scenario import load_scenario
 

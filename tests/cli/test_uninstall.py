@@ -25,13 +25,13 @@ from typer.testing import CliRunner
 
 from nodewright.cli import app
 from nodewright.cli import commands as _commands  # noqa: F401 - registers the commands
+from nodewright.inmemory.apiserver import ApiServer
+from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model import labels as wk
 from nodewright.model.node import Node
 from nodewright.model.resources import Resources
 from nodewright.model.selectors import LabelSelector
 from nodewright.model.workloads import PodDisruptionBudget
-from nodewright.sim.apiserver import ApiServer
-from nodewright.sim.cluster import InMemoryCluster
 from tests.builders import pod
 from tests.cli.test_plan_cluster import _kubeconfig
 

@@ -14,6 +14,8 @@ import pytest
 from nodewright.controllers.disruption import TAINT, Consolidator, ConsolidatorOptions
 from nodewright.controllers.provisioning import StaticConfiguration
 from nodewright.engine.disruption import DisruptionOptions
+from nodewright.inmemory.cloud import FakeCloudProvider
+from nodewright.inmemory.state import InMemoryStateStore
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
 from nodewright.model.instance import Instance
@@ -21,8 +23,6 @@ from nodewright.model.node import Node
 from nodewright.model.pod import Pod
 from nodewright.model.taints import Taint
 from nodewright.ports import Clock, Eviction, LaunchRequest
-from nodewright.sim.cloud import FakeCloudProvider
-from nodewright.sim.state import InMemoryStateStore
 from tests.builders import pod
 from tests.controllers.test_interruption import World, _pdb
 from tests.controllers.test_provisioning import FixedCatalog

@@ -9,10 +9,10 @@ test_interruption and test_disruption (virtual time). Real: the controllers. Obs
 from __future__ import annotations
 
 from nodewright.engine.interruption import REBALANCE, SPOT_INTERRUPTION, STATE_CHANGE
+from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model.event import ObjectRef
 from nodewright.model.pod import Pod
 from nodewright.ports import Eviction, LaunchError
-from nodewright.sim.cluster import InMemoryCluster
 from tests.builders import node, node_pool, pod
 from tests.controllers.test_disruption import ConsolidationWorld
 from tests.controllers.test_interruption import World

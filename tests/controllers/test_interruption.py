@@ -23,6 +23,11 @@ from nodewright.engine.interruption import (
     Message,
     parse,
 )
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.cloud import FakeCloudProvider
+from nodewright.inmemory.cluster import InMemoryCluster
+from nodewright.inmemory.signals import RecordingContinuations, RecordingTrigger
+from nodewright.inmemory.state import InMemoryStateStore
 from nodewright.model import labels as wk
 from nodewright.model.instance import Instance
 from nodewright.model.node import Node
@@ -32,11 +37,6 @@ from nodewright.model.pod import Pod
 from nodewright.model.resources import Resources
 from nodewright.model.selectors import LabelSelector
 from nodewright.model.workloads import PodDisruptionBudget
-from nodewright.sim.clock import VirtualClock
-from nodewright.sim.cloud import FakeCloudProvider
-from nodewright.sim.cluster import InMemoryCluster
-from nodewright.sim.signals import RecordingContinuations, RecordingTrigger
-from nodewright.sim.state import InMemoryStateStore
 from tests.builders import node_pool, pod
 from tests.controllers.test_provisioning import TYPES, FixedCatalog
 

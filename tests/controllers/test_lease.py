@@ -8,8 +8,8 @@ in tests/adapters) counts its writes through a thin subclass; time is a VirtualC
 from __future__ import annotations
 
 from nodewright.controllers.lease import InvocationLease
-from nodewright.sim.clock import VirtualClock
-from nodewright.sim.state import InMemoryStateStore
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.state import InMemoryStateStore
 
 
 class CountingStore(InMemoryStateStore):

@@ -10,11 +10,11 @@ from __future__ import annotations
 from nodewright.controllers.disruption import Consolidator
 from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.provisioning import StaticConfiguration
+from nodewright.inmemory.claimobjects import InMemoryClaimObjects
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
-from nodewright.sim.claimobjects import InMemoryClaimObjects
 from tests.controllers.test_provisioning import FixedCatalog, World, register
 
 

@@ -1,7 +1,7 @@
 """The provisioning controller against the in-memory cluster, the fake cloud and the in-memory store.
 
-Faked: the Kubernetes API (nodewright.sim.cluster), EC2 (nodewright.sim.cloud), DynamoDB
-(nodewright.sim.state) and time (a virtual clock that `sleep` advances). Observed: what was
+Faked: the Kubernetes API (nodewright.inmemory.cluster), EC2 (nodewright.inmemory.cloud), DynamoDB
+(nodewright.inmemory.state) and time (a virtual clock that `sleep` advances). Observed: what was
 launched (the fake cloud's calls and instances), what was recorded (claims in the store), what the
 cluster looks like afterwards, and the decisions and metrics the controller emitted.
 """
@@ -17,6 +17,12 @@ import pytest
 
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.inmemory import catalog
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.cloud import FakeCloudProvider
+from nodewright.inmemory.cluster import InMemoryCluster
+from nodewright.inmemory.state import InMemoryStateStore
+from nodewright.inmemory.timeline import Timeline, Waits, capacity_committed
 from nodewright.model import labels as wk
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
@@ -27,12 +33,6 @@ from nodewright.model.pod import Pod, SpreadConstraint
 from nodewright.model.resources import Resources
 from nodewright.model.selectors import LabelSelector
 from nodewright.model.taints import Taint
-from nodewright.sim import catalog
-from nodewright.sim.clock import VirtualClock
-from nodewright.sim.cloud import FakeCloudProvider
-from nodewright.sim.cluster import InMemoryCluster
-from nodewright.sim.state import InMemoryStateStore
-from nodewright.sim.timeline import Timeline, Waits, capacity_committed
 from tests.builders import ZONES, instance_type, node, node_pool, pod
 
 START = 1_800_000_000.0

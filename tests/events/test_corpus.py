@@ -39,6 +39,9 @@ from nodewright.adapters.idempotency import EventDeduplicator
 from nodewright.controllers.interruption import InterruptionController
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import StaticConfiguration
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.cluster import InMemoryCluster
+from nodewright.inmemory.signals import RecordingContinuations, RecordingTrigger
 from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.node import Node
@@ -46,9 +49,6 @@ from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.resources import Resources
 from nodewright.model.selectors import LabelSelector
 from nodewright.model.workloads import PodDisruptionBudget
-from nodewright.sim.clock import VirtualClock
-from nodewright.sim.cluster import InMemoryCluster
-from nodewright.sim.signals import RecordingContinuations, RecordingTrigger
 from tests.adapters.aws.fakes import PublicParameters
 from tests.builders import node_pool, pod
 from tests.events import EVENTS, sqs_event

@@ -20,7 +20,7 @@ from moto import mock_aws
 from functions.interruption import handler as interruption_handler
 from nodewright.adapters.idempotency import EventDeduplicator
 from nodewright.engine.interruption import SPOT_INTERRUPTION
-from nodewright.sim.cluster import SimulatedApiError
+from nodewright.inmemory.cluster import SimulatedApiError
 from tests.controllers.test_interruption import START, World, _pdb
 from tests.events import load, sqs_event
 

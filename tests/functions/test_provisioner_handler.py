@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 from nodewright.adapters.aws.state_store import DynamoStateStore
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner
-from nodewright.sim.clock import VirtualClock
-from nodewright.sim.cloud import FakeCloudProvider
-from nodewright.sim.cluster import InMemoryCluster
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.cloud import FakeCloudProvider
+from nodewright.inmemory.cluster import InMemoryCluster
 
 if TYPE_CHECKING:
     from tests.functions.conftest import ExamplePlan

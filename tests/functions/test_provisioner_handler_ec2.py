@@ -27,13 +27,13 @@ from nodewright.adapters.aws.nodeclass_resolver import alias_parameters
 from nodewright.adapters.aws.state_store import DynamoStateStore
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.node import Node
 from nodewright.model.nodeclass import AMIAlias
 from nodewright.model.resources import Resources
-from nodewright.sim.clock import VirtualClock
-from nodewright.sim.cluster import InMemoryCluster
 from tests.adapters.aws.fakes import IdempotentEc2, PublicParameters, amazon_images, create_network
 from tests.functions.conftest import ZONES
 

@@ -374,15 +374,15 @@ def stale_node(recorder: Recorder) -> None:
     from nodewright.adapters.kube.cluster import KubeCluster
     from nodewright.controllers.observe import RecordingObserver
     from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
+    from nodewright.inmemory.apiserver import ApiServer
+    from nodewright.inmemory.catalog import FixedCatalog
+    from nodewright.inmemory.clock import VirtualClock
+    from nodewright.inmemory.cloud import FakeCloudProvider
+    from nodewright.inmemory.cluster import InMemoryCluster
+    from nodewright.inmemory.state import InMemoryStateStore
     from nodewright.model import labels as wk
     from nodewright.model.cluster import ClusterInfo
     from nodewright.model.node import Node
-    from nodewright.sim.apiserver import ApiServer
-    from nodewright.sim.catalog import FixedCatalog
-    from nodewright.sim.clock import VirtualClock
-    from nodewright.sim.cloud import FakeCloudProvider
-    from nodewright.sim.cluster import InMemoryCluster
-    from nodewright.sim.state import InMemoryStateStore
 
     clock = VirtualClock(1_767_571_200.0)
     cluster = InMemoryCluster(clock)

@@ -12,8 +12,8 @@ import pytest
 from moto import mock_aws
 
 from nodewright.engine.interruption.rules import interruption_rules
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.nodeclass import AMIAlias, AMISelectorTerm, EC2NodeClass, SelectorTerm
-from nodewright.sim.clock import VirtualClock
 from nodewright.simulator.aws import Account, Ec2Hooks, Launched, SimulatedEc2, instance_arn
 from nodewright.simulator.timewarp import moto_follows
 

@@ -18,13 +18,13 @@ import pytest
 from moto import mock_aws
 
 from nodewright.adapters.aws.ec2 import Ec2CloudProvider
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model import labels as wk
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.requirements import Requirements
 from nodewright.ports import LaunchRequest
-from nodewright.sim.clock import VirtualClock
 from nodewright.simulator.aws import (
     CLUSTER,
     NODE_INSTANCE_PROFILE,

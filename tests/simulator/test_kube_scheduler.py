@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model import labels as wk
 from nodewright.model.pod import SpreadConstraint
 from nodewright.model.selectors import LabelSelector
-from nodewright.sim.clock import VirtualClock
 from nodewright.simulator.kube import KubeScheduler, SimulatedCluster
 from tests.builders import ZONES, node, pod
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodewright.sim.clock import VirtualClock
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.simulator.lambdas import EventLoop, Invocation, Lambdas
 
 START = 1_800_000_000.0

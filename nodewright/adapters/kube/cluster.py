@@ -1,7 +1,7 @@
 """The Kubernetes API as the controllers use it: `nodewright.ports.Cluster` over the official client.
 
 Role: implement the Cluster port against a real API server with the same contract as the
-in-memory cluster (`nodewright.sim.cluster`), so controllers cannot tell them apart.
+in-memory cluster (`nodewright.inmemory.cluster`), so controllers cannot tell them apart.
 
 Files: this one is `KubeCluster`: following (the watches into the store) and the Cluster
 port's methods; `transport.py` is how every call is sent (paged lists parsed into the model,

@@ -19,8 +19,8 @@ from nodewright.config import parse_yaml
 from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import pool_capacities
+from nodewright.inmemory.catalog import FixedCatalog
 from nodewright.model.nodeoverlay import NodeOverlay
-from nodewright.sim.catalog import FixedCatalog
 from tests.builders import instance_type
 
 TABLE = "nodewright-config"

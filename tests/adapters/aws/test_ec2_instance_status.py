@@ -20,9 +20,9 @@ from moto import mock_aws
 
 from nodewright.adapters.aws.ec2 import STATUS_BATCH, Ec2CloudProvider, instance_status_from_description
 from nodewright.adapters.aws.retry import Backoff
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.instance import InstanceStatus
-from nodewright.sim.clock import VirtualClock
 
 CLUSTER = ClusterInfo("prod", "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com", "LS0t", "1.31")
 SINCE = datetime(2026, 11, 25, 8, 0, tzinfo=UTC)

@@ -44,6 +44,7 @@ from nodewright.adapters.aws.nodeclass_resolver import (
     alias_parameters,
 )
 from nodewright.adapters.aws.retry import Backoff, is_throttle
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.instancetype import InstanceType
@@ -52,7 +53,6 @@ from nodewright.model.nodeclass import AMIAlias, AMISelectorTerm, EC2NodeClass, 
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint
 from nodewright.ports import InsufficientCapacity, LaunchError, LaunchRequest, Offering
-from nodewright.sim.clock import VirtualClock
 from tests.adapters.aws.fakes import IdempotentEc2, PublicParameters, amazon_images, create_network
 from tests.builders import instance_type, node_pool
 

@@ -19,12 +19,12 @@ from botocore.stub import ANY, Stubber
 from nodewright.adapters.aws.ec2 import plan_fleet
 from nodewright.adapters.aws.reservations import CapacityReservations
 from nodewright.engine.reservations import with_reservations
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model import labels as wk
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodeclass import CapacityReservation, EC2NodeClass, SelectorTerm
 from nodewright.model.requirements import Requirements
 from nodewright.ports import InsufficientCapacity
-from nodewright.sim.clock import VirtualClock
 from tests.adapters.aws import test_ec2_launch as base
 from tests.adapters.aws.fakes import IdempotentEc2
 from tests.adapters.aws.test_ec2_launch import NOW, OPTIONS, claim, provider, request

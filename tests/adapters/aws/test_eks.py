@@ -27,8 +27,8 @@ from nodewright.adapters.aws.eks import (
     EksTokenSource,
     describe_cluster,
 )
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.cluster import ClusterInfo
-from nodewright.sim.clock import VirtualClock
 
 ACCESS_KEY = "AKIAIOSFODNN7EXAMPLE"
 SECRET_KEY = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"

@@ -26,12 +26,12 @@ from nodewright.adapters.aws.ec2 import Ec2CloudProvider
 from nodewright.adapters.aws.nodeclass_resolver import alias_parameters
 from nodewright.adapters.aws.retry import Backoff
 from nodewright.config import parse_yaml
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodeclass import AMIAlias, EC2NodeClass
 from nodewright.model.requirements import Requirements
 from nodewright.ports import LaunchRequest
-from nodewright.sim.clock import VirtualClock
 from tests.adapters.aws.fakes import PublicParameters, amazon_images, create_network
 from tests.builders import instance_type, node_pool
 

@@ -12,8 +12,8 @@ from moto import mock_aws
 from nodewright.adapters.aws.catalog import LiveCatalog
 from nodewright.adapters.aws.instance_types import fetch_offered_specs
 from nodewright.adapters.aws.pricing import PriceCache, Prices
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.nodeclass import EC2NodeClass, KubeletConfiguration
-from nodewright.sim.clock import VirtualClock
 
 
 class UnreachablePricing:

@@ -18,8 +18,8 @@ from botocore.stub import Stubber
 from nodewright.adapters.aws.catalog import LiveCatalog
 from nodewright.adapters.aws.pricing import PriceCache, Prices
 from nodewright.adapters.aws.reservations import CapacityReservations, queries
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.nodeclass import EC2NodeClass, SelectorTerm
-from nodewright.sim.clock import VirtualClock
 from tests.adapters.aws import test_live_catalog as live
 
 TERMS = (SelectorTerm(id="cr-0aaaaaaaaaaaaaaa1"),)

@@ -29,11 +29,11 @@ from nodewright.adapters.aws.nodeclass_resolver import (
     variant_of,
 )
 from nodewright.adapters.offline_catalog import DEFAULT_ZONES, load_catalog
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodeclass import AMIAlias, AMISelectorTerm, EC2NodeClass, SelectorTerm
 from nodewright.ports import LaunchError
-from nodewright.sim.clock import VirtualClock
 from tests.adapters.aws.fakes import PublicParameters, amazon_images
 from tests.builders import instance_type
 

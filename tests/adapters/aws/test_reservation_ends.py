@@ -14,7 +14,7 @@ import pytest
 from botocore.stub import Stubber
 
 from nodewright.adapters.aws.reservations import CapacityReservations
-from nodewright.sim.clock import VirtualClock
+from nodewright.inmemory.clock import VirtualClock
 from tests.adapters.aws.test_reservations import NOW, described, ec2
 
 __all__ = ["ec2"]

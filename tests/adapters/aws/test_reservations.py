@@ -17,8 +17,8 @@ import pytest
 from botocore.stub import Stubber
 
 from nodewright.adapters.aws.reservations import CapacityReservations, queries, reservation_from_description
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.nodeclass import SelectorTerm
-from nodewright.sim.clock import VirtualClock
 
 NOW = datetime(2026, 11, 25, 9, 0, tzinfo=UTC).timestamp()
 OWNER = "111122223333"

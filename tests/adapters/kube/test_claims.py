@@ -25,12 +25,12 @@ from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.scheduling import PoolCapacity
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model import labels as wk
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import Resources
 from nodewright.model.snapshot import ClusterSnapshot
-from nodewright.sim.clock import VirtualClock
 from tests.builders import node, node_pool
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
@@ -201,10 +201,10 @@ async def test_a_cluster_without_the_crd_turns_the_mirror_off(kmock: KubernetesE
 
 async def test_the_api_emulator_serves_the_mirror_and_kubectl_get_reads_it_back() -> None:
     from nodewright.adapters.kube.client import from_cluster_info
+    from nodewright.inmemory.apiserver import ApiServer
+    from nodewright.inmemory.claimobjects import InMemoryClaimObjects
+    from nodewright.inmemory.cluster import InMemoryCluster
     from nodewright.model.cluster import ClusterInfo
-    from nodewright.sim.apiserver import ApiServer
-    from nodewright.sim.claimobjects import InMemoryClaimObjects
-    from nodewright.sim.cluster import InMemoryCluster
     from nodewright.simulator.kubehttp import _CA
 
     objects = InMemoryClaimObjects(clock=VirtualClock(NOW))

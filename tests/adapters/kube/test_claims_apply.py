@@ -2,7 +2,7 @@
 consolidator's verdicts: over real HTTP, the real client, the project's API emulator.
 
 Real: `KubeClaimObjects` over `KubeCluster`'s request path, both functions' `ClaimMirror`s, the
-emulator (nodewright.sim.apiserver) serving `nodeclaims.nodewright.io` with server-side apply.
+emulator (nodewright.inmemory.apiserver) serving `nodeclaims.nodewright.io` with server-side apply.
 Observed: the requests each mirror sent (the adapter's meter), the object the emulator holds,
 and `kubectl get nodeclaims -o wide` from the shipped CRD's printer columns.
 """
@@ -23,13 +23,13 @@ from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.scheduling import PoolCapacity
+from nodewright.inmemory.apiserver import ApiServer
+from nodewright.inmemory.claimobjects import InMemoryClaimObjects
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.snapshot import ClusterSnapshot
-from nodewright.sim.apiserver import ApiServer
-from nodewright.sim.claimobjects import InMemoryClaimObjects
-from nodewright.sim.clock import VirtualClock
-from nodewright.sim.cluster import InMemoryCluster
 from nodewright.simulator.kubehttp import _CA
 from tests.adapters.kube.test_claims import CRD, NOW, claims
 from tests.builders import node, node_pool

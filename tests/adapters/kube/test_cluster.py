@@ -19,11 +19,11 @@ from kmock import Request
 
 from nodewright.adapters.kube.client import from_cluster_info
 from nodewright.adapters.kube.cluster import ACTIVE_PODS, KubeApiError, KubeCluster, parse_timestamp
+from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.pod import Pod
 from nodewright.model.taints import Taint
 from nodewright.ports import Cluster, Eviction
-from nodewright.sim.cluster import InMemoryCluster
 from tests.adapters.kube.emulator import BUDGET_REFUSES, DAEMONSETS, NODES, PDBS, PODS, ApiServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio, pytest.mark.kmock(cls=ApiServer)]

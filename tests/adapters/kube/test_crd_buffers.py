@@ -27,12 +27,12 @@ from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import StaticConfiguration, pool_capacities
+from nodewright.inmemory.catalog import FixedCatalog
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
-from nodewright.sim.catalog import FixedCatalog
-from nodewright.sim.clock import VirtualClock
 from tests.adapters.kube.test_crd_config import KARPENTER_NODEPOOLS, NODEPOOL_SPEC, cluster_object
 from tests.adapters.kube.test_crd_overlays import KARPENTER_OVERLAYS
 from tests.builders import instance_type

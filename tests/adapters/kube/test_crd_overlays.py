@@ -19,7 +19,7 @@ from nodewright.adapters.kube.crd_config import read_config
 from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import pool_capacities
-from nodewright.sim.catalog import FixedCatalog
+from nodewright.inmemory.catalog import FixedCatalog
 from tests.adapters.kube.test_crd_config import KARPENTER_NODEPOOLS, NODEPOOL_SPEC, cluster_object
 from tests.builders import instance_type
 

@@ -22,17 +22,17 @@ import pytest
 from nodewright.adapters.clock import SystemClock
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.inmemory.apiserver import ApiServer
+from nodewright.inmemory.cloud import FakeCloudProvider
+from nodewright.inmemory.cluster import InMemoryCluster
+from nodewright.inmemory.state import InMemoryStateStore
 from nodewright.model import labels as wk
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod, parse_timestamp
 from nodewright.model.resources import Resources
-from nodewright.sim.apiserver import ApiServer
-from nodewright.sim.cloud import FakeCloudProvider
-from nodewright.sim.cluster import InMemoryCluster
-from nodewright.sim.state import InMemoryStateStore
 from tests.builders import node_pool, pod
 from tests.controllers.test_provisioning import FixedCatalog
-from tests.sim.test_apiserver import adapter
+from tests.inmemory.test_apiserver import adapter
 
 pytestmark = pytest.mark.integration
 

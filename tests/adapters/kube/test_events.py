@@ -1,6 +1,6 @@
 """Kubernetes Events written by the real adapter (`KubeCluster.record`) over real local HTTP.
 
-Faked: kube-apiserver, by the project's API emulator (`nodewright.sim.apiserver.ApiServer`)
+Faked: kube-apiserver, by the project's API emulator (`nodewright.inmemory.apiserver.ApiServer`)
 serving an `InMemoryCluster`. Real: the adapter, the official client, HTTP. Observed: the Events
 the API server then holds, read back through both API versions as `kubectl` reads them
 (events.k8s.io/v1 and core/v1 with `involvedObject` field selectors), and the adapter's own
@@ -22,11 +22,11 @@ import pytest
 
 from nodewright.adapters.kube.client import from_cluster_info
 from nodewright.adapters.kube.cluster import KubeCluster
+from nodewright.inmemory.apiserver import ApiServer
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.event import NORMAL, WARNING, Event, EventCorrelator, ObjectRef
-from nodewright.sim.apiserver import ApiServer
-from nodewright.sim.clock import VirtualClock
-from nodewright.sim.cluster import InMemoryCluster
 from tests.builders import node, pod
 
 pytestmark = pytest.mark.integration

@@ -1,7 +1,7 @@
 """The following adapter over real HTTP: what it costs the API server, and that nothing is lost
 when a watch drops, when its resourceVersion is too old, or when a container starts cold.
 
-Faked: the API server, by the project's emulator (`nodewright.sim.apiserver`) over the in-memory
+Faked: the API server, by the project's emulator (`nodewright.inmemory.apiserver`) over the in-memory
 cluster; EC2 and the state store for the provisioner run (in memory). Real: the kubernetes
 client, HTTP on 127.0.0.1, the adapter's watch threads, the provisioner loop and its clock.
 Observed: the requests the server served (by verb and resource), the watchers' LIST counts, and
@@ -22,15 +22,15 @@ from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.kube.store import KINDS
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.inmemory.apiserver import ApiServer
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.cloud import FakeCloudProvider
+from nodewright.inmemory.cluster import InMemoryCluster
+from nodewright.inmemory.state import InMemoryStateStore
 from nodewright.model.cluster import ClusterInfo
-from nodewright.sim.apiserver import ApiServer
-from nodewright.sim.clock import VirtualClock
-from nodewright.sim.cloud import FakeCloudProvider
-from nodewright.sim.cluster import InMemoryCluster
-from nodewright.sim.state import InMemoryStateStore
 from tests.builders import node, node_pool, pod
 from tests.controllers.test_provisioning import FixedCatalog
-from tests.sim.test_apiserver import FAKE_CA, START, active, adapter
+from tests.inmemory.test_apiserver import FAKE_CA, START, active, adapter
 
 pytestmark = pytest.mark.integration
 

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 import pytest
 
 from nodewright.adapters.kube.cluster import MAX_RETRY_AFTER, RETRIES, KubeApiError, KubeCluster
-from nodewright.sim.apiserver import ApiServer
-from nodewright.sim.clock import VirtualClock
-from nodewright.sim.cluster import POD_EVICTED, InMemoryCluster
+from nodewright.inmemory.apiserver import ApiServer
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.cluster import POD_EVICTED, InMemoryCluster
 from tests.builders import node, pod
-from tests.sim.test_apiserver import START, adapter, budget
+from tests.inmemory.test_apiserver import START, adapter, budget
 
 pytestmark = pytest.mark.integration
 

@@ -1,6 +1,6 @@
 """The in-memory cluster's store: its objects, indexes, revisions, budget counts and change log.
 
-Role: `ClusterStore` is the part of `InMemoryCluster` (`nodewright.sim.cluster`, whose docstring
+Role: `ClusterStore` is the part of `InMemoryCluster` (`nodewright.inmemory.cluster`, whose docstring
 says what is faked and observed) every other part writes through: `_put_node`, `_put_pod`,
 `_delete_pod` and `_remove_node` keep the indexes by node and namespace, each PDB's
 healthy/expected counts (so an eviction never scans pods), the resourceVersions, the pending
@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.event import (
     EventCorrelator,
     StoredEvent,
@@ -23,7 +24,6 @@ from nodewright.model.node import Node
 from nodewright.model.pod import Pod
 from nodewright.model.snapshot import needs_capacity, reschedulable
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget, covering
-from nodewright.sim.clock import VirtualClock
 
 if TYPE_CHECKING:
     from nodewright.ports import Clock

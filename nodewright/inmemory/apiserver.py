@@ -71,7 +71,7 @@ Endpoints (all namespaces, or under /namespaces/{ns}/ for the namespaced kinds)
          `involvedObject.*`, `reason`, `type` and the reporting controller, as `kubectl describe`
          asks for them.
   GET/POST/PATCH/DELETE /apis/nodewright.io/v1/nodeclaims[/{name}]  when `claims` is set, answered
-         by it (`nodewright.sim.claimobjects`: the NodeClaim mirror's objects; no watch).
+         by it (`nodewright.inmemory.claimobjects`: the NodeClaim mirror's objects; no watch).
   Unknown paths answer a 404 Status. With `tokens`, a request without `Authorization: Bearer
   <one of them>` answers 401. An error `cluster.fail_next` injects answers its `status` (500).
   `fault(verb, resource)`, when set, is asked before each request is answered: a (status,
@@ -112,15 +112,9 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
-from nodewright.model.event import StoredEvent
-from nodewright.model.manifests import daemonset_manifest, node_manifest, pdb_manifest, pod_manifest
-from nodewright.model.node import Node
-from nodewright.model.pod import Pod
-from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
-from nodewright.ports import ApiUsage
-from nodewright.sim.apihttp import _Handler, _HttpServer
-from nodewright.sim.apireads import Reads
-from nodewright.sim.apiwire import (
+from nodewright.inmemory.apihttp import _Handler, _HttpServer
+from nodewright.inmemory.apireads import Reads
+from nodewright.inmemory.apiwire import (
     _BY_NAME,
     CLAIMS_PATH,
     FAULT_MESSAGES,
@@ -139,8 +133,14 @@ from nodewright.sim.apiwire import (
     _Stored,
     _verb,
 )
-from nodewright.sim.apiwrites import Writes
-from nodewright.sim.cluster import ADDED, DELETED, MODIFIED, InMemoryCluster
+from nodewright.inmemory.apiwrites import Writes
+from nodewright.inmemory.cluster import ADDED, DELETED, MODIFIED, InMemoryCluster
+from nodewright.model.event import StoredEvent
+from nodewright.model.manifests import daemonset_manifest, node_manifest, pdb_manifest, pod_manifest
+from nodewright.model.node import Node
+from nodewright.model.pod import Pod
+from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
+from nodewright.ports import ApiUsage
 
 __all__ = ["FAULT_MESSAGES", "STRATEGIC_MERGE_PATCH", "ApiServer"]
 
@@ -173,7 +173,7 @@ class ApiServer(Reads, Writes):
         self.tokens: set[str] | None = None if tokens is None else set(tokens)
         # Injected failures (see "Endpoints" in the module docstring); the simulator's faults set it.
         self.fault: Callable[[str, str], tuple[int, float | None] | None] | None = None
-        # Serves `nodeclaims.nodewright.io` when set (`nodewright.sim.claimobjects.InMemoryClaimObjects`).
+        # Serves `nodeclaims.nodewright.io` when set (`nodewright.inmemory.claimobjects.InMemoryClaimObjects`).
         self.claims: Any = None
         self._history = history
         self._bookmark_every = bookmark_every

@@ -6,9 +6,9 @@ correlator. Observed: `events()`.
 
 from __future__ import annotations
 
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model.event import ObjectRef, disruption_blocked, pod_failed_to_schedule
-from nodewright.sim.clock import VirtualClock
-from nodewright.sim.cluster import InMemoryCluster
 from tests.builders import pod
 
 START = 1_767_571_200.0

@@ -1,6 +1,6 @@
 """The in-memory API server's reads: paged lists, GETs and watches.
 
-Role: the `Reads` part of `ApiServer` (`nodewright.sim.apiserver`, whose docstring describes the
+Role: the `Reads` part of `ApiServer` (`nodewright.inmemory.apiserver`, whose docstring describes the
 list, continue-token and watch semantics): each answers from the server's own copy of the
 objects, under its condition lock, never from the cluster's dicts.
 """
@@ -11,8 +11,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from nodewright.sim.apihttp import ServerState, _Handler, _Stream
-from nodewright.sim.apiwire import (
+from nodewright.inmemory.apihttp import ServerState, _Handler, _Stream
+from nodewright.inmemory.apiwire import (
     DEFAULT_WATCH_SECONDS,
     OPEN_LISTS,
     _bookmark,
@@ -33,7 +33,7 @@ from nodewright.sim.apiwire import (
     _shown,
     _Term,
 )
-from nodewright.sim.cluster import ADDED
+from nodewright.inmemory.cluster import ADDED
 
 
 class Reads(ServerState):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nodewright.sim.catalog import FixedCatalog
-from nodewright.sim.clock import VirtualClock
-from nodewright.sim.timeline import Timeline, Waits, capacity_committed, percentile
+from nodewright.inmemory.catalog import FixedCatalog
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.timeline import Timeline, Waits, capacity_committed, percentile
 from tests.builders import instance_type
 
 

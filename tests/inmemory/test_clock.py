@@ -2,8 +2,8 @@ import math
 
 import pytest
 
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.ports import Clock
-from nodewright.sim.clock import VirtualClock
 
 
 def read(clock: Clock) -> float:

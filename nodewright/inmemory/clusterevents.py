@@ -1,6 +1,6 @@
 """The in-memory cluster's Events: those recorded, created and patched, and kube-scheduler's.
 
-Role: the `ClusterEvents` part of `InMemoryCluster` (`nodewright.sim.cluster`). Nodewright's
+Role: the `ClusterEvents` part of `InMemoryCluster` (`nodewright.inmemory.cluster`). Nodewright's
 Events go through the real adapter's correlator (`record`), so series and rate limits are what a
 cluster would hold; an API client's arrive as `create_event` / `patch_event_series`; kube-
 scheduler's (Scheduled, FailedScheduling) fold into series of their own. The API server's event
@@ -11,6 +11,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from nodewright.inmemory.clusterstore import (
+    ADDED,
+    DELETED,
+    EVENT_SWEEP,
+    EVENT_TTL,
+    MODIFIED,
+    Call,
+    ClusterStore,
+)
 from nodewright.model.event import (
     CREATE,
     Event,
@@ -20,15 +29,6 @@ from nodewright.model.event import (
     StoredEvent,
 )
 from nodewright.model.pod import Pod
-from nodewright.sim.clusterstore import (
-    ADDED,
-    DELETED,
-    EVENT_SWEEP,
-    EVENT_TTL,
-    MODIFIED,
-    Call,
-    ClusterStore,
-)
 
 
 class ClusterEvents(ClusterStore):

@@ -12,7 +12,7 @@ the server stamps `resourceVersion`, `uid` and `creationTimestamp` (from `clock`
 Every call is counted by verb in `requests`, so tests and the simulator can say what the mirror
 costs.
 
-Over HTTP (`serve`, called by `nodewright.sim.apiserver.ApiServer` for paths under
+Over HTTP (`serve`, called by `nodewright.inmemory.apiserver.ApiServer` for paths under
 `/apis/nodewright.io/v1/nodeclaims`): GET (list, one page; or one object), POST (create: 201, 409
 when the name is taken), PATCH (JSON merge patch: 200, 404 when missing;
 `application/apply-patch+yaml`: server-side apply, 200 or 201 when it created), DELETE (200 with
@@ -28,10 +28,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from nodewright.inmemory.apiwire import _merge, _status
 from nodewright.model.claimobject import API_VERSION, GROUP, PLURAL, VERSION
 from nodewright.model.manifests import format_timestamp
 from nodewright.ports import Clock
-from nodewright.sim.apiwire import _merge, _status
 
 PATH = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
 APPLY_PATCH = "application/apply-patch+yaml"

@@ -12,13 +12,8 @@ from typing import Any
 
 import pytest
 
-from nodewright.model import labels as wk
-from nodewright.model.pod import Pod
-from nodewright.model.taints import Taint
-from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
-from nodewright.ports import Cluster
-from nodewright.sim.clock import VirtualClock
-from nodewright.sim.cluster import (
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.cluster import (
     EVICTION_BLOCKED,
     NODE_CORDONED,
     NODE_DELETED,
@@ -30,6 +25,11 @@ from nodewright.sim.cluster import (
     InMemoryCluster,
     SimulatedApiError,
 )
+from nodewright.model import labels as wk
+from nodewright.model.pod import Pod
+from nodewright.model.taints import Taint
+from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
+from nodewright.ports import Cluster
 from tests.builders import node, pod
 
 DISRUPTED = Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule")

@@ -1,6 +1,6 @@
 """The in-memory cluster's DaemonSets and PodDisruptionBudgets, and the DaemonSet controller.
 
-Role: the `ClusterWorkloads` part of `InMemoryCluster` (`nodewright.sim.cluster`): creating and
+Role: the `ClusterWorkloads` part of `InMemoryCluster` (`nodewright.inmemory.cluster`): creating and
 deleting DaemonSets (with their pods, as the garbage collector does) and PDBs (with their
 healthy/expected counts, which `ClusterStore` keeps current on every pod write), each PDB's
 disruptionsAllowed, and `reconcile_daemonsets`, which plays the DaemonSet controller.
@@ -10,11 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from nodewright.model.pod import Pod
-from nodewright.model.requirements import label_matches
-from nodewright.model.taints import tolerates_all
-from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
-from nodewright.sim.clusterstore import (
+from nodewright.inmemory.clusterstore import (
     ADDED,
     DELETED,
     MODIFIED,
@@ -22,6 +18,10 @@ from nodewright.sim.clusterstore import (
     ClusterStore,
     _healthy,
 )
+from nodewright.model.pod import Pod
+from nodewright.model.requirements import label_matches
+from nodewright.model.taints import tolerates_all
+from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
 
 
 class ClusterWorkloads(ClusterStore):

@@ -1,7 +1,7 @@
 """The in-memory API server's writes: node and node-status patches, node deletion, the
 eviction subresource, and Event creation and series patches.
 
-Role: the `Writes` part of `ApiServer` (`nodewright.sim.apiserver`, whose docstring lists what
+Role: the `Writes` part of `ApiServer` (`nodewright.inmemory.apiserver`, whose docstring lists what
 each endpoint accepts and answers). Each write calls the cluster's own method (`cordon`,
 `taint`, `set_node_condition`, `delete_node`, `evict`, `create_event`, ...) holding `lock`, so
 the cluster's rules and its changes log see it as they see a direct call.
@@ -13,13 +13,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from nodewright.model.errors import InvalidValue
-from nodewright.model.event import StoredEvent
-from nodewright.model.node import Node
-from nodewright.model.pod import Pod, parse_timestamp
-from nodewright.model.taints import Taint
-from nodewright.sim.apihttp import ServerState
-from nodewright.sim.apiwire import (
+from nodewright.inmemory.apihttp import ServerState
+from nodewright.inmemory.apiwire import (
     _CODE_SUFFIX,
     MERGE_PATCH,
     RESOURCES,
@@ -32,6 +27,11 @@ from nodewright.sim.apiwire import (
     _status,
     _with_taint,
 )
+from nodewright.model.errors import InvalidValue
+from nodewright.model.event import StoredEvent
+from nodewright.model.node import Node
+from nodewright.model.pod import Pod, parse_timestamp
+from nodewright.model.taints import Taint
 
 
 class Writes(ServerState):

@@ -1,4 +1,4 @@
-"""The API server emulator (nodewright.sim.apiserver) over real local HTTP.
+"""The API server emulator (nodewright.inmemory.apiserver) over real local HTTP.
 
 Faked: kube-apiserver, by `ApiServer` serving an `InMemoryCluster` on a virtual clock. Real: the
 HTTP, and on one side the project's Kubernetes adapter (`KubeCluster` built with
@@ -24,6 +24,9 @@ import pytest
 
 from nodewright.adapters.kube.client import from_cluster_info
 from nodewright.adapters.kube.cluster import ACTIVE_PODS, RETRIES, KubeApiError, KubeCluster
+from nodewright.inmemory.apiserver import ApiServer
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.cluster import NODE_CORDONED, POD_EVICTED, InMemoryCluster
 from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.pod import Pod
@@ -31,9 +34,6 @@ from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.model.taints import Taint
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
 from nodewright.ports import ApiUsage
-from nodewright.sim.apiserver import ApiServer
-from nodewright.sim.clock import VirtualClock
-from nodewright.sim.cluster import NODE_CORDONED, POD_EVICTED, InMemoryCluster
 from tests.builders import node, pod
 
 pytestmark = pytest.mark.integration

@@ -1,6 +1,6 @@
 """The in-memory API server's HTTP plumbing and the state its parts share.
 
-Role: `ServerState` declares what `ApiServer` (`nodewright.sim.apiserver`) keeps, so its reads
+Role: `ServerState` declares what `ApiServer` (`nodewright.inmemory.apiserver`) keeps, so its reads
 (`apireads`) and writes (`apiwrites`) can be written as parts of it, and counts requests and
 bytes (`usage()`); `_Handler` hands each request of a connection's thread to `ApiServer._serve`;
 `_Stream` writes a watch's chunked answer, counting its bytes as it goes.
@@ -14,16 +14,16 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 
-from nodewright.sim.apiwire import (
+from nodewright.inmemory.apiwire import (
     _CHUNK_EVENTS,
     Resource,
     _Kind,
     _Listing,
 )
-from nodewright.sim.cluster import InMemoryCluster
+from nodewright.inmemory.cluster import InMemoryCluster
 
 if TYPE_CHECKING:
-    from nodewright.sim.apiserver import ApiServer
+    from nodewright.inmemory.apiserver import ApiServer
 
 
 class ServerState:

@@ -72,18 +72,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from nodewright.model.event import (
-    NORMAL,
-    WARNING,
-)
-from nodewright.model.node import READY, Node, NodeCondition
-from nodewright.model.pod import Pod
-from nodewright.model.snapshot import ClusterSnapshot
-from nodewright.model.taints import Taint
-from nodewright.ports import ApiUsage, Eviction
-from nodewright.sim.clock import VirtualClock
-from nodewright.sim.clusterevents import ClusterEvents
-from nodewright.sim.clusterstore import (
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.clusterevents import ClusterEvents
+from nodewright.inmemory.clusterstore import (
     _IGNORES_BUDGETS,
     ADDED,
     BUDGET_REFUSES,
@@ -111,7 +102,16 @@ from nodewright.sim.clusterstore import (
     _Failure,
     _key,
 )
-from nodewright.sim.clusterworkloads import ClusterWorkloads
+from nodewright.inmemory.clusterworkloads import ClusterWorkloads
+from nodewright.model.event import (
+    NORMAL,
+    WARNING,
+)
+from nodewright.model.node import READY, Node, NodeCondition
+from nodewright.model.pod import Pod
+from nodewright.model.snapshot import ClusterSnapshot
+from nodewright.model.taints import Taint
+from nodewright.ports import ApiUsage, Eviction
 
 if TYPE_CHECKING:
     from nodewright.ports import Clock, Cluster

@@ -49,9 +49,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.instance import Instance, InstanceStatus
 from nodewright.ports import InsufficientCapacity, LaunchError, LaunchRequest, Offering
-from nodewright.sim.clock import VirtualClock
 
 if TYPE_CHECKING:
     from nodewright.ports import Clock, CloudProvider

@@ -12,13 +12,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from nodewright.inmemory.apiserver import STRATEGIC_MERGE_PATCH, ApiServer
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.cluster import NODE_READY, InMemoryCluster
 from nodewright.model.manifests import node_manifest
 from nodewright.model.node import Node, NodeCondition
-from nodewright.sim.apiserver import STRATEGIC_MERGE_PATCH, ApiServer
-from nodewright.sim.clock import VirtualClock
-from nodewright.sim.cluster import NODE_READY, InMemoryCluster
 from tests.builders import node
-from tests.sim.test_apiserver import adapter, call
+from tests.inmemory.test_apiserver import adapter, call
 
 pytestmark = pytest.mark.integration
 START = 1_767_571_200.0  # 2026-01-05T00:00:00Z

@@ -1,4 +1,4 @@
-"""The fake cloud provider (nodewright.sim.cloud): chooses offerings as CreateFleet would, keeps
+"""The fake cloud provider (nodewright.inmemory.cloud): chooses offerings as CreateFleet would, keeps
 launches idempotent per claim, records calls, and fails on demand.
 
 Faked: EC2. Observed: the instances it returns and lists, its `calls`, and the `on_launch` hook.
@@ -11,6 +11,8 @@ from collections.abc import Iterable
 
 import pytest
 
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.cloud import CloudCall, FakeCloudProvider, SimulatedCloudError
 from nodewright.model import labels as wk
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType, Offering
@@ -19,8 +21,6 @@ from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.ports import CloudProvider, InsufficientCapacity, LaunchError, LaunchRequest
 from nodewright.ports import Offering as OfferingKey
-from nodewright.sim.clock import VirtualClock
-from nodewright.sim.cloud import CloudCall, FakeCloudProvider, SimulatedCloudError
 from tests.builders import instance_type, node_pool
 
 M5 = instance_type("m5.large", price=0.096, spot_price=0.04)

@@ -1,6 +1,6 @@
 """What the in-memory API server says on the wire, and the records it keeps.
 
-Role: the part of `nodewright.sim.apiserver` (whose docstring is the theory of operation) that
+Role: the part of `nodewright.inmemory.apiserver` (whose docstring is the theory of operation) that
 has no server state: the kinds served (`RESOURCES`, their field labels), how a path becomes a
 route, field selectors, the stored object and watch-event records, and the JSON it answers
 (Status bodies, watch lines, bookmarks, continue tokens, merge patches).
@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nodewright.inmemory.cluster import ADDED, DELETED, MODIFIED
 from nodewright.model.taints import Taint
-from nodewright.sim.cluster import ADDED, DELETED, MODIFIED
 
 BOOKMARK = "BOOKMARK"
 # NodeClaim objects (the mirror's) are served apart from the watched kinds: see `claims`.

@@ -24,7 +24,7 @@ from typing import Protocol
 
 
 class SettableClock(Protocol):
-    """A clock its owner moves: `nodewright.sim.clock.VirtualClock` and the like."""
+    """A clock its owner moves: `nodewright.inmemory.clock.VirtualClock` and the like."""
 
     def now(self) -> float:
         """Seconds since the epoch."""
