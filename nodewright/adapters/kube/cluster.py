@@ -63,6 +63,7 @@ Accounting: every request is counted by verb and resource with the bytes receive
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import random
 import time
@@ -433,25 +434,7 @@ class KubeCluster(Requests):
             return
         call = f"label node {name}"
         body = {"metadata": {"labels": dict(labels)}}
-        try:
-            response = self._request(
-                "patch",
-                "nodes",
-                call,
-                functools.partial(
-                    self._core.patch_node,
-                    name,
-                    body,
-                    _content_type=MERGE_PATCH,
-                    _preload_content=False,
-                    _request_timeout=self._timeout,
-                ),
-                mapped=(404,),
-            )
-        except ApiException as error:
-            if error.status == 404:
-                return
-            raise _error(call, error) from error
-        self._read(response, "patch", "nodes")
+        with contextlib.suppress(ApiException):  # only a 404 is raised as one: the node is gone
+            self._patch_node(call, name, body, mapped=(404,))
 
     # ------------------------------------------------------------------ internals

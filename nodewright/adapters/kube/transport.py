@@ -142,26 +142,22 @@ class Requests:
 
     def _request_once(self, verb: str, resource: str, call: str, send: Callable[[], T], mapped: tuple[int, ...]) -> T:
         """One `send()` (and its one retry after a 401): see `_request`."""
-        try:
-            self.meter.request(verb, resource)
-            return send()
-        except HTTPError as failure:
-            raise KubeApiError(call, 0, str(failure)) from failure
-        except ApiException as error:
-            self.meter.received(verb, resource, len(error.body or b""))
-            if error.status == 401 and self._on_unauthorized is not None:
-                self._on_unauthorized()
-                try:
-                    self.meter.request(verb, resource)
-                    return send()
-                except HTTPError as failure:
-                    raise KubeApiError(call, 0, str(failure)) from failure
-                except ApiException as retried:
-                    self.meter.received(verb, resource, len(retried.body or b""))
-                    error = retried
-            if error.status in mapped:
-                raise error from None
-            raise _error(call, error) from error
+        refreshed = False
+        while True:
+            try:
+                self.meter.request(verb, resource)
+                return send()
+            except HTTPError as failure:
+                raise KubeApiError(call, 0, str(failure)) from failure
+            except ApiException as error:
+                self.meter.received(verb, resource, len(error.body or b""))
+                if error.status == 401 and not refreshed and self._on_unauthorized is not None:
+                    self._on_unauthorized()  # a token past its 15 minutes: refresh, send once more
+                    refreshed = True
+                    continue
+                if error.status in mapped:
+                    raise error from None
+                raise _error(call, error) from error
 
     def _list(
         self,
@@ -258,27 +254,33 @@ class Requests:
                 "spec": spec_patch,
             }
             try:
-                response = self._request(
-                    "patch",
-                    "nodes",
-                    call,
-                    functools.partial(
-                        self._core.patch_node,
-                        name,
-                        body,
-                        _content_type=MERGE_PATCH,
-                        _preload_content=False,
-                        _request_timeout=self._timeout,
-                    ),
-                    mapped=(404, 409),
-                )
+                self._patch_node(call, name, body, mapped=(404, 409))
             except ApiException as error:
                 if error.status == 404:
                     return
                 continue  # 409: someone changed the node since we read it
-            self._read(response, "patch", "nodes")
             return
         raise KubeApiError(call, 409, f"the node kept changing under us ({_CONFLICT_RETRIES} conflicts)")
+
+    def _patch_node(self, call: str, name: str, body: Mapping[str, Any], mapped: tuple[int, ...]) -> None:
+        """One merge patch of node `name`, its answer read and counted; the `mapped` statuses are
+        raised as ApiException for the caller to decide on, others as KubeApiError.
+        """
+        response = self._request(
+            "patch",
+            "nodes",
+            call,
+            functools.partial(
+                self._core.patch_node,
+                name,
+                body,
+                _content_type=MERGE_PATCH,
+                _preload_content=False,
+                _request_timeout=self._timeout,
+            ),
+            mapped=mapped,
+        )
+        self._read(response, "patch", "nodes")
 
     def _read(self, response: Any, verb: str, resource: str) -> bytes:
         """The whole body of a raw response, counted; the connection goes back to the pool."""
