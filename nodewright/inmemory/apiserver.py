@@ -12,14 +12,20 @@ our model. What the adapter depends on is small enough to write on the standard 
 `http.server` (`ThreadingHTTPServer`, one thread per connection, chunked transfer for watches),
 with no dependency and with the cluster's own rules (PDBs, evictions, the pod GC) deciding.
 
-Files (one concept each)
-  * `apiserver.py`: `ApiServer`: lifecycle, the server's copy of the cluster and its revisions,
-    dispatching each request (tokens, injected faults, routing).
-  * `apireads.py`: lists with continue tokens, GETs, watches. `apiwrites.py`: node and node status
-    patches, node deletion, evictions, Event creation and series patches.
-  * `apihttp.py`: the shared state the parts use, request and byte counting, the request handler
-    and the chunked watch stream. `apiwire.py`: the kinds served, routes, field selectors, the
-    stored records and the JSON answered (Status, watch lines, bookmarks, continue tokens).
+Parts (one concept each; each an object that owns its state and is handed its collaborators)
+  * `apiserver.py`: `ApiServer`: lifecycle and dispatching each request (tokens, injected faults,
+    discovery, routing to the part that answers it).
+  * `apistore.py`: `ObjectStore`, the served objects, revisions and watch history (the one
+    condition lock). `apifeed.py`: `ClusterFeed`, the cluster's objects into the store.
+  * `apireads.py`: `Reads`, lists with continue tokens, GETs, watches (JSON or Table).
+    `apitables.py`: `Tables`, kubectl's columns. `apiselect.py`: label and field selectors.
+  * `apiwrites.py`: `Writes`, node and node status patches, node and pod deletion, evictions,
+    Event creation and series patches. `apipatch.py`: the four patch types.
+  * `apicustom.py`: `CustomResources`, CRDs and their objects (`apischema.py`: defaults, pruning,
+    validation). `apidiscovery.py`: `Discovery`, /version, /api, /apis, OpenAPI v3.
+  * `apihttp.py`: `Usage` (request and byte counting, connections), the request handler and the
+    chunked watch stream. `apiwire.py`: the kinds served, routes, the stored records and the JSON
+    answered (Status, watch lines, bookmarks, continue tokens).
 
 Theory of operation
   * The server keeps its OWN copy of every object as a manifest (`nodewright.model.manifests`),
@@ -49,10 +55,19 @@ Endpoints (all namespaces, or under /namespaces/{ns}/ for the namespaced kinds)
          HTTP 200 then an ERROR event (Status 410 Expired) and ends. A field-selected watch sends
          ADDED/DELETED when an object starts/stops matching, as kube-apiserver's watch cache does.
   GET    /api/v1/nodes/{name}, /api/v1/namespaces/{ns}/pods/{name}
-  PATCH  /api/v1/nodes/{name}  merge patch; `metadata.resourceVersion` in the body is a
-         precondition (409 Conflict); spec.unschedulable, spec.taints, metadata.labels and
-         metadata.annotations take effect (the shapes `KubeCluster.cordon`/`uncordon` send become
-         `cluster.cordon`/`uncordon` calls, a taint added or removed alone `taint`/`untaint`).
+  GET    /version, /api, /apis, /api/v1, /apis/{group}[/{version}], /openapi/v3[/...]: discovery
+         (aggregated v2 when asked) and OpenAPI v3 (`apidiscovery`).
+  Any list, get or watch asked for with `Accept: application/json;as=Table;g=meta.k8s.io;v=v1`
+         answers a Table with kubectl's columns (`apitables`); `labelSelector` is supported.
+  DELETE /api/v1/namespaces/{ns}/pods/{name}  `cluster.remove_pod`; preconditions (uid,
+         resourceVersion) answer 409 when they do not hold.
+  POST/GET/PATCH/DELETE /apis/apiextensions.k8s.io/v1/customresourcedefinitions[/{name}] and the
+         objects of each CRD (`apicustom`), listed, watched and printed as the built-in kinds.
+  PATCH  /api/v1/nodes/{name}  merge, strategic merge, JSON patch or server-side apply;
+         `metadata.resourceVersion` in the body is a precondition (409 Conflict);
+         spec.unschedulable, spec.taints, metadata.labels and metadata.annotations take effect
+         (the shapes `KubeCluster.cordon`/`uncordon` and kubectl send become `cluster.cordon` /
+         `uncordon` calls, a taint added or removed alone `taint`/`untaint`).
   PATCH  /api/v1/nodes/{name}/status  the kubelet's and the EKS node monitoring agent's write:
          each `status.conditions` entry (merged by type, strategic or plain merge patch) goes
          through `cluster.set_node_condition`, whose transition time moves only with the status;
@@ -81,16 +96,19 @@ Endpoints (all namespaces, or under /namespaces/{ns}/ for the namespaced kinds)
 Deviations from kube-apiserver, chosen for a small emulator
   * resourceVersions are the emulator's counter, not etcd's; a list's `resourceVersion` parameter
     is ignored (every list reads the latest state); continue tokens expire when the kind's history
-    passes their revision or when 64 newer paged lists are open; `labelSelector` answers 400.
+    passes their revision or when 64 newer paged lists are open.
   * A watch with `allowWatchBookmarks` also gets a BOOKMARK right after a batch whose events its
     field selector dropped, and one as it ends by `timeoutSeconds`: the API contract allows a
     bookmark at any time, and it lets a client's resourceVersion reach `latest(kind)` at once (a
     barrier for the simulator). A watch without `timeoutSeconds` ends after 30 minutes.
   * Evicting a pod already being deleted answers 409 (the in-memory cluster's "gone"), where
     kube-apiserver deletes it again and answers 201. Eviction messages are the cluster's.
-  * Only nodes can be patched, only by merge patch; other fields of a patch are dropped. DELETE is
-    immediate (no finalizers) and answers a Status. Objects carry no managedFields or uid beyond
-    the model's unless `dress` adds them.
+  * Among the cluster's kinds only nodes can be patched (the four patch types; spec.unschedulable,
+    spec.taints, labels and annotations take effect, other fields are dropped), nodes and pods
+    deleted (at once: no finalizers, the grace period is accepted, not waited for). Pods, DaemonSets
+    and PDBs cannot be created or updated through the API (405): the simulation owns them. PUT
+    answers 405 everywhere. Objects carry no managedFields or uid beyond the model's unless
+    `dress` adds them.
 
 Accounting: `usage()` counts requests and response body bytes by verb (list, watch, get, patch,
 delete, create) and resource (nodes, pods, daemonsets, poddisruptionbudgets, pods/eviction), a
@@ -101,10 +119,7 @@ second; `stop()` ends them all).
 
 from __future__ import annotations
 
-import collections
-import contextlib
-import itertools
-import socket
+import json
 import threading
 import time
 import urllib.parse
@@ -112,47 +127,46 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
-from nodewright.inmemory.apihttp import _Handler, _HttpServer
+from nodewright.inmemory.apicustom import CustomResources
+from nodewright.inmemory.apidiscovery import Discovery
+from nodewright.inmemory.apifeed import ClusterFeed
+from nodewright.inmemory.apihttp import Handler, HttpServer, Usage
 from nodewright.inmemory.apireads import Reads
+from nodewright.inmemory.apistore import ObjectStore
+from nodewright.inmemory.apitables import Tables, wants_table
 from nodewright.inmemory.apiwire import (
-    _BY_NAME,
+    BY_NAME,
     CLAIMS_PATH,
+    CRDS,
     FAULT_MESSAGES,
     RESOURCES,
     STRATEGIC_MERGE_PATCH,
-    _encode,
-    _Event,
-    _Failure,
-    _fields,
-    _key,
-    _Kind,
-    _Listing,
-    _Route,
-    _route,
-    _status,
-    _Stored,
-    _verb,
+    Failure,
+    Resource,
+    Route,
+    encode,
+    route_of,
+    status_body,
+    verb_of,
 )
 from nodewright.inmemory.apiwrites import Writes
-from nodewright.inmemory.cluster import ADDED, DELETED, MODIFIED, InMemoryCluster
-from nodewright.model.event import StoredEvent
-from nodewright.model.manifests import daemonset_manifest, node_manifest, pdb_manifest, pod_manifest
-from nodewright.model.node import Node
-from nodewright.model.pod import Pod
-from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
+from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.ports import ApiUsage
 
 __all__ = ["FAULT_MESSAGES", "STRATEGIC_MERGE_PATCH", "ApiServer"]
 
+# NodeClaims as discovery lists them when the claims store answers them and no CRD was applied.
+_CLAIMS = Resource("nodeclaims", "nodeclaims", "NodeClaim", "nodewright.io/v1", "/apis/nodewright.io/v1", False, ())
 
-class ApiServer(Reads, Writes):
+
+class ApiServer:
     """The in-memory cluster served over local HTTP as kube-apiserver (see the module docstring).
 
     `history` is how many events each kind keeps for watches to replay; `bookmark_every` the
     seconds between BOOKMARK events of a watch that allows them; `dress(kind, manifest)` may
     return a fuller manifest for each object as it changes (managedFields, env, probes, ...: what
     real objects carry) without touching the model; `tokens`, when set, are the bearer tokens
-    accepted (the attribute may be changed while serving).
+    accepted (the attribute may be changed while serving). `port` 0 picks a free port.
     """
 
     def __init__(
@@ -163,11 +177,8 @@ class ApiServer(Reads, Writes):
         bookmark_every: float = 5.0,
         dress: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
         tokens: Iterable[str] | None = None,
+        port: int = 0,
     ) -> None:
-        if history < 1:
-            raise ValueError(f"history must be at least 1, got {history}")
-        if bookmark_every <= 0:
-            raise ValueError(f"bookmark_every must be positive, got {bookmark_every}")
         self.cluster = cluster
         self.lock = threading.RLock()
         self.tokens: set[str] | None = None if tokens is None else set(tokens)
@@ -175,39 +186,33 @@ class ApiServer(Reads, Writes):
         self.fault: Callable[[str, str], tuple[int, float | None] | None] | None = None
         # Serves `nodeclaims.nodewright.io` when set (`nodewright.inmemory.claimobjects.InMemoryClaimObjects`).
         self.claims: Any = None
-        self._history = history
-        self._bookmark_every = bookmark_every
-        self._dress = dress
-        self._changed = threading.Condition()
-        self._kinds = {r.kind: _Kind(r) for r in RESOURCES}
-        self._revision = 0
-        self._budgets: dict[str, dict[str, PodDisruptionBudget]] = {}  # namespace -> key -> PDB
-        self._allowed: dict[str, int] = {}
-        self._lists: collections.OrderedDict[int, _Listing] = collections.OrderedDict()
-        self._list_ids = itertools.count(1)
-        self._usage: dict[tuple[str, str], list[int]] = {}
-        self._usage_lock = threading.Lock()
-        self._connections: set[socket.socket] = set()
-        self._http: _HttpServer | None = None
+        self._store = ObjectStore((*RESOURCES, CRDS), history=history)
+        self._feed = ClusterFeed(cluster, self._store, dress)
+        self._usage = Usage()
+        self._tables = Tables(cluster.clock.now)
+        self._reads = Reads(self._store, self._usage, self._tables, bookmark_every=bookmark_every)
+        self._writes = Writes(cluster, self._store, self.lock)
+        self._custom = CustomResources(self._store, self.lock, cluster.clock.now)
+        self._discovery = Discovery(self._served, lambda r: self._custom.schema(r.kind))
+        self._port = port
+        self._http: HttpServer | None = None
         self._thread: threading.Thread | None = None
         self._started = False
-        self._stopping = False
-        self._watching = 0
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> str:
-        """Load the cluster's objects, listen on 127.0.0.1 (an ephemeral port) and return the
-        base URL. A server starts once.
+        """Load the cluster's objects, listen on 127.0.0.1 (`port`, or an ephemeral one) and
+        return the base URL. A server starts once.
         """
         if self._started:
             raise RuntimeError("this ApiServer was already started")
         self._started = True
         with self.lock:
-            with self._changed:
-                self._load()
-            self.cluster.listeners.append(self._on_change)
-        self._http = _HttpServer(("127.0.0.1", 0), self)
+            with self._store.condition:
+                self._feed.load()
+            self.cluster.listeners.append(self._feed.on_change)
+        self._http = HttpServer(("127.0.0.1", self._port), self._serve, self._usage)
         self._thread = threading.Thread(
             target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, name="apiserver", daemon=True
         )
@@ -219,20 +224,19 @@ class ApiServer(Reads, Writes):
         http = self._http
         if http is None:
             return
-        with self._changed:
-            self._stopping = True
-            self._changed.notify_all()
+        store = self._store
+        with store.condition:
+            store.stopping = True
+            store.condition.notify_all()
             # Let open watches end their streams cleanly before the connections are cut.
             end = time.monotonic() + 2.0
-            while self._watching and time.monotonic() < end:
-                self._changed.wait(end - time.monotonic())
+            while store.watching and time.monotonic() < end:
+                store.condition.wait(end - time.monotonic())
         with self.lock:
-            if self._on_change in self.cluster.listeners:
-                self.cluster.listeners.remove(self._on_change)
+            if self._feed.on_change in self.cluster.listeners:
+                self.cluster.listeners.remove(self._feed.on_change)
         http.shutdown()
-        for connection in list(self._connections):
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
+        self._usage.cut()
         http.server_close()
         if self._thread is not None:
             self._thread.join()
@@ -258,267 +262,201 @@ class ApiServer(Reads, Writes):
 
     def revision(self) -> int:
         """The latest resourceVersion handed out (any kind)."""
-        with self._changed:
-            return self._revision
+        with self._store.condition:
+            return self._store.revision
 
     def latest(self, kind: str) -> int:
         """The resourceVersion of the newest change of `kind` ("node" or "nodes", "pod", "pods",
         "daemonset(s)", "pdb" or "poddisruptionbudgets"); 0 when none. A client that has seen
         this version of that kind (an event or a bookmark at or past it) has seen everything.
         """
-        resource = _BY_NAME.get(kind)
+        resource = BY_NAME.get(kind)
         if resource is None:
             raise ValueError(f"unknown kind {kind!r}")
-        with self._changed:
-            return self._kinds[resource.kind].latest
+        with self._store.condition:
+            return self._store.kind(resource.kind).latest
+
+    def custom_objects(self, group: str, version: str, plural: str) -> list[dict[str, Any]]:
+        """The stored objects of a CRD's kind (applied with kubectl, say); [] when not served."""
+        kind = f"{plural}.{group}/{version}"
+        with self._store.condition:
+            if not self._store.served(kind):
+                return []
+            state = self._store.kind(kind)
+            return [state.objects[k].manifest for k in state.sorted_keys()]
 
     def drop_connections(self) -> int:
         """Cut every open connection (watches included), as a load balancer or an API server
         restart does; the server keeps serving new ones. Returns how many were cut.
         """
-        with self._usage_lock:
-            connections = list(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-        return len(connections)
+        return self._usage.cut()
 
     @property
     def watching(self) -> int:
         """How many watch streams are open now."""
-        with self._changed:
-            return self._watching
+        with self._store.condition:
+            return self._store.watching
 
     def usage(self) -> list[ApiUsage]:
         """Requests served and response body bytes sent since the start, by verb and resource
         (sorted), a watch's bytes as streamed.
         """
-        with self._usage_lock:
-            return [ApiUsage(verb, resource, n, size) for (verb, resource), (n, size) in sorted(self._usage.items())]
-
-    # ------------------------------------------------------------------ the copy of the cluster
-
-    def _load(self) -> None:
-        snapshot = self.cluster.snapshot_unrecorded()
-        for kind, objects in (
-            ("node", snapshot.nodes),
-            ("pod", snapshot.pods),
-            ("daemonset", snapshot.daemonsets),
-            ("pdb", snapshot.pdbs),
-            ("event", self.cluster.events()),
-        ):
-            for obj in objects:
-                self._put(kind, obj)
-        # The initial state is no history: a watch from before it must list again.
-        for state in self._kinds.values():
-            state.events.clear()
-            state.floor = self._revision
-
-    def _on_change(self, kind: str, event: str, obj: object, revision: int) -> None:
-        """The cluster's listener (called in the thread that changed the cluster)."""
-        with self._changed:
-            if event == DELETED and isinstance(obj, StoredEvent):
-                self._delete("event", obj)
-                self._delete("coreevent", obj)
-            elif event == DELETED:
-                self._delete(kind, obj)
-            else:
-                self._put(kind, obj)
-            if isinstance(obj, Pod):
-                self._refresh_budgets(obj.namespace)
-            self._changed.notify_all()
-
-    def _put(self, kind: str, obj: Any) -> None:
-        if isinstance(obj, StoredEvent):
-            self._put_manifest("event", obj.to_manifest(), obj)
-            self._put_manifest("coreevent", obj.to_core_manifest(), obj)
-            return
-        if isinstance(obj, Node):
-            manifest = node_manifest(obj)
-        elif isinstance(obj, Pod):
-            manifest = pod_manifest(obj)
-        elif isinstance(obj, DaemonSet):
-            manifest = daemonset_manifest(obj)
-        elif isinstance(obj, PodDisruptionBudget):
-            key = f"{obj.namespace}/{obj.name}"
-            allowed = self.cluster.budget_allowed(obj)
-            self._allowed[key] = allowed
-            self._budgets.setdefault(obj.namespace, {})[key] = obj
-            manifest = pdb_manifest(obj, allowed)
-        else:
-            raise TypeError(f"cannot serve a {type(obj).__name__} as a {kind}")
-        self._put_manifest(kind, manifest, obj)
-
-    def _put_manifest(self, kind: str, manifest: dict[str, Any], obj: Any) -> None:
-        state = self._kinds[kind]
-        if self._dress is not None:
-            manifest = self._dress(kind, manifest)
-        rv = self._next_revision()
-        manifest.setdefault("metadata", {})["resourceVersion"] = str(rv)
-        key = _key(manifest)
-        old = state.objects.get(key)
-        stored = _Stored(rv, manifest, _encode(manifest), _fields(state.resource, manifest), obj)
-        if old is None:
-            state.keys = None
-        state.objects[key] = stored
-        if old is None:
-            self._append(state, _Event(rv, ADDED, stored.body, stored.fields, None))
-        else:
-            self._append(state, _Event(rv, MODIFIED, stored.body, stored.fields, old.fields))
-
-    def _delete(self, kind: str, obj: Any) -> None:
-        state = self._kinds[kind]
-        namespace = getattr(obj, "namespace", "")
-        key = f"{namespace}/{obj.name}" if state.resource.namespaced else str(obj.name)
-        old = state.objects.pop(key, None)
-        if old is None:
-            return
-        state.keys = None
-        if kind == "pdb":
-            self._allowed.pop(key, None)
-            budgets = self._budgets.get(namespace, {})
-            budgets.pop(key, None)
-            if not budgets:
-                self._budgets.pop(namespace, None)
-        rv = self._next_revision()
-        # The object as last stored, at the resourceVersion of its deletion.
-        manifest = dict(old.manifest, metadata=dict(old.manifest.get("metadata") or {}, resourceVersion=str(rv)))
-        self._append(state, _Event(rv, DELETED, _encode(manifest), old.fields, old.fields))
-
-    def _refresh_budgets(self, namespace: str) -> None:
-        """Re-serve the PDBs of `namespace` whose disruptionsAllowed a pod change moved."""
-        for key, pdb in list(self._budgets.get(namespace, {}).items()):
-            if self.cluster.budget_allowed(pdb) != self._allowed.get(key):
-                self._put("pdb", pdb)
-
-    def _next_revision(self) -> int:
-        self._revision += 1
-        return self._revision
-
-    def _append(self, state: _Kind, event: _Event) -> None:
-        state.events.append(event)
-        state.latest = event.rv
-        while len(state.events) > self._history:
-            state.floor = state.events.popleft().rv
+        return self._usage.usage()
 
     # ------------------------------------------------------------------ HTTP
 
-    def _serve(self, handler: _Handler, method: str) -> None:
+    def _served(self) -> list[Resource]:
+        resources = list(self._store.resources())
+        if self.claims is not None and not any(
+            r.plural == "nodeclaims" and r.group == "nodewright.io" for r in resources
+        ):
+            resources.append(_CLAIMS)
+        return resources
+
+    def _serve(self, handler: Handler, method: str) -> None:
         """Answer one request (called in the connection's thread)."""
         handler.streaming = False
         url = urllib.parse.urlsplit(handler.path)
         query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length) if length else b""
+        accept = handler.headers.get("Accept") or ""
         if self.claims is not None and url.path.startswith(CLAIMS_PATH):
-            self._serve_claims(handler, method, url.path, body)
+            self._serve_claims(handler, method, url.path, body, wants_table(accept))
             return
-        route = _route(url.path)
-        verb = _verb(method, route, query)
+        route = route_of(url.path, self._store.resources())
+        verb = verb_of(method, route, query)
         resource = (
             "" if route is None else route.resource.plural + (f"/{route.subresource}" if route.subresource else "")
         )
+        content_type = "application/json"
         try:
-            if self.tokens is not None:
-                presented = handler.headers.get("Authorization") or ""
-                if presented not in {f"Bearer {token}" for token in self.tokens}:
-                    raise _Failure(401, "Unauthorized")
+            if self.tokens is not None and (handler.headers.get("Authorization") or "") not in {
+                f"Bearer {token}" for token in self.tokens
+            }:
+                raise Failure(401, "Unauthorized")
+            if route is None and self._discovery.answers(url.path):
+                if method != "GET":
+                    raise Failure(405, f"{method} is not supported on {url.path}")
+                answer, content_type = self._discovery.answer(url.path, accept)
+                self._send(handler, 200, answer, "discovery", "", content_type=content_type)
+                return
             if route is None:
-                raise _Failure(404, "the server could not find the requested resource")
+                raise Failure(404, "the server could not find the requested resource")
             injected = self.fault(verb, resource) if self.fault is not None else None
             if injected is not None:
                 status, retry_after = injected
                 if status == 0:
-                    self._count(verb, resource, 1, 0)
+                    self._usage.count(verb, resource, 1, 0)
                     handler.close_connection = True
                     return
                 headers = {"Retry-After": str(max(1, round(retry_after)))} if retry_after is not None else {}
-                answer = _status(status, FAULT_MESSAGES.get(status, "injected"))
+                answer = status_body(status, FAULT_MESSAGES.get(status, "injected"))
                 self._send(handler, status, answer, verb, resource, headers=headers)
                 return
             if verb == "watch":
-                self._watch(handler, route, query)
+                self._reads.watch(handler, route, query, table=wants_table(accept))
                 return
-            code, answer = self._answer(handler, method, route, query, body)
-        except _Failure as failure:
+            code, answer = self._answer(handler, method, route, query, body, table=wants_table(accept))
+        except Failure as failure:
             code, answer = failure.code, failure.status()
         except Exception as error:  # an error the cluster raised (fail_next), or a bug: a 500
             if handler.streaming:  # too late for an answer: the connection is dropped
                 raise
             code = int(getattr(error, "status", 500) or 500)
-            answer = _status(code, f"{type(error).__name__}: {error}")
+            answer = status_body(code, f"{type(error).__name__}: {error}")
         self._send(handler, code, answer, verb, resource)
 
-    def _serve_claims(self, handler: _Handler, method: str, path: str, body: bytes) -> None:
+    def _serve_claims(self, handler: Handler, method: str, path: str, body: bytes, table: bool) -> None:
         """A request for NodeClaim objects, answered by `claims`; counted as verb on nodeclaims.
-        Tokens are checked as for any request; faults are not injected here.
+        Tokens are checked as for any request; faults are not injected here. A list asked for as
+        a Table is printed with the applied CRD's columns (Name and Age without one).
         """
         if self.tokens is not None and (handler.headers.get("Authorization") or "") not in {
             f"Bearer {token}" for token in self.tokens
         }:
-            self._send(handler, 401, _status(401, "Unauthorized"), "", "nodeclaims")
+            self._send(handler, 401, status_body(401, "Unauthorized"), "", "nodeclaims")
             return
         verb, code, answer = self.claims.serve(method, path, body, handler.headers.get("Content-Type") or "")
+        if table and method == "GET" and code == 200:
+            resource = next(
+                (r for r in self._store.resources() if r.plural == "nodeclaims" and r.group == "nodewright.io"), _CLAIMS
+            )
+            data = json_loads(answer)
+            items: list[Any] = list(data.get("items") or ()) if "items" in data else [data]
+            metadata = data.get("metadata") if "items" in data else {}
+            answer = encode(
+                self._tables.table(
+                    resource, items, {"resourceVersion": str((metadata or {}).get("resourceVersion") or "")}
+                )
+            )
         self._send(handler, code, answer, verb, "nodeclaims")
 
     def _answer(
-        self, handler: _Handler, method: str, route: _Route, query: Mapping[str, str], body: bytes
+        self, handler: Handler, method: str, route: Route, query: Mapping[str, str], body: bytes, *, table: bool
     ) -> tuple[int, bytes]:
         resource = route.resource
-        if route.subresource == "status" and resource.kind == "node" and method == "PATCH" and route.name:
-            return 200, self._patch_node_status(route.name, handler.headers.get("Content-Type") or "", body)
-        if route.subresource:
-            if route.subresource != "eviction" or resource.kind != "pod" or not route.name:
-                raise _Failure(404, "the server could not find the requested resource")
+        kind = resource.kind
+        content_type = handler.headers.get("Content-Type") or ""
+        if method == "PUT":
+            raise Failure(405, f"PUT (update) is not supported by this emulator on {resource.plural}; use PATCH")
+        if (query.get("dryRun") or "") and method != "GET":
+            raise Failure(400, "dryRun is not supported by this emulator")
+        custom = kind == CRDS.kind or bool(resource.crd)
+        if route.subresource == "status" and kind == "node" and method == "PATCH" and route.name:
+            return 200, self._writes.patch_node_status(route.name, content_type, body)
+        if route.subresource == "eviction" and kind == "pod" and route.name:
             if method != "POST":
-                raise _Failure(405, f"{method} is not supported on pods/eviction")
-            return self._evict(route, body)
-        if resource.kind == "event" and method == "POST" and not route.name:
-            return 201, self._create_event(route, body)
-        if resource.kind == "event" and method == "PATCH" and route.name:
-            return 200, self._patch_event(route, handler.headers.get("Content-Type") or "", body)
-        if not route.name:
-            if method != "GET":
-                raise _Failure(405, f"{method} is not supported on a list of {resource.plural}")
-            return 200, self._list(route, query)
+                raise Failure(405, f"{method} is not supported on pods/eviction")
+            return self._writes.evict(route, body)
+        if route.subresource and not (custom and resource.status_subresource and route.subresource == "status"):
+            raise Failure(404, "the server could not find the requested resource")
         if method == "GET":
-            return 200, self._get(route)
-        if resource.kind == "node" and method == "PATCH":
-            return 200, self._patch_node(route.name, handler.headers.get("Content-Type") or "", body)
-        if resource.kind == "node" and method == "DELETE":
-            return 200, self._delete_node(route.name)
-        raise _Failure(405, f"{method} is not supported on {resource.plural}")
+            if route.name:
+                return 200, self._reads.get(route, query, table=table)
+            return 200, self._reads.list(route, query, table=table)
+        if custom and method == "POST" and not route.name:
+            return 201, self._custom.create(route, body, query)
+        if custom and method == "PATCH" and route.name:
+            return self._custom.patch(route, content_type, body, query)
+        if custom and method == "DELETE" and route.name and not route.subresource:
+            return 200, self._custom.delete(route)
+        if kind == "event" and method == "POST" and not route.name:
+            return 201, self._writes.create_event(route, body)
+        if kind == "event" and method == "PATCH" and route.name:
+            return 200, self._writes.patch_event(route, content_type, body)
+        if kind == "node" and method == "PATCH" and route.name:
+            return 200, self._writes.patch_node(route.name, content_type, body)
+        if kind in ("node", "pod") and method == "DELETE" and route.name:
+            return 200, self._writes.delete(route, body)
+        target = f"{resource.plural}/{route.name}" if route.name else f"a list of {resource.plural}"
+        raise Failure(405, f"{method} is not supported by this emulator on {target}")
 
     def _send(
         self,
-        handler: _Handler,
+        handler: Handler,
         code: int,
         body: bytes,
         verb: str,
         resource: str,
         *,
         headers: Mapping[str, str] | None = None,
+        content_type: str = "application/json",
     ) -> None:
-        self._count(verb, resource, 1, len(body))
+        self._usage.count(verb, resource, 1, len(body))
         try:
             handler.send_response(code)
             for name, value in (headers or {}).items():
                 handler.send_header(name, value)
-            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Type", content_type)
             handler.send_header("Content-Length", str(len(body)))
             handler.end_headers()
             handler.wfile.write(body)
         except OSError:  # the client went away
             handler.close_connection = True
 
-    # ------------------------------------------------------------------ reads
 
-    # ------------------------------------------------------------------ connections
-
-    def _opened(self, connection: socket.socket) -> None:
-        with self._usage_lock:
-            self._connections.add(connection)
-
-    def _closed(self, connection: socket.socket) -> None:
-        with self._usage_lock:
-            self._connections.discard(connection)
+def json_loads(body: bytes) -> dict[str, Any]:
+    """A JSON object answer (a claims store's)."""
+    value = json.loads(body)
+    return value if isinstance(value, dict) else {}

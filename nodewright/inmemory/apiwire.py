@@ -17,10 +17,11 @@ import re
 import select
 import socket
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nodewright.inmemory.apiselect import Requirement, SelectorError, field_requirements, label_requirements, selectable
 from nodewright.inmemory.cluster import ADDED, DELETED, MODIFIED
 from nodewright.model.taints import Taint
 
@@ -35,7 +36,7 @@ DEFAULT_WATCH_SECONDS = 1800.0
 # Paged lists whose continue tokens stay valid at once (the oldest expires first).
 OPEN_LISTS = 64
 # Watch events sent in one chunk at most (a replay of thousands is cut into chunks of this many).
-_CHUNK_EVENTS = 256
+CHUNK_EVENTS = 256
 # The Status message of an injected answer, as kube-apiserver words it.
 FAULT_MESSAGES = {
     429: "Too many requests, please try again later.",
@@ -44,7 +45,7 @@ FAULT_MESSAGES = {
     503: "The server is currently unable to handle the request",
     504: "Timeout: request did not complete within requested timeout - context deadline exceeded",
 }
-_CODE_SUFFIX = re.compile(r"^(.*) \((\d{3})\)$", re.DOTALL)
+CODE_SUFFIX = re.compile(r"^(.*) \((\d{3})\)$", re.DOTALL)
 _REASONS = {
     400: "BadRequest",
     401: "Unauthorized",
@@ -74,6 +75,25 @@ class Resource:
     namespaced: bool
     # The field labels the API server accepts in a fieldSelector for this kind.
     fields: tuple[str, ...]
+    # A custom resource's: singular name, short names, categories, its CRD's
+    # additionalPrinterColumns (name, type, jsonPath, priority, description), whether it has a
+    # status subresource, and its CRD's name (empty for the built-in kinds).
+    singular: str = ""
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    columns: tuple[tuple[str, str, str, int, str], ...] = ()
+    status_subresource: bool = False
+    crd: str = ""
+
+    @property
+    def group(self) -> str:
+        """The API group ("" for the core group)."""
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        """The API version within the group."""
+        return self.api_version.rpartition("/")[2]
 
 
 RESOURCES = (
@@ -156,16 +176,28 @@ RESOURCES = (
         ),
     ),
 )
-_BY_NAME = {name: r for r in RESOURCES for name in (r.kind, r.plural)}
+CRDS = Resource(
+    "customresourcedefinition",
+    "customresourcedefinitions",
+    "CustomResourceDefinition",
+    "apiextensions.k8s.io/v1",
+    "/apis/apiextensions.k8s.io/v1",
+    False,
+    ("metadata.name",),
+    singular="customresourcedefinition",
+    short_names=("crd", "crds"),
+    categories=("api-extensions",),
+)
+BY_NAME = {name: r for r in RESOURCES for name in (r.kind, r.plural)}
 
-# A `fieldSelector` term: (field label, True for = / ==, False for !=, value).
-_Term = tuple[str, bool, str]
+# A `fieldSelector` or `labelSelector` term.
+Term = Requirement
 
 # ---------------------------------------------------------------------- the stored state
 
 
 @dataclass(slots=True)
-class _Stored:
+class Stored:
     """One object as served: its resourceVersion, manifest, encoded JSON, field values, model."""
 
     rv: int
@@ -176,7 +208,7 @@ class _Stored:
 
 
 @dataclass(frozen=True, slots=True)
-class _Event:
+class WatchEvent:
     """One change of a kind: the object's JSON after it (before it, for DELETED) and the field
     values before and after (None before an ADDED), for field-selected watches.
     """
@@ -186,9 +218,10 @@ class _Event:
     body: bytes
     fields: Mapping[str, str]
     before: Mapping[str, str] | None
+    manifest: Mapping[str, Any]
 
 
-class _Kind:
+class KindState:
     """The objects of one kind and its recent events; `floor` is the newest resourceVersion whose
     event may be gone (a watch from before it must list again).
     """
@@ -197,8 +230,8 @@ class _Kind:
 
     def __init__(self, resource: Resource) -> None:
         self.resource = resource
-        self.objects: dict[str, _Stored] = {}
-        self.events: collections.deque[_Event] = collections.deque()
+        self.objects: dict[str, Stored] = {}
+        self.events: collections.deque[WatchEvent] = collections.deque()
         self.floor = 0
         self.latest = 0
         self.keys: list[str] | None = None
@@ -209,7 +242,7 @@ class _Kind:
             self.keys = sorted(self.objects)
         return self.keys
 
-    def since(self, rv: int) -> list[_Event]:
+    def since(self, rv: int) -> list[WatchEvent]:
         """The events after `rv`, oldest first."""
         newer = []
         for event in reversed(self.events):
@@ -221,16 +254,16 @@ class _Kind:
 
 
 @dataclass(frozen=True, slots=True)
-class _Listing:
+class Listing:
     """A list read at one revision, kept for its continue tokens."""
 
     kind: str
     rv: int
-    items: list[bytes]
+    items: list[Stored]
 
 
 @dataclass(frozen=True, slots=True)
-class _Route:
+class Route:
     resource: Resource
     namespace: str
     name: str
@@ -241,7 +274,7 @@ class _Route:
         return f"{self.namespace}/{self.name}" if self.resource.namespaced else self.name
 
 
-class _Failure(Exception):
+class Failure(Exception):
     """An answer with an error Status."""
 
     def __init__(self, code: int, message: str, details: Mapping[str, Any] | None = None) -> None:
@@ -251,13 +284,13 @@ class _Failure(Exception):
         self.details = details
 
     def status(self) -> bytes:
-        return _status(self.code, self.message, self.details)
+        return status_body(self.code, self.message, self.details)
 
 
 # ---------------------------------------------------------------------- helpers
 
 
-def _hung_up(connection: socket.socket) -> bool:
+def hung_up(connection: socket.socket) -> bool:
     """True when the client closed its end (readable, and a peek finds no byte)."""
     try:
         readable, _, _ = select.select([connection], [], [], 0)
@@ -266,9 +299,9 @@ def _hung_up(connection: socket.socket) -> bool:
         return True
 
 
-def _route(path: str) -> _Route | None:
-    """The resource, namespace, name and subresource a path names, or None."""
-    for resource in RESOURCES:
+def route_of(path: str, resources: Iterable[Resource] = RESOURCES) -> Route | None:
+    """The resource (of `resources`), namespace, name and subresource a path names, or None."""
+    for resource in resources:
         if not path.startswith(resource.prefix + "/"):
             continue
         parts = [urllib.parse.unquote(p) for p in path[len(resource.prefix) + 1 :].split("/")]
@@ -282,11 +315,11 @@ def _route(path: str) -> _Route | None:
             or (namespace == "" and len(parts) > 1 and resource.namespaced)
         ):
             continue
-        return _Route(resource, namespace, parts[1] if len(parts) > 1 else "", parts[2] if len(parts) > 2 else "")
+        return Route(resource, namespace, parts[1] if len(parts) > 1 else "", parts[2] if len(parts) > 2 else "")
     return None
 
 
-def _verb(method: str, route: _Route | None, query: Mapping[str, str]) -> str:
+def verb_of(method: str, route: Route | None, query: Mapping[str, str]) -> str:
     if method == "GET":
         if route is not None and route.name:
             return "get"
@@ -294,42 +327,32 @@ def _verb(method: str, route: _Route | None, query: Mapping[str, str]) -> str:
     return {"POST": "create", "PATCH": "patch", "DELETE": "delete", "PUT": "update"}.get(method, method.lower())
 
 
-def _selector(route: _Route, query: Mapping[str, str]) -> tuple[_Term, ...]:
-    """The fieldSelector as terms (plus the namespace of a namespaced path); 400 when the API
-    server would refuse it.
+def selector_of(route: Route, query: Mapping[str, str]) -> tuple[Term, ...]:
+    """The fieldSelector and labelSelector as terms (plus the namespace of a namespaced path);
+    400 when the API server would refuse them.
     """
-    if query.get("labelSelector"):
-        raise _Failure(400, "labelSelector is not supported by this emulator")
-    terms: list[_Term] = []
-    for part in (query.get("fieldSelector") or "").split(","):
-        if not part.strip():
-            continue
-        operator = next((op for op in ("!=", "==", "=") if op in part), "")
-        if not operator:
-            raise _Failure(400, f"invalid field selector: {part!r}")
-        field, _, value = part.partition(operator)
-        equal = operator != "!="
-        field = field.strip()
-        if field not in route.resource.fields:
-            raise _Failure(400, f"field label not supported: {field}")
-        terms.append((field, equal, value.strip()))
+    try:
+        terms = field_requirements(query.get("fieldSelector") or "", route.resource.fields)
+        terms += label_requirements(query.get("labelSelector") or "")
+    except SelectorError as error:
+        raise Failure(400, str(error)) from None
     if route.namespace:
-        terms.append(("metadata.namespace", True, route.namespace))
+        terms.append(Requirement("metadata.namespace", "=", (route.namespace,)))
     return tuple(terms)
 
 
-def _matches(terms: tuple[_Term, ...], fields: Mapping[str, str]) -> bool:
-    return all((fields.get(field, "") == value) == equal for field, equal, value in terms)
+def matches(terms: tuple[Term, ...], fields: Mapping[str, str]) -> bool:
+    return all(term.matches(fields) for term in terms)
 
 
-def _shown(event: _Event, terms: tuple[_Term, ...]) -> str:
+def shown_as(event: WatchEvent, terms: tuple[Term, ...]) -> str:
     """The event type a watch with `terms` sees for `event` ('' for none): an object that starts
     matching is ADDED, one that stops matching DELETED.
     """
     if not terms:
         return event.type
-    now = _matches(terms, event.fields)
-    before = event.before is not None and _matches(terms, event.before)
+    now = matches(terms, event.fields)
+    before = event.before is not None and matches(terms, event.before)
     if event.type == DELETED:
         return DELETED if now else ""
     if now:
@@ -337,35 +360,25 @@ def _shown(event: _Event, terms: tuple[_Term, ...]) -> str:
     return DELETED if before else ""
 
 
-def _fields(resource: Resource, manifest: Mapping[str, Any]) -> dict[str, str]:
-    """The values of the kind's field labels in `manifest`, as a field selector compares them."""
-    out = {}
-    for path in resource.fields:
-        value: Any = manifest
-        for part in path.split("."):
-            value = value.get(part) if isinstance(value, Mapping) else None
-        if isinstance(value, bool):
-            value = "true" if value else "false"
-        elif value is None:
-            value = "false" if path == "spec.unschedulable" else ""
-        out[path] = str(value)
-    return out
+def selectable_fields(resource: Resource, manifest: Mapping[str, Any]) -> dict[str, str]:
+    """The values a selector compares for `manifest` (`apiselect.selectable`)."""
+    return selectable(resource.fields, manifest)
 
 
-def _key(manifest: Mapping[str, Any]) -> str:
+def key_of(manifest: Mapping[str, Any]) -> str:
     metadata = manifest.get("metadata") or {}
     namespace = metadata.get("namespace")
     return f"{namespace}/{metadata['name']}" if namespace else str(metadata["name"])
 
 
-def _with_taint(taints: tuple[Taint, ...], taint: Taint | None) -> tuple[Taint, ...]:
+def with_taint(taints: tuple[Taint, ...], taint: Taint | None) -> tuple[Taint, ...]:
     """`taints` after `InMemoryCluster.cordon` adds `taint` (replacing its key and effect)."""
     if taint is None or taint in taints:
         return taints
     return (*(t for t in taints if (t.key, t.effect) != (taint.key, taint.effect)), taint)
 
 
-def _merge(target: Any, patch: Any) -> Any:
+def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch."""
     if not isinstance(patch, Mapping):
         return copy.deepcopy(patch)
@@ -374,32 +387,32 @@ def _merge(target: Any, patch: Any) -> Any:
         if value is None:
             out.pop(key, None)
         else:
-            out[key] = _merge(out.get(key), value)
+            out[key] = merge_patch(out.get(key), value)
     return out
 
 
-def _encode(value: Any) -> bytes:
+def encode(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-def _line(event_type: str, body: bytes) -> bytes:
+def watch_line(event_type: str, body: bytes) -> bytes:
     return b'{"type":"' + event_type.encode() + b'","object":' + body + b"}\n"
 
 
-def _bookmark(resource: Resource, rv: int) -> bytes:
+def bookmark_line(resource: Resource, rv: int) -> bytes:
     marker = {
         "kind": resource.object_kind,
         "apiVersion": resource.api_version,
         "metadata": {"resourceVersion": str(rv)},
     }
-    return _line(BOOKMARK, _encode(marker))
+    return watch_line(BOOKMARK, encode(marker))
 
 
-def _expired(rv: int, floor: int) -> bytes:
-    return _line(ERROR, _status(410, f"too old resource version: {rv} ({floor + 1})"))
+def expired_line(rv: int, floor: int) -> bytes:
+    return watch_line(ERROR, status_body(410, f"too old resource version: {rv} ({floor + 1})"))
 
 
-def _status(code: int, message: str, details: Mapping[str, Any] | None = None) -> bytes:
+def status_body(code: int, message: str, details: Mapping[str, Any] | None = None) -> bytes:
     """A metav1.Status body."""
     status: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}}
     if code < 400:
@@ -409,37 +422,37 @@ def _status(code: int, message: str, details: Mapping[str, Any] | None = None) -
     if details:
         status["details"] = dict(details)
     status["code"] = code
-    return _encode(status)
+    return encode(status)
 
 
-def _not_found(resource: Resource, name: str) -> _Failure:
-    return _Failure(404, f'{resource.plural} "{name}" not found', {"name": name, "kind": resource.plural})
+def not_found(resource: Resource, name: str) -> Failure:
+    return Failure(404, f'{resource.plural} "{name}" not found', {"name": name, "kind": resource.plural})
 
 
-def _integer(query: Mapping[str, str], name: str) -> int:
+def integer_param(query: Mapping[str, str], name: str) -> int:
     raw = query.get(name) or "0"
     if not raw.isdigit():
-        raise _Failure(400, f"{name} must be a non-negative integer, got {raw!r}")
+        raise Failure(400, f"{name} must be a non-negative integer, got {raw!r}")
     return int(raw)
 
 
-def _json_object(body: bytes) -> dict[str, Any]:
+def json_object(body: bytes) -> dict[str, Any]:
     try:
         value = json.loads(body)
     except ValueError as error:
-        raise _Failure(400, f"the request body is not JSON: {error}") from None
+        raise Failure(400, f"the request body is not JSON: {error}") from None
     if not isinstance(value, dict):
-        raise _Failure(400, "the request body is not a JSON object")
+        raise Failure(400, "the request body is not a JSON object")
     return value
 
 
-def _encode_continue(list_id: int, offset: int) -> str:
-    return base64.urlsafe_b64encode(_encode({"list": list_id, "offset": offset})).decode()
+def encode_continue(list_id: int, offset: int) -> str:
+    return base64.urlsafe_b64encode(encode({"list": list_id, "offset": offset})).decode()
 
 
-def _decode_continue(token: str) -> tuple[int, int]:
+def decode_continue(token: str) -> tuple[int, int]:
     try:
         data = json.loads(base64.urlsafe_b64decode(token.encode()))
         return int(data["list"]), int(data["offset"])
     except (ValueError, KeyError, TypeError, binascii.Error):
-        raise _Failure(400, f"invalid continue token {token!r}") from None
+        raise Failure(400, f"invalid continue token {token!r}") from None

@@ -28,7 +28,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from nodewright.inmemory.apiwire import _merge, _status
+from nodewright.inmemory.apiwire import merge_patch, status_body
 from nodewright.model.claimobject import API_VERSION, GROUP, PLURAL, VERSION
 from nodewright.model.manifests import format_timestamp
 from nodewright.ports import Clock
@@ -80,7 +80,7 @@ class InMemoryClaimObjects:
         self.requests["patch nodepools/status"] += 1
         if name not in self.nodepools:
             return False
-        self.nodepools[name] = _merge(self.nodepools[name], {"status": copy.deepcopy(dict(status))})
+        self.nodepools[name] = merge_patch(self.nodepools[name], {"status": copy.deepcopy(dict(status))})
         return True
 
     # -- the API server's rules ------------------------------------------------------------------
@@ -102,7 +102,7 @@ class InMemoryClaimObjects:
         stored = self.objects.get(name)
         if stored is None:
             return None
-        body = _merge(stored, copy.deepcopy(dict(patch)))
+        body = merge_patch(stored, copy.deepcopy(dict(patch)))
         for key in ("uid", "creationTimestamp"):
             if key in stored["metadata"]:
                 body["metadata"][key] = stored["metadata"][key]
@@ -137,7 +137,7 @@ class InMemoryClaimObjects:
         """(verb, HTTP status, body) for one request under PATH (see the module docstring)."""
         name = path[len(PATH) :].strip("/")
         if "/" in name or not self.installed:
-            return _verb(method, name), 404, _status(404, "the server could not find the requested resource")
+            return verb_of(method, name), 404, status_body(404, "the server could not find the requested resource")
         if method == "GET" and not name:
             items = [self.objects[n] for n in sorted(self.objects)]
             listing = {"kind": "NodeClaimList", "apiVersion": API_VERSION, "metadata": {}, "items": items}
@@ -148,16 +148,16 @@ class InMemoryClaimObjects:
         try:
             manifest = json.loads(body or b"{}")
         except ValueError:
-            return _verb(method, name), 400, _status(400, "the body is not JSON")
+            return verb_of(method, name), 400, status_body(400, "the body is not JSON")
         if method == "POST" and not name:
             created = self.create(manifest)
             if created is None:
                 taken = manifest["metadata"]["name"]
-                return "create", 409, _status(409, f'{PLURAL}.{GROUP} "{taken}" already exists')
+                return "create", 409, status_body(409, f'{PLURAL}.{GROUP} "{taken}" already exists')
             return "create", 201, _json(created)
         if method == "PATCH" and name and content_type.startswith(APPLY_PATCH):
             if manifest.get("metadata", {}).get("name") != name:
-                return "patch", 400, _status(400, "the applied object's metadata.name differs from the path")
+                return "patch", 400, status_body(400, "the applied object's metadata.name differs from the path")
             applied, new = self.apply(manifest)
             return "patch", 201 if new else 200, _json(applied)
         if method == "PATCH" and name:
@@ -166,8 +166,8 @@ class InMemoryClaimObjects:
         if method == "DELETE" and name:
             if not self.delete(name):
                 return "delete", 404, _missing(name)
-            return "delete", 200, _status(200, "deleted")
-        return _verb(method, name), 405, _status(405, f"{method} is not supported on {PLURAL}")
+            return "delete", 200, status_body(200, "deleted")
+        return verb_of(method, name), 405, status_body(405, f"{method} is not supported on {PLURAL}")
 
 
 def _apply_merge(stored: Any, applied: Any, path: tuple[str, ...]) -> Any:
@@ -187,7 +187,7 @@ def _apply_merge(stored: Any, applied: Any, path: tuple[str, ...]) -> Any:
     return applied
 
 
-def _verb(method: str, name: str) -> str:
+def verb_of(method: str, name: str) -> str:
     verbs = {"GET": "get" if name else "list", "POST": "create", "PATCH": "patch", "DELETE": "delete"}
     return verbs.get(method, method.lower())
 
@@ -197,4 +197,4 @@ def _json(value: Any) -> bytes:
 
 
 def _missing(name: str) -> bytes:
-    return _status(404, f'{PLURAL}.{GROUP} "{name}" not found')
+    return status_body(404, f'{PLURAL}.{GROUP} "{name}" not found')

@@ -1,0 +1,250 @@
+"""`apiextensions.k8s.io/v1` in the API emulator: CustomResourceDefinitions and their objects.
+
+Role: `CustomResources`, handed the server's `ObjectStore`, its lock and clock. Creating a CRD
+(POST, or `kubectl apply`'s GET-then-POST) stores it with the status kube-apiserver writes
+(Established, NamesAccepted, acceptedNames) and registers each served version as a kind of the
+store, so its objects are listed, watched, selected and printed (its
+`additionalPrinterColumns`) by the same code as the built-in kinds. Its objects are created,
+patched (JSON merge, JSON patch, server-side apply; a strategic merge patch answers 415 as for
+any custom resource), their `/status` patched when the CRD declares that subresource (a write to
+the main resource then keeps the stored status, one to `/status` changes only the status), and
+deleted. Each write goes through the version's schema (`apischema.admit`: defaults, pruning,
+validation, unknown fields refused with `fieldValidation=Strict`, 422 naming the field). The
+server stamps uid, creationTimestamp, generation (moved by a spec change) and resourceVersion
+(optimistic concurrency: a body's resourceVersion that is not the stored one answers 409).
+Deleting a CRD deletes its objects.
+
+Deviations: each served version keeps its own objects (no conversion between versions); no
+finalizers, owner references or garbage collection; `metadata.generateName` is not supported (422).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from nodewright.inmemory.apipatch import APPLY_PATCH, media_type, patched
+from nodewright.inmemory.apischema import admit
+from nodewright.inmemory.apistore import ObjectStore
+from nodewright.inmemory.apiwire import CRDS, Failure, Resource, Route, Stored, json_object, not_found
+from nodewright.model.manifests import format_timestamp
+
+CRD_KIND = CRDS.kind
+
+
+def crd_resources(crd: Mapping[str, Any]) -> list[tuple[Resource, Mapping[str, Any]]]:
+    """The kinds a CRD serves (one per served version) with each version's openAPIV3Schema."""
+    spec = crd.get("spec") or {}
+    group = str(spec.get("group") or "")
+    names = spec.get("names") or {}
+    plural = str(names.get("plural") or "")
+    namespaced = spec.get("scope") == "Namespaced"
+    out = []
+    for version in spec.get("versions") or ():
+        if not version.get("served", True):
+            continue
+        name = str(version.get("name"))
+        columns = tuple(
+            (
+                str(c.get("name")),
+                str(c.get("type") or "string"),
+                str(c.get("jsonPath") or ""),
+                int(c.get("priority") or 0),
+                str(c.get("description") or ""),
+            )
+            for c in version.get("additionalPrinterColumns") or ()
+        )
+        resource = Resource(
+            f"{plural}.{group}/{name}",
+            plural,
+            str(names.get("kind") or ""),
+            f"{group}/{name}",
+            f"/apis/{group}/{name}",
+            namespaced,
+            ("metadata.name", "metadata.namespace") if namespaced else ("metadata.name",),
+            singular=str(names.get("singular") or str(names.get("kind") or "").lower()),
+            short_names=tuple(names.get("shortNames") or ()),
+            categories=tuple(names.get("categories") or ()),
+            columns=columns,
+            status_subresource="status" in (version.get("subresources") or {}),
+            crd=str((crd.get("metadata") or {}).get("name") or ""),
+        )
+        out.append((resource, (version.get("schema") or {}).get("openAPIV3Schema") or {}))
+    return out
+
+
+class CustomResources:
+    """CRDs and custom objects (module docstring)."""
+
+    def __init__(self, store: ObjectStore, lock: threading.RLock, now: Callable[[], float]) -> None:
+        self._store = store
+        self._lock = lock
+        self._now = now
+        self._schemas: dict[str, Mapping[str, Any]] = {}  # kind -> openAPIV3Schema
+        self._uids = itertools.count(1)
+
+    def schema(self, kind: str) -> Mapping[str, Any] | None:
+        """The openAPIV3Schema of a served custom kind (None for a built-in one)."""
+        return self._schemas.get(kind)
+
+    def create(self, route: Route, body: bytes, query: Mapping[str, str]) -> bytes:
+        """POST of a CRD or a custom object: 201 with the stored object; 409 when taken."""
+        obj = json_object(body)
+        metadata = dict(obj.get("metadata") or {})
+        name = str(metadata.get("name") or "")
+        if not name:
+            raise Failure(422, "metadata.name: Required value: name or generateName is required")
+        if route.resource.namespaced:
+            namespace = str(metadata.get("namespace") or route.namespace)
+            if namespace != route.namespace:
+                raise Failure(
+                    400, "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            metadata["namespace"] = namespace
+        obj["metadata"] = metadata
+        key = f"{route.namespace}/{name}" if route.resource.namespaced else name
+        with self._lock, self._store.condition:
+            if self._store.get(route.resource.kind, key) is not None:
+                raise Failure(
+                    409,
+                    f'{self._qualified(route.resource)} "{name}" already exists',
+                    {"name": name, "group": route.resource.group, "kind": route.resource.plural},
+                )
+            metadata.pop("resourceVersion", None)
+            metadata["uid"] = f"00000000-0000-4000-8000-{next(self._uids):012d}"
+            metadata["creationTimestamp"] = format_timestamp(int(self._now()))
+            metadata["generation"] = 1
+            stored = self._write(route.resource, obj, None, query)
+        return stored.body
+
+    def patch(self, route: Route, content_type: str, body: bytes, query: Mapping[str, str]) -> tuple[int, bytes]:
+        """PATCH of a CRD or a custom object (or its /status): 200; server-side apply of a missing
+        object creates it (201).
+        """
+        resource = route.resource
+        if route.subresource and (route.subresource != "status" or not resource.status_subresource):
+            raise not_found(resource, route.name)
+        if media_type(content_type) == APPLY_PATCH and not query.get("fieldManager"):
+            raise Failure(400, "PATCH, application/apply-patch+yaml requests must specify a fieldManager")
+        with self._lock, self._store.condition:
+            current = self._store.get(resource.kind, route.key)
+            if current is None:
+                if media_type(content_type) != APPLY_PATCH or route.subresource:
+                    raise not_found(resource, route.name)
+                return 201, self.create(route, json.dumps(patched({}, content_type, body, {})).encode(), query)
+            merged = patched(current.manifest, content_type, body, {}, strategic=resource.kind == CRD_KIND)
+            wanted = (merged.get("metadata") or {}).get("resourceVersion")
+            if wanted and str(wanted) != str(current.rv):
+                raise Failure(
+                    409,
+                    f'Operation cannot be fulfilled on {self._qualified(resource)} "{route.name}": the object has been '
+                    "modified; please apply your changes to the latest version and try again",
+                    {"name": route.name, "group": resource.group, "kind": resource.plural},
+                )
+            if resource.status_subresource:
+                if route.subresource == "status":
+                    merged = dict(current.manifest, status=merged.get("status"))
+                else:
+                    merged["status"] = current.manifest.get("status")
+                    if merged["status"] is None:
+                        merged.pop("status")
+            metadata = dict(merged.get("metadata") or {})
+            for fixed in ("name", "namespace", "uid", "creationTimestamp"):
+                if fixed in (current.manifest.get("metadata") or {}):
+                    metadata[fixed] = current.manifest["metadata"][fixed]
+            generation = int((current.manifest.get("metadata") or {}).get("generation") or 1)
+            if merged.get("spec") != current.manifest.get("spec"):
+                generation += 1
+            metadata["generation"] = generation
+            merged["metadata"] = metadata
+            return 200, self._write(resource, merged, current, query).body
+
+    def delete(self, route: Route) -> bytes:
+        """DELETE of a CRD (its objects go with it) or a custom object: the last state."""
+        resource = route.resource
+        with self._lock, self._store.condition:
+            gone = self._store.delete(resource.kind, route.key)
+            if gone is None:
+                raise not_found(resource, route.name)
+            if resource.kind == CRD_KIND:
+                for served, _ in crd_resources(gone.manifest):
+                    self._store.unregister(served.kind)
+                    self._schemas.pop(served.kind, None)
+            self._store.condition.notify_all()
+        return gone.body
+
+    def _write(
+        self, resource: Resource, obj: dict[str, Any], current: Stored | None, query: Mapping[str, str]
+    ) -> Stored:
+        """Admit and store (holding the lock and the store's condition)."""
+        obj["apiVersion"], obj["kind"] = resource.api_version, resource.object_kind
+        if resource.kind == CRD_KIND:
+            served = self._admit_crd(obj, current)
+        else:
+            schema = self._schemas.get(resource.kind) or {}
+            strict = (query.get("fieldValidation") or "").lower() == "strict"
+            obj, errors = admit(schema, obj, strict=strict)
+            if errors:
+                name = (obj.get("metadata") or {}).get("name")
+                raise Failure(
+                    422,
+                    f'{resource.object_kind}.{resource.group} "{name}" is invalid: ' + ", ".join(errors),
+                    {"name": name, "group": resource.group, "kind": resource.object_kind},
+                )
+            served = []
+        stored = self._store.put(resource.kind, obj, obj)
+        if current is not None and resource.kind == CRD_KIND:
+            for old, _ in crd_resources(current.manifest):
+                if old.kind not in {r.kind for r, _ in served}:
+                    self._store.unregister(old.kind)
+                    self._schemas.pop(old.kind, None)
+        for kind, schema in served:
+            self._store.register(kind)
+            self._schemas[kind.kind] = schema
+        self._store.condition.notify_all()
+        return stored
+
+    def _admit_crd(self, crd: dict[str, Any], current: Stored | None) -> list[tuple[Resource, Mapping[str, Any]]]:
+        spec = crd.get("spec") or {}
+        names = spec.get("names") or {}
+        name = (crd.get("metadata") or {}).get("name")
+        problems = []
+        for field in ("group", "scope"):
+            if not spec.get(field):
+                problems.append(f"spec.{field}: Required value")
+        for field in ("plural", "kind"):
+            if not names.get(field):
+                problems.append(f"spec.names.{field}: Required value")
+        if spec.get("scope") not in (None, "Cluster", "Namespaced"):
+            problems.append(f'spec.scope: Unsupported value: "{spec.get("scope")}"')
+        if not spec.get("versions"):
+            problems.append("spec.versions: Invalid value: must have exactly one version marked as storage version")
+        if not problems and name != f"{names['plural']}.{spec['group']}":
+            problems.append(f'metadata.name: Invalid value: "{name}": must be spec.names.plural+"."+spec.group')
+        if problems:
+            raise Failure(
+                422,
+                f'CustomResourceDefinition.apiextensions.k8s.io "{name}" is invalid: ' + ", ".join(problems),
+                {"name": name, "group": "apiextensions.k8s.io", "kind": "CustomResourceDefinition"},
+            )
+        stamp = format_timestamp(int(self._now()))
+        conditions = [
+            {"type": kind, "status": "True", "reason": reason, "message": message, "lastTransitionTime": stamp}
+            for kind, reason, message in (
+                ("NamesAccepted", "NoConflicts", "no conflicts found"),
+                ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+            )
+        ]
+        crd["status"] = {
+            "acceptedNames": dict(names),
+            "conditions": conditions,
+            "storedVersions": [v.get("name") for v in spec["versions"] if v.get("storage")],
+        }
+        return crd_resources(crd)
+
+    @staticmethod
+    def _qualified(resource: Resource) -> str:
+        return f"{resource.plural}.{resource.group}" if resource.group else resource.plural

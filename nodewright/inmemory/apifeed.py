@@ -1,0 +1,110 @@
+"""The in-memory cluster's objects fed into the API emulator's store as manifests.
+
+Role: `ClusterFeed` follows `InMemoryCluster` (its `listeners` hook, called synchronously in the
+thread that changed the cluster) and keeps the `ObjectStore`'s built-in kinds equal to it: each
+node, pod, DaemonSet, PDB and Event encoded once per change (`nodewright.model.manifests`). When a
+pod changes, each PDB of its namespace whose `disruptionsAllowed` (`cluster.budget_allowed`) moved
+is stored again, as the disruption controller writes the status. `dress(kind, manifest)` may
+return a fuller manifest (managedFields, env, probes: what real objects carry) without touching
+the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from nodewright.inmemory.apistore import ObjectStore
+from nodewright.inmemory.cluster import DELETED, InMemoryCluster
+from nodewright.model.event import StoredEvent
+from nodewright.model.manifests import daemonset_manifest, node_manifest, pdb_manifest, pod_manifest
+from nodewright.model.node import Node
+from nodewright.model.pod import Pod
+from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
+
+
+class ClusterFeed:
+    """Keeps `store` equal to `cluster` (module docstring)."""
+
+    def __init__(
+        self,
+        cluster: InMemoryCluster,
+        store: ObjectStore,
+        dress: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> None:
+        self._cluster = cluster
+        self._store = store
+        self._dress = dress
+        self._budgets: dict[str, dict[str, PodDisruptionBudget]] = {}  # namespace -> key -> PDB
+        self._allowed: dict[str, int] = {}
+
+    def load(self) -> None:
+        """Store the cluster's objects as they are now, as no history (hold the store's condition)."""
+        snapshot = self._cluster.snapshot_unrecorded()
+        for kind, objects in (
+            ("node", snapshot.nodes),
+            ("pod", snapshot.pods),
+            ("daemonset", snapshot.daemonsets),
+            ("pdb", snapshot.pdbs),
+            ("event", self._cluster.events()),
+        ):
+            for obj in objects:
+                self._put(kind, obj)
+        self._store.forget_history()
+
+    def on_change(self, kind: str, event: str, obj: object, revision: int) -> None:
+        """The cluster's listener (called in the thread that changed the cluster)."""
+        store = self._store
+        with store.condition:
+            if event == DELETED and isinstance(obj, StoredEvent):
+                store.delete("event", f"{obj.namespace}/{obj.name}")
+                store.delete("coreevent", f"{obj.namespace}/{obj.name}")
+            elif event == DELETED:
+                self._delete(kind, obj)
+            else:
+                self._put(kind, obj)
+            if isinstance(obj, Pod):
+                self._refresh_budgets(obj.namespace)
+            store.condition.notify_all()
+
+    def _put(self, kind: str, obj: Any) -> None:
+        if isinstance(obj, StoredEvent):
+            self._put_manifest("event", obj.to_manifest(), obj)
+            self._put_manifest("coreevent", obj.to_core_manifest(), obj)
+            return
+        if isinstance(obj, Node):
+            manifest = node_manifest(obj)
+        elif isinstance(obj, Pod):
+            manifest = pod_manifest(obj)
+        elif isinstance(obj, DaemonSet):
+            manifest = daemonset_manifest(obj)
+        elif isinstance(obj, PodDisruptionBudget):
+            key = f"{obj.namespace}/{obj.name}"
+            allowed = self._cluster.budget_allowed(obj)
+            self._allowed[key] = allowed
+            self._budgets.setdefault(obj.namespace, {})[key] = obj
+            manifest = pdb_manifest(obj, allowed)
+        else:
+            raise TypeError(f"cannot serve a {type(obj).__name__} as a {kind}")
+        self._put_manifest(kind, manifest, obj)
+
+    def _put_manifest(self, kind: str, manifest: dict[str, Any], obj: Any) -> None:
+        if self._dress is not None:
+            manifest = self._dress(kind, manifest)
+        self._store.put(kind, manifest, obj)
+
+    def _delete(self, kind: str, obj: Any) -> None:
+        namespace = getattr(obj, "namespace", "")
+        key = f"{namespace}/{obj.name}" if self._store.kind(kind).resource.namespaced else str(obj.name)
+        if self._store.delete(kind, key) is not None and kind == "pdb":
+            self._allowed.pop(key, None)
+            budgets = self._budgets.get(namespace, {})
+            budgets.pop(key, None)
+            if not budgets:
+                self._budgets.pop(namespace, None)
+
+    def _refresh_budgets(self, namespace: str) -> None:
+        """Re-store the PDBs of `namespace` whose disruptionsAllowed a pod change moved."""
+        for key, pdb in list(self._budgets.get(namespace, {}).items()):
+            if self._cluster.budget_allowed(pdb) != self._allowed.get(key):
+                self._put("pdb", pdb)
