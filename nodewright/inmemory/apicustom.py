@@ -192,7 +192,12 @@ class CustomResources:
                 raise Failure(
                     422,
                     f'{resource.object_kind}.{resource.group} "{name}" is invalid: ' + ", ".join(errors),
-                    {"name": name, "group": resource.group, "kind": resource.object_kind},
+                    {
+                        "name": name,
+                        "group": resource.group,
+                        "kind": resource.object_kind,
+                        "causes": [_cause(error) for error in errors],
+                    },
                 )
             served = []
         stored = self._store.put(resource.kind, obj, obj)
@@ -228,7 +233,12 @@ class CustomResources:
             raise Failure(
                 422,
                 f'CustomResourceDefinition.apiextensions.k8s.io "{name}" is invalid: ' + ", ".join(problems),
-                {"name": name, "group": "apiextensions.k8s.io", "kind": "CustomResourceDefinition"},
+                {
+                    "name": name,
+                    "group": "apiextensions.k8s.io",
+                    "kind": "CustomResourceDefinition",
+                    "causes": [_cause(problem) for problem in problems],
+                },
             )
         stamp = format_timestamp(int(self._now()))
         conditions = [
@@ -248,3 +258,12 @@ class CustomResources:
     @staticmethod
     def _qualified(resource: Resource) -> str:
         return f"{resource.plural}.{resource.group}" if resource.group else resource.plural
+
+
+def _cause(error: str) -> dict[str, str]:
+    """One validation error as a Status cause (kubectl prints each: `field: message`)."""
+    if error.startswith("unknown field"):
+        return {"reason": "FieldValueInvalid", "message": error, "field": ""}
+    field, _, message = error.partition(": ")
+    reason = "FieldValueRequired" if message == "Required value" else "FieldValueInvalid"
+    return {"reason": reason, "message": message, "field": field}

@@ -14,7 +14,7 @@ kind's schema. It answers
     and the kind's schema under `components.schemas` (a CRD's openAPIV3Schema; a built-in
     kind's top-level fields), which `kubectl explain` reads.
 Anything else under these prefixes answers 404, as for an unknown group. OpenAPI v2
-(`/openapi/v2`) answers 404: kubectl uses it only when v3 is missing.
+(`/openapi/v2`) is an empty document: kubectl asks for it only for a kind v3 does not list.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from typing import Any
 
 from nodewright.inmemory.apiwire import Failure, Resource, encode
 
-KUBERNETES_VERSION = ("1", "32", "v1.32.0")
+KUBERNETES_VERSION = ("1", "36", "v1.36.0")
+OPENAPI_V2 = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 _BUILTIN_VERBS = {
     "node": ["delete", "get", "list", "patch", "watch"],
@@ -87,7 +88,10 @@ class Discovery:
         if path.startswith("/openapi/v3"):
             return self._openapi(path, groups), "application/json"
         if path == "/openapi/v2":
-            raise Failure(404, "the server could not find the requested resource")
+            # An empty OpenAPI v2 document (protobuf encodes it as no bytes): kubectl asks for v2
+            # only for a kind v3 does not list, and with no definition it skips client-side
+            # validation, then finds no such kind, as against kube-apiserver.
+            return b"", OPENAPI_V2
         parts = path.strip("/").split("/")
         group, version = ("", parts[1]) if parts[0] == "api" else (parts[1], parts[2] if len(parts) > 2 else "")
         if group not in groups or (version and version not in groups[group]):
