@@ -1,9 +1,11 @@
-"""The NodeClaim mirror over real HTTP with the real client: `kubectl get nodeclaims -o wide`.
+"""The NodeClaim mirror over real HTTP with the real client, and the objects it leaves.
 
 Faked: the Kubernetes API server, by kmock's `KubernetesEmulator` (objects kept in memory, served
 over HTTP). Observed: the objects the emulator stores after the mirror ran through
 `KubeClaimObjects`, read back over HTTP and shown with the printer columns of the shipped CRD
-(deploy/crds/nodewright.io_nodeclaims.yaml), and the requests the adapter sent.
+(deploy/crds/nodewright.io_nodeclaims.yaml) as `nodewright.cli.columns` renders them, and the
+requests the adapter sent. What kubectl itself shows for them (`kubectl get nodeclaims -o wide`,
+the columns from the server's Table) is checked with kubectl in tests/kubectl/test_kubectl_crds.py.
 """
 
 from __future__ import annotations
@@ -108,7 +110,7 @@ def sync(api_client: Any, claim_set: tuple[NodeClaim, ...]) -> tuple[ClaimMirror
     }
 
 
-async def test_kubectl_get_nodeclaims_wide_shows_the_mirrored_claims(kmock: KubernetesEmulator) -> None:
+async def test_the_mirrored_claims_render_with_the_crds_printer_columns(kmock: KubernetesEmulator) -> None:
     kmock.resources[NODECLAIMS] = kmock.ResourceInfo(kind="NodeClaim", namespaced=False)
     configuration = kubernetes.client.Configuration(host=str(kmock.url).rstrip("/"))
     with kubernetes.client.ApiClient(configuration) as api_client:
@@ -199,7 +201,7 @@ async def test_a_cluster_without_the_crd_turns_the_mirror_off(kmock: KubernetesE
     assert mirror.observer.of("mirror-off")  # type: ignore[attr-defined]
 
 
-async def test_the_api_emulator_serves_the_mirror_and_kubectl_get_reads_it_back() -> None:
+async def test_the_api_emulator_serves_the_mirror_and_a_client_reads_it_back() -> None:
     from nodewright.adapters.kube.client import from_cluster_info
     from nodewright.inmemory.apiserver import ApiServer
     from nodewright.inmemory.claimobjects import InMemoryClaimObjects

@@ -4,7 +4,8 @@ consolidator's verdicts: over real HTTP, the real client, the project's API emul
 Real: `KubeClaimObjects` over `KubeCluster`'s request path, both functions' `ClaimMirror`s, the
 emulator (nodewright.inmemory.apiserver) serving `nodeclaims.nodewright.io` with server-side apply.
 Observed: the requests each mirror sent (the adapter's meter), the object the emulator holds,
-and `kubectl get nodeclaims -o wide` from the shipped CRD's printer columns.
+and its printer-column values as `nodewright.cli.columns` renders them (what kubectl itself shows
+is checked with kubectl in tests/kubectl/test_kubectl_crds.py).
 """
 
 from __future__ import annotations
