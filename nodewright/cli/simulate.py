@@ -51,6 +51,23 @@ def simulate(
         Path | None,
         typer.Option("--write", metavar="FILE", help="With --generate: write the drawn scenario's YAML and stop."),
     ] = None,
+    serve: Annotated[
+        bool,
+        typer.Option(
+            "--serve", help="Serve the simulated cluster to kubectl during the run and after it (Ctrl-C ends)."
+        ),
+    ] = False,
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="With --serve: the port (0: any free one).")
+    ] = 0,
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option("--kubeconfig", help="With --serve: where to write the kubeconfig (default <report>/kubeconfig)."),
+    ] = None,
+    speed: Annotated[
+        float | None,
+        typer.Option("--speed", min=0.001, help="With --serve: virtual seconds per real second (default 10)."),
+    ] = None,
 ) -> None:
     """Simulate Nodewright on a virtual cluster and write a report (summary.json, report.md/html, plots)."""
     from nodewright.simulator.runner import run_scenario
@@ -61,6 +78,14 @@ def simulate(
     if seed is not None:
         scenario = scenario.with_seed(seed)
     directory = report or Path("sim-report") / scenario.name
+    if not serve and (port or kubeconfig is not None or speed is not None):
+        typer.secho("--port, --kubeconfig and --speed go with --serve", err=True, fg=typer.colors.RED)
+        raise typer.Exit(2)
+    served = None
+    if serve:
+        from nodewright.simulator.serve import ServedCluster
+
+        served = ServedCluster(port=port, kubeconfig=kubeconfig or directory / "kubeconfig", speed=speed or 10.0)
     console = Console(stderr=True)
     total = scenario.duration
     with Progress(
@@ -75,9 +100,43 @@ def simulate(
 
         def advance(done: float) -> None:
             bar.update(task, completed=done, virtual=format_duration(round(done)))
+            if served is not None:
+                served.pace(done)
 
-        result = run_scenario(scenario, directory, progress=advance, profile=profile)
+        def started(world: Any) -> None:
+            if served is not None:
+                served.start(world)
+                console.print(f"serving the simulated cluster: export KUBECONFIG={served.kubeconfig}")
+
+        try:
+            result = run_scenario(
+                scenario, directory, progress=advance, profile=profile, on_built=started if served else None
+            )
+        finally:
+            if served is not None:
+                served.finished()
     _print(result.summary, directory)
+    if served is not None:
+        _serve_until_interrupted(served, console)
+
+
+def _serve_until_interrupted(served: Any, console: Console) -> None:
+    """After the run: the cluster stays served (as it ended) until Ctrl-C or SIGTERM."""
+    import signal
+    import time
+
+    def interrupted(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupted)
+    console.print(f"the run is over; still serving (KUBECONFIG={served.kubeconfig}). Ctrl-C to stop.")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        served.close()
 
 
 def _scenario(

@@ -36,6 +36,8 @@ _BUILTIN_VERBS = {
     "pdb": ["get", "list", "watch"],
     "event": ["create", "get", "list", "patch", "watch"],
     "coreevent": ["get", "list", "watch"],
+    "deployment": ["get", "list"],
+    "statefulset": ["get", "list"],
     "customresourcedefinition": ["create", "delete", "get", "list", "patch", "watch"],
 }
 _CUSTOM_VERBS = ["create", "delete", "get", "list", "patch", "watch"]
@@ -46,8 +48,15 @@ _BUILTIN_NAMES = {
     "pdb": ("poddisruptionbudget", ("pdb",)),
     "event": ("event", ("ev",)),
     "coreevent": ("event", ("ev",)),
+    "deployment": ("deployment", ("deploy",)),
+    "statefulset": ("statefulset", ("sts",)),
 }
-_SUBRESOURCES = {"node": [("status", "Node", ["patch"])], "pod": [("eviction", "Eviction", ["create"])]}
+_SUBRESOURCES = {
+    "node": [("status", "Node", ["patch"])],
+    "pod": [("eviction", "Eviction", ["create"])],
+    "deployment": [("scale", "Scale", ["get", "patch"])],
+    "statefulset": [("scale", "Scale", ["get", "patch"])],
+}
 
 
 class Discovery:
@@ -164,6 +173,8 @@ def _legacy(resource: Resource) -> list[dict[str, Any]]:
         entry = {"name": f"{resource.plural}/{name}", "singularName": "", "namespaced": resource.namespaced}
         if kind == "Eviction":
             entry.update(group="policy", version="v1")
+        if kind == "Scale":
+            entry.update(group="autoscaling", version="v1")
         out.append(entry | {"kind": kind, "verbs": verbs})
     return out
 
@@ -198,7 +209,9 @@ def _aggregated(groups: Mapping[str, Mapping[str, list[Resource]]]) -> dict[str,
                     entry["categories"] = list(resource.categories)
                 subresources = []
                 for name, kind, verbs in _subresources(resource):
-                    kind_group, kind_version = ("policy", "v1") if kind == "Eviction" else (group, version)
+                    kind_group, kind_version = {"Eviction": ("policy", "v1"), "Scale": ("autoscaling", "v1")}.get(
+                        kind, (group, version)
+                    )
                     subresources.append(
                         {
                             "subresource": name,

@@ -132,6 +132,8 @@ from nodewright.inmemory.apidiscovery import Discovery
 from nodewright.inmemory.apifeed import ClusterFeed
 from nodewright.inmemory.apihttp import Handler, HttpServer, Usage
 from nodewright.inmemory.apireads import Reads
+from nodewright.inmemory.apiscale import DEPLOYMENTS, STATEFULSETS, Scaler, Workloads
+from nodewright.inmemory.apiscale import answers as scaled
 from nodewright.inmemory.apistore import ObjectStore
 from nodewright.inmemory.apitables import Tables, wants_table
 from nodewright.inmemory.apiwire import (
@@ -186,6 +188,9 @@ class ApiServer:
         self.fault: Callable[[str, str], tuple[int, float | None] | None] | None = None
         # Serves `nodeclaims.nodewright.io` when set (`nodewright.inmemory.claimobjects.InMemoryClaimObjects`).
         self.claims: Any = None
+        # Serves apps/v1 deployments and statefulsets with their scale subresource when set
+        # (`nodewright.inmemory.apiscale.Scaler`: a simulation's workload controller).
+        self.scale: Scaler | None = None
         self._store = ObjectStore((*RESOURCES, CRDS), history=history)
         self._feed = ClusterFeed(cluster, self._store, dress)
         self._usage = Usage()
@@ -311,6 +316,8 @@ class ApiServer:
             r.plural == "nodeclaims" and r.group == "nodewright.io" for r in resources
         ):
             resources.append(_CLAIMS)
+        if self.scale is not None:
+            resources += [DEPLOYMENTS, STATEFULSETS]
         return resources
 
     def _serve(self, handler: Handler, method: str) -> None:
@@ -323,6 +330,9 @@ class ApiServer:
         accept = handler.headers.get("Accept") or ""
         if self.claims is not None and url.path.startswith(CLAIMS_PATH):
             self._serve_claims(handler, method, url.path, body, wants_table(accept))
+            return
+        if self.scale is not None and scaled(url.path):
+            self._serve_workloads(handler, method, url.path, query, body, accept=accept)
             return
         route = route_of(url.path, self._store.resources())
         verb = verb_of(method, route, query)
@@ -366,6 +376,23 @@ class ApiServer:
             code = int(getattr(error, "status", 500) or 500)
             answer = status_body(code, f"{type(error).__name__}: {error}")
         self._send(handler, code, answer, verb, resource)
+
+    def _serve_workloads(
+        self, handler: Handler, method: str, path: str, query: Mapping[str, str], body: bytes, *, accept: str
+    ) -> None:
+        """A request for deployments or statefulsets (and their scale), answered from `scale`,
+        holding the cluster lock (a scale changes the cluster's pods).
+        """
+        plural = "deployments" if "/deployments" in path else "statefulsets"
+        assert self.scale is not None
+        workloads = Workloads(self.scale, self._tables)
+        content_type = handler.headers.get("Content-Type") or ""
+        try:
+            with self.lock:
+                verb, code, answer = workloads.serve(method, path, query, body, content_type, table=wants_table(accept))
+        except Failure as failure:
+            verb, code, answer = method.lower(), failure.code, failure.status()
+        self._send(handler, code, answer, verb, plural + ("/scale" if path.endswith("/scale") else ""))
 
     def _serve_claims(self, handler: Handler, method: str, path: str, body: bytes, table: bool) -> None:
         """A request for NodeClaim objects, answered by `claims`; counted as verb on nodeclaims.

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,11 +79,23 @@ class Tables:
         include: str = "Metadata",
         *,
         headers: bool = True,
+        columns: Sequence[_Column] = (),
+        cells: Callable[[Mapping[str, Any]], list[Any]] | None = None,
     ) -> dict[str, Any]:
-        """A Table of `manifests` (a list's metadata: resourceVersion, continue)."""
+        """A Table of `manifests` (a list's metadata: resourceVersion, continue). `columns` and
+        `cells`, when given, are the kind's own columns between Name and Age.
+        """
         if include not in ("None", "Metadata", "Object"):
             raise Failure(400, f'includeObject: Unsupported value: "{include}"')
-        columns, row = self._printer(resource)
+        if cells is not None:
+            given = cells
+            printed: tuple[list[_Column], Callable[[Mapping[str, Any], float], list[Any]]] = (
+                [_NAME, *columns, _AGE],
+                lambda m, now: [_name(m), *given(m), _age(m, now)],
+            )
+        else:
+            printed = self._printer(resource)
+        columns_printed, row = printed
         now = self._now()
         rows = []
         for manifest in manifests:
@@ -98,7 +110,7 @@ class Tables:
                 }
             rows.append(entry)
         definitions = [
-            {"name": n, "type": t, "format": f, "description": d, "priority": p} for n, t, f, p, d in columns
+            {"name": n, "type": t, "format": f, "description": d, "priority": p} for n, t, f, p, d in columns_printed
         ]
         return {
             "kind": "Table",

@@ -69,8 +69,12 @@ def run_scenario(
     progress: Callable[[float], None] | None = None,
     plots: bool = True,
     profile: Path | None = None,
+    on_built: Callable[[World], None] | None = None,
 ) -> RunResult:
     """Simulate `scenario` and, with `report_dir`, write its report there (see nodewright.simulator.report).
+
+    `on_built(world)`, when given, is called once the world is built, before the clock runs
+    (`simulate --serve` starts serving the cluster there).
 
     With `profile`, the run (the world and every invocation's thread) is profiled with cProfile and
     the merged statistics are written to that file (read them with `python -m pstats FILE`).
@@ -109,6 +113,8 @@ def run_scenario(
                     build_started = time.perf_counter()
                     world.build()
                     world.recorder.wall["setup"] += time.perf_counter() - build_started
+                    if on_built is not None:
+                        on_built(world)
                     world.run(progress)
                 finally:
                     world.lambdas.shutdown()
