@@ -69,7 +69,8 @@ class Discovery:
         self._schema = schema
 
     def answers(self, path: str) -> bool:
-        """Whether `path` is one of Discovery's."""
+        """Whether `path` is one of Discovery's (a trailing slash ignored)."""
+        path = path.rstrip("/")
         return (
             path in ("/version", "/api", "/apis", "/openapi/v3", "/openapi/v2")
             or path.startswith("/openapi/v3/")
@@ -79,6 +80,7 @@ class Discovery:
 
     def answer(self, path: str, accept: str) -> tuple[bytes, str]:
         """The body and Content-Type for `path`; Failure 404 for what is not served."""
+        path = path.rstrip("/")
         major, minor, git = KUBERNETES_VERSION
         if path == "/version":
             about = {"major": major, "minor": minor, "gitVersion": git, "platform": "linux/amd64"}

@@ -4,13 +4,15 @@ Role: `ClusterFeed` follows `InMemoryCluster` (its `listeners` hook, called sync
 thread that changed the cluster) and keeps the `ObjectStore`'s built-in kinds equal to it: each
 node, pod, DaemonSet, PDB and Event encoded once per change (`nodewright.model.manifests`). When a
 pod changes, each PDB of its namespace whose `disruptionsAllowed` (`cluster.budget_allowed`) moved
-is stored again, as the disruption controller writes the status. `dress(kind, manifest)` may
+is stored again, as the disruption controller writes the status. A pod's ownerReferences get
+the `uid` the API requires (the model keeps only the owner's kind and name). `dress(kind, manifest)` may
 return a fuller manifest (managedFields, env, probes: what real objects carry) without touching
 the model.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -75,7 +77,7 @@ class ClusterFeed:
         if isinstance(obj, Node):
             manifest = node_manifest(obj)
         elif isinstance(obj, Pod):
-            manifest = pod_manifest(obj)
+            manifest = _with_owner_uids(pod_manifest(obj))
         elif isinstance(obj, DaemonSet):
             manifest = daemonset_manifest(obj)
         elif isinstance(obj, PodDisruptionBudget):
@@ -108,3 +110,16 @@ class ClusterFeed:
         for key, pdb in list(self._budgets.get(namespace, {}).items()):
             if self._cluster.budget_allowed(pdb) != self._allowed.get(key):
                 self._put("pdb", pdb)
+
+
+def _with_owner_uids(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The pod's ownerReferences with the `uid` kube-apiserver requires (the model keeps only the
+    owner's kind and name): a stable UUID of the owner's namespace, kind and name, so typed
+    clients (the official Python client refuses an ownerReference without one) read the pod.
+    """
+    metadata = manifest.get("metadata") or {}
+    for reference in metadata.get("ownerReferences") or ():
+        if not reference.get("uid"):
+            owner = f"{metadata.get('namespace')}/{reference.get('kind')}/{reference.get('name')}"
+            reference["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, owner))
+    return manifest
