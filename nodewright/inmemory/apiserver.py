@@ -107,11 +107,16 @@ Deviations from kube-apiserver, chosen for a small emulator
     spec.taints, labels and annotations take effect, other fields are dropped), nodes and pods
     deleted (at once: no finalizers, the grace period is accepted, not waited for). Pods, DaemonSets
     and PDBs cannot be created or updated through the API (405): the simulation owns them. PUT
-    answers 405 everywhere. Objects carry no managedFields or uid beyond the model's unless
-    `dress` adds them.
+    answers 405 everywhere, `dryRun` 400. Objects carry no managedFields or uid beyond the
+    model's (a pod's ownerReferences get a stable uid) unless `dress` adds them.
+  * Server-side apply merges (no field ownership, no conflicts); a CRD's served versions keep
+    their objects apart (no conversion); no CEL rules (`apicustom`, `apischema`).
+  * Not served: Leases (`kubectl describe node` says it cannot get one), namespaces as objects,
+    RBAC, `/openapi/v2` beyond an empty document; Deployments and StatefulSets only when `scale`
+    is set (a simulation's workloads: list, get and the scale subresource, no watch).
 
 Accounting: `usage()` counts requests and response body bytes by verb (list, watch, get, patch,
-delete, create) and resource (nodes, pods, daemonsets, poddisruptionbudgets, pods/eviction), a
+delete, create; `discovery` for /version, /api, /apis and /openapi) and resource (nodes, pods, daemonsets, poddisruptionbudgets, pods/eviction), a
 watch's bytes as they are streamed; the names are the adapter's, so both sides can be compared.
 `watching` is the number of watch streams open now (a watch whose client hung up ends within a
 second; `stop()` ends them all).

@@ -16,12 +16,6 @@ from tests.kubectl.conftest import Kubectl
 pytestmark = pytest.mark.integration
 
 
-def _node(cluster: InMemoryCluster, name: str) -> object:
-    found = cluster.get_node(name)
-    assert found is not None
-    return found
-
-
 def test_cordon_and_uncordon_reach_the_cluster(kubectl: Kubectl, cluster: InMemoryCluster) -> None:
     assert kubectl.ok("cordon", "node-1").out.strip() == "node/node-1 cordoned"
     assert cluster.get_node("node-1").unschedulable  # type: ignore[union-attr]
@@ -96,3 +90,15 @@ def test_writes_the_emulator_does_not_support_are_refused(kubectl: Kubectl) -> N
     created = kubectl("run", "web-3", "--image=nginx")
     assert created.code == 1
     assert "not supported" in created.err
+
+
+def test_the_migration_guides_drain_loop(kubectl: Kubectl, cluster: InMemoryCluster) -> None:
+    """docs/migrate-from-karpenter.md: pick Karpenter's nodes Nodewright does not own, drain, delete."""
+    kubectl.ok("label", "node", "node-2", "karpenter.sh/nodepool=default")
+    kubectl.ok("label", "node", "node-1", "karpenter.sh/nodepool=default", "nodewright.io/nodepool=default")
+    picked = kubectl.ok("get", "nodes", "-l", "karpenter.sh/nodepool,!nodewright.io/nodepool", "-o", "name")
+    assert picked.out.split() == ["node/node-2"]
+    drained = kubectl.ok("drain", "node/node-2", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=30s")
+    assert "node/node-2 drained" in drained.out
+    assert kubectl.ok("delete", "node/node-2").out.strip() == 'node "node-2" deleted'
+    assert cluster.get_node("node-2") is None
