@@ -116,8 +116,9 @@ Deviations from kube-apiserver, chosen for a small emulator
     is set (a simulation's workloads: list, get and the scale subresource, no watch).
 
 Accounting: `usage()` counts requests and response body bytes by verb (list, watch, get, patch,
-delete, create; `discovery` for /version, /api, /apis and /openapi) and resource (nodes, pods, daemonsets, poddisruptionbudgets, pods/eviction), a
-watch's bytes as they are streamed; the names are the adapter's, so both sides can be compared.
+delete, create; `discovery` for /version, /api, /apis and /openapi) and resource (nodes, pods,
+daemonsets, poddisruptionbudgets, pods/eviction), a watch's bytes as they are streamed; the names
+are the adapter's, so both sides can be compared.
 `watching` is the number of watch streams open now (a watch whose client hung up ends within a
 second; `stop()` ends them all).
 """
