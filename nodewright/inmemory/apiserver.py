@@ -335,6 +335,10 @@ class ApiServer:
         body = handler.rfile.read(length) if length else b""
         accept = handler.headers.get("Accept") or ""
         if self.claims is not None and url.path.startswith(CLAIMS_PATH):
+            if query.get("watch") in ("true", "1"):
+                refusal = status_body(405, "watch is not supported by this emulator on nodeclaims")
+                self._send(handler, 405, refusal, "watch", "nodeclaims")
+                return
             self._serve_claims(handler, method, url.path, body, wants_table(accept))
             return
         if self.scale is not None and scaled(url.path):
