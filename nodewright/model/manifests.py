@@ -241,7 +241,7 @@ def _pod_spec(pod: Pod) -> dict[str, Any]:
     if pod.host_ports:
         container["ports"] = [
             {"containerPort": h.port, "hostPort": h.port, "protocol": h.protocol}
-            | ({"hostIP": h.host_ip} if h.host_ip != "0.0.0.0" else {})  # noqa: S104
+            | ({"hostIP": h.host_ip} if h.host_ip != "0.0.0.0" else {})
             for h in pod.host_ports
         ]
     spec: dict[str, Any] = {"containers": [container]}

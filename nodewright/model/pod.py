@@ -69,7 +69,7 @@ class HostPort:
 
     port: int
     protocol: str = "TCP"
-    host_ip: str = "0.0.0.0"  # noqa: S104 - Kubernetes' default: every address of the node
+    host_ip: str = "0.0.0.0"
 
     def conflicts(self, other: HostPort) -> bool:
         """True when both cannot be bound on one node: same port and protocol, and the same
@@ -77,7 +77,7 @@ class HostPort:
         """
         if self.port != other.port or self.protocol != other.protocol:
             return False
-        return self.host_ip == other.host_ip or "0.0.0.0" in (self.host_ip, other.host_ip)  # noqa: S104
+        return self.host_ip == other.host_ip or "0.0.0.0" in (self.host_ip, other.host_ip)
 
     @classmethod
     def of(cls, spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
@@ -87,9 +87,7 @@ class HostPort:
             for port in container.get("ports") or ():
                 number = int(port.get("hostPort") or 0)
                 if number > 0:
-                    found.add(
-                        cls(number, str(port.get("protocol") or "TCP"), str(port.get("hostIP") or "0.0.0.0"))  # noqa: S104
-                    )
+                    found.add(cls(number, str(port.get("protocol") or "TCP"), str(port.get("hostIP") or "0.0.0.0")))
         return tuple(sorted(found))
 
 

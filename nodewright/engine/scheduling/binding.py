@@ -33,7 +33,6 @@ from nodewright.model.requirements import Requirement, Requirements, label_match
 from nodewright.model.selectors import LabelSelector
 from nodewright.model.taints import Taint
 
-
 # Taints the node lifecycle sets for the moments a node starts or loses contact: the scheduler
 # binds once they are gone, and the planner places pods as if they were not there (`cache.py`).
 TRANSIENT_TAINTS = frozenset(
@@ -323,4 +322,3 @@ def _term_group(term: AffinityTerm) -> _Group:
 
 def _selects(namespaces: frozenset[str] | None, selector: LabelSelector, pod: Pod) -> bool:
     return (namespaces is None or pod.namespace in namespaces) and selector.matches(pod.labels)
-
