@@ -106,6 +106,9 @@ _OPTIONAL_LABELS = (
     wk.INSTANCE_ACCELERATOR_COUNT,
     wk.INSTANCE_LOCAL_NVME,
     wk.INSTANCE_CPU_SUSTAINED_CLOCK_SPEED_MHZ,
+    wk.INSTANCE_CPU_MANUFACTURER,
+    wk.INSTANCE_NETWORK_BANDWIDTH,
+    wk.INSTANCE_EBS_BANDWIDTH,
 )
 
 # GPU manufacturer (lower case, as EC2 reports it) -> the device plugin's extended resource.
