@@ -36,30 +36,10 @@ ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 # The families the cases' selectors need: general, compute, memory, burstable, AMD, Graviton,
 # flex, local NVMe, fast network and EBS, and NVIDIA GPUs (T4, A10G, L4, V100).
 FAMILIES = frozenset(
-    [
-        "m5",
-        "m5a",
-        "m5d",
-        "m5n",
-        "m6i",
-        "m7i",
-        "c5",
-        "c5n",
-        "c6i",
-        "c6a",
-        "c7i",
-        "c7i-flex",
-        "r5",
-        "r5b",
-        "r7i",
-        "t3",
-        "m6g",
-        "c7g",
-        "g4dn",
-        "g5",
-        "g6",
-        "p3",
-    ]
+    {
+        *("m5", "m5a", "m5d", "m5n", "m6i", "m7i", "c5", "c5n", "c6i", "c6a", "c7i", "c7i-flex"),
+        *("r5", "r5b", "r7i", "t3", "m6g", "c7g", "g4dn", "g5", "g6", "p3"),
+    }
 )
 _PRICES: list[str] = []
 Manifest = dict[str, Any]
