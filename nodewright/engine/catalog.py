@@ -105,6 +105,10 @@ _OPTIONAL_LABELS = (
     wk.INSTANCE_ACCELERATOR_MANUFACTURER,
     wk.INSTANCE_ACCELERATOR_COUNT,
     wk.INSTANCE_LOCAL_NVME,
+    wk.INSTANCE_CPU_SUSTAINED_CLOCK_SPEED_MHZ,
+    wk.INSTANCE_CPU_MANUFACTURER,
+    wk.INSTANCE_NETWORK_BANDWIDTH,
+    wk.INSTANCE_EBS_BANDWIDTH,
 )
 
 # GPU manufacturer (lower case, as EC2 reports it) -> the device plugin's extended resource.
@@ -146,6 +150,7 @@ class InstanceSpec:
     cpu_manufacturer: str = ""
     encryption_in_transit: bool = False
     supported_usage_classes: tuple[str, ...] = ("on-demand", "spot")
+    sustained_clock_mhz: int = 0  # ProcessorInfo.SustainedClockSpeedInGhz x 1000; 0 when EC2 gives none
 
     @property
     def family(self) -> str:
@@ -349,6 +354,9 @@ def requirements(spec: InstanceSpec, offerings: Iterable[Offering], region: str 
         wk.INSTANCE_MEMORY: [str(spec.memory_mib)],
         wk.INSTANCE_HYPERVISOR: [spec.hypervisor],
         wk.INSTANCE_ENCRYPTION_IN_TRANSIT: [str(spec.encryption_in_transit).lower()],
+        # "c7i-flex.large" is a flex type; Nodewright launches shared tenancy only.
+        wk.INSTANCE_CAPABILITY_FLEX: [str(spec.family.endswith("-flex")).lower()],
+        wk.INSTANCE_TENANCY: ["default"],
     }
     if region is not None:
         values[wk.REGION] = [region]
@@ -377,6 +385,8 @@ def requirements(spec: InstanceSpec, offerings: Iterable[Offering], region: str 
         values[wk.INSTANCE_ACCELERATOR_COUNT] = [str(spec.accelerator_count)]
     if spec.local_nvme_gb > 0:
         values[wk.INSTANCE_LOCAL_NVME] = [str(spec.local_nvme_gb)]
+    if spec.sustained_clock_mhz > 0:
+        values[wk.INSTANCE_CPU_SUSTAINED_CLOCK_SPEED_MHZ] = [str(spec.sustained_clock_mhz)]
     reqs = [Requirement(key, False, frozenset(vals)) for key, vals in values.items()]
     reqs += [Requirement(key, False, frozenset()) for key in _OPTIONAL_LABELS if key not in values]
     return Requirements(reqs)

@@ -36,12 +36,42 @@ INSTANCE_ACCELERATOR_COUNT = "karpenter.k8s.aws/instance-accelerator-count"
 INSTANCE_HYPERVISOR = "karpenter.k8s.aws/instance-hypervisor"
 INSTANCE_LOCAL_NVME = "karpenter.k8s.aws/instance-local-nvme"
 INSTANCE_ENCRYPTION_IN_TRANSIT = "karpenter.k8s.aws/instance-encryption-in-transit-supported"
+INSTANCE_CAPABILITY_FLEX = "karpenter.k8s.aws/instance-capability-flex"  # "true" for the *-flex types
+INSTANCE_TENANCY = "karpenter.k8s.aws/instance-tenancy"  # "default": Nodewright launches shared tenancy
+INSTANCE_CPU_SUSTAINED_CLOCK_SPEED_MHZ = "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz"
 # Set on nodes launched into a capacity reservation (Karpenter's labels; only reserved nodes have
 # them). Well known: a NodePool or pod may require them, and each offering decides them
 # (`Offering.allowed_by`: a reserved offering has its reservation's values, any other has neither).
 CAPACITY_RESERVATION_ID = "karpenter.k8s.aws/capacity-reservation-id"
 CAPACITY_RESERVATION_TYPE = "karpenter.k8s.aws/capacity-reservation-type"
 CAPACITY_RESERVATION_INTERRUPTIBLE = "karpenter.k8s.aws/capacity-reservation-interruptible"  # "true" / "false"
+
+# Deprecated and driver-specific keys that name the same thing as a well-known one. As Karpenter
+# does (its NormalizedLabels), a requirement on an alias is a requirement on the canonical key
+# (`Requirement.new` rewrites it), and a node carries both (`ALIASES_OF`).
+NORMALIZED = {
+    "beta.kubernetes.io/arch": ARCH,
+    "beta.kubernetes.io/os": OS,
+    "beta.kubernetes.io/instance-type": INSTANCE_TYPE,
+    "failure-domain.beta.kubernetes.io/region": REGION,
+    "failure-domain.beta.kubernetes.io/zone": ZONE,
+    "topology.ebs.csi.aws.com/zone": ZONE,  # the node affinity of volumes the EBS CSI driver made
+}
+
+
+def canonical(key: str) -> str:
+    """The well-known key `key` stands for (itself unless it is one of NORMALIZED's aliases)."""
+    return NORMALIZED.get(key, key)
+
+
+def with_aliases(labels: dict[str, str]) -> dict[str, str]:
+    """`labels` plus every alias of the canonical keys they set, as a node registers them."""
+    out = dict(labels)
+    for alias, key in NORMALIZED.items():
+        if key in labels:
+            out.setdefault(alias, labels[key])
+    return out
+
 
 # Nodewright's own
 NW_NODEPOOL = "nodewright.io/nodepool"
@@ -93,6 +123,10 @@ WELL_KNOWN = frozenset(
         INSTANCE_HYPERVISOR,
         INSTANCE_LOCAL_NVME,
         INSTANCE_ENCRYPTION_IN_TRANSIT,
+        INSTANCE_CAPABILITY_FLEX,
+        INSTANCE_TENANCY,
+        INSTANCE_CPU_SUSTAINED_CLOCK_SPEED_MHZ,
+        *NORMALIZED,
         CAPACITY_RESERVATION_ID,
         CAPACITY_RESERVATION_TYPE,
         CAPACITY_RESERVATION_INTERRUPTIBLE,

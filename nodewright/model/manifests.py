@@ -238,6 +238,12 @@ def _pod_spec(pod: Pod) -> dict[str, Any]:
     listed = resource_list(requests)
     if listed:
         container["resources"] = {"requests": listed}
+    if pod.host_ports:
+        container["ports"] = [
+            {"containerPort": h.port, "hostPort": h.port, "protocol": h.protocol}
+            | ({"hostIP": h.host_ip} if h.host_ip != "0.0.0.0" else {})
+            for h in pod.host_ports
+        ]
     spec: dict[str, Any] = {"containers": [container]}
     if pod.node_name:
         spec["nodeName"] = pod.node_name

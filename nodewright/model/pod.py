@@ -60,6 +60,37 @@ class SpreadConstraint:
         return self.when_unsatisfiable == "DoNotSchedule"
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class HostPort:
+    """A container port bound on the node's own network (`hostPort`): two pods on one node may
+    not both use it (kube-scheduler's NodePorts filter), which is why a DaemonSet's host port
+    keeps other pods asking for it off every node the DaemonSet runs on.
+    """
+
+    port: int
+    protocol: str = "TCP"
+    host_ip: str = "0.0.0.0"
+
+    def conflicts(self, other: HostPort) -> bool:
+        """True when both cannot be bound on one node: same port and protocol, and the same
+        address or either on every address.
+        """
+        if self.port != other.port or self.protocol != other.protocol:
+            return False
+        return self.host_ip == other.host_ip or "0.0.0.0" in (self.host_ip, other.host_ip)
+
+    @classmethod
+    def of(cls, spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+        """The host ports a pod spec's containers and init containers ask for, sorted, no repeats."""
+        found: set[HostPort] = set()
+        for container in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ())):
+            for port in container.get("ports") or ():
+                number = int(port.get("hostPort") or 0)
+                if number > 0:
+                    found.add(cls(number, str(port.get("protocol") or "TCP"), str(port.get("hostIP") or "0.0.0.0")))
+        return tuple(sorted(found))
+
+
 @dataclass(frozen=True, slots=True)
 class PreferredTerm:
     """A preferred node affinity term with its weight."""
@@ -88,6 +119,7 @@ class Pod:
     preferred_anti_affinity: tuple[AffinityTerm, ...] = ()
     spread: tuple[SpreadConstraint, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
     priority: int = 0
     priority_class: str = ""
     owner_kind: str = ""
@@ -184,6 +216,7 @@ class Pod:
             ),
             spread=_each("topologySpreadConstraints", spec.get("topologySpreadConstraints"), _spread),
             tolerations=_each("tolerations", spec.get("tolerations"), Toleration.parse),
+            host_ports=HostPort.of(spec),
             priority=int(spec.get("priority") or 0),
             priority_class=str(spec.get("priorityClassName") or ""),
             owner_kind=str(owner.get("kind") or ""),

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodewright.model.errors import InvalidValue
-from nodewright.model.labels import WELL_KNOWN
+from nodewright.model.labels import WELL_KNOWN, canonical
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
 _UNBOUNDED = sys.maxsize
@@ -57,7 +57,12 @@ class Requirement:
         values: Iterable[str] = (),
         min_values: int | None = None,
     ) -> Requirement:
-        """Build from a Kubernetes NodeSelectorRequirement; raise InvalidValue on a bad one."""
+        """Build from a Kubernetes NodeSelectorRequirement; raise InvalidValue on a bad one.
+
+        A deprecated or driver-specific alias of a well-known key (`labels.NORMALIZED`, e.g.
+        `failure-domain.beta.kubernetes.io/zone`) becomes a requirement on the canonical key.
+        """
+        key = canonical(key)
         vals = [str(v) for v in values]
         if operator == "In":
             return cls(key, False, frozenset(vals), min_values=min_values)
@@ -206,8 +211,10 @@ class Requirements(Mapping[str, Requirement]):
 
     @classmethod
     def from_labels(cls, labels: Mapping[str, str]) -> Requirements:
-        """One `In [value]` requirement per label, as a node's labels read."""
-        return cls(Requirement(k, False, frozenset((v,))) for k, v in labels.items())
+        """One `In [value]` requirement per label, as a node's labels read (aliases of
+        well-known keys read as their canonical key, as in `Requirement.new`).
+        """
+        return cls(Requirement(canonical(k), False, frozenset((v,))) for k, v in labels.items())
 
     @classmethod
     def parse(cls, terms: Iterable[Mapping[str, Any]] | None) -> Requirements:

@@ -191,9 +191,21 @@ def test_labels_of_a_gpu_type() -> None:
         wk.INSTANCE_GPU_COUNT: "1",
         wk.INSTANCE_GPU_MEMORY: "22888",
         wk.INSTANCE_LOCAL_NVME: "250",
+        wk.INSTANCE_CAPABILITY_FLEX: "false",
+        wk.INSTANCE_TENANCY: "default",
     }
     assert it.requirements[wk.ZONE].values == {"us-east-1a", "us-east-1b"}
     assert it.requirements[wk.CAPACITY_TYPE].values == {"on-demand", "spot"}
+
+
+def test_flex_tenancy_and_sustained_clock_labels() -> None:
+    flex = build_instance_type(replace(M5_LARGE, name="c7i-flex.large", sustained_clock_mhz=3200), offerings())
+    labels = flex.requirements.labels()
+    assert labels[wk.INSTANCE_CAPABILITY_FLEX] == "true"
+    assert labels[wk.INSTANCE_TENANCY] == "default"
+    assert labels[wk.INSTANCE_CPU_SUSTAINED_CLOCK_SPEED_MHZ] == "3200"
+    # Unknown clock speed: the label is absent, so a pod asking for it never lands there.
+    assert build_instance_type(M5_LARGE, offerings()).requirements[wk.INSTANCE_CPU_SUSTAINED_CLOCK_SPEED_MHZ].is_empty()
 
 
 def test_labels_of_a_general_purpose_type() -> None:

@@ -101,6 +101,7 @@ def spec_from_description(item: Mapping[str, Any]) -> InstanceSpec:
         cpu_manufacturer=processor.get("Manufacturer", ""),
         encryption_in_transit=bool(network.get("EncryptionInTransitSupported", False)),
         supported_usage_classes=tuple(sorted(item.get("SupportedUsageClasses") or ())),
+        sustained_clock_mhz=round(float(processor.get("SustainedClockSpeedInGhz") or 0) * 1000),
     )
 
 

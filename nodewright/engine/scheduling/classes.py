@@ -39,6 +39,7 @@ def class_key(pod: Pod) -> PodKey:
         pod.preferred_anti_affinity,
         pod.spread,
         pod.tolerations,
+        pod.host_ports,
     )
 
 

@@ -29,6 +29,7 @@ def add_existing(p: Pass) -> None:
     bound = p.bound.get(p.inp.bound_pods, p.names)
     used, bound_by_node = bound.used, bound.pods
     keys = {g.key for g in p.tracked}
+    p.bound_ports = any(pod.host_ports for pod in p.inp.bound_pods)
     for node in sorted(p.inp.nodes, key=lambda n: n.name):
         cap, node_reqs, taints = p.cache.node_facts.get(node, p.names)
         load = used.get(node.name, [0] * len(cap))
@@ -37,6 +38,9 @@ def add_existing(p: Pass) -> None:
             p.topology.record(pod, domains, count)
         if node.unschedulable or node.deleting or node.failed:
             continue
+        for pod in bound_by_node.get(node.name, ()) if p.bound_ports else ():
+            if pod.host_ports:
+                p.ports.take(node.name, None, pod.host_ports)
         p.existing.append(
             Bin(
                 node.name,
@@ -77,6 +81,9 @@ def add_existing(p: Pass) -> None:
             target=t,
         )
         p.existing.append(b)
+        for pod in bound_by_node.get(name, ()) if p.bound_ports else ():
+            if pod.host_ports:
+                p.ports.take(name, pool, pod.host_ports)
         # The pods a claim in flight holds count where it will be, as kube-scheduler will count
         # them once it binds them; without this a re-plan after a capacity error spread pods
         # as if the claims launched a moment ago were empty.

@@ -16,6 +16,7 @@ import itertools
 from collections.abc import Callable
 
 from nodewright.engine.scheduling.classes import PodClass
+from nodewright.engine.scheduling.domains import counted_domains, live_domains
 from nodewright.engine.scheduling.fit import assign_pods, bin_compatible, fits, hostname_bound, pool_tolerates
 from nodewright.engine.scheduling.nodeclaim import drop_claim, open_claim, widen_claim
 from nodewright.engine.scheduling.state import Pass
@@ -65,7 +66,7 @@ def zone_parts(p: Pass, cls: PodClass) -> list[PodClass]:
 def unconstrained(p: Pass, cls: PodClass) -> bool:
     """True when nothing but resources, node requirements and taints constrain the class."""
     sample = cls.sample
-    if cls.spread or cls.affinity or cls.anti_affinity or cls.preferred_node or sample.spread:
+    if cls.spread or cls.affinity or cls.anti_affinity or cls.preferred_node or sample.spread or sample.host_ports:
         return False
     keys = {g.key for g in p.topology.tracked()} | set(p.topology.anti_keys())
     return not any(p.topology.counts_on(sample, key) for key in keys)
@@ -96,7 +97,12 @@ def place(
         if i in resolved:
             continue
         key = constraint.topology_key
-        split = p.topology.split(cls.sample, len(cls.pods), constraint, anti, reachable(p, cls, key))
+        domains = reachable(p, cls, key)
+        counted: frozenset[str] = frozenset()
+        if isinstance(constraint, SpreadConstraint):
+            counted = counted_domains(p, cls, constraint) | set(domains)
+            domains = live_domains(p, cls, key, domains)
+        split = p.topology.split(cls.sample, len(cls.pods), constraint, anti, domains, counted=counted)
         if not split.parts:
             return list(cls.pods), split.reason
         leftover: list[Pod] = []
@@ -135,6 +141,12 @@ def reachable(p: Pass, cls: PodClass, key: str) -> list[str]:
                 if not pool.requirements.compatible(alt):
                     continue
                 narrowed = alt.get(key)
+                own = pool.requirements.get(key)
+                if own is not None and not own.complement and key not in wk.WELL_KNOWN:
+                    # A key the NodePool's requirements or template labels decide (a rack, a
+                    # tier): its values are the pool's, whatever the type.
+                    found |= {v for v in own.values if narrowed is None or narrowed.has(v)}
+                    continue
                 for t in pool.types:
                     req = t.offer_reqs.get(key)
                     if req is None or req.complement:

@@ -19,7 +19,7 @@ from nodewright.engine.scheduling.state import Pass
 from nodewright.engine.scheduling.types import PlannedClaim, SchedulingResult
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import Offering
-from nodewright.model.requirements import Requirements
+from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.resources import Resources
 
 
@@ -38,7 +38,7 @@ def finalize(p: Pass) -> SchedulingResult:
         assert pool is not None
         assert b.target is not None
         used = tuple([c - f for c, f in zip(b.target.cap, b.free, strict=True)])
-        reqs = b.requirements
+        reqs = one_value_per_label(b.requirements)
         budget = None
         if pool.remaining is not None and b.reserved is not None:
             budget = tuple([r + v for r, v in zip(pool.remaining, b.reserved, strict=True)])
@@ -68,6 +68,22 @@ def finalize(p: Pass) -> SchedulingResult:
         )
     existing = {b.name: tuple(pod.key for pod in b.pods) for b in p.existing if b.pods}
     return SchedulingResult(tuple(claims[i] for i in sorted(claims)), existing, dict(sorted(p.unschedulable.items())))
+
+
+def one_value_per_label(reqs: Requirements) -> Requirements:
+    """`reqs` with every label the instance type does not decide narrowed to one value.
+
+    A node carries one value per label, and the launch labels a node only with the keys its
+    claim's requirements fix to one value; `tier In [a, b]` (from a NodePool allowing both) would
+    leave the node without `tier`, refusing every pod that asked for either. As Karpenter picks
+    any allowed value for such a key, the claim takes the smallest (a stable choice).
+    """
+    narrowed = [
+        Requirement.new(key, "In", [min(req.values)])
+        for key, req in reqs.items()
+        if key not in wk.WELL_KNOWN and not req.complement and len(req.values) > 1
+    ]
+    return reqs.intersection(Requirements(narrowed)) if narrowed else reqs
 
 
 def _needs_reservation(reqs: Requirements) -> bool:

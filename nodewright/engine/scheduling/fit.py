@@ -36,6 +36,11 @@ def fits(p: Pass, cls: PodClass, req: tuple[int, ...], b: Bin, want: int) -> int
         return 0
     if not any(bin_compatible(p, b, alt) for alt in cls.alternatives):
         return 0
+    ports = cls.sample.host_ports
+    if ports:
+        n = min(n, p.ports.room(b.name, b.pool if b.kind != "node" else None, ports))
+        if n == 0:
+            return 0
     if b.kind == "claim" and capacity_types(p, cls, b.pool) != b.capacity_types:
         # A pod that may run on spot must not be packed onto an on-demand-only claim (nor
         # the reverse): either would pay on-demand prices for capacity spot could serve.
@@ -55,12 +60,22 @@ def bin_compatible(p: Pass, b: Bin, alt: Requirements) -> bool:
             hit = p.node_fits[node_key] = label_matches(alt, b.labels)
         return hit
     assert b.target is not None
+    if pins_hostname(alt) and not (b.kind == "inflight" and alt[wk.HOSTNAME].has(b.name)):
+        return False
     claim_key = (b.requirements, alt, b.target.it.name)
     hit = p.claim_fits.get(claim_key)
     if hit is None:
         hit = b.requirements.compatible(alt) and b.target.offer_reqs.intersects(alt)
         p.claim_fits[claim_key] = hit
     return hit
+
+
+def pins_hostname(alt: Requirements) -> bool:
+    """True when `alt` names the hosts it accepts (`kubernetes.io/hostname In [...]`): a new
+    node's name is unknown until it registers, so such a pod goes to one of those nodes or nowhere.
+    """
+    pinned = alt.get(wk.HOSTNAME)
+    return pinned is not None and not pinned.complement
 
 
 def bin_tolerates(p: Pass, cls: PodClass, b: Bin) -> bool:
@@ -116,6 +131,8 @@ def assign_pods(p: Pass, cls: PodClass, b: Bin, pods: Sequence[Pod], req: tuple[
         if free[p.index[CPU]] < p.min_cpu or free[p.index[PODS]] < 1000:
             p.open.remove(b)
     b.pods.extend(pods)
+    if cls.sample.host_ports:
+        p.ports.take(b.name, b.pool if b.kind != "node" else None, cls.sample.host_ports * count)
     b.movable = b.movable and not hostname_bound(p, cls)
     domains = {key: b.domain(key) for key in p.topology_keys}
     p.topology.record(cls.sample, domains, count)
@@ -153,7 +170,8 @@ def home_pool(p: Pass, cls: PodClass) -> Pool | None:
             (
                 pool
                 for pool in p.pools
-                if pool_tolerates(p, cls, pool) and any(pool.requirements.compatible(a) for a in cls.alternatives)
+                if pool_tolerates(p, cls, pool)
+                and any(pool.requirements.compatible(a) and not pins_hostname(a) for a in cls.alternatives)
             ),
             None,
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from nodewright.engine.scheduling.classes import PodClass
 from nodewright.engine.scheduling.fit import assign_pods, capacity_types, fits, home_pool
-from nodewright.engine.scheduling.nodeclaim import open_claim
+from nodewright.engine.scheduling.nodeclaim import drop_claim, open_claim
 from nodewright.engine.scheduling.plan import plan_fill
 from nodewright.engine.scheduling.state import Bin, Pass
 
@@ -66,6 +66,11 @@ def mix_group(p: Pass, members: list[PodClass]) -> list[PodClass]:
             # The usual pass reports why, and may still use capacity this one could not.
             return [entries[i][0].with_pods(entries[i][0].pods[done[i] :]) for i in left]
         mix_into(p, claim, entries, done)
+        if not claim.pods:
+            # Opened but refused by a check the target does not see (a host port, a hostname):
+            # opening another would loop; the usual pass says why.
+            drop_claim(p, claim)
+            return [entries[i][0].with_pods(entries[i][0].pods[done[i] :]) for i in left]
 
 
 def mix_into(p: Pass, b: Bin, entries: list[tuple[PodClass, tuple[int, ...]]], done: list[int]) -> None:

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nodewright.engine.scheduling.classes import PodClass
-from nodewright.engine.scheduling.fit import capacity_types, fits, pool_tolerates, remaining_demand
+from nodewright.engine.scheduling.fit import capacity_types, fits, pins_hostname, pool_tolerates, remaining_demand
 from nodewright.engine.scheduling.prepare import Pool, PoolType, add, tolerated
 from nodewright.engine.scheduling.state import Bin, Pass
 from nodewright.engine.scheduling.targets import best_target, priced, shrunk
+from nodewright.model import labels as wk
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import Resources
 
@@ -39,15 +40,21 @@ def open_claim(p: Pass, cls: PodClass, req: tuple[int, ...]) -> tuple[Bin | None
             reasons.append(f"nodepool {pool.name}: taint {taint} is not tolerated")
             continue
         conflicts = [pool.requirements.conflicts(alt) for alt in cls.alternatives]
-        alts = [alt for alt, c in zip(cls.alternatives, conflicts, strict=True) if not c]
+        alts = [alt for alt, c in zip(cls.alternatives, conflicts, strict=True) if not c and not pins_hostname(alt)]
         if not alts:
-            reasons.append(f"nodepool {pool.name}: {conflicts[0][0]}")
+            problem = conflicts[0][0] if conflicts[0] else f"a new node cannot be the host {wk.HOSTNAME} selects"
+            reasons.append(f"nodepool {pool.name}: {problem}")
             continue
         target: PoolType | None = None
         why = ""
         cts = capacity_types(p, cls, pool)
         for alt in alts:
             target, why = claim_target(p, pool, alt, req, cts)
+            if target is not None and gathered(p, cls):
+                # Pods that must share a node (hostname affinity to themselves) get a target
+                # that holds them all, when one does: a second node would take none of them.
+                whole = tuple(r * len(cls.pods) for r in req)
+                target = claim_target(p, pool, alt, whole, cts)[0] or target
             if target is not None:
                 break
         if target is None:
@@ -64,6 +71,12 @@ def open_claim(p: Pass, cls: PodClass, req: tuple[int, ...]) -> tuple[Bin | None
         why = f"no NodePool opens nodes for pods (static, replicas only: {static})"
         reasons.append(why if static else "no NodePool is configured")
     return None, "; ".join(reasons)
+
+
+def gathered(p: Pass, cls: PodClass) -> bool:
+    """True when the class's pods must share one node: a required hostname affinity selects them."""
+    sample = cls.sample
+    return any(t.topology_key == wk.HOSTNAME and t.selects(sample.namespace, sample.labels) for t in cls.affinity)
 
 
 def new_claim(

@@ -91,6 +91,12 @@ def claim_price(p: Pass, b: Bin) -> float:
 
 def merged_type(p: Pass, a: Bin, b: Bin) -> tuple[float, PoolType, Requirements] | None:
     """The cheapest type (with its price and the joint requirements) that holds both claims."""
+    if not a.requirements.intersects(b.requirements):
+        # Not only an empty set: `key In [x]` and `key In [y]` leave a DoesNotExist, which
+        # neither claim's pods accept (a node has one value per label).
+        return None
+    if not p.ports.compatible(a.name, b.name, b.pool):
+        return None
     reqs = b.requirements.intersection(a.requirements)
     if any(r.is_empty() and not r.allows_absent() for r in reqs.values()):
         return None
@@ -126,6 +132,7 @@ def merge(p: Pass, a: Bin, b: Bin, target: PoolType, reqs: Requirements) -> None
     b.target = target
     b.free = [c - u for c, u in zip(target.cap, used, strict=True)]
     b.pods.extend(a.pods)
+    p.ports.merge(a.name, b.name, b.pool)
     p.claims.remove(a)
     if a in p.open:
         p.open.remove(a)

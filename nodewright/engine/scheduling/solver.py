@@ -30,7 +30,8 @@ queue.go / preferences.go split):
    first opened as an assignment LP plans the instance-type mix for their total requests.
 7. *Relax* (`fill.schedule`, `classes.PodClass.relaxed`). Pods that still do not fit are retried
    with one preference fewer, in Karpenter's order (its preferences.go), and are reported with a
-   reason once nothing is left to relax.
+   reason once nothing is left to relax. Then pods whose affinity or spread waits on other pods
+   of the batch are scheduled again while a round places any (`retry.py`, Karpenter's queue).
 8. *Merge* (`repack.py`). Pairs of claims become one node when one node holding both costs less.
 9. *Finalize* (`finalize.py`). Each claim's options become the (at most 60) cheapest types that
    hold its pods plus daemonset overhead, within the pool's remaining limits; it is priced at its
@@ -72,6 +73,7 @@ from nodewright.engine.scheduling.portfolio import (
 )
 from nodewright.engine.scheduling.prepare import add
 from nodewright.engine.scheduling.repack import repack
+from nodewright.engine.scheduling.retry import retry_waiting
 from nodewright.engine.scheduling.state import Pass
 from nodewright.engine.scheduling.types import SchedulingInput, SchedulingResult
 from nodewright.model import labels as wk
@@ -159,5 +161,6 @@ def run_pass(p: Pass) -> SchedulingResult:
         # Under a binding limit, the smallest pods first place the most of them in the budget.
         for cls in reversed(p.classes) if p.strategy.smallest_first else p.classes:
             schedule(p, cls)
+    retry_waiting(p)
     repack(p)
     return finalize(p)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from nodewright.engine.scheduling.cache import SolverCache
 from nodewright.engine.scheduling.classes import PodClass, group
+from nodewright.engine.scheduling.hostports import HostPorts
 from nodewright.engine.scheduling.portfolio import Strategy
 from nodewright.engine.scheduling.prepare import Pool, PoolType, vec
 from nodewright.engine.scheduling.topology import Group, Topology
@@ -83,6 +84,8 @@ class Pass:
             self._pool(pc.nodepool, pc.instance_types) for pc in ordered if pc.nodepool.replicas is not None
         ]
         self.topology = Topology()
+        self.ports = HostPorts(inp.daemonsets)
+        self.bound_ports = False  # some bound pod binds a host port (`existing.add_existing`)
         self.existing: list[Bin] = []
         self.claims: list[Bin] = []
         self.open: list[Bin] = []
@@ -94,6 +97,7 @@ class Pass:
         self.prices: dict[tuple[object, ...], float] = {}  # repack.claim_price
         self.largest: dict[str, tuple[int, int]] = {}  # repack.cheapest_fit
         self.reachable_cache: dict[tuple[object, ...], frozenset[str]] = {}  # fill.reachable
+        self.counted_cache: dict[tuple[object, ...], frozenset[str]] = {}  # domains.counted_domains
         self.tolerates: dict[tuple[object, ...], bool] = {}  # fit.bin_tolerates
         self.targets: dict[tuple[object, ...], tuple[PoolType | None, str, list[int]]] = {}  # nodeclaim
         self.cannot_widen: set[tuple[str, int, int, tuple[int, ...]]] = set()  # nodeclaim.widen_claim

@@ -130,13 +130,20 @@ class Topology:
         constraint: SpreadConstraint | AffinityTerm,
         anti: bool,
         domains: Iterable[str],
+        *,
+        counted: Iterable[str] = (),
     ) -> Split:
-        """Decide how `count` pods like `pod` may be spread over `domains` for one constraint."""
+        """Decide how `count` pods like `pod` may be spread over `domains` for one constraint.
+
+        For a spread, `counted` are more domains the skew is measured against that take no pod
+        here (`domains.counted_domains`: an existing node's zone no NodePool launches in, a
+        NodePool at its limits, a zone a preference avoids).
+        """
         eligible = sorted(set(domains) - self.forbidden(pod, constraint.topology_key))
         if not eligible:
             return Split((), f"no {constraint.topology_key} domain is eligible")
         if isinstance(constraint, SpreadConstraint):
-            return self._spread(pod, count, constraint, eligible)
+            return self._spread(pod, count, constraint, eligible, sorted(set(counted) - set(eligible)))
         group = term_group(constraint)
         self_match = group.selects(pod.namespace, pod.labels)
         counts = self._counts[group]
@@ -155,13 +162,17 @@ class Topology:
             return Split((((eligible[0],), count),))
         return Split((), f"affinity: no pod matching {_describe(group.selector)} in any {constraint.topology_key}")
 
-    def _spread(self, pod: Pod, count: int, constraint: SpreadConstraint, eligible: list[str]) -> Split:
+    def _spread(
+        self, pod: Pod, count: int, constraint: SpreadConstraint, eligible: list[str], others: list[str]
+    ) -> Split:
         group = spread_group(constraint, pod.namespace)
         counts = self._counts[group]
         present = {d: counts.get(d, 0) for d in eligible}
-        too_few = constraint.min_domains is not None and len(eligible) < constraint.min_domains
+        # The domains counted that take no pod here only ever lower the floor.
+        fixed_floor = min((counts.get(d, 0) for d in others), default=UNLIMITED)
+        too_few = constraint.min_domains is not None and len(eligible) + len(others) < constraint.min_domains
         if not group.selects(pod.namespace, pod.labels):
-            floor = 0 if too_few else min(present.values())
+            floor = 0 if too_few else min(*present.values(), fixed_floor)
             allowed = tuple(d for d in eligible if present[d] - floor <= constraint.max_skew)
             if not allowed:
                 return Split((), f"topology spread on {constraint.topology_key}: maxSkew {constraint.max_skew}")
@@ -169,7 +180,7 @@ class Topology:
         placed: dict[str, int] = dict.fromkeys(eligible, 0)
         for _ in range(count):
             domain = min(eligible, key=lambda d: (present[d], d))
-            floor = 0 if too_few else min(present.values())
+            floor = 0 if too_few else min(*present.values(), fixed_floor)
             if present[domain] + 1 - floor > constraint.max_skew:
                 break
             present[domain] += 1

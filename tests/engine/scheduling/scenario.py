@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult, solve
+from nodewright.engine.scheduling.binding import unbindable
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodeclaim import NodeClaim
@@ -57,8 +58,14 @@ def scheduling_input(
 
 
 def run(pods: Iterable[Pod], *, pools: Iterable[PoolCapacity] | None = None, **fields: Any) -> SchedulingResult:
-    """Solve a scenario (see `scheduling_input`)."""
-    return solve(scheduling_input(pods, pools=pools, **fields))
+    """Solve a scenario (see `scheduling_input`), and check that kube-scheduler would bind every
+    pod the plan places where it places it (`binding.unbindable`).
+    """
+    inp = scheduling_input(pods, pools=pools, **fields)
+    result = solve(inp)
+    refused = unbindable(inp, result)
+    assert not refused, f"planned pods kube-scheduler would not bind: {refused[:5]}"
+    return result
 
 
 def pods(count: int, prefix: str, **fields: Any) -> list[Pod]:
