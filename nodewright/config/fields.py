@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from nodewright.config.problems import At, show
 from nodewright.model.duration import parse_duration
 from nodewright.model.errors import InvalidValue
-from nodewright.model.quantity import to_milli
+from nodewright.model.quantity import to_amount
 
 T = TypeVar("T")
 
@@ -262,14 +262,14 @@ def string_map(at: At, value: Any, *, key_rule: Callable[[At, str], None] | None
 
 
 def quantity(at: At, value: Any) -> int | None:
-    """A Kubernetes quantity ("500m", "8Gi", 4) in milli-units."""
+    """An amount of a resource ("500m", "8Gi", 4) in milli-units; negative or absurd ones are problems."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         at.error(f"must be a quantity such as 500m or 8Gi, got {show(value)}")
         return None
     try:
-        return to_milli(value)
+        return to_amount(value)
     except InvalidValue as error:
         at.error(str(error))
         return None

@@ -65,6 +65,7 @@ from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.scheduling import (
     PlannedClaim,
     SchedulingResult,
+    SolveDeadline,
     SolverCache,
     solve,
 )
@@ -113,6 +114,7 @@ class Provisioner(StaticCapacity, Housekeeping):
         wait: Callable[[float, Callable[[], bool]], None] | None = None,
         mirror: ClaimMirror | None = None,
         reservations: ReservationEnds | None = None,
+        solve_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.cluster = cluster
         self.cloud = cloud
@@ -133,6 +135,9 @@ class Provisioner(StaticCapacity, Housekeeping):
         # What solves may reuse (prepared catalog views, bound pods' facts): kept by the warm
         # container with this controller, so a re-plan after a capacity error starts warm.
         self.solver_cache = SolverCache()
+        # What a pass's solve budget is measured by: real elapsed time, whatever `clock` is (a
+        # simulation's virtual clock stands still while the solver runs).
+        self.solve_clock = solve_clock
         # Whether the configuration last read had static NodePools or buffers (`keep_configured`).
         self._static = False
         self._buffer_problems: dict[str, str] = {}  # last logged, so each is logged once
@@ -253,6 +258,7 @@ class Provisioner(StaticCapacity, Housekeeping):
         if not pending:
             return report
         nodepools, nodeclasses = self.config.load()
+        deadline = SolveDeadline.within(self.solve_clock, self.options.solve_budget)
         for _ in range(self.options.max_replans + 1):
             now = self.clock.now()
             claims = self.store.claims()
@@ -260,10 +266,14 @@ class Provisioner(StaticCapacity, Housekeeping):
                 snapshot, pending=pending, nodepools=nodepools, nodeclasses=nodeclasses, claims=claims, now=now
             )
             started = time.perf_counter()
-            result = solve(inp, cache=self.solver_cache)
+            result = solve(inp, cache=self.solver_cache, deadline=deadline)
             report.solve_seconds += time.perf_counter() - started
             self.observer.metric("SchedulingSeconds", time.perf_counter() - started, "Seconds")
             report.unschedulable = dict(result.unschedulable)
+            report.deferred = list(result.deferred)
+            if result.deferred:
+                # Not parked: still pending and not on a claim, they start the next pass at once.
+                self.observer.decision("deferred", pods=len(result.deferred), budget=self.options.solve_budget)
             report.placed = self._nominate(result, claims, {p.key: p.created_at for p in pending})
             for pod, reason in result.unschedulable.items():
                 self.observer.decision("unschedulable", pod=pod, reason=reason)

@@ -93,6 +93,11 @@ class ProvisionerOptions:
     # batch_max, as Karpenter does). A steady stream passes at about 3 s, a burst keeps waiting.
     batch_growth: float = 0.5
     deadline_margin: float = 10.0
+    # A pass's solves (the re-plans after capacity errors included) plan nothing more after this
+    # many seconds: what they planned is launched, the pods not reached yet are solved in the next
+    # pass at once, tenants taking fair turns (engine/scheduling/budget.py). Well inside the 68 s
+    # function timeout, so no input can make every pass time out and launch nothing.
+    solve_budget: float = 8.0
     lease_ttl: float = 90.0
     # How often a run whose lease another invocation holds tries again (until its own deadline).
     lease_poll: float = 2.0
@@ -133,6 +138,8 @@ class PassReport:
     unschedulable: dict[str, str] = field(default_factory=dict)
     # Pods the pass put on registered nodes (kube-scheduler binds them; nothing was launched).
     placed: list[str] = field(default_factory=list)
+    # Pods the pass did not reach before its solve budget: the next pass solves them at once.
+    deferred: list[str] = field(default_factory=list)
     solve_seconds: float = 0.0
 
 

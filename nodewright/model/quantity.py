@@ -72,6 +72,24 @@ def to_milli(value: str | int | float) -> int:
     return -((-exact.numerator) // exact.denominator)
 
 
+# The largest amount a Kubernetes quantity holds (an int64 of units), in milli-units.
+MAX_AMOUNT_MILLI = (2**63 - 1) * 1000
+
+
+def to_amount(value: str | int | float) -> int:
+    """An amount of a resource (a request, a limit, a capacity, a reservation, a size) in
+    milli-units, as `to_milli`; raise InvalidValue when it is negative (no resource list holds a
+    negative amount: the API server refuses one, and the solver would divide by it) or larger
+    than a Kubernetes quantity can hold.
+    """
+    milli = to_milli(value)
+    if milli < 0:
+        raise InvalidValue(f"{shown(value)} is negative; an amount of a resource is 0 or more")
+    if milli > MAX_AMOUNT_MILLI:
+        raise InvalidValue(f"{shown(value)} is larger than a Kubernetes quantity can hold (2^63-1)")
+    return milli
+
+
 def format_cpu(milli: int) -> str:
     """Format milli-cores the way kubectl does: whole cores plainly, else millis ("1930m")."""
     return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"

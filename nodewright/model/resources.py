@@ -10,7 +10,7 @@ from collections.abc import ItemsView, Iterable, Iterator, Mapping
 from typing import Any
 
 from nodewright.model.errors import InvalidValue
-from nodewright.model.quantity import format_quantity, to_milli
+from nodewright.model.quantity import format_quantity, to_amount, to_milli
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -37,13 +37,15 @@ class Resources(Mapping[str, int]):
 
     @classmethod
     def parse(cls, manifest: Mapping[str, Any] | None, *, where: str = "resources") -> Resources:
-        """Build from a Kubernetes resource list such as {"cpu": "500m", "memory": "1Gi"}."""
+        """Build from a Kubernetes resource list such as {"cpu": "500m", "memory": "1Gi"}; raise
+        InvalidValue naming `where` and the resource for a malformed, negative or absurd amount.
+        """
         if not manifest:
             return EMPTY
         values: dict[str, int] = {}
         for name, raw in manifest.items():
             try:
-                values[str(name)] = to_milli(raw)
+                values[str(name)] = to_amount(raw)
             except InvalidValue as error:
                 raise InvalidValue(f"{where}.{name}: {error}") from None
         return cls(values)

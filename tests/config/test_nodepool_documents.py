@@ -259,6 +259,25 @@ def test_budgets_with_schedules_durations_and_reasons_are_read_in_order() -> Non
             id="bad-limit-quantity",
         ),
         pytest.param(
+            "spec.limits",
+            {"cpu": "-4"},
+            "NodePool/default: spec.limits.cpu: '-4' is negative; an amount of a resource is 0 or more",
+            id="negative-limit",
+        ),
+        pytest.param(
+            "spec.limits",
+            {"memory": "1e30Ei"},
+            "NodePool/default: spec.limits.memory: '1e30Ei' is not a quantity (expected a number with an optional "
+            "suffix such as m, k, M, G, Ki, Mi, Gi or an exponent like 1e3)",
+            id="malformed-huge-limit",
+        ),
+        pytest.param(
+            "spec.limits",
+            {"cpu": "1e30"},
+            "NodePool/default: spec.limits.cpu: '1e30' is larger than a Kubernetes quantity can hold (2^63-1)",
+            id="absurd-limit",
+        ),
+        pytest.param(
             "spec.weight", 101, "NodePool/default: spec.weight: must be at most 100, got 101", id="weight-above-100"
         ),
         pytest.param(

@@ -150,7 +150,8 @@ _time = st.just(0.0) | st.integers(min_value=1, max_value=4_000_000_000_000_000)
 _milli = st.integers(min_value=0, max_value=2**50)
 _resources = st.dictionaries(
     st.sampled_from(["cpu", "memory", "ephemeral-storage", "hugepages-2Mi", "nvidia.com/gpu", "pods"]),
-    _milli | _milli.map(lambda n: n * 1000) | _milli.map(lambda n: n * 2**20 * 1000),
+    # Up to the 2^63-1 units a Kubernetes quantity holds (a larger amount is refused when read).
+    _milli | _milli.map(lambda n: n * 1000) | st.integers(0, 2**40).map(lambda n: n * 2**20 * 1000),
     max_size=5,
 ).map(Resources)
 _keys = st.sampled_from(["k", "topology.kubernetes.io/zone", "karpenter.k8s.aws/instance-cpu", "kubernetes.io/arch"])

@@ -5,7 +5,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodewright.model.errors import InvalidValue
-from nodewright.model.quantity import format_bytes, format_cpu, parse_quantity, to_milli
+from nodewright.model.quantity import MAX_AMOUNT_MILLI, format_bytes, format_cpu, parse_quantity, to_amount, to_milli
+from nodewright.model.resources import Resources
 
 
 @pytest.mark.parametrize(
@@ -39,6 +40,32 @@ def test_quantities_parse_exactly(text: str, exact: Fraction) -> None:
 def test_garbage_is_a_clear_error_naming_the_value(garbage: str) -> None:
     with pytest.raises(InvalidValue, match="is not a quantity"):
         parse_quantity(garbage)
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("-1", "is negative"),
+        (-2, "is negative"),
+        ("-100m", "is negative"),
+        ("1e25", "larger than"),
+        ("9000Ei", "larger than"),
+    ],
+)
+def test_an_amount_is_never_negative_nor_beyond_a_kubernetes_quantity(value: str | int, words: str) -> None:
+    with pytest.raises(InvalidValue, match=words):
+        to_amount(value)
+
+
+def test_amounts_up_to_the_kubernetes_bound_are_fine() -> None:
+    assert to_amount("0") == 0
+    assert to_amount("7Ei") == 7 * 2**60 * 1000
+    assert to_amount(2**63 - 1) == MAX_AMOUNT_MILLI
+
+
+def test_a_resource_list_refuses_a_negative_amount_naming_where_and_which() -> None:
+    with pytest.raises(InvalidValue, match=r"^spec.containers\[0\].resources.requests.cpu: '-1' is negative"):
+        Resources.parse({"cpu": "-1", "memory": "1Gi"}, where="spec.containers[0].resources.requests")
 
 
 def test_milli_units_round_up_like_kubernetes() -> None:

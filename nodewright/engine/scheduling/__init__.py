@@ -5,6 +5,7 @@ works (its header says which file does what), `types.py` for its inputs and outp
 `cache.py` for the `SolverCache` a caller may keep between solves.
 """
 
+from nodewright.engine.scheduling.budget import SolveDeadline
 from nodewright.engine.scheduling.cache import SolverCache
 from nodewright.engine.scheduling.solver import PORTFOLIO, Strategy, solve
 from nodewright.engine.scheduling.types import (
@@ -20,6 +21,7 @@ __all__ = [
     "PoolCapacity",
     "SchedulingInput",
     "SchedulingResult",
+    "SolveDeadline",
     "SolverCache",
     "Strategy",
     "solve",

@@ -4,8 +4,9 @@ A provisioner invocation solves again after every capacity error, and one consol
 the solver dozens of questions about the same NodePools, nodes and bound pods. What those solves
 derive from the same immutable objects is derived once and kept here:
 
-* `prepared`: each NodePool's view of the catalog (`prepare.PreparedPool`), the few most recently
-  used, compared by value; the answers each one remembers (options, targets) go with it;
+* `prepared`: each NodePool's view of the catalog (`prepare.PreparedPool`), the most recently
+  used, compared by value; the answers each one remembers (options, targets) go with it, and
+  pools alike but for their name share the prepared types (`typeview.TypeViews`);
 * `pod_facts` / `node_facts`: what the solver reads of a bound pod or a node, by object identity;
 * `bound_runs`: runs of consecutive bound pods on one node, added up once (`existing.py`).
 
@@ -21,12 +22,14 @@ of one call still share the preparation. Nothing in the engine holds one between
 from __future__ import annotations
 
 import operator
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nodewright.engine.scheduling.prepare import PreparedPool, vec
 from nodewright.engine.scheduling.types import BlockedOffering
+from nodewright.engine.scheduling.typeview import TypeViews
 from nodewright.model import labels as wk
 from nodewright.model.node import Node
 from nodewright.model.nodepool import NodePool
@@ -55,7 +58,7 @@ class SolverCache:
     def __init__(
         self,
         *,
-        prepared: int = 8,
+        prepared: int = 4096,
         pod_facts: int = 100_000,
         node_facts: int = 20_000,
         bound_runs: int = 50_000,
@@ -224,14 +227,27 @@ def _label_requirements(labels: Mapping[str, str]) -> Requirements:
 
 
 class PreparedPools:
-    """The few most recently used `PreparedPool` entries (a small LRU, compared by value).
+    """The most recently used `PreparedPool` entries (an LRU of `size`, compared by value), found
+    by NodePool name, and the `TypeViews` they share. `size` should hold every NodePool of one
+    input (4,096 by default: an entry whose pool shares its view with others is small), or each
+    pass prepares the pools again; 0 keeps nothing.
 
     A cache of pure results: a hit returns exactly what preparing afresh would.
     """
 
-    def __init__(self, size: int = 8) -> None:
+    # Entries kept per NodePool name (versions of one pool: other daemonsets, blocked offerings).
+    PER_NAME = 4
+    VIEWS = 64
+
+    def __init__(self, size: int = 4096) -> None:
         self.size = size
-        self._entries: list[PreparedPool] = []
+        self._count = 0
+        self._by_name: OrderedDict[str, list[PreparedPool]] = OrderedDict()
+        self._views = TypeViews(self.VIEWS if size > 0 else 0)
+
+    def __len__(self) -> int:
+        """How many entries are kept."""
+        return self._count
 
     def get(
         self,
@@ -241,13 +257,26 @@ class PreparedPools:
         names: tuple[str, ...],
     ) -> PreparedPool:
         """The entry for these inputs, made when none matches."""
-        for i, entry in enumerate(self._entries):
-            if entry.matches(nodepool, daemonsets, blocked, names):
-                if i:
-                    del self._entries[i]
-                    self._entries.insert(0, entry)
-                return entry
-        entry = PreparedPool(nodepool, daemonsets, blocked, names)
-        self._entries.insert(0, entry)
-        del self._entries[self.size :]
+        entries = self._by_name.get(nodepool.name)
+        if entries is not None:
+            self._by_name.move_to_end(nodepool.name)
+            for i, entry in enumerate(entries):
+                if entry.matches(nodepool, daemonsets, blocked, names):
+                    if i:
+                        del entries[i]
+                        entries.insert(0, entry)
+                    return entry
+        entry = PreparedPool(nodepool, daemonsets, blocked, names, self._views)
+        if self.size <= 0:
+            return entry
+        if entries is None:
+            entries = self._by_name[nodepool.name] = []
+        entries.insert(0, entry)
+        self._count += 1
+        if len(entries) > self.PER_NAME:
+            entries.pop()
+            self._count -= 1
+        while self._count > self.size:
+            _, dropped = self._by_name.popitem(last=False)
+            self._count -= len(dropped)
         return entry

@@ -212,7 +212,7 @@ def choose_target(
         return None, f"no instance type satisfies {alt!r}" if alt else "no instance type is offered"
     fitting = base.fitting
     if not fitting:
-        return None, too_big(p, req, base.compatible)
+        return None, too_big(p, req, base.largest)
     if pool.remaining is not None:
         remaining = pool.remaining
         # When the largest of the fitting types is within the limits, every one is.
@@ -258,10 +258,12 @@ def _largest(
     return best[1], ""
 
 
-def too_big(p: Pass, req: tuple[int, ...], types: Sequence[PoolType]) -> str:
-    """Why no type of `types` holds one pod of size `req`, naming the resource."""
+def too_big(p: Pass, req: tuple[int, ...], room: Sequence[int]) -> str:
+    """Why no type holds one pod of size `req`, naming the resource; `room`: the most any type
+    has of each resource (`Targets.largest`).
+    """
     for i, name in enumerate(p.names):
-        largest = max(t.cap[i] for t in types)
+        largest = room[i]
         if req[i] > largest and largest == 0:
             return f"no instance type offers {name}"
         if req[i] > largest:

@@ -19,6 +19,7 @@ from types import MappingProxyType
 
 from nodewright.engine.scheduling.targets import Targets, bounded_put
 from nodewright.engine.scheduling.types import MAX_INSTANCE_TYPE_OPTIONS, BlockedOffering
+from nodewright.engine.scheduling.typeview import TypeViews
 from nodewright.engine.scheduling.usage import NODES, charged
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType, Offering
@@ -29,6 +30,9 @@ from nodewright.model.taints import BLOCKING, Taint, Toleration
 from nodewright.model.workloads import DaemonSet
 
 _CAPACITY_PRIORITY = MappingProxyType({"reserved": 0, "spot": 1, "on-demand": 2})
+# The labels an offering decides (`Offering.allowed_by`): all of a pool's requirements a
+# `PoolType` depends on.
+_OFFERING_LABELS = frozenset({wk.ZONE, wk.CAPACITY_TYPE, *wk.RESERVATION_LABELS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,19 +59,39 @@ class Pool:
     """One NodePool in one pass: its prepared types (shared, never changed), and what the pass
     changes: the room its limits leave (`remaining`, None without limits) and the demand of the
     pods whose first choice it is.
+
+    The types are prepared when the pass first asks for them (`types`, `by_name`): a pass over
+    thousands of NodePools places most pods in the first few, and preparing the catalog for a
+    pool no pod reaches is most of such a pass.
     """
 
     name: str
     weight: int
     requirements: Requirements
     taints: tuple[Taint, ...]
-    types: tuple[PoolType, ...]  # shared across solves, like everything `prepared` answers
-    by_name: Mapping[str, PoolType]  # likewise: never changed
+    catalog: Sequence[InstanceType]  # the instance types the pool may launch, before filtering
     prepared: PreparedPool
     remaining: list[int] | None
     limit_version: int = 0
     # Remaining unplaced requests of the pods whose first choice is this pool, by capacity types.
     demand: dict[frozenset[str], list[int]] = field(default_factory=dict)
+    _types: tuple[tuple[PoolType, ...], Mapping[str, PoolType]] | None = None
+
+    @property
+    def types(self) -> tuple[PoolType, ...]:
+        """The pool's usable types, cheapest first; shared across solves, like everything
+        `prepared` answers: never changed.
+        """
+        if self._types is None:
+            self._types = self.prepared.types(self.catalog)
+        return self._types[0]
+
+    @property
+    def by_name(self) -> Mapping[str, PoolType]:
+        """`types` by instance type name (likewise never changed)."""
+        if self._types is None:
+            self._types = self.prepared.types(self.catalog)
+        return self._types[1]
 
     def options(self, reqs: Requirements) -> list[Option]:
         """The pool's types that `reqs` allow, with the offerings they allow, cheapest first.
@@ -93,10 +117,13 @@ class PreparedPool:
     (`nodepool`, `daemonsets`, `blocked`, `names`, compared by value) and of the instance type, and
     every object involved is immutable: types are remembered by `id`, and the entry keeps a
     reference to each, so an id cannot be reused by another object while it is remembered.
+
+    The types as the pool sees them (`PoolType`s and the lists of them) live in a `TypeView`
+    that `views` shares with every pool whose inputs are equal but for the pool's name
+    (`typeview.py`): 2,000 NodePools of a few shapes prepare the catalog a few times.
     """
 
     # Bounds on what one entry remembers (a catalog has ~800 types; a pass cuts a few lists).
-    MAX_TYPES = 8192
     MAX_LISTS = 64
     MAX_QUESTIONS = 4096
     MAX_REQUIREMENTS = 512
@@ -107,6 +134,7 @@ class PreparedPool:
         daemonsets: Sequence[DaemonSet],
         blocked: frozenset[BlockedOffering],
         names: tuple[str, ...],
+        views: TypeViews | None = None,
     ) -> None:
         self.nodepool = nodepool
         self.daemonsets = daemonsets
@@ -122,17 +150,34 @@ class PreparedPool:
             if tolerated(ds.template.tolerations, nodepool.taints, prefer=False)
             and any(reqs.compatible(alt) for alt in ds.template.node_requirements())
         ]
-        self._by_type: dict[int, tuple[InstanceType, PoolType | None]] = {}
+        # Shared by the pools of equal inputs but for their name; the daemonsets are keyed by
+        # identity (they hold dicts) and held by the view, so their ids stay theirs.
+        # A type's `PoolType` depends on the pool's requirements only through the offering labels
+        # (`Offering.allowed_by`); which types the pool may launch at all comes from the catalog's
+        # index (`catalogindex.py`), then the list is shared by the pools alike but for their name.
+        self._views = views or TypeViews(0)
+        self._alike = Requirements(r for key, r in reqs.items() if key != wk.NODEPOOL)
+        offering = Requirements(r for key, r in reqs.items() if key in _OFFERING_LABELS)
+        view_key = (offering, tuple(map(id, self._daemons)), blocked, names)
+        self._view = self._views.get(view_key, keep=tuple(self._daemons))
         self._lists: dict[int, tuple[Sequence[InstanceType], tuple[PoolType, ...], Mapping[str, PoolType]]] = {}
-        # By list of types this entry made (held, so its id stays its own) and requirements.
-        self._matching: dict[tuple[int, Requirements], tuple[tuple[PoolType, ...], list[PoolType]]] = {}
-        self._options: dict[tuple[int, Requirements], tuple[tuple[PoolType, ...], list[Option]]] = {}
-        self._by_requirements: dict[Requirements, dict[int, tuple[PoolType, bool, Option | None]]] = {}
-        self._targets: dict[tuple[int, Requirements, tuple[int, ...]], tuple[tuple[PoolType, ...], Targets]] = {}
+        # By list of types (held, so its id stays its own) and requirements: answers that depend on
+        # nothing of the pool but what the view's key holds, so shared with the pools alike.
+        view = self._view
+        self._matching: dict[tuple[int, Requirements], tuple[tuple[PoolType, ...], list[PoolType]]] = view.memo(
+            "matching"
+        )
+        self._options: dict[tuple[int, Requirements], tuple[tuple[PoolType, ...], list[Option]]] = view.memo("options")
+        self._by_requirements: dict[Requirements, dict[int, tuple[PoolType, bool, Option | None]]] = view.memo(
+            "by_requirements"
+        )
+        self._targets: dict[tuple[int, Requirements, tuple[int, ...]], tuple[tuple[PoolType, ...], Targets]] = (
+            view.memo("targets")
+        )
         self._claims: dict[
             tuple[int, Requirements, tuple[int, ...], tuple[int, ...] | None],
             tuple[tuple[PoolType, ...], tuple[list[Option], str]],
-        ] = {}
+        ] = view.memo("claims")
 
     def matches(
         self,
@@ -154,23 +199,31 @@ class PreparedPool:
         hit = self._lists.get(id(instance_types))
         if hit is not None and hit[0] is instance_types:
             return hit[1], hit[2]
-        out: list[PoolType] = []
-        for it in instance_types:
-            known = self._by_type.get(id(it))
-            if known is not None and known[0] is it:
-                t = known[1]
-            else:
-                t = self._prepare(it)
-                if len(self._by_type) >= self.MAX_TYPES:
-                    self._by_type.clear()
-                self._by_type[id(it)] = (it, t)
-            if t is not None:
-                out.append(t)
-        out.sort(key=lambda t: (t.price, t.it.name))
-        types = tuple(out)
-        by_name = {t.it.name: t for t in types}
-        # Only an immutable sequence may be recognised by identity next time.
-        if type(instance_types) is tuple:
+        # Only an immutable sequence may be recognised by its contents or identity next time.
+        immutable = type(instance_types) is tuple
+        shared = self._view.list_for(self._alike, instance_types) if immutable else None
+        if shared is not None:
+            _, types, by_name = shared
+        else:
+            view = self._view
+            out: list[PoolType] = []
+            index = self._views.index(instance_types)
+            for position in index.allowed(self.requirements):
+                it = instance_types[position]
+                known = view.by_type.get(id(it))
+                if known is not None and known[0] is it:
+                    t = known[1]
+                else:
+                    t = self._prepare(it)
+                    view.remember_type(it, t)
+                if t is not None:
+                    out.append(t)
+            out.sort(key=lambda t: (t.price, t.it.name))
+            types = tuple(out)
+            by_name = MappingProxyType({t.it.name: t for t in types})
+            if immutable:
+                view.remember_list(self._alike, (instance_types, types, by_name))
+        if immutable:
             bounded_put(self._lists, id(instance_types), (instance_types, types, by_name), self.MAX_LISTS)
         return types, by_name
 
@@ -288,11 +341,9 @@ class PreparedPool:
         return known
 
     def _prepare(self, it: InstanceType) -> PoolType | None:
-        """`it` as this pool sees it, or None when the pool's requirements, the blocked offerings or
-        the daemonsets' overhead leave nothing to launch.
+        """`it` as this pool sees it (a type its requirements allow), or None when the blocked
+        offerings, the offering labels it requires or the daemonsets' overhead leave nothing to launch.
         """
-        if not it.requirements.intersects(self.requirements):
-            return None
         offerings = tuple(
             sorted(
                 (

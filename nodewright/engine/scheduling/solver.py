@@ -57,6 +57,9 @@ iteration order leaks into the result, and no cache changes it (`cache.py`).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from nodewright.engine.scheduling.budget import FairTurns, SolveDeadline
 from nodewright.engine.scheduling.cache import SolverCache
 from nodewright.engine.scheduling.classes import PodClass
 from nodewright.engine.scheduling.existing import BoundPods, add_existing, topology_groups
@@ -82,7 +85,11 @@ __all__ = ["DEFAULT_STRATEGY", "PORTFOLIO", "PORTFOLIO_LIMIT", "SolverCache", "S
 
 
 def solve(
-    inp: SchedulingInput, strategy: Strategy | None = None, *, cache: SolverCache | None = None
+    inp: SchedulingInput,
+    strategy: Strategy | None = None,
+    *,
+    cache: SolverCache | None = None,
+    deadline: SolveDeadline | None = None,
 ) -> SchedulingResult:
     """Decide where `inp.pods` go: existing nodes, in-flight claims, or new node claims.
 
@@ -95,13 +102,17 @@ def solve(
 
     `cache` is what the caller lets later solves reuse (see `cache.py`); without one the call
     uses a fresh one of its own. The result is the same either way.
+
+    With a `deadline` (`budget.py`), a pass plans no class once it has passed: their pods come
+    back as `deferred`, and no further strategy starts (the first pass's plan is kept).
     """
     cache = cache if cache is not None else SolverCache()
     bound = BoundPods(cache)
     if strategy is not None:
-        return _within_limits(inp, run_pass(Pass(inp, strategy, bound, cache)), bound, cache)
+        return _within_limits(inp, run_pass(Pass(inp, strategy, bound, cache), deadline), bound, cache, deadline)
     if len(inp.pods) > PORTFOLIO_LIMIT:
-        return _within_limits(inp, run_pass(Pass(inp, DEFAULT_STRATEGY, bound, cache)), bound, cache)
+        first = run_pass(Pass(inp, DEFAULT_STRATEGY, bound, cache), deadline)
+        return _within_limits(inp, first, bound, cache, deadline)
     plans: list[SchedulingResult] = []
     plannable = False
     for candidate in PORTFOLIO:
@@ -109,31 +120,43 @@ def solve(
             # The shape-mixing pass (earlier in PORTFOLIO) met nothing to plan, so this pass
             # would repeat it step for step.
             continue
+        if plans and deadline is not None and deadline.expired():
+            break
         p = Pass(inp, candidate, bound, cache)
-        plans.append(run_pass(p))
+        plans.append(run_pass(p, deadline))
         plannable = plannable or p.plannable
-    return _within_limits(inp, min(plans, key=_rank), bound, cache)
+    return _within_limits(inp, min(plans, key=_rank), bound, cache, deadline)
 
 
 def _rank(result: SchedulingResult) -> tuple[int, float]:
-    """Fewest pods left out, then cheapest."""
-    return len(result.unschedulable), round(result.price_per_hour, 9)
+    """Fewest pods left out (unschedulable or deferred), then cheapest."""
+    return len(result.unschedulable) + len(result.deferred), round(result.price_per_hour, 9)
 
 
 def _within_limits(
-    inp: SchedulingInput, best: SchedulingResult, bound: BoundPods, cache: SolverCache
+    inp: SchedulingInput,
+    best: SchedulingResult,
+    bound: BoundPods,
+    cache: SolverCache,
+    deadline: SolveDeadline | None,
 ) -> SchedulingResult:
     """`best`, or when NodePool limits left pods out, the passes of LIMITS_PORTFOLIO's plan if it
     places more (or as many, for less). Costs nothing when no pod is left out or no pool has limits.
     """
     if not best.unschedulable or all(pc.nodepool.limits is None for pc in inp.pools):
         return best
-    plans = [best, *(run_pass(Pass(inp, candidate, bound, cache)) for candidate in LIMITS_PORTFOLIO)]
+    plans = [best]
+    for candidate in LIMITS_PORTFOLIO:
+        if deadline is not None and deadline.expired():
+            break
+        plans.append(run_pass(Pass(inp, candidate, bound, cache), deadline))
     return min(plans, key=_rank)
 
 
-def run_pass(p: Pass) -> SchedulingResult:
-    """Run one pass (the steps of the module docstring) and return its result."""
+def run_pass(p: Pass, deadline: SolveDeadline | None = None) -> SchedulingResult:
+    """Run one pass (the steps of the module docstring) and return its result; with a `deadline`,
+    the classes not reached in time (tenants taking turns: `budget.FairTurns`) are `deferred`.
+    """
     groups = p.tracked = topology_groups(p)
     p.topology.track(groups)
     p.topology_keys = sorted({wk.HOSTNAME, wk.ZONE, wk.CAPACITY_TYPE} | {g.key for g in groups})
@@ -143,24 +166,40 @@ def run_pass(p: Pass) -> SchedulingResult:
         if pool is not None:
             req = p.vec(cls.requests)
             add(remaining_demand(p, pool, capacity_types(p, cls, pool)), req, len(cls.pods))
+    turns = FairTurns(deadline)
+
+    def tenant(cls: PodClass) -> tuple[str, str]:
+        home = home_pool(p, cls)
+        return (home.name if home is not None else "", cls.sample.namespace)
+
     if p.strategy.mix_shapes:
         # Constrained classes first, so the mixable ones can fill what their claims leave.
         mixable: list[PodClass] = []
-        for cls in p.classes:
+
+        def take(cls: PodClass) -> None:
             if home_pool(p, cls) is None:
                 schedule(p, cls)
             elif unconstrained(p, cls):
                 mixable.append(cls)
             elif zone_spread_only(p, cls):
-                mixable += zone_parts(p, cls)
+                mixable.extend(zone_parts(p, cls))
             else:
                 schedule(p, cls)
+
+        deferred = turns.run(p.classes, tenant, take)
+        # The mixable classes had their turn: packing them is linear in their number.
         for cls in mix(p, mixable):
             schedule(p, cls)
     else:
         # Under a binding limit, the smallest pods first place the most of them in the budget.
-        for cls in reversed(p.classes) if p.strategy.smallest_first else p.classes:
-            schedule(p, cls)
-    retry_waiting(p)
-    repack(p)
-    return finalize(p)
+        order = list(reversed(p.classes)) if p.strategy.smallest_first else p.classes
+        deferred = turns.run(order, tenant, lambda cls: schedule(p, cls))
+    if deadline is None or not deadline.expired():
+        # Pods whose constraints wait on others in the batch get more rounds, then the re-pack;
+        # past the deadline both are left to the next pass.
+        retry_waiting(p)
+        repack(p)
+    result = finalize(p)
+    if not deferred:
+        return result
+    return replace(result, deferred=tuple(sorted(pod.key for cls in deferred for pod in cls.pods)))

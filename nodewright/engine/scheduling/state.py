@@ -120,7 +120,6 @@ class Pass:
         its nodes and claims already use.
         """
         prepared = self.cache.prepared.get(nodepool, self.inp.daemonsets, self.inp.blocked, self.names)
-        types, by_name = prepared.types(instance_types)
         remaining = None
         if nodepool.limits is not None:
             used = self.inp.used.get(nodepool.name, Resources())
@@ -131,8 +130,7 @@ class Pass:
             nodepool.weight,
             prepared.requirements,
             nodepool.taints,
-            types,
-            by_name,
+            instance_types,
             prepared,
             remaining,
         )

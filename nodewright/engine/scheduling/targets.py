@@ -85,18 +85,23 @@ class Targets:
     """For one list of types, node requirements `alt` and pod size `req`: the types `alt` allows
     (`compatible`), those of them one pod fits (`fitting`), the largest capacity among those
     (`peak`, per resource), `priced` per capacity types, and the target `best` chooses for a
-    demand. Shared across solves: never changed (but for what it remembers).
+    demand; when none fits, the most room any compatible type has per resource (`largest`, for
+    the reason, asked again by every pool alike). Shared across solves: never changed (but for
+    what it remembers).
     """
 
     # Targets remembered per capacity types and demand (a pass asks about a few hundred demands).
     MAX_CHOICES = 1024
-    __slots__ = ("_chosen", "_priced", "compatible", "fitting", "peak", "req")
+    __slots__ = ("_chosen", "_priced", "compatible", "fitting", "largest", "peak", "req")
 
     def __init__(self, compatible: list[PoolType], req: tuple[int, ...]) -> None:
         self.req = req
         self.compatible = compatible
         self.fitting = [t for t in compatible if all(c >= r for c, r in zip(t.cap, req, strict=True))]
         self.peak = [max(t.capacity[i] for t in self.fitting) for i in range(len(req))] if self.fitting else []
+        self.largest = (
+            [max(t.cap[i] for t in compatible) for i in range(len(req))] if compatible and not self.fitting else []
+        )
         self._priced: dict[frozenset[str], list[Priced]] = {}
         self._chosen: dict[tuple[frozenset[str], tuple[int, ...]], PoolType | None] = {}
 

@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from nodewright.engine.scheduling.groupindex import GroupIndex
 from nodewright.model import labels as wk
 from nodewright.model.pod import AffinityTerm, Pod, SpreadConstraint
 from nodewright.model.selectors import LabelSelector
@@ -67,6 +68,11 @@ class Topology:
         self._totals: dict[Group, int] = {}
         # Required anti-affinity terms of placed pods: group -> domains holding such a pod.
         self._anti: dict[Group, set[str]] = {}
+        # The same groups filed by the label values their selectors require (`GroupIndex`): which
+        # groups select a pod is a lookup, not a scan of every group.
+        self._counted: GroupIndex[Group] = GroupIndex()
+        self._anti_groups: GroupIndex[Group] = GroupIndex()
+        self._anti_keys: set[str] = set()
         self._selected_cache: dict[tuple[str, tuple[tuple[str, str], ...]], list[Group]] = {}
 
     # -- registration --------------------------------------------------------------------------
@@ -77,6 +83,7 @@ class Topology:
             if group not in self._counts:
                 self._counts[group] = defaultdict(int)
                 self._totals[group] = 0
+                self._counted.add(group)
         self._selected_cache.clear()
 
     def record(self, pod: Pod, domains: Mapping[str, str | None], count: int = 1) -> None:
@@ -84,7 +91,7 @@ class Topology:
         cache_key = (pod.namespace, tuple(sorted(pod.labels.items())))
         groups = self._selected_cache.get(cache_key)
         if groups is None:
-            groups = [g for g in self._counts if g.selects(pod.namespace, pod.labels)]
+            groups = self._counted.selecting(pod.namespace, pod.labels)
             self._selected_cache[cache_key] = groups
         for group in groups:
             domain = domains.get(group.key)
@@ -94,7 +101,10 @@ class Topology:
         for term in pod.anti_affinity:
             domain = domains.get(term.topology_key)
             if domain is not None:
-                self._anti.setdefault(term_group(term), set()).add(domain)
+                group = term_group(term)
+                self._anti.setdefault(group, set()).add(domain)
+                if self._anti_groups.add(group):
+                    self._anti_keys.add(group.key)
 
     # -- questions -----------------------------------------------------------------------------
 
@@ -108,19 +118,19 @@ class Topology:
 
     def counts_on(self, pod: Pod, key: str) -> bool:
         """True when some tracked group or placed anti-affinity term keyed on `key` counts `pod`."""
-        groups = (*self._counts, *self._anti)
-        return any(g.key == key and g.selects(pod.namespace, pod.labels) for g in groups)
+        counted = self._counted.selecting(pod.namespace, pod.labels)
+        return any(g.key == key for g in (*counted, *self._anti_groups.selecting(pod.namespace, pod.labels)))
 
     def anti_keys(self) -> list[str]:
         """The topology keys some placed pod's required anti-affinity uses."""
-        return sorted({group.key for group in self._anti})
+        return sorted(self._anti_keys)
 
     def forbidden(self, pod: Pod, key: str) -> set[str]:
         """Domains of `key` where placed pods' required anti-affinity forbids `pod`."""
         out: set[str] = set()
-        for group, domains in self._anti.items():
-            if group.key == key and group.selects(pod.namespace, pod.labels):
-                out |= domains
+        for group in self._anti_groups.selecting(pod.namespace, pod.labels):
+            if group.key == key:
+                out |= self._anti[group]
         return out
 
     def split(

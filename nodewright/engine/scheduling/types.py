@@ -83,12 +83,15 @@ class PlannedClaim:
 @dataclass(frozen=True, slots=True)
 class SchedulingResult:
     """What one pass decided: new claims, placements on existing or in-flight capacity, and why
-    the remaining pods could not be placed (pod key -> reason a person can act on).
+    the remaining pods could not be placed (pod key -> reason a person can act on). `deferred`:
+    pods the pass did not reach before its solve deadline (`budget.py`), sorted; not unschedulable,
+    only not planned yet.
     """
 
     claims: tuple[PlannedClaim, ...] = ()
     existing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     unschedulable: Mapping[str, str] = field(default_factory=dict)
+    deferred: tuple[str, ...] = ()
 
     @property
     def price_per_hour(self) -> float:

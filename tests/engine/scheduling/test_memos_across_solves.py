@@ -224,7 +224,7 @@ def test_remembered_claim_options_are_the_options_found_afresh() -> None:
 
 
 def _catalog_of(prepared: PreparedPool) -> Sequence[Any]:
-    return [known[0] for known in prepared._by_type.values()]
+    return [known[0] for known in prepared._view.by_type.values()]
 
 
 def _names(answer: tuple[list[Any], str]) -> tuple[list[tuple[float, str, tuple[Any, ...]]], str]:

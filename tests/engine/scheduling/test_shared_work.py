@@ -103,7 +103,7 @@ def test_equal_inputs_built_again_hit_and_changed_inputs_do_not() -> None:
     # Equal values in new objects (a catalog and daemonsets read again) give the same plan.
     again = replace(inp, pools=(pool(types=catalog()),), daemonsets=tuple(replace(d) for d in inp.daemonsets))
     assert solve(again, cache=cache) == first
-    assert len(cache.prepared._entries) == 1  # the equal NodePool, daemonsets and blocked set hit
+    assert len(cache.prepared) == 1  # the equal NodePool, daemonsets and blocked set hit
     # Blocking the offering a claim was priced with changes the plan, as it does when solved afresh.
     claim = first.claims[0]
     blocked = inp.blocked | {(claim.offering.capacity_type, claim.instance_type.name, claim.offering.zone)}

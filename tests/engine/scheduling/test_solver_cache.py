@@ -40,7 +40,7 @@ def test_a_fresh_a_shared_warm_and_no_cache_give_the_same_results(
                 replan = replace(inp, blocked=inp.blocked | {offering})
                 assert solve(replan, strategy, cache=shared) == solve(replan, strategy, cache=SolverCache())
     pools = {pc.nodepool.name for inp, _ in questions for pc in inp.pools}
-    assert bool(shared.prepared._entries) == bool(pools)
+    assert bool(len(shared.prepared)) == bool(pools)
 
 
 @EXAMPLES
