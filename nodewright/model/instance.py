@@ -24,6 +24,8 @@ class Instance:
     nodepool: str = ""
     price: float = 0.0
     image_id: str = ""
+    # The IAM instance profile's name as EC2 reports it ("" when it reports none).
+    instance_profile: str = ""
 
     @property
     def provider_id(self) -> str:

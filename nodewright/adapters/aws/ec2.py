@@ -156,6 +156,7 @@ def instance_from_description(item: Mapping[str, Any]) -> Instance:
         nodeclaim=tags.get(NODECLAIM_TAG, ""),
         nodepool=tags.get(NODEPOOL_TAG, ""),
         image_id=str(item.get("ImageId", "")),
+        instance_profile=str((item.get("IamInstanceProfile") or {}).get("Arn", "")).rsplit("/", 1)[-1],
     )
 
 
