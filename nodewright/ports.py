@@ -199,9 +199,10 @@ class CloudProvider(Protocol):
         """
         ...
 
-    def instance_facts(self, instance_ids: Sequence[str]) -> dict[str, InstanceFacts]:
+    def instance_facts(self, instance_ids: Sequence[str], *, spot_status: bool = False) -> dict[str, InstanceFacts]:
         """What EC2 says about each of `instance_ids` (by id, tags not asked), every id a key: an
-        id EC2 does not know maps to facts with `known` False. Errors are raised.
+        id EC2 does not know maps to facts with `known` False; with `spot_status`, each spot
+        instance's request status too (one more call). Errors are raised.
         """
         ...
 

@@ -62,4 +62,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     response = process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )
+    failed = len(response.get("batchItemFailures") or ())
+    if failed:
+        metrics.add_metric(name="RecordsFailed", unit="Count", value=failed)
     return dict(response)

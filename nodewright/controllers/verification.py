@@ -13,7 +13,7 @@ instance only (`CloudProvider.instance_facts`: DescribeInstances by id, and the 
 spot instance). When EC2 cannot be asked, the message is unconfirmed, not trusted: the gentlest
 action is safe either way, and a retry would only delay a real event's cordon.
 
-Metrics: `MessagesDropped` (dimension `why`: stale or contradicted; a forged or replayed message
+Metrics: `MessagesDropped` (stale or contradicted: the decision record says which; a forged or replayed message
 shows here, and an alarm watches it), `ForeignInstanceMessages` (the rules see every instance of
 the account: another autoscaler's events are normal), `UnconfirmedMessages` (acted on gently).
 """
@@ -92,13 +92,13 @@ class MessageVerifier:
     def report_drop(self, message: Message, instance_id: str, checked: Checked) -> None:
         """Count a dropped message (the decision record is the controller's)."""
         if checked.why == FOREIGN:
-            self.observer.metric("ForeignInstanceMessages", 1, kind=message.kind)
+            self.observer.metric("ForeignInstanceMessages", 1)
         else:
-            self.observer.metric("MessagesDropped", 1, why=checked.why)
+            self.observer.metric("MessagesDropped", 1)
 
     def _facts(self, instance_id: str) -> InstanceFacts | None:
         try:
-            return self.cloud.instance_facts([instance_id]).get(instance_id)
+            return self.cloud.instance_facts([instance_id], spot_status=True).get(instance_id)
         except Exception as error:  # unconfirmed, not trusted: see the module docstring
             log.warning("EC2 not asked about %s, the message stays unconfirmed: %s", instance_id, error)
             return None

@@ -172,9 +172,9 @@ class FakeCloudProvider:
             live = {i for i in instance_ids if i in self._instances and self._instances[i].live}
             return [s for i, s in sorted(self._impaired.items()) if i in live]
 
-    def instance_facts(self, instance_ids: Sequence[str]) -> dict[str, InstanceFacts]:
-        """What this fake knows of each id: its state, and for a spot instance its request's
-        status (`fulfilled` until `mark_spot`); unknown ids are not `known`.
+    def instance_facts(self, instance_ids: Sequence[str], *, spot_status: bool = False) -> dict[str, InstanceFacts]:
+        """What this fake knows of each id: its state, and with `spot_status` for a spot instance
+        its request's status (`fulfilled` until `mark_spot`); unknown ids are not `known`.
         """
         with self._lock:
             self._enter(CloudCall("instance_facts", instance_ids=tuple(instance_ids)))
@@ -185,7 +185,7 @@ class FakeCloudProvider:
                     out[instance_id] = InstanceFacts(instance_id, known=False)
                     continue
                 spot = instance.capacity_type == "spot"
-                status = self._spot_status.get(instance_id, "fulfilled") if spot else ""
+                status = self._spot_status.get(instance_id, "fulfilled") if spot and spot_status else ""
                 out[instance_id] = InstanceFacts(instance_id, True, instance.state, spot, status)
             return out
 

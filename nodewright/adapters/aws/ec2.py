@@ -302,17 +302,17 @@ class Ec2CloudProvider:
             out += self._statuses(ids[start : start + STATUS_BATCH])
         return sorted(out, key=lambda s: s.instance_id)
 
-    def instance_facts(self, instance_ids: Sequence[str]) -> dict[str, InstanceFacts]:
+    def instance_facts(self, instance_ids: Sequence[str], *, spot_status: bool = False) -> dict[str, InstanceFacts]:
         """What EC2 says about each id, by id (DescribeInstances with InstanceIds: no tag filter,
-        so a tag removed or forged changes nothing), then each spot instance's request status
-        (DescribeSpotInstanceRequests); ids EC2 does not know map to facts not `known`.
+        so a tag removed or forged changes nothing), then with `spot_status` each spot instance's
+        request status (DescribeSpotInstanceRequests); ids EC2 does not know map to facts not `known`.
         """
         ids = list(dict.fromkeys(instance_ids))
         found: dict[str, Mapping[str, Any]] = {}
         for start in range(0, len(ids), STATUS_BATCH):
             found.update(self._described(ids[start : start + STATUS_BATCH]))
         requests = {i: str(d["SpotInstanceRequestId"]) for i, d in found.items() if d.get("SpotInstanceRequestId")}
-        statuses = self._spot_statuses(sorted(set(requests.values()))) if requests else {}
+        statuses = self._spot_statuses(sorted(set(requests.values()))) if requests and spot_status else {}
         out: dict[str, InstanceFacts] = {}
         for instance_id in ids:
             item = found.get(instance_id)
