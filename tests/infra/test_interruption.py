@@ -115,7 +115,7 @@ def test_queue_accepts_send_message_only_from_our_rules_and_only_over_tls(synthe
                         "Principal": {"AWS": "*"},
                         "Action": "sqs:SendMessage",
                         "Resource": queue_arn,
-                        "Condition": {"ArnNotEquals": {"aws:SourceArn": rule_arns, "aws:PrincipalArn": role_arn}},
+                        "Condition": {"ArnNotEquals": {"aws:SourceArn": rule_arns, "aws:PrincipalArn": [role_arn]}},
                     },
                 ],
             },

@@ -80,14 +80,6 @@ def test_launchers_create_fleets_instances_and_templates_only_with_our_request_t
             ),
             Match.object_like(
                 {
-                    "Action": ["ec2:CreateFleet", "ec2:DeleteLaunchTemplate", "ec2:RunInstances"],
-                    "Resource": ec2_arn("launch-template"),
-                    # Templates the functions created: they carry both tags the creating call wrote.
-                    "Condition": {**OWNED, "StringLike": {"aws:ResourceTag/nodewright.io/nodeclass": "*"}},
-                }
-            ),
-            Match.object_like(
-                {
                     "Effect": "Deny",
                     "Action": "ec2:CreateTags",
                     "Resource": [ec2_arn(kind) for kind in created],
@@ -95,6 +87,14 @@ def test_launchers_create_fleets_instances_and_templates_only_with_our_request_t
                         "Null": {"ec2:CreateAction": "true"},
                         "ForAnyValue:StringLike": {"aws:TagKeys": ["nodewright.io/*"]},
                     },
+                }
+            ),
+            Match.object_like(
+                {
+                    "Action": ["ec2:CreateFleet", "ec2:DeleteLaunchTemplate", "ec2:RunInstances"],
+                    "Resource": ec2_arn("launch-template"),
+                    # Templates the functions created: they carry both tags the creating call wrote.
+                    "Condition": {**OWNED, "StringLike": {"aws:ResourceTag/nodewright.io/nodeclass": "*"}},
                 }
             ),
         ],
@@ -113,6 +113,12 @@ def test_launchers_reference_only_discovery_tagged_networks_and_amazon_or_listed
             Match.object_like(
                 {
                     "Action": ["ec2:CreateFleet", "ec2:RunInstances"],
+                    "Resource": Match.array_with([ec2_arn("capacity-reservation"), ec2_arn("placement-group")]),
+                }
+            ),
+            Match.object_like(
+                {
+                    "Action": ["ec2:CreateFleet", "ec2:RunInstances"],
                     "Resource": [ec2_arn("subnet"), ec2_arn("security-group")],
                     "Condition": {"StringEquals": discovery},
                 }
@@ -121,13 +127,7 @@ def test_launchers_reference_only_discovery_tagged_networks_and_amazon_or_listed
                 {
                     "Action": ["ec2:CreateFleet", "ec2:RunInstances"],
                     "Resource": ec2_arn("image", account=False),
-                    "Condition": {"StringEquals": {"ec2:Owner": "amazon"}},
-                }
-            ),
-            Match.object_like(
-                {
-                    "Action": ["ec2:CreateFleet", "ec2:RunInstances"],
-                    "Resource": Match.array_with([ec2_arn("capacity-reservation"), ec2_arn("placement-group")]),
+                    "Condition": {"StringEquals": {"ec2:Owner": ["amazon"]}},
                 }
             ),
         ],
@@ -226,7 +226,7 @@ def test_launchers_read_prices_public_ami_parameters_and_this_cluster_only(
 def test_instances_are_terminated_only_when_they_carry_our_cluster_tag(synthesized: Synthesized, name: str) -> None:
     role = getattr(synthesized.stack, name).role
     profile = synthesized.resolve(synthesized.stack.access.instance_profile.instance_profile_arn)
-    owned = {**OWNED, "ArnEquals": {"ec2:InstanceProfile": profile}}
+    owned = {**OWNED, "ArnEquals": {"ec2:InstanceProfile": [profile]}}
     policy_of(
         synthesized,
         role,
@@ -337,6 +337,7 @@ def test_each_launch_guard_can_be_turned_off_at_deploy_time(imdsv2: bool, encryp
         policy,
         cluster_name=CLUSTER,
         node_role_arn="arn:aws:iam::123456789012:role/node",
+        discovery_tag=(config.discovery_tag_key, config.effective_discovery_tag_value),
         require_imdsv2=config.require_imdsv2,
         require_encrypted_volumes=config.require_encrypted_volumes,
     )
@@ -344,7 +345,7 @@ def test_each_launch_guard_can_be_turned_off_at_deploy_time(imdsv2: bool, encryp
     denied = {
         resource.rsplit(":", 1)[-1].split("/")[0]
         for statement in policy.statements
-        if statement.effect == iam.Effect.DENY
+        if statement.effect == iam.Effect.DENY and "ec2:RunInstances" in statement.actions
         for resource in statement.resources
     }
 
