@@ -89,13 +89,6 @@ ACKNOWLEDGEMENTS: tuple[Acknowledgement, ...] = (
         "VPC; the deploy key vpcAccess puts them in the cluster's VPC (private endpoints).",
     ),
     Acknowledgement(
-        CHECKOV,
-        "CKV_AWS_115",
-        r"AWS::Lambda::Function\.InterruptionFunction[0-9A-F]{8}",
-        "Left unreserved on purpose: a spot storm must be handled in parallel; the provisioner and "
-        "consolidator are limited to one.",
-    ),
-    Acknowledgement(
         CFN_LINT,
         "W3005",
         r"",

@@ -92,6 +92,7 @@ _SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 _SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
 _ROUTE_TABLE_ID = re.compile(r"^rtb-[0-9a-f]{8,17}$")
 _TAG_VALUE = re.compile(r"^[\w .:/=+\-@]{0,256}$")
+_INSTANCE_PROFILE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:instance-profile/[\w+=,.@/-]{1,128}$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,6 +168,18 @@ class DeployConfig:
     vpc_subnet_ids: tuple[str, ...] = ()
     vpc_security_group_ids: tuple[str, ...] = ()
     vpc_route_table_ids: tuple[str, ...] = ()
+    # Floods: at most this many interruption functions run at once (the queue's event source
+    # maximum concurrency and the function's reserved concurrency, 2-1000): a flood of messages
+    # cannot take the account's whole Lambda concurrency, and a spot storm is still handled in
+    # parallel.
+    interruption_max_concurrency: int = 10
+    # Launches use only images owned by Amazon or by these accounts (the `ec2:Owner` condition on
+    # CreateFleet/RunInstances): an EC2NodeClass selecting another account's AMI fails to launch.
+    image_owner_accounts: tuple[str, ...] = ()
+    # TerminateInstances is allowed only on instances with the stack's node instance profile (the
+    # `ec2:InstanceProfile` condition), or one of these (the ARNs of the profiles an EC2NodeClass
+    # names in `instanceProfile`).
+    node_instance_profile_arns: tuple[str, ...] = ()
 
     @property
     def stack_name(self) -> str:
@@ -284,6 +297,9 @@ _KEYS: Mapping[str, tuple[str, Callable[[object], Any]]] = {
     "vpcSubnetIds": ("vpc_subnet_ids", _as_id_list),
     "vpcSecurityGroupIds": ("vpc_security_group_ids", _as_id_list),
     "vpcRouteTableIds": ("vpc_route_table_ids", _as_id_list),
+    "interruptionMaxConcurrency": ("interruption_max_concurrency", _as_int),
+    "imageOwnerAccounts": ("image_owner_accounts", _as_id_list),
+    "nodeInstanceProfileArns": ("node_instance_profile_arns", _as_id_list),
 }
 
 CONTEXT_KEYS: frozenset[str] = frozenset({"environment", *_KEYS})
@@ -392,6 +408,20 @@ def validate(config: DeployConfig) -> list[str]:
         problems.append(f"context key 'logLevel': {config.log_level!r} is not one of {', '.join(sorted(LOG_LEVELS))}")
     if config.alarm_topic_arn is not None and not _SNS_TOPIC_ARN.match(config.alarm_topic_arn):
         problems.append(f"context key 'alarmTopicArn': {config.alarm_topic_arn!r} is not an SNS topic ARN")
+    if not 2 <= config.interruption_max_concurrency <= 1000:
+        problems.append(
+            f"context key 'interruptionMaxConcurrency': {config.interruption_max_concurrency} is outside 2-1000 "
+            "(the SQS event source's maximum concurrency)"
+        )
+    bad_owners = [owner for owner in config.image_owner_accounts if not _ACCOUNT.match(owner)]
+    if bad_owners:
+        problems.append(f"context key 'imageOwnerAccounts': {', '.join(map(repr, bad_owners))} is not an account id")
+    bad_profiles = [arn for arn in config.node_instance_profile_arns if not _INSTANCE_PROFILE_ARN.match(arn)]
+    if bad_profiles:
+        problems.append(
+            f"context key 'nodeInstanceProfileArns': {', '.join(map(repr, bad_profiles))} "
+            "is not an instance profile ARN"
+        )
     problems.extend(_vpc_problems(config))
     return problems
 

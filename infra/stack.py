@@ -8,6 +8,7 @@ EKS access entry last. All settings arrive as a `DeployConfig` chosen in app.py.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import aws_cdk as cdk
 from constructs import Construct
@@ -59,6 +60,13 @@ class NodewrightStack(cdk.Stack):
             "DISCOVERY_TAG_VALUE": config.effective_discovery_tag_value,
             "REBALANCE_POLICY": config.rebalance_policy.value,
         }
+        # What a launch may reference and a termination may touch (infra/constructs/permissions.py).
+        profiles = (self.access.instance_profile.instance_profile_arn, *config.node_instance_profile_arns)
+        launch_guards: dict[str, Any] = {
+            "discovery_tag": (config.discovery_tag_key, config.effective_discovery_tag_value),
+            "image_owners": config.image_owner_accounts,
+            "instance_profile_arns": profiles,
+        }
         self.provisioner = Provisioner(
             self,
             "Provisioner",
@@ -76,6 +84,7 @@ class NodewrightStack(cdk.Stack):
                 ),
             },
             node_role=self.access.node_role,
+            **launch_guards,
             require_imdsv2=config.require_imdsv2,
             require_encrypted_volumes=config.require_encrypted_volumes,
             log_retention_days=config.log_retention_days,
@@ -93,6 +102,8 @@ class NodewrightStack(cdk.Stack):
             log_retention_days=config.log_retention_days,
             log_level=config.log_level,
             state=self.state,
+            instance_profile_arns=profiles,
+            max_concurrency=config.interruption_max_concurrency,
         )
         # Every function learns where the queue is (the interruption function sends itself
         # delayed continuations; the others may report to it), after the queue exists.
@@ -112,6 +123,7 @@ class NodewrightStack(cdk.Stack):
                 "REPAIR_MAX_UNHEALTHY_PERCENT": str(config.repair_max_unhealthy_percent),
             },
             node_role=self.access.node_role,
+            **launch_guards,
             require_imdsv2=config.require_imdsv2,
             require_encrypted_volumes=config.require_encrypted_volumes,
             log_retention_days=config.log_retention_days,

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from nodewright.model.command import CommandRecord
 from nodewright.model.event import Event
-from nodewright.model.instance import Instance, InstanceStatus
+from nodewright.model.instance import Instance, InstanceFacts, InstanceStatus
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
@@ -199,6 +199,13 @@ class CloudProvider(Protocol):
         """
         ...
 
+    def instance_facts(self, instance_ids: Sequence[str], *, spot_status: bool = False) -> dict[str, InstanceFacts]:
+        """What EC2 says about each of `instance_ids` (by id, tags not asked), every id a key: an
+        id EC2 does not know maps to facts with `known` False; with `spot_status`, each spot
+        instance's request status too (one more call). Errors are raised.
+        """
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class DrainRecord:
@@ -222,6 +229,8 @@ class DrainRecord:
     origin: str
     replace_by: float | None
     expires: float
+    # False for a drain started by a message EC2 did not confirm (Continuation.verified).
+    verified: bool = True
 
     @property
     def chain(self) -> str:

@@ -2,7 +2,10 @@
 
 Thin by design: build the controller once per cold start, then hand each record to it through a
 Powertools BatchProcessor (one failing record is reported in batchItemFailures; the others are
-not redelivered) and the event-id deduplicator (a redelivered or duplicated event acts once).
+not redelivered) and the event deduplicator (a redelivered or duplicated event acts once). Each
+record first looks at the time left: one that could not finish before the function's deadline is
+not started but handed back as a batch item failure, so SQS redelivers it at once to the next
+invocation instead of the whole batch timing out.
 """
 
 from __future__ import annotations
@@ -24,6 +27,12 @@ metrics = Metrics(namespace="Nodewright", service="interruption")
 # Never raise when every record failed: report them all, so SQS redelivers only those.
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 _once: EventDeduplicator | None = None
+# Time one record may take at most (a drain step, a few API calls); less than this left: hand it back.
+RECORD_TIME_MS = 5_000
+
+
+class NoTimeLeft(RuntimeError):
+    """Raised for a record not started because the invocation is about to end (a batch item failure)."""
 
 
 def configure(once: EventDeduplicator | None) -> None:
@@ -45,9 +54,15 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     once.register(context)
 
     def record_handler(record: SQSRecord) -> dict[str, Any]:
+        left = context.get_remaining_time_in_millis()
+        if left < RECORD_TIME_MS:
+            raise NoTimeLeft(f"{left} ms left, a record needs up to {RECORD_TIME_MS} ms: handed back")
         return once(record.body)
 
     response = process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )
+    failed = len(response.get("batchItemFailures") or ())
+    if failed:
+        metrics.add_metric(name="RecordsFailed", unit="Count", value=failed)
     return dict(response)

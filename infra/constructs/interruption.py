@@ -1,21 +1,27 @@
 """Interruption handling: EC2 and AWS Health events -> SQS queue (+DLQ) -> interruption function.
 
-Five EventBridge rules (Karpenter's set) feed one queue: spot interruption warnings, rebalance
-recommendations, instance state changes (only the states that take a node away), capacity
-reservation interruption warnings and scheduled EC2 maintenance from AWS Health. The queue keeps a
-message 300 s (a spot warning is useless after its 2 minutes), uses SQS-managed encryption (the
-AWS-managed KMS key's policy cannot be edited to let EventBridge encrypt with it), sends a message
-that keeps failing to a DLQ, accepts sqs:SendMessage only from these five rules and refuses non-TLS
-requests.
+Six EventBridge rules (Karpenter's set, and capacity block expiry) feed one queue: spot
+interruption warnings, rebalance recommendations, instance state changes (only the states that take
+a node away), capacity reservation interruption warnings, capacity block expiration warnings and
+scheduled EC2 maintenance from AWS Health. The queue keeps a message 300 s (a spot warning is
+useless after its 2 minutes), uses SQS-managed encryption (the AWS-managed KMS key's policy cannot
+be edited to let EventBridge encrypt with it), sends a message that keeps failing to a DLQ and
+refuses non-TLS requests. Who may send: the rules (by `aws:SourceArn`) and the function's own
+role (its drain continuations); an explicit Deny refuses sqs:SendMessage to every other
+principal of the account, whatever its IAM policy allows (docs/security.md, threat table).
 
-The function reads batches of 10 and reports partial batch failures. Besides cordoning and
-draining, it may send itself a delayed message to continue a long drain, invoke the provisioner
-asynchronously for replacement capacity, and terminate only instances owned by this cluster.
+The function reads batches of 10 and reports partial batch failures; at most
+`max_concurrency` copies run at once (the event source's maximum concurrency, and the same
+reserved concurrency), so a flood cannot take the account's Lambda concurrency. Besides cordoning
+and draining, it asks EC2 about the instances a message names (DescribeInstances by id, the spot
+request's status), may send itself a delayed message to continue a long drain, invoke the
+provisioner asynchronously for replacement capacity, and terminate only instances owned by this
+cluster (its tag and the node instance profile).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import aws_cdk as cdk
 import jsii
@@ -88,6 +94,8 @@ class Interruption(Construct):
         log_level: str,
         provisioner: lambda_.IFunction,
         state: State,
+        instance_profile_arns: Sequence[str],
+        max_concurrency: int = 10,
     ) -> None:
         """Create the queue pipeline and the function; `provisioner` is invoked for replacements."""
         super().__init__(scope, construct_id)
@@ -132,7 +140,10 @@ class Interruption(Construct):
         )
 
         policy = permissions.PolicyBuilder()
-        permissions.allow_terminate_owned_instances(policy, cluster_name=cluster_name)
+        permissions.allow_terminate_owned_instances(
+            policy, cluster_name=cluster_name, instance_profile_arns=instance_profile_arns
+        )
+        permissions.allow_describe(policy, actions=(permissions.DESCRIBE_INSTANCES, permissions.DESCRIBE_SPOT_REQUESTS))
         permissions.allow_describe_cluster(policy, cluster_name=cluster_name)
         # Only the function ARN (grant_invoke would add "<arn>:*" for every version and alias).
         policy.allow(["lambda:InvokeFunction"], [provisioner.function_arn])
@@ -155,6 +166,7 @@ class Interruption(Construct):
             log_retention_days=log_retention_days,
             log_level=log_level,
             policy=policy,
+            reserved_concurrency=max_concurrency,
         )
         self.function = self.handler.function
         self.role = self.handler.role
@@ -163,6 +175,23 @@ class Interruption(Construct):
             event_source_arn=self.queue.queue_arn,
             batch_size=BATCH_SIZE,
             report_batch_item_failures=True,
+            max_concurrency=max_concurrency,
+        )
+        self.queue.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="DenyOtherSenders",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["sqs:SendMessage"],
+                resources=[self.queue.queue_arn],
+                # Both must hold to deny: not from one of the rules, and not the function's role.
+                conditions={
+                    "ArnNotEquals": {
+                        "aws:SourceArn": [rule.rule_arn for rule in self.rules.values()],
+                        "aws:PrincipalArn": [self.role.role_arn],
+                    }
+                },
+            )
         )
         state.grant_controller_access(self.role)
         state.grant_idempotency_access(self.role)

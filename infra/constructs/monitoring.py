@@ -2,9 +2,13 @@
 
 Metrics come from the functions as Powertools EMF in namespace `Nodewright`, with the `service`
 dimension Powertools adds (the function's POWERTOOLS_SERVICE_NAME). `SERVICE_METRICS` is the
-contract with the handlers: which service emits which metric. Alarms (DLQ not empty, function
-errors, pods pending for 5 minutes) notify the optional SNS topic. The saved queries assume the
-handlers log one record per decision with a `decision` field (Powertools structured logging).
+contract with the handlers: which service emits which metric. Alarms notify an SNS topic: the one
+the deploy key `alarmTopicArn` names, or else one the stack creates (`alarm_topic`; subscribe to
+it), so an alarm is never silent. They fire on: the DLQ not empty, function errors, pods pending
+for 5 minutes, the interruption queue's oldest message older than 30 s (a spot warning gives 120
+s), interruption records failed, drain continuations rejected, and messages dropped as stale or
+contradicted by EC2 (forged or replayed ones show here). The saved queries assume the handlers
+log one record per decision with a `decision` field (Powertools structured logging).
 """
 
 from __future__ import annotations
@@ -43,6 +47,11 @@ SERVICE_METRICS: Mapping[str, tuple[str, ...]] = {
         "PodsEvicted",
         "EvictionsBlockedByPDB",
         "MessageAgeSeconds",
+        "MessagesDropped",
+        "UnconfirmedMessages",
+        "ForeignInstanceMessages",
+        "ContinuationsRejected",
+        "RecordsFailed",
         *KUBE_API_METRICS,
     ),
     CONSOLIDATOR: (
@@ -58,6 +67,9 @@ SERVICE_METRICS: Mapping[str, tuple[str, ...]] = {
     ),
 }
 PENDING_ALARM_MINUTES = 5
+# The age of the interruption queue's oldest message that alarms: a quarter of a spot warning's
+# two minutes already spent waiting.
+OLDEST_MESSAGE_ALARM_SECONDS = 30
 _MINUTE = cdk.Duration.minutes(1)
 _FIVE_MINUTES = cdk.Duration.minutes(5)
 
@@ -85,6 +97,8 @@ class Monitoring(Construct):
     dashboard: cloudwatch.Dashboard
     alarms: list[cloudwatch.Alarm]
     queries: list[logs.QueryDefinition]
+    # The topic the stack created for the alarms (None when `alarm_topic_arn` names one).
+    alarm_topic: sns.Topic | None
 
     def __init__(
         self,
@@ -101,11 +115,15 @@ class Monitoring(Construct):
         """Observe `functions` (keyed by service name), their `log_groups` and the queues."""
         super().__init__(scope, construct_id)
         self.alarms = []
-        self._alarm_action = (
-            actions.SnsAction(sns.Topic.from_topic_arn(self, "AlarmTopic", alarm_topic_arn))
-            if alarm_topic_arn
-            else None
-        )
+        self.alarm_topic = None
+        if alarm_topic_arn:
+            topic: sns.ITopic = sns.Topic.from_topic_arn(self, "AlarmTopic", alarm_topic_arn)
+        else:
+            self.alarm_topic = sns.Topic(
+                self, "Alarms", display_name=f"Nodewright ({cluster_name}) alarms", enforce_ssl=True
+            )
+            topic = self.alarm_topic
+        self._alarm_action: actions.SnsAction | None = actions.SnsAction(topic)
         dlq_alarm = self._alarm(
             "DeadLetterQueueNotEmpty",
             description=f"Nodewright ({cluster_name}): interruption messages failed 3 times and sit in the DLQ",
@@ -133,6 +151,32 @@ class Monitoring(Construct):
             metric=nodewright_metric(PROVISIONER, "PendingPods", statistic="Minimum"),
             evaluation_periods=PENDING_ALARM_MINUTES,
         )
+        guard_alarms = [
+            self._alarm(
+                "InterruptionQueueOldestMessage",
+                description=(
+                    f"Nodewright ({cluster_name}): an interruption message waited over "
+                    f"{OLDEST_MESSAGE_ALARM_SECONDS} s in the queue (a spot warning gives 120 s)"
+                ),
+                metric=queue.metric_approximate_age_of_oldest_message(period=_MINUTE, statistic="Maximum"),
+                evaluation_periods=1,
+                threshold=OLDEST_MESSAGE_ALARM_SECONDS,
+                above=True,
+            ),
+            *(
+                self._alarm(
+                    f"Interruption{name}",
+                    description=f"Nodewright ({cluster_name}): {what}",
+                    metric=nodewright_metric(INTERRUPTION, name),
+                    evaluation_periods=1,
+                )
+                for name, what in (
+                    ("RecordsFailed", "interruption records failed and will be redelivered"),
+                    ("ContinuationsRejected", "drain continuations no drain record admits (forged, or late)"),
+                    ("MessagesDropped", "interruption messages dropped as stale or contradicted by EC2"),
+                )
+            ),
+        ]
         self.queries = self._queries(cluster_name, log_groups)
         self.dashboard = cloudwatch.Dashboard(
             self,
@@ -141,18 +185,28 @@ class Monitoring(Construct):
             dashboard_name=f"Nodewright-{cluster_name}-{cdk.Aws.REGION}",
             default_interval=cdk.Duration.hours(3),
         )
-        self._add_widgets(functions, queue, dead_letter_queue, [dlq_alarm, pending_alarm, *error_alarms])
+        self._add_widgets(functions, queue, dead_letter_queue, [dlq_alarm, pending_alarm, *error_alarms, *guard_alarms])
 
     def _alarm(
-        self, construct_id: str, *, description: str, metric: cloudwatch.IMetric, evaluation_periods: int
+        self,
+        construct_id: str,
+        *,
+        description: str,
+        metric: cloudwatch.IMetric,
+        evaluation_periods: int,
+        threshold: float = 1,
+        above: bool = False,
     ) -> cloudwatch.Alarm:
+        """An alarm on `metric` reaching `threshold` (passing it, with `above`)."""
+        comparison = cloudwatch.ComparisonOperator
+        operator = comparison.GREATER_THAN_THRESHOLD if above else comparison.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
         alarm = cloudwatch.Alarm(
             self,
             construct_id,
             alarm_description=description,
             metric=metric,
-            threshold=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            threshold=threshold,
+            comparison_operator=operator,
             evaluation_periods=evaluation_periods,
             # No data means no pending pods / no failures: a quiet cluster is healthy.
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
@@ -247,6 +301,10 @@ class Monitoring(Construct):
                     shown(INTERRUPTION, "InterruptionsReceived"),
                     shown(INTERRUPTION, "NodesCordoned"),
                     shown(INTERRUPTION, "MessageAgeSeconds", statistic="Maximum"),
+                    shown(INTERRUPTION, "MessagesDropped"),
+                    shown(INTERRUPTION, "UnconfirmedMessages"),
+                    shown(INTERRUPTION, "ContinuationsRejected"),
+                    shown(INTERRUPTION, "RecordsFailed"),
                 ],
             ),
         )

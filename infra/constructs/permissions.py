@@ -9,7 +9,12 @@ a programming error, raised at synth time.
 
 Ownership is proved by tags, as Karpenter does it: everything Nodewright creates carries
 `nodewright.io/cluster: <cluster>` (enforced with `aws:RequestTag` on create), and destructive or
-mutating calls on existing instances require that tag (`aws:ResourceTag`).
+mutating calls on existing instances require that tag (`aws:ResourceTag`). A tag is not enough on
+its own (anyone allowed to tag could claim an instance), so termination also requires the node
+instance profile (`ec2:InstanceProfile`), and a `nodewright.io/*` tag is never written after
+creation. Launches reference only subnets and security groups carrying the discovery tag, images
+owned by Amazon or by the accounts the deploy lists (`ec2:Owner`), and launch templates carrying
+both the cluster and the EC2NodeClass tags the functions write when they create one.
 
 ARNs are written with the pseudo-parameter tokens (`cdk.Aws.REGION`, ...) rather than the stack's
 concrete region so the nag finding ids below are the same for env-agnostic and pinned stacks.
@@ -42,6 +47,9 @@ EC2_DESCRIBE_ACTIONS: tuple[str, ...] = (
 )
 # The provisioner also lists the cluster's instances (launches that never registered, orphans).
 DESCRIBE_INSTANCES = "ec2:DescribeInstances"
+# The interruption function asks EC2 what a message claims: the instance's state (by id) and a
+# spot instance's request status (controllers/verification.py).
+DESCRIBE_SPOT_REQUESTS = "ec2:DescribeSpotInstanceRequests"
 # The consolidator reads the EC2 status checks of the cluster's instances (node repair).
 DESCRIBE_INSTANCE_STATUS = "ec2:DescribeInstanceStatus"
 LAUNCH_ACTIONS: tuple[str, ...] = ("ec2:CreateFleet", "ec2:RunInstances")
@@ -158,8 +166,11 @@ def allow_describe(policy: PolicyBuilder, *, actions: Sequence[str] = EC2_DESCRI
     policy.allow(actions, [ANY], wildcard_reason=NO_RESOURCE_LEVEL)
 
 
-def allow_terminate_owned_instances(policy: PolicyBuilder, *, cluster_name: str) -> None:
-    """Terminate instances, but only those carrying this cluster's ownership tag.
+def allow_terminate_owned_instances(
+    policy: PolicyBuilder, *, cluster_name: str, instance_profile_arns: Sequence[str]
+) -> None:
+    """Terminate instances, but only those carrying this cluster's ownership tag and running with
+    one of `instance_profile_arns` (the node instance profile; a tag alone anyone may write).
 
     No CreateTags on existing instances: nothing tags an instance after its launch, and that
     right would let a role rewrite the ownership tag itself.
@@ -167,8 +178,11 @@ def allow_terminate_owned_instances(policy: PolicyBuilder, *, cluster_name: str)
     policy.allow(
         ["ec2:TerminateInstances"],
         [ec2_arn("instance")],
-        conditions=_owned(cluster_name),
-        wildcard_reason=f"Scoped by aws:ResourceTag {CLUSTER_TAG_KEY}={cluster_name}.",
+        conditions={
+            **_owned(cluster_name),
+            "ArnEquals": {"ec2:InstanceProfile": list(instance_profile_arns)},
+        },
+        wildcard_reason=f"Scoped by aws:ResourceTag {CLUSTER_TAG_KEY}={cluster_name} and ec2:InstanceProfile.",
     )
 
 
@@ -177,6 +191,8 @@ def allow_launch(
     *,
     cluster_name: str,
     node_role_arn: str,
+    discovery_tag: tuple[str, str],
+    image_owners: Sequence[str] = (),
     require_imdsv2: bool = True,
     require_encrypted_volumes: bool = True,
 ) -> None:
@@ -190,7 +206,8 @@ def allow_launch(
     they are granted by type; our own launch templates are referenced only when tagged as ours.
     Two guards deny, whatever a NodeClass says, an instance without IMDSv2 tokens and an
     unencrypted volume (EC2 User Guide, "Require the use of IMDSv2" and the `ec2:Encrypted`
-    condition key); each can be turned off at deploy time.
+    condition key); each can be turned off at deploy time. Subnets and security groups must carry
+    `discovery_tag` (key, value); images must be owned by Amazon or one of `image_owners`.
     """
     owned_tag = f"Scoped by aws:RequestTag {CLUSTER_TAG_KEY}={cluster_name}."
     policy.allow(
@@ -230,27 +247,53 @@ def allow_launch(
         },
         wildcard_reason="Tag-on-create only (ec2:CreateAction).",
     )
+    # Belt and braces on the Allow above: a nodewright.io/* tag is written at creation or never.
+    policy.deny(
+        ["ec2:CreateTags"],
+        [ec2_arn(kind) for kind in CREATED_BY_LAUNCH],
+        conditions={
+            "Null": {"ec2:CreateAction": "true"},
+            "ForAnyValue:StringLike": {"aws:TagKeys": ["nodewright.io/*"]},
+        },
+    )
+    referenced = (
+        "Referenced, not created, by a launch: selected at run time from NodeClass selectors, "
+        "so granted by type in this region"
+    )
     policy.allow(
         LAUNCH_ACTIONS,
         [
-            ec2_arn("image", in_account=False),
             ec2_arn("snapshot", in_account=False),
-            ec2_arn("subnet"),
-            ec2_arn("security-group"),
             ec2_arn("capacity-reservation"),
             # An EC2NodeClass placementGroupSelector puts the group in the launch template.
             ec2_arn("placement-group"),
         ],
-        wildcard_reason=(
-            "Referenced, not created, by a launch: selected at run time from NodeClass selectors, "
-            "so granted by type in this region."
-        ),
+        wildcard_reason=f"{referenced}.",
+    )
+    key, value = discovery_tag
+    policy.allow(
+        LAUNCH_ACTIONS,
+        [ec2_arn("subnet"), ec2_arn("security-group")],
+        conditions={"StringEquals": {f"aws:ResourceTag/{key}": value}},
+        wildcard_reason=f"{referenced}, and only those carrying the discovery tag {key}={value}.",
+    )
+    policy.allow(
+        LAUNCH_ACTIONS,
+        [ec2_arn("image", in_account=False)],
+        conditions={"StringEquals": {"ec2:Owner": ["amazon", *image_owners]}},
+        wildcard_reason=f"{referenced}, and only images owned by Amazon or an account the deploy lists.",
     )
     policy.allow(
         [*LAUNCH_ACTIONS, "ec2:DeleteLaunchTemplate"],
         [ec2_arn("launch-template")],
-        conditions=_owned(cluster_name),
-        wildcard_reason=f"Scoped by aws:ResourceTag {CLUSTER_TAG_KEY}={cluster_name}.",
+        conditions={
+            **_owned(cluster_name),
+            "StringLike": {f"aws:ResourceTag/{NODECLASS_TAG_KEY}": "*"},
+        },
+        wildcard_reason=(
+            f"Scoped by aws:ResourceTag {CLUSTER_TAG_KEY}={cluster_name} and the {NODECLASS_TAG_KEY} tag "
+            "the functions write on the templates they create."
+        ),
     )
     policy.allow(
         ["iam:PassRole"],

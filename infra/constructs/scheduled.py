@@ -11,7 +11,7 @@ item calls they make: `State.grant_controller_access`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 import aws_cdk as cdk
@@ -58,10 +58,16 @@ class ScheduledController(Construct):
         log_level: str,
         node_role: iam.IRole,
         state: State,
+        discovery_tag: tuple[str, str],
+        instance_profile_arns: Sequence[str],
+        image_owners: Sequence[str] = (),
         require_imdsv2: bool = True,
         require_encrypted_volumes: bool = True,
     ) -> None:
-        """Create the function, its least-privilege role and its schedule."""
+        """Create the function, its least-privilege role and its schedule. Launches reference only
+        subnets and security groups with `discovery_tag` and images of Amazon or `image_owners`;
+        terminations only instances with one of `instance_profile_arns`.
+        """
         super().__init__(scope, construct_id)
         policy = permissions.PolicyBuilder()
         permissions.allow_describe(policy, actions=(*permissions.EC2_DESCRIBE_ACTIONS, *self.EXTRA_DESCRIBE))
@@ -69,11 +75,15 @@ class ScheduledController(Construct):
             policy,
             cluster_name=cluster_name,
             node_role_arn=node_role.role_arn,
+            discovery_tag=discovery_tag,
+            image_owners=image_owners,
             require_imdsv2=require_imdsv2,
             require_encrypted_volumes=require_encrypted_volumes,
         )
         # Rolls back launches whose node never registered, collects orphans, terminates replaced nodes.
-        permissions.allow_terminate_owned_instances(policy, cluster_name=cluster_name)
+        permissions.allow_terminate_owned_instances(
+            policy, cluster_name=cluster_name, instance_profile_arns=instance_profile_arns
+        )
         permissions.allow_node_catalog(policy)
         permissions.allow_describe_cluster(policy, cluster_name=cluster_name)
         self.handler = NodewrightFunction(

@@ -8,6 +8,17 @@ never registered, removes orphan instances and Node objects whose instance is go
 the nodes of capacity reservations that ended (below). Each step is idempotent: a crash in the
 middle is finished by the next run.
 
+Destructive steps act on evidence, not on tags or labels anyone can write (design rule 12):
+- a claim's instance counts as gone only when EC2, asked by id (`CloudProvider.instance_facts`),
+  does not know it or says it is shutting down or terminated: an instance whose cluster tag was
+  removed drops out of the tagged listing but is still running, and its claim and Node stay;
+- an orphan (a live instance with the cluster tag whose claim is not in the state table) is
+  terminated only when it carries a claim name as the functions issue them (`<nodepool>-<10 hex>`,
+  the nodepool tag agreeing, that NodePool configured) and, when EC2 reports an instance profile,
+  one that Nodewright's claimed instances run with (`orphan_evidence` says what is missing);
+- a Node is deleted as stale only when its providerID names an instance a claim record named and
+  EC2 confirms that instance gone; a `nodewright.io/nodepool` label alone is no evidence.
+
 Ended reservations (Karpenter's capacity type controller): an ODCR that expires or is cancelled
 leaves its instances running as plain on-demand ones. A node labelled `karpenter.sh/capacity-type:
 reserved` whose `karpenter.k8s.aws/capacity-reservation-id` EC2 no longer has active
@@ -21,6 +32,7 @@ read; it is demoted once it registers. When EC2 cannot be asked, nothing is demo
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
@@ -30,12 +42,18 @@ from nodewright.controllers.launching import (
     _nodes_by_claim,
 )
 from nodewright.engine.reservations import ENDED_LABELS, demoted, reserved_node_reservation
+from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.snapshot import ClusterSnapshot
 
 log = logging.getLogger(__name__)
+
+# A claim name as `provisionoptions.claim_name` issues it: the NodePool's name (40 characters at
+# most), a dash, 10 hex digits.
+ISSUED_CLAIM_NAME = re.compile(r"(?P<nodepool>.{1,40})-[0-9a-f]{10}")
+GONE_STATES = ("shutting-down", "terminated")
 
 
 class ReservationEnds(Protocol):
@@ -72,8 +90,8 @@ class Housekeeping(Launching):
         instances = self.cloud.instances()
         by_claim = {i.nodeclaim: i for i in instances if i.nodeclaim}
         nodes = _nodes_by_claim(snapshot.nodes)
-        live_ids = {i.instance_id for i in instances if i.live}
         claims = self.store.claims()
+        gone = self._confirmed_gone(claims, instances)
         for record in claims:
             claim = record  # replaced below as the claim moves through its states
             instance = by_claim.get(claim.name)
@@ -86,6 +104,8 @@ class Housekeeping(Launching):
                     counts["abandoned"] += 1
                 continue
             if instance is None or not instance.live:
+                if claim.instance_id and claim.instance_id not in gone:
+                    continue  # EC2 says it still runs (its tags changed): keep the claim and its Node
                 self.store.delete_claim(claim.name)
                 counts["gone"] += 1
                 self.observer.decision("claim-gone", nodeclaim=claim.name, instance_id=claim.instance_id)
@@ -108,23 +128,56 @@ class Housekeeping(Launching):
                 self.store.save_claim(claim.with_changes(state="initialized", initialized_at=now))
                 counts["initialized"] += 1
         known = {c.name for c in claims}
-        orphans = [
-            i.instance_id
-            for i in instances
-            if i.live and i.nodeclaim not in known and now - i.launched_at > opts.orphan_grace
+        candidates = [
+            i for i in instances if i.live and i.nodeclaim not in known and now - i.launched_at > opts.orphan_grace
         ]
+        orphans = self._orphans(candidates, instances, claims)
         if orphans:
             self.cloud.terminate(orphans)
             counts["orphans"] = len(orphans)
             self.observer.decision("orphans-terminated", instance_ids=orphans)
         for node in snapshot.nodes:
-            # Only nodes Nodewright launched: another autoscaler's instances are not in `live_ids`.
-            if node.launched_by_nodewright and node.instance_id and node.instance_id not in live_ids:
+            # Only Nodes of instances a claim named and EC2 confirms gone (module docstring).
+            if node.instance_id and node.instance_id in gone:
                 self.cluster.delete_node(node.name)
                 counts["stale_nodes"] += 1
                 self.observer.decision("stale-node-deleted", node=node.name, instance_id=node.instance_id)
         counts["reservation_ended"] = self._reservations_ended(snapshot.nodes, {c.name: c for c in claims})
         return counts
+
+    def _confirmed_gone(self, claims: Sequence[NodeClaim], instances: Sequence[Instance]) -> frozenset[str]:
+        """The instance ids of claims that the tagged listing no longer shows live and that EC2,
+        asked by id, confirms gone. Nothing is confirmed when EC2 cannot be asked.
+        """
+        listed = {i.instance_id for i in instances if i.live}
+        missing = sorted({c.instance_id for c in claims if c.instance_id} - listed)
+        if not missing:
+            return frozenset()
+        try:
+            facts = self.cloud.instance_facts(missing)
+        except Exception as error:
+            log.warning("EC2 not asked about %d instances, none counted gone: %s", len(missing), error)
+            return frozenset()
+        return frozenset(i for i, f in facts.items() if not f.known or f.state in GONE_STATES)
+
+    def _orphans(
+        self, candidates: Sequence[Instance], instances: Sequence[Instance], claims: Sequence[NodeClaim]
+    ) -> list[str]:
+        """The `candidates` with the evidence of a Nodewright launch (module docstring); the others
+        are reported once per pass and left alone.
+        """
+        pools = {p.name[:40] for p in self.config.load()[0]}
+        claimed = {c.instance_id for c in claims}
+        profiles = {i.instance_profile for i in instances if i.instance_id in claimed}
+        out: list[str] = []
+        for instance in candidates:
+            missing = orphan_evidence(instance, pools, profiles)
+            if missing:
+                self.observer.decision("orphan-left-alone", instance_id=instance.instance_id, missing=missing)
+                self.observer.metric("OrphansLeftAlone", 1)
+            else:
+                out.append(instance.instance_id)
+        return out
 
     def _reservations_ended(self, nodes: Sequence[Node], claims: Mapping[str, NodeClaim]) -> int:
         """Demote the nodes (and their claims) whose capacity reservation ended (module
@@ -163,6 +216,22 @@ class Housekeeping(Launching):
         """The catalog's entry for the claim's instance type (its NodeClass's view), or None."""
         nodeclass = self.config.load()[1].get(claim.node_class)
         return next((t for t in self.catalog.instance_types(nodeclass) if t.name == claim.instance_type), None)
+
+
+def orphan_evidence(instance: Instance, pools: frozenset[str] | set[str], profiles: set[str]) -> str:
+    """What is missing for `instance` to count as one the functions launched ("" when nothing):
+    a claim name as they issue them whose NodePool prefix agrees with the nodepool tag and names a
+    configured NodePool (`pools`, names cut to 40), and an instance profile among `profiles` (those
+    of Nodewright's claimed instances) when EC2 reports one and any claimed instance is known.
+    """
+    match = ISSUED_CLAIM_NAME.fullmatch(instance.nodeclaim)
+    if match is None:
+        return f"nodeclaim tag {instance.nodeclaim!r} is not a claim name the functions issue"
+    if match["nodepool"] != instance.nodepool[:40] or match["nodepool"] not in pools:
+        return f"nodeclaim tag {instance.nodeclaim!r} does not name a configured NodePool's claim"
+    if profiles and instance.instance_profile not in profiles:
+        return f"instance profile {instance.instance_profile!r} is not the one Nodewright's nodes run with"
+    return ""
 
 
 def _initialized(node: Node, claim: NodeClaim) -> bool:

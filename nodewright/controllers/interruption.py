@@ -20,6 +20,12 @@ the NodePool's rebalance policy and terminationGracePeriod, asks `action_for` wh
   minus the margin; when terminationGracePeriod bounds it earlier, at most the margin past it);
 - on `terminated`, removes the Node object and the claim record (in any order of arrival).
 
+Before any of this, each instance of a message is verified (`controllers/verification.py`): a
+stale message, one about an instance no claim record names, or one EC2 contradicts is dropped with
+the reason; one EC2 cannot confirm gets the gentlest action of its kind (the same cordon,
+replacement and drain, but no Node or claim deleted, no do-not-disrupt pod evicted, and no
+termination while pods are left on the instance).
+
 Continuations are authenticated by state: before sending one, the controller writes the record of
 its drain chain to the state table (`StateStore.save_drain`), and a continuation acts only when
 the record of its chain (instance, origin, start) exists and holds the same drain (node, kind,
@@ -40,6 +46,7 @@ from typing import Any
 from nodewright.controllers.drain import Drainer
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.provisioning import IN_FLIGHT, Configuration
+from nodewright.controllers.verification import MessageVerifier
 from nodewright.engine.interruption import (
     CAPACITY_RESERVATION,
     CONTINUATION,
@@ -54,6 +61,7 @@ from nodewright.engine.interruption import (
     parse,
 )
 from nodewright.engine.interruption.actions import DEFAULT_MARGIN, DRAIN_AFTER_REPLACEMENT, NO_DRAIN
+from nodewright.engine.interruption.verification import unverified_drain_over
 from nodewright.model import labels as wk
 from nodewright.model.event import (
     CAPACITY_RESERVATION_INTERRUPTED,
@@ -149,6 +157,11 @@ class InterruptionController:
         self.default_policy = default_policy
         self.drainer = Drainer(cluster, observer)
 
+    @property
+    def verifier(self) -> MessageVerifier:
+        """The verification step over this controller's current ports (it keeps no state)."""
+        return MessageVerifier(cluster=self.cluster, store=self.store, cloud=self.cloud, observer=self.observer)
+
     def process(self, body: str | Mapping[str, Any]) -> dict[str, object]:
         """Parse and handle one SQS body. A body that is not an event is logged and reported,
         never raised: retrying it could not help, so the record is acknowledged.
@@ -203,20 +216,21 @@ class InterruptionController:
     # -- a fresh event ---------------------------------------------------------------------------
 
     def _instance(self, message: Message, instance_id: str, started: float) -> dict[str, object]:
-        node = self.cluster.node_by_instance(instance_id)
-        claim = self._claim_of(instance_id, node)
-        if claim is None and node is not None and not node.launched_by_nodewright:
-            node = None  # another autoscaler's node (the EventBridge rules see every instance of the account)
+        # Verified first (controllers/verification.py): fresh, Nodewright's by its claim record,
+        # and what EC2 can confirm confirmed; the node and claim come from there, not from labels.
+        checked = self.verifier.check(message, instance_id, started)
+        node, claim = checked.node, checked.claim
         record: dict[str, object] = {"node": node.name if node else "", "nodeclaim": claim.name if claim else ""}
-        if node is None and claim is None:
-            record["action"] = "ignored: not a Nodewright instance, or already gone"
+        if checked.verdict.dropped or claim is None:
+            self.verifier.report_drop(message, instance_id, checked)
+            record["action"] = f"ignored: {checked.verdict.reason}"
             self.observer.decision("interruption", event=message.kind, instance_id=instance_id, **record)
             return record
-        pool = self._pool(node.nodepool if node else claim.nodepool if claim else "")
+        pool = self._pool(claim.nodepool)
         policy = pool.rebalance_policy if pool else self.default_policy
         grace = pool.termination_grace_period if pool else None
-        action = action_for(message, policy, now=started, grace=grace)
-        record.update(policy=policy, reason=action.reason)
+        action = self.verifier.bound(action_for(message, policy, now=started, grace=grace), checked)
+        record.update(policy=policy, reason=action.reason, verified=checked.verdict.reason)
         if node is not None:
             self.cluster.record(_interruption_event(node.name, message, action.reason), started)
         steps: list[str] = []
@@ -252,6 +266,7 @@ class InterruptionController:
                 started=started,
                 origin=message.kind,
                 replace_by=action.replace_by,
+                verified=action.verified,
             )
             record.update(self._drain(message.id, cont, policy))
         record["action"] = ", ".join(steps) or action.reason
@@ -286,7 +301,8 @@ class InterruptionController:
         if cont.drain == DRAIN_AFTER_REPLACEMENT and not expired and not self._replaced(cont, now):
             self._carry(event_id, cont, self.options.replacement_poll)
             return {"drain": "waiting for replacement capacity"}
-        forced = cont.origin != REBALANCE
+        # An unconfirmed message never takes a do-not-disrupt pod down.
+        forced = cont.origin != REBALANCE and cont.verified
         taint = Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule", wk.DISRUPTED_REPLACE)
         by = f"{cont.origin} of instance {cont.instance_id}"
         step = self.drainer.step(cont.node, taint, forced=forced, attempt=cont.attempt, by=by, now=now)
@@ -306,6 +322,17 @@ class InterruptionController:
             # budgets allow until then; the instance goes with whatever is left.
             self._carry(event_id, cont, min(step.retry_in, taken_at - now))
             record["drain"] = f"past its deadline: evicting what budgets allow until the interruption ({taken_at:.0f})"
+            return record
+        if not step.done and not cont.verified:
+            # Unconfirmed: never terminate with pods left on the instance; go on evicting what the
+            # budgets allow, then stop (the node stays cordoned; a real interruption's state change
+            # removes it once EC2 confirms it).
+            if not unverified_drain_over(cont.deadline, cont.started, now):
+                self._carry(event_id, cont, step.retry_in)
+                record["drain"] = f"unconfirmed: evicting what budgets allow, continues in {step.retry_in:g} s"
+                return record
+            record["drain"] = "unconfirmed: stopped, the node stays cordoned"
+            self.store.delete_drain(_chain(cont))
             return record
         record["drain"] = "done" if step.done else "deadline reached"
         record["drain_seconds"] = round(now - cont.started, 3)
@@ -371,6 +398,7 @@ class InterruptionController:
             origin=cont.origin,
             replace_by=cont.replace_by,
             attempt=cont.attempt + 1,
+            verified=cont.verified,
         )
         # A deterministic id: a redelivered message sends the same continuation, which the
         # idempotency layer then drops, so one drain never forks into two chains. The instance is
@@ -469,4 +497,5 @@ def _drain_record(cont: Continuation, expires: float) -> DrainRecord:
         origin=cont.origin,
         replace_by=cont.replace_by,
         expires=expires,
+        verified=cont.verified,
     )

@@ -36,7 +36,8 @@ What is observed: `calls`, every port call in order (failed ones too), with the 
 or the instance ids. Knobs: `insufficient`/`restore_capacity`, `fail_next`, `add_instance` (an
 instance launched outside this fake, e.g. an orphan of a crashed run), `set_state` (AWS
 stopping or terminating an instance, unrecorded), `impair` (an EC2 status check failing, which
-`instance_statuses` reports for live instances). `reset()` forgets everything.
+`instance_statuses` reports for live instances), `mark_spot` (a spot request marked for
+interruption, which `instance_facts` reports). `reset()` forgets everything.
 
 Thread-safe: one lock around every port method, for tests that race controllers.
 """
@@ -50,14 +51,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from nodewright.inmemory.clock import VirtualClock
-from nodewright.model.instance import Instance, InstanceStatus
+from nodewright.model.instance import Instance, InstanceFacts, InstanceStatus
 from nodewright.ports import InsufficientCapacity, LaunchError, LaunchRequest, Offering
 
 if TYPE_CHECKING:
     from nodewright.ports import Clock, CloudProvider
 
 # The CloudProvider port methods: the only ones recorded in `calls` and open to `fail_next`.
-PORT_METHODS = ("launch", "instances", "terminate", "instance_statuses")
+PORT_METHODS = ("launch", "instances", "terminate", "instance_statuses", "instance_facts")
 
 # Lower launches first (Karpenter's order: reserved capacity is paid for already, spot is cheap).
 CAPACITY_PRIORITY = {"reserved": 0, "spot": 1, "on-demand": 2}
@@ -106,6 +107,7 @@ class FakeCloudProvider:
         self._failures: dict[str, list[BaseException]] = {}
         self._ids = itertools.count(1)
         self._impaired: dict[str, InstanceStatus] = {}
+        self._spot_status: dict[str, str] = {}
 
     # ------------------------------------------------------------------ port methods
 
@@ -170,6 +172,23 @@ class FakeCloudProvider:
             live = {i for i in instance_ids if i in self._instances and self._instances[i].live}
             return [s for i, s in sorted(self._impaired.items()) if i in live]
 
+    def instance_facts(self, instance_ids: Sequence[str], *, spot_status: bool = False) -> dict[str, InstanceFacts]:
+        """What this fake knows of each id: its state, and with `spot_status` for a spot instance
+        its request's status (`fulfilled` until `mark_spot`); unknown ids are not `known`.
+        """
+        with self._lock:
+            self._enter(CloudCall("instance_facts", instance_ids=tuple(instance_ids)))
+            out: dict[str, InstanceFacts] = {}
+            for instance_id in instance_ids:
+                instance = self._instances.get(instance_id)
+                if instance is None:
+                    out[instance_id] = InstanceFacts(instance_id, known=False)
+                    continue
+                spot = instance.capacity_type == "spot"
+                status = self._spot_status.get(instance_id, "fulfilled") if spot and spot_status else ""
+                out[instance_id] = InstanceFacts(instance_id, True, instance.state, spot, status)
+            return out
+
     # ------------------------------------------------------------------ knobs
 
     def impair(self, instance_id: str, checks: Sequence[str] = ("system",), since: float | None = None) -> None:
@@ -230,6 +249,11 @@ class FakeCloudProvider:
             self._instances[instance_id] = instance
             return instance
 
+    def mark_spot(self, instance_id: str, status: str = "marked-for-termination") -> None:
+        """Set a spot instance's request status, as EC2 does when it sends the two-minute warning."""
+        with self._lock:
+            self._spot_status[instance_id] = status
+
     def reset(self) -> None:
         """Forget everything: instances, idempotency records, ids, calls, knobs."""
         with self._lock:
@@ -239,6 +263,7 @@ class FakeCloudProvider:
             self._insufficient.clear()
             self._failures.clear()
             self._impaired.clear()
+            self._spot_status.clear()
             self._ids = itertools.count(1)
 
     # ------------------------------------------------------------------ observation

@@ -1,4 +1,6 @@
-"""EC2 instances Nodewright launched, as the cloud provider reports them. Pure."""
+"""EC2 instances Nodewright launched, as the cloud provider reports them; what EC2 says about any
+instance id (`InstanceFacts`). Pure.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ class Instance:
     nodepool: str = ""
     price: float = 0.0
     image_id: str = ""
+    # The IAM instance profile's name as EC2 reports it ("" when it reports none).
+    instance_profile: str = ""
 
     @property
     def provider_id(self) -> str:
@@ -44,3 +48,21 @@ class InstanceStatus:
     instance_id: str
     impaired: tuple[str, ...]
     since: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceFacts:
+    """What EC2 says about one instance id, whoever launched it (DescribeInstances by id, then its
+    spot request): the facts an interruption message is checked against
+    (`nodewright.engine.interruption.verification`).
+
+    `known` is False when EC2 does not know the id (terminated long ago, or never existed);
+    `state` is the instance state name; `spot` is True for a spot instance; `spot_status` is its
+    spot request's status code (`marked-for-termination`, ...), "" when EC2 exposes no request.
+    """
+
+    instance_id: str
+    known: bool
+    state: str = ""
+    spot: bool = False
+    spot_status: str = ""

@@ -170,7 +170,16 @@ class World:
         return node
 
     def message(self, kind: str, instance_id: str, **fields: object) -> Message:
+        """A real event about `instance_id`: EC2's own view moves with it, as in AWS (the spot
+        request is marked for termination with the warning, the state changes with the
+        notification), so the verification step confirms it.
+        """
         self.events += 1
+        if self.cloud.instance(instance_id) is not None:
+            if kind == SPOT_INTERRUPTION:
+                self.cloud.mark_spot(instance_id)
+            elif kind == STATE_CHANGE and fields.get("state"):
+                self.cloud.set_state(instance_id, str(fields["state"]))
         return Message(
             id=f"event-{self.events}",
             kind=kind,

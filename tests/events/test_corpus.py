@@ -136,6 +136,8 @@ class Corpus:
             MinCount=1,
             MaxCount=1,
             Placement={"AvailabilityZone": ZONE},
+            # EC2 knows a spot instance as one: a spot warning for any other is not believed.
+            **({"InstanceMarketOptions": {"MarketType": "spot"}} if capacity_type == "spot" else {}),
         )
         instance_id = str(reply["Instances"][0]["InstanceId"])
         self.ids[fixture_id] = instance_id

@@ -383,9 +383,23 @@ def stale_node(recorder: Recorder) -> None:
     from nodewright.model import labels as wk
     from nodewright.model.cluster import ClusterInfo
     from nodewright.model.node import Node
+    from nodewright.model.nodeclaim import NodeClaim
 
     clock = VirtualClock(1_767_571_200.0)
     cluster = InMemoryCluster(clock)
+    store = InMemoryStateStore()
+    # A claim named the instance: a Node is Nodewright's to delete only then (and EC2, asked by id,
+    # does not know the instance any more).
+    store.create_claim(
+        NodeClaim(
+            name="default-0123456789",
+            nodepool="default",
+            state="initialized",
+            instance_id="i-0123456789abcdef0",
+            provider_id="aws:///us-east-1a/i-0123456789abcdef0",
+            node_name="gone",
+        )
+    )
     cluster.add_node(
         # Labelled as Nodewright labels its nodes: only those are its to delete.
         Node(
@@ -400,13 +414,42 @@ def stale_node(recorder: Recorder) -> None:
         provisioner = Provisioner(
             cluster=kube,
             cloud=FakeCloudProvider(clock),
-            store=InMemoryStateStore(),
+            store=store,
             clock=clock,
             config=StaticConfiguration(()),
             catalog=FixedCatalog(()),
             observer=RecordingObserver(),
         )
         assert provisioner.reconcile(kube.snapshot())["stale_nodes"] == 1
+
+
+def spot_request_status(recorder: Recorder) -> None:
+    """The interruption function confirms a spot warning by the spot request's status, which moto
+    does not expose (its DescribeInstances names no SpotInstanceRequestId): the EC2 adapter's
+    lookup against botocore's Stubber with the documented response shapes."""
+    import boto3
+    from botocore.stub import Stubber
+
+    from nodewright.adapters.aws.ec2 import Ec2CloudProvider
+    from nodewright.inmemory.clock import VirtualClock
+    from nodewright.model.cluster import ClusterInfo
+    from tests.adapters.aws.fakes import PublicParameters
+
+    ec2 = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    instance = {
+        "InstanceId": "i-0123456789abcdef0",
+        "State": {"Code": 16, "Name": "running"},
+        "InstanceLifecycle": "spot",
+        "SpotInstanceRequestId": "sir-0123456789abcdef",
+    }
+    request = {"SpotInstanceRequestId": "sir-0123456789abcdef", "Status": {"Code": "marked-for-termination"}}
+    cluster = ClusterInfo("derived", "https://example.invalid", "LS0t", "1.31")
+    cloud = Ec2CloudProvider(ec2, PublicParameters(), cluster, instance_profile="p", clock=VirtualClock())
+    with Stubber(ec2) as stub, recorder.acting_as("interruption"):
+        stub.add_response("describe_instances", {"Reservations": [{"Instances": [instance]}]})
+        stub.add_response("describe_spot_instance_requests", {"SpotInstanceRequests": [request]})
+        facts = cloud.instance_facts(["i-0123456789abcdef0"], spot_status=True)
+    assert facts["i-0123456789abcdef0"].spot_status == "marked-for-termination"
 
 
 def record() -> Recorder:
@@ -423,6 +466,7 @@ def record() -> Recorder:
         cold_start(recorder)
         redelivered_events(recorder)
         stale_node(recorder)
+        spot_request_status(recorder)
     return recorder
 
 

@@ -52,5 +52,9 @@ def test_cdk_synth_writes_the_stack_template(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     template = json.loads((tmp_path / "Nodewright-blue.template.json").read_text())
     types = {resource["Type"] for resource in template["Resources"].values()}
-    assert {"AWS::Lambda::Function", "AWS::SQS::Queue", "AWS::EKS::AccessEntry"} <= types
-    assert "AlarmActions" not in json.dumps(template)  # no topic configured
+    assert {"AWS::Lambda::Function", "AWS::SQS::Queue", "AWS::EKS::AccessEntry", "AWS::SNS::Topic"} <= types
+    # No topic configured: the stack's own, which every alarm notifies.
+    [topic] = [name for name, resource in template["Resources"].items() if resource["Type"] == "AWS::SNS::Topic"]
+    alarms = [r for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    assert alarms
+    assert all(alarm["Properties"]["AlarmActions"] == [{"Ref": topic}] for alarm in alarms)

@@ -82,7 +82,9 @@ def test_queue_keeps_messages_300s_with_sqs_managed_encryption_and_a_dlq(synthes
 
 
 def test_queue_accepts_send_message_only_from_our_rules_and_only_over_tls(synthesized: Synthesized) -> None:
+    """Only the rules (by aws:SourceArn) and the function's role may send; everyone else is denied."""
     interruption = synthesized.stack.interruption
+    role_arn = synthesized.resolve(interruption.role.role_arn)
     queue_arn = synthesized.resolve(interruption.queue.queue_arn)
     rule_arns = [synthesized.resolve(rule.rule_arn) for rule in interruption.rules.values()]
     synthesized.template.has_resource_properties(
@@ -107,10 +109,32 @@ def test_queue_accepts_send_message_only_from_our_rules_and_only_over_tls(synthe
                         "Resource": queue_arn,
                         "Condition": {"ArnEquals": {"aws:SourceArn": rule_arns}},
                     },
+                    {
+                        "Sid": "DenyOtherSenders",
+                        "Effect": "Deny",
+                        "Principal": {"AWS": "*"},
+                        "Action": "sqs:SendMessage",
+                        "Resource": queue_arn,
+                        "Condition": {"ArnNotEquals": {"aws:SourceArn": rule_arns, "aws:PrincipalArn": [role_arn]}},
+                    },
                 ],
             },
         },
     )
+
+
+def test_a_flood_cannot_take_the_accounts_concurrency(synthesized: Synthesized) -> None:
+    interruption = synthesized.stack.interruption
+    synthesized.template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "EventSourceArn": synthesized.resolve(interruption.queue.queue_arn),
+            "ScalingConfig": {"MaximumConcurrency": 10},
+        },
+    )
+    role = synthesized.resolve(interruption.role.role_arn)
+    [function] = [f for f in synthesized.resources("AWS::Lambda::Function").values() if f["Properties"]["Role"] == role]
+    assert function["Properties"]["ReservedConcurrentExecutions"] == 10
 
 
 def test_function_consumes_batches_of_ten_reporting_item_failures(synthesized: Synthesized) -> None:

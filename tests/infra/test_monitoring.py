@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import aws_cdk as cdk
 import pytest
+from aws_cdk import assertions
 from aws_cdk.assertions import Match
 
+import app as nodewright_app
 from infra.constructs.monitoring import SERVICE_METRICS, nodewright_metric
-from tests.infra.conftest import ALARM_TOPIC_ARN, CLUSTER, Synthesized
+from tests.infra.conftest import ALARM_TOPIC_ARN, CLUSTER, CONTEXT, Synthesized
 
 METRICS = [
     "PendingPods",
@@ -106,7 +110,9 @@ def test_pods_pending_alarm_needs_five_minutes_without_a_single_clear_minute(syn
             "AlarmActions": [ALARM_TOPIC_ARN],
         },
     )
-    synthesized.template.resource_count_is("AWS::CloudWatch::Alarm", 5)
+    # DLQ, pods pending, 3 function errors, oldest message, failed records, rejected continuations,
+    # dropped messages.
+    synthesized.template.resource_count_is("AWS::CloudWatch::Alarm", 9)
 
 
 @pytest.mark.parametrize("name", ["Decisions", "Launches", "Interruptions", "Consolidation", "Errors"])
@@ -124,3 +130,17 @@ def test_saved_logs_insights_query_searches_the_function_log_groups(synthesized:
             "LogGroupNames": groups,
         },
     )
+
+
+def test_without_an_alarm_topic_the_stack_creates_one_and_every_alarm_notifies_it(
+    tmp_path: Path,
+) -> None:
+    app = cdk.App(context={k: v for k, v in CONTEXT.items() if k != "alarmTopicArn"}, outdir=str(tmp_path))
+    stack = nodewright_app.build_app(app, environ={})
+    template = assertions.Template.from_stack(stack)
+    topics = template.find_resources("AWS::SNS::Topic")
+    assert len(topics) == 1
+    [topic_id] = topics
+    alarms = template.find_resources("AWS::CloudWatch::Alarm")
+    assert len(alarms) == 9
+    assert all(alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}] for alarm in alarms.values())

@@ -80,19 +80,32 @@ def test_launchers_create_fleets_instances_and_templates_only_with_our_request_t
             ),
             Match.object_like(
                 {
+                    "Effect": "Deny",
+                    "Action": "ec2:CreateTags",
+                    "Resource": [ec2_arn(kind) for kind in created],
+                    "Condition": {
+                        "Null": {"ec2:CreateAction": "true"},
+                        "ForAnyValue:StringLike": {"aws:TagKeys": ["nodewright.io/*"]},
+                    },
+                }
+            ),
+            Match.object_like(
+                {
                     "Action": ["ec2:CreateFleet", "ec2:DeleteLaunchTemplate", "ec2:RunInstances"],
                     "Resource": ec2_arn("launch-template"),
-                    "Condition": OWNED,
+                    # Templates the functions created: they carry both tags the creating call wrote.
+                    "Condition": {**OWNED, "StringLike": {"aws:ResourceTag/nodewright.io/nodeclass": "*"}},
                 }
             ),
         ],
     )
 
 
-def test_launchers_reference_images_networks_reservations_and_placement_groups_by_type(
+def test_launchers_reference_only_discovery_tagged_networks_and_amazon_or_listed_images(
     synthesized: Synthesized, launcher: iam.IRole
 ) -> None:
-    referenced = [ec2_arn(kind) for kind in ("subnet", "security-group", "capacity-reservation", "placement-group")]
+    config = load_config({"clusterName": CLUSTER})
+    discovery = {f"aws:ResourceTag/{config.discovery_tag_key}": config.effective_discovery_tag_value}
     policy_of(
         synthesized,
         launcher,
@@ -100,11 +113,29 @@ def test_launchers_reference_images_networks_reservations_and_placement_groups_b
             Match.object_like(
                 {
                     "Action": ["ec2:CreateFleet", "ec2:RunInstances"],
-                    "Resource": Match.array_with(referenced),
+                    "Resource": Match.array_with([ec2_arn("capacity-reservation"), ec2_arn("placement-group")]),
                 }
-            )
+            ),
+            Match.object_like(
+                {
+                    "Action": ["ec2:CreateFleet", "ec2:RunInstances"],
+                    "Resource": [ec2_arn("subnet"), ec2_arn("security-group")],
+                    "Condition": {"StringEquals": discovery},
+                }
+            ),
+            Match.object_like(
+                {
+                    "Action": ["ec2:CreateFleet", "ec2:RunInstances"],
+                    "Resource": ec2_arn("image", account=False),
+                    "Condition": {"StringEquals": {"ec2:Owner": ["amazon"]}},
+                }
+            ),
         ],
     )
+    for statement in synthesized.statements_of(launcher):
+        resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        if any(r in (ec2_arn("subnet"), ec2_arn("security-group"), ec2_arn("image", account=False)) for r in resources):
+            assert "Condition" in statement, statement
 
 
 def test_launchers_are_denied_instances_without_imdsv2_and_unencrypted_volumes(
@@ -194,15 +225,17 @@ def test_launchers_read_prices_public_ami_parameters_and_this_cluster_only(
 @pytest.mark.parametrize("name", ["provisioner", "interruption", "consolidator"])
 def test_instances_are_terminated_only_when_they_carry_our_cluster_tag(synthesized: Synthesized, name: str) -> None:
     role = getattr(synthesized.stack, name).role
+    profile = synthesized.resolve(synthesized.stack.access.instance_profile.instance_profile_arn)
+    owned = {**OWNED, "ArnEquals": {"ec2:InstanceProfile": [profile]}}
     policy_of(
         synthesized,
         role,
-        [Match.object_like({"Action": "ec2:TerminateInstances", "Resource": ec2_arn("instance"), "Condition": OWNED})],
+        [Match.object_like({"Action": "ec2:TerminateInstances", "Resource": ec2_arn("instance"), "Condition": owned})],
     )
     for statement in synthesized.statements_of(role):
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
         if "ec2:TerminateInstances" in actions:
-            assert statement["Condition"] == OWNED
+            assert statement["Condition"] == owned
 
 
 @pytest.mark.parametrize("name", ["provisioner", "interruption", "consolidator"])
@@ -210,14 +243,18 @@ def test_tags_are_written_only_by_the_call_that_creates_the_resource(synthesized
     """No CreateTags on existing resources: a role could otherwise rewrite the ownership tag."""
     for statement in synthesized.statements_of(getattr(synthesized.stack, name).role):
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-        if "ec2:CreateTags" in actions:
+        if "ec2:CreateTags" in actions and statement.get("Effect") == "Allow":
             assert actions == ["ec2:CreateTags"]
             assert "ec2:CreateAction" in statement["Condition"]["StringEquals"]
 
 
 def test_describe_actions_are_the_only_ec2_grants_on_star(synthesized: Synthesized) -> None:
     """Describe* calls have no resource-level permissions, so "*" is unavoidable for them only."""
-    for role in (synthesized.stack.provisioner.role, synthesized.stack.consolidator.role):
+    for role in (
+        synthesized.stack.provisioner.role,
+        synthesized.stack.consolidator.role,
+        synthesized.stack.interruption.role,
+    ):
         for statement in synthesized.statements_of(role):
             if statement["Resource"] == "*":
                 actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
@@ -300,6 +337,7 @@ def test_each_launch_guard_can_be_turned_off_at_deploy_time(imdsv2: bool, encryp
         policy,
         cluster_name=CLUSTER,
         node_role_arn="arn:aws:iam::123456789012:role/node",
+        discovery_tag=(config.discovery_tag_key, config.effective_discovery_tag_value),
         require_imdsv2=config.require_imdsv2,
         require_encrypted_volumes=config.require_encrypted_volumes,
     )
@@ -307,7 +345,7 @@ def test_each_launch_guard_can_be_turned_off_at_deploy_time(imdsv2: bool, encryp
     denied = {
         resource.rsplit(":", 1)[-1].split("/")[0]
         for statement in policy.statements
-        if statement.effect == iam.Effect.DENY
+        if statement.effect == iam.Effect.DENY and "ec2:RunInstances" in statement.actions
         for resource in statement.resources
     }
 

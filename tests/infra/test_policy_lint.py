@@ -41,6 +41,7 @@ ARN_OF = {
     "AWS::Logs::LogGroup": "arn:aws:logs:{region}:{account}:log-group:{id}:*",
     "AWS::Lambda::Function": "arn:aws:lambda:{region}:{account}:function:{id}",
     "AWS::IAM::Role": "arn:aws:iam::{account}:role/{id}",
+    "AWS::IAM::InstanceProfile": "arn:aws:iam::{account}:instance-profile/{id}",
     "AWS::SNS::Topic": "arn:aws:sns:{region}:{account}:{id}",
     "AWS::Events::Rule": "arn:aws:events:{region}:{account}:rule/{id}",
 }

@@ -100,7 +100,7 @@ from nodewright.adapters.aws.retry import Backoff, error_code
 from nodewright.adapters.aws.userdata import Bootstrap, InvalidBootstrap, node_labels, node_taints, render
 from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
-from nodewright.model.instance import Instance, InstanceStatus
+from nodewright.model.instance import Instance, InstanceFacts, InstanceStatus
 from nodewright.ports import Clock, InsufficientCapacity, LaunchError, LaunchRequest, Offering
 
 __all__ = [
@@ -156,6 +156,7 @@ def instance_from_description(item: Mapping[str, Any]) -> Instance:
         nodeclaim=tags.get(NODECLAIM_TAG, ""),
         nodepool=tags.get(NODEPOOL_TAG, ""),
         image_id=str(item.get("ImageId", "")),
+        instance_profile=str((item.get("IamInstanceProfile") or {}).get("Arn", "")).rsplit("/", 1)[-1],
     )
 
 
@@ -300,6 +301,32 @@ class Ec2CloudProvider:
         for start in range(0, len(ids), STATUS_BATCH):
             out += self._statuses(ids[start : start + STATUS_BATCH])
         return sorted(out, key=lambda s: s.instance_id)
+
+    def instance_facts(self, instance_ids: Sequence[str], *, spot_status: bool = False) -> dict[str, InstanceFacts]:
+        """What EC2 says about each id, by id (DescribeInstances with InstanceIds: no tag filter,
+        so a tag removed or forged changes nothing), then with `spot_status` each spot instance's
+        request status (DescribeSpotInstanceRequests); ids EC2 does not know map to facts not `known`.
+        """
+        ids = list(dict.fromkeys(instance_ids))
+        found: dict[str, Mapping[str, Any]] = {}
+        for start in range(0, len(ids), STATUS_BATCH):
+            found.update(self._described(ids[start : start + STATUS_BATCH]))
+        requests = {i: str(d["SpotInstanceRequestId"]) for i, d in found.items() if d.get("SpotInstanceRequestId")}
+        statuses = self._spot_statuses(sorted(set(requests.values()))) if requests and spot_status else {}
+        out: dict[str, InstanceFacts] = {}
+        for instance_id in ids:
+            item = found.get(instance_id)
+            if item is None:
+                out[instance_id] = InstanceFacts(instance_id, known=False)
+                continue
+            out[instance_id] = InstanceFacts(
+                instance_id,
+                known=True,
+                state=str((item.get("State") or {}).get("Name", "")),
+                spot=item.get("InstanceLifecycle") == "spot",
+                spot_status=statuses.get(requests.get(instance_id, ""), ""),
+            )
+        return out
 
     # housekeeping ------------------------------------------------------------------------------
 
@@ -501,6 +528,37 @@ class Ec2CloudProvider:
             found = (instance_status_from_description(item) for item in response.get("InstanceStatuses", []))
             return [status for status in found if status is not None]
         return []
+
+    def _described(self, ids: list[str]) -> dict[str, Mapping[str, Any]]:
+        """DescribeInstances entries by id; ids EC2 does not know are left out (one unknown id
+        fails the whole call: drop the ids EC2 names and ask again).
+        """
+        remaining = list(ids)
+        while remaining:
+            try:
+                response = self._backoff.call(partial(self._ec2.describe_instances, InstanceIds=remaining))
+            except Exception as error:
+                gone = set(re.findall(_ID_PATTERN, str(error))) & set(remaining)
+                if error_code(error) not in ("InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed") or not gone:
+                    raise
+                remaining = [i for i in remaining if i not in gone]
+                continue
+            return {
+                str(item["InstanceId"]): item
+                for reservation in response.get("Reservations", [])
+                for item in reservation.get("Instances", [])
+            }
+        return {}
+
+    def _spot_statuses(self, request_ids: list[str]) -> dict[str, str]:
+        """Spot request id -> its status code (DescribeSpotInstanceRequests by id)."""
+        response = self._backoff.call(
+            partial(self._ec2.describe_spot_instance_requests, SpotInstanceRequestIds=request_ids)
+        )
+        return {
+            str(r.get("SpotInstanceRequestId", "")): str((r.get("Status") or {}).get("Code", ""))
+            for r in response.get("SpotInstanceRequests", [])
+        }
 
     def _terminate_batch_ids(self, ids: list[str]) -> None:
         remaining = list(ids)

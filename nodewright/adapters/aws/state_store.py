@@ -13,7 +13,7 @@ infra/constructs/state.py):
     Drain       <chain: instance/origin/started>    instance_id S, node S, drain S, deadline N,
                                                     started N, origin S,
                                                     replace_by N (absent when None), expires N,
-                                                    expires_at N
+                                                    expires_at N, verified BOOL (absent: True)
 
 Schema versions: Command and Drain items carry `schema` N (`ITEM_SCHEMA`); an item without it was
 written before versions were recorded (version 0). Versions: 0 and 1, a Drain item is keyed by its
@@ -86,7 +86,17 @@ ITEM_SCHEMA = 2
 SCHEMA_ATTRIBUTE = "schema"
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 # Read through aliases: a plain word in a ProjectionExpression fails when DynamoDB reserves it.
-_DRAIN_FIELDS = ("node", "drain", "deadline", "started", "origin", "replace_by", "expires", SCHEMA_ATTRIBUTE)
+_DRAIN_FIELDS = (
+    "node",
+    "drain",
+    "deadline",
+    "started",
+    "origin",
+    "replace_by",
+    "expires",
+    "verified",
+    SCHEMA_ATTRIBUTE,
+)
 
 
 def create_table(client: Any, name: str) -> None:
@@ -323,6 +333,7 @@ class DynamoStateStore:
             "started": {"N": _number(record.started)},
             "origin": {"S": record.origin},
             "expires": {"N": _number(record.expires)},
+            "verified": {"BOOL": record.verified},
             TTL_ATTRIBUTE: {"N": _ttl(record.expires)},
             SCHEMA_ATTRIBUTE: {"N": str(ITEM_SCHEMA)},
         }
@@ -358,6 +369,8 @@ class DynamoStateStore:
             origin=item["origin"]["S"],
             replace_by=float(replace_by["N"]) if replace_by else None,
             expires=float(item["expires"]["N"]),
+            # Written before unconfirmed drains existed: every drain then was a confirmed one's.
+            verified=bool(item.get("verified", {"BOOL": True})["BOOL"]),
         )
 
     def delete_drain(self, chain: str) -> None:

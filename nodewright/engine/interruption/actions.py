@@ -63,6 +63,8 @@ class Action:
     `drain` is NO_DRAIN, DRAIN_NOW or DRAIN_AFTER_REPLACEMENT (wait for the replacement until
     `replace_by`, or until a spot warning arrives, then drain); `deadline` (epoch seconds) bounds
     the drain; `replace` asks the provisioner for capacity for the node's pods at once.
+    `verified` is False when the message could not be confirmed (`verification.gentle`): the
+    drain then never terminates the instance with pods left on it.
     """
 
     cordon: bool = False
@@ -73,6 +75,7 @@ class Action:
     deadline: float | None = None
     replace_by: float | None = None
     reason: str = ""
+    verified: bool = True
 
     @property
     def acts(self) -> bool:

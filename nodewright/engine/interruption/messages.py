@@ -52,7 +52,9 @@ class Continuation:
     `node` and `instance_id` name the node being drained; `drain` is "now" or "after-replacement"
     (wait until the replacement capacity is ready, up to `replace_by`); `deadline` is when the
     drain must be over (epoch seconds; 0.0 when it has none); `started` is when handling of the original event began;
-    `origin` is the kind of the event that started it; `attempt` counts continuations.
+    `origin` is the kind of the event that started it; `attempt` counts continuations;
+    `verified` is False for a drain started by a message EC2 did not confirm (it never ends in a
+    termination with pods left: `verification`).
     """
 
     node: str
@@ -63,6 +65,7 @@ class Continuation:
     origin: str
     replace_by: float | None = None
     attempt: int = 1
+    verified: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -179,6 +179,7 @@ def continuation_event(continuation: Continuation, *, event_id: str, now: float)
             "origin": continuation.origin,
             "replace-by": continuation.replace_by,
             "attempt": continuation.attempt,
+            "verified": continuation.verified,
         },
     }
 
@@ -272,6 +273,9 @@ def _continuation(event: Event) -> Message:
     attempt = detail.get("attempt", 1)
     if isinstance(attempt, bool) or not isinstance(attempt, int):
         raise MalformedEvent("detail.attempt is not an integer")
+    verified = detail.get("verified", True)
+    if not isinstance(verified, bool):
+        raise MalformedEvent("detail.verified is not a boolean")
     continuation = Continuation(
         node=_required_string(detail, "node"),
         instance_id=_required_string(detail, "instance-id"),
@@ -281,6 +285,7 @@ def _continuation(event: Event) -> Message:
         origin=_required_string(detail, "origin"),
         replace_by=None if replace_by is None else _required_number(detail, "replace-by"),
         attempt=attempt,
+        verified=verified,
     )
     # instance_ids too, so the handler finds the node the same way for every kind.
     return event.message(CONTINUATION, instance_ids=(continuation.instance_id,), continuation=continuation)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import boto3
@@ -100,6 +101,21 @@ def test_a_drain_record_is_keyed_by_its_chain_and_expires_by_ttl(client: Any, st
     assert "replace_by" not in stored
     # Rounded up: TTL must never delete a record a continuation still needs.
     assert stored[TTL_ATTRIBUTE] == {"N": "1700003601"}
+
+
+def test_an_unconfirmed_drain_is_read_back_unconfirmed_and_an_older_item_as_confirmed(
+    client: Any, store: DynamoStateStore
+) -> None:
+    record = DrainRecord("i-1", "node-a", "now", 0.0, 1_700_000_000.5, "spot-interruption", None, 1_700_003_600.5)
+    store.save_drain(replace(record, verified=False))
+    assert store.drain_record(record.chain, 1_700_000_001.0) == replace(record, verified=False)
+    # An item written before the attribute existed: every drain then was a confirmed message's.
+    client.update_item(
+        TableName=store.table_name,
+        Key={"pk": {"S": "Drain"}, "sk": {"S": record.chain}},
+        UpdateExpression="REMOVE verified",
+    )
+    assert store.drain_record(record.chain, 1_700_000_001.0) == record
 
 
 def test_a_block_past_its_time_that_ttl_has_not_deleted_yet_is_not_returned(
