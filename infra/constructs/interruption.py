@@ -35,9 +35,8 @@ from infra.config import (
 from infra.constructs import permissions
 from infra.constructs.function import NodewrightFunction
 from infra.constructs.state import State
+from nodewright.config.timings import INTERRUPTION_BATCH_SIZE as BATCH_SIZE
 from nodewright.engine.interruption.rules import interruption_rules
-
-BATCH_SIZE = 10
 
 # Rule construct id -> event pattern, built from the patterns the simulator also uses.
 INTERRUPTION_EVENT_PATTERNS: Mapping[str, events.EventPattern] = {

@@ -37,9 +37,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodewright.controllers.drain import Drainer
+from nodewright.controllers.drain import BACKOFF, Drainer
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.provisioning import IN_FLIGHT, Configuration
+from nodewright.engine.drain import plan_drain
 from nodewright.engine.interruption import (
     CAPACITY_RESERVATION,
     CONTINUATION,
@@ -94,6 +95,29 @@ DRAIN_RECORD_SECONDS = MAX_DELAY + 3600.0
 
 # How long after a message the node watch is kept current (extended by every message).
 FOLLOW_SECONDS = 30.0
+
+# The taint a drain's pods are judged against, and a continuation's cordon when the chain's first
+# invocation died before its own (every drain replaces the node).
+_DRAIN_TAINT = Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule", wk.DISRUPTED_REPLACE)
+
+# What a drain does next (DrainNext.what).
+WAIT = "wait"  # for the replacement capacity (ReplaceThenDrain)
+EVICT = "evict"  # a bounded eviction step, then the successor continues
+EVICT_PAST_DEADLINE = "evict-past-deadline"  # AWS takes the instance later: evict what budgets allow
+FINISH = "finish"  # nothing left to evict, or the deadline: terminate (or keep) and end the chain
+
+
+@dataclass(frozen=True, slots=True)
+class DrainNext:
+    """What a drain does next, chosen from reads before any effect: `delay` is when its successor
+    continuation is due (None: the chain ends with this step); on FINISH, `drained` when nothing
+    was left to evict and `kept` the pods that stay (name -> why).
+    """
+
+    what: str
+    delay: float | None
+    drained: bool = False
+    kept: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +241,25 @@ class InterruptionController:
         grace = pool.termination_grace_period if pool else None
         action = action_for(message, policy, now=started, grace=grace)
         record.update(policy=policy, reason=action.reason)
+        cont: Continuation | None = None
+        next_step: DrainNext | None = None
+        if node is not None and action.drain != NO_DRAIN:
+            cont = Continuation(
+                node=node.name,
+                instance_id=instance_id,
+                drain=action.drain,
+                deadline=action.deadline or 0.0,
+                started=started,
+                origin=message.kind,
+                replace_by=action.replace_by,
+            )
+            # Intent before effects: the drain record and the chain's next continuation exist
+            # before the cordon, the provisioner call and the evictions, so an invocation that
+            # dies anywhere after them is picked up by that continuation within seconds, not by
+            # the queue's redelivery a visibility timeout later.
+            next_step = self._next_step(cont)
+            if next_step.delay is not None:
+                self._carry(message.id, cont, next_step.delay)
         if node is not None:
             self.cluster.record(_interruption_event(node.name, message, action.reason), started)
         steps: list[str] = []
@@ -243,17 +286,8 @@ class InterruptionController:
             self.provisioner.request(f"{message.kind}: replace {node.name}")
             record["replacement_request_seconds"] = round(self.clock.now() - started, 3)
             steps.append("provisioner invoked")
-        if node is not None and action.drain != NO_DRAIN:
-            cont = Continuation(
-                node=node.name,
-                instance_id=instance_id,
-                drain=action.drain,
-                deadline=action.deadline or 0.0,
-                started=started,
-                origin=message.kind,
-                replace_by=action.replace_by,
-            )
-            record.update(self._drain(message.id, cont, policy))
+        if cont is not None and next_step is not None:
+            record.update(self._drain(cont, policy, next_step))
         record["action"] = ", ".join(steps) or action.reason
         self.observer.decision("interruption", event=message.kind, instance_id=instance_id, **record)
         return record
@@ -275,44 +309,71 @@ class InterruptionController:
         else:
             pool = self._pool(node.nodepool)
             policy = pool.rebalance_policy if pool else self.default_policy
-            record = {"node": cont.node, **self._drain(message.id, cont, policy)}
+            next_step = self._next_step(cont)
+            if next_step.delay is not None:
+                self._carry(message.id, cont, next_step.delay)  # before any effect, as on a fresh event
+            if not node.unschedulable:
+                # The invocation that started the chain died before its cordon.
+                self.cluster.cordon(node.name, _DRAIN_TAINT)
+                self.observer.metric("NodesCordoned", 1)
+            record = {"node": cont.node, **self._drain(cont, policy, next_step)}
         self.observer.decision("interruption", event=CONTINUATION, instance_id=cont.instance_id, **record)
         return record
 
-    def _drain(self, event_id: str, cont: Continuation, policy: str) -> dict[str, object]:
-        """One drain step for `cont`; a continuation when it is not finished."""
+    def _next_step(self, cont: Continuation) -> DrainNext:
+        """What the drain `cont` carries does next, decided from reads alone (module docstring)."""
         now = self.clock.now()
         expired = bool(cont.deadline) and now >= cont.deadline
         if cont.drain == DRAIN_AFTER_REPLACEMENT and not expired and not self._replaced(cont, now):
-            self._carry(event_id, cont, self.options.replacement_poll)
-            return {"drain": "waiting for replacement capacity"}
-        forced = cont.origin != REBALANCE
-        taint = Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule", wk.DISRUPTED_REPLACE)
-        by = f"{cont.origin} of instance {cont.instance_id}"
-        step = self.drainer.step(cont.node, taint, forced=forced, attempt=cont.attempt, by=by, now=now)
-        record: dict[str, object] = {
-            "evicted": step.evicted,
-            "blocked_by_pdb": sorted(step.blocked),
-            "kept": step.kept,
-        }
-        if not step.done and not expired:
-            self._carry(event_id, cont, step.retry_in)
-            record["drain"] = f"continues in {step.retry_in:g} s"
-            return record
+            return DrainNext(WAIT, self.options.replacement_poll)
+        plan = plan_drain(self.cluster.pods_on(cont.node), _DRAIN_TAINT, forced=cont.origin != REBALANCE)
+        if plan.done:
+            return DrainNext(FINISH, None, drained=True, kept=plan.kept)
+        retry = BACKOFF[min(cont.attempt, len(BACKOFF)) - 1]
+        if not expired:
+            return DrainNext(EVICT, retry)
         taken_at = _taken_at(cont)
-        if not step.done and taken_at is not None and now < taken_at:
+        if taken_at is not None and now < taken_at:
             # Past the deadline, but AWS takes the instance only at `taken_at`: terminating now
             # would kill the pods a budget still holds on it 20 s early. Keep evicting what the
             # budgets allow until then; the instance goes with whatever is left.
-            self._carry(event_id, cont, min(step.retry_in, taken_at - now))
-            record["drain"] = f"past its deadline: evicting what budgets allow until the interruption ({taken_at:.0f})"
+            return DrainNext(EVICT_PAST_DEADLINE, min(retry, taken_at - now))
+        return DrainNext(FINISH, None, kept=plan.kept)
+
+    def _drain(self, cont: Continuation, policy: str, next_step: DrainNext) -> dict[str, object]:
+        """The drain step `next_step` chose for `cont`; its successor was sent before (`_carry`)."""
+        now = self.clock.now()
+        if next_step.what == WAIT:
+            return {"drain": "waiting for replacement capacity"}
+        forced = cont.origin != REBALANCE
+        by = f"{cont.origin} of instance {cont.instance_id}"
+        if next_step.what != FINISH:
+            step = self.drainer.step(cont.node, _DRAIN_TAINT, forced=forced, attempt=cont.attempt, by=by, now=now)
+            record: dict[str, object] = {
+                "evicted": step.evicted,
+                "blocked_by_pdb": sorted(step.blocked),
+                "kept": step.kept,
+            }
+            if next_step.what == EVICT_PAST_DEADLINE:
+                record["drain"] = (
+                    f"past its deadline: evicting what budgets allow until the interruption ({_taken_at(cont):.0f})"
+                )
+            else:
+                # Even when this step emptied the node, its successor (already sent) finishes it.
+                record["drain"] = f"continues in {next_step.delay:g} s"
             return record
-        record["drain"] = "done" if step.done else "deadline reached"
+        kept = dict(next_step.kept)
+        record = {"kept": kept, "drain": "done" if next_step.drained else "deadline reached"}
+        if not next_step.drained:
+            # The deadline: what the budgets allow still leaves before the instance goes.
+            step = self.drainer.step(cont.node, _DRAIN_TAINT, forced=forced, attempt=cont.attempt, by=by, now=now)
+            record.update(evicted=step.evicted, blocked_by_pdb=sorted(step.blocked), kept=step.kept)
+            kept = step.kept
         record["drain_seconds"] = round(now - cont.started, 3)
         self.observer.metric("DrainSeconds", now - cont.started, "Seconds")
         if cont.origin == REBALANCE and policy in KEEP_NODE_POLICIES:
             pass
-        elif not forced and "do-not-disrupt" in step.kept.values():
+        elif not forced and "do-not-disrupt" in kept.values():
             # A voluntary drain never takes a do-not-disrupt pod down with the node; the node
             # stays cordoned until the pod finishes or a real interruption forces the issue.
             record["terminated"] = ""
