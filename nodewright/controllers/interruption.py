@@ -92,6 +92,9 @@ MAX_DELAY = 900.0
 # How long a drain record outlives the continuation it admits: that message waits at most
 # MAX_DELAY, then is retried for a few visibility timeouts (about a minute and a half each).
 DRAIN_RECORD_SECONDS = MAX_DELAY + 3600.0
+# A continuation rewrites its chain's record only when less than this is left of it: enough for
+# the next message's delay and its retries.
+DRAIN_RECORD_REFRESH = MAX_DELAY + 600.0
 
 # How long after a message the node watch is kept current (extended by every message).
 FOLLOW_SECONDS = 30.0
@@ -295,7 +298,7 @@ class InterruptionController:
     # -- drains, continued -----------------------------------------------------------------------
 
     def _continue(self, message: Message, cont: Continuation) -> dict[str, object]:
-        refused = self._refusal(cont)
+        refused, recorded_until = self._refusal(cont)
         if refused:
             self.observer.metric("ContinuationsRejected", 1)
             self.observer.decision(
@@ -311,7 +314,8 @@ class InterruptionController:
             policy = pool.rebalance_policy if pool else self.default_policy
             next_step = self._next_step(cont)
             if next_step.delay is not None:
-                self._carry(message.id, cont, next_step.delay)  # before any effect, as on a fresh event
+                # Before any effect, as on a fresh event.
+                self._carry(message.id, cont, next_step.delay, recorded_until=recorded_until)
             if not node.unschedulable:
                 # The invocation that started the chain died before its cordon.
                 self.cluster.cordon(node.name, _DRAIN_TAINT)
@@ -385,14 +389,16 @@ class InterruptionController:
         self.store.delete_drain(_chain(cont))
         return record
 
-    def _refusal(self, cont: Continuation) -> str:
-        """Why `cont` may not act ("" when its drain record admits it)."""
+    def _refusal(self, cont: Continuation) -> tuple[str, float]:
+        """Why `cont` may not act ("" when its drain record admits it), and until when its
+        record holds.
+        """
         recorded = self.store.drain_record(_chain(cont), self.clock.now())
         if recorded is None:
-            return "no drain record for this chain: not sent by this function, or the drain is over"
+            return "no drain record for this chain: not sent by this function, or the drain is over", 0.0
         if _drain_record(cont, recorded.expires) != recorded:
-            return "does not match its drain record: not sent by this function"
-        return ""
+            return "does not match its drain record: not sent by this function", 0.0
+        return "", recorded.expires
 
     def _replaced(self, cont: Continuation, now: float) -> bool:
         """True when the drain may start: the claims holding the node's pods have Ready nodes, or
@@ -422,7 +428,11 @@ class InterruptionController:
                 return False
         return True
 
-    def _carry(self, event_id: str, cont: Continuation, delay: float) -> None:
+    def _carry(self, event_id: str, cont: Continuation, delay: float, *, recorded_until: float = 0.0) -> None:
+        """Send the chain's next continuation, due in `delay` seconds; the drain record that admits
+        it is written first unless it holds (`recorded_until`) long enough already, so a step of a
+        chain under way has one write before its effects, the message.
+        """
         nxt = Continuation(
             node=cont.node,
             instance_id=cont.instance_id,
@@ -440,7 +450,8 @@ class InterruptionController:
         event_id = f"{root}#{cont.instance_id}#{nxt.attempt}"
         now = self.clock.now()
         # Written before the message exists, so the message is never ahead of what admits it.
-        self.store.save_drain(_drain_record(nxt, now + DRAIN_RECORD_SECONDS))
+        if recorded_until < now + DRAIN_RECORD_REFRESH:
+            self.store.save_drain(_drain_record(nxt, now + DRAIN_RECORD_SECONDS))
         event = continuation_event(nxt, event_id=event_id, now=now)
         self.continuations.send(event, min(MAX_DELAY, max(0.0, delay)))
 
