@@ -20,13 +20,17 @@ it was deleted (`lost`), no second of PDB violation, no duplicate instance for a
 (a live instance without a claim, a claim without a live instance, a Node without an instance),
 every pod bound, no message in the dead-letter queue.
 
-Run: `python -m bench crash_points` (every single point and every pair; the figures go in the
-README), `--visibility` to try another visibility timeout.
+The provisioner's case (`--function provisioner`, `ProvisionerCrashWorld`): pods arrive, the
+function runs every minute, killed at its writes (claim records, CreateFleet) the same way.
+
+Run: `python -m bench.crash_points` (every single point and every pair; the figures go in the
+README), `--visibility` to try another visibility timeout, `--function provisioner`.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -60,6 +64,8 @@ NOTICE = 120.0
 BOOT = 35.0
 PODS = 6
 SETTLE = 600.0
+PENDING_PODS = 20
+PROVISIONER_SETTLE = 1200.0
 ZONE = "us-east-1a"
 TYPE = "m5.2xlarge"
 
@@ -67,7 +73,18 @@ TYPE = "m5.2xlarge"
 WRITES: dict[str, frozenset[str]] = {
     "cluster": frozenset({"cordon", "uncordon", "evict", "record", "delete_node", "label_node", "delete_pod"}),
     "store": frozenset(
-        {"save_drain", "delete_drain", "block_offerings", "delete_claim", "create_claim", "update_claim"}
+        {
+            "save_drain",
+            "delete_drain",
+            "block_offerings",
+            "delete_claim",
+            "create_claim",
+            "save_claim",
+            "acquire_lease",
+            "release_lease",
+            "save_command",
+            "delete_command",
+        }
     ),
     "cloud": frozenset({"terminate", "launch"}),
     "continuations": frozenset({"send"}),
@@ -275,25 +292,10 @@ class CrashWorld:
         self.queue.messages.append(Message(changed["id"], changed, self.clock.now()))
 
     def _kubelet(self) -> None:
-        for instance in self.cloud.instances():
-            if (
-                instance.live
-                and instance.launched_at + BOOT <= self.clock.now()
-                and not self.cluster.node_by_instance(instance.instance_id)
-            ):
-                self.cluster.add_node(_node_for(instance, f"ip-{instance.instance_id}"))
+        _kubelet(self.cluster, self.cloud, self.clock)
 
     def _schedule(self) -> None:
-        for p in self.cluster.pods():
-            if p.node_name or p.daemon:
-                continue
-            for n in self.cluster.nodes():
-                if n.ready and not n.unschedulable and _fits(self.cluster, n, p):
-                    self.cluster.bind(p, n.name)
-                    break
-            else:
-                if not p.unschedulable:
-                    self.cluster.mark_unschedulable(p)
+        _schedule(self.cluster)
 
     def _healthy(self) -> int:
         return sum(1 for p in self.cluster.pods() if p.labels.get("app") == "web" and p.node_name and not p.deleting)
@@ -336,26 +338,56 @@ class CrashWorld:
             self.cluster.bind(p, "spot")
 
     def _outcome(self, violations: int) -> Outcome:
-        live = [i for i in self.cloud.instances() if i.live]
-        claims = self.store.claims()
-        by_claim: dict[str, int] = {}
-        for instance in live:
-            by_claim[instance.nodeclaim] = by_claim.get(instance.nodeclaim, 0) + 1
-        claimed = {c.instance_id for c in claims}
-        orphans = [f"instance {i.instance_id}" for i in live if i.instance_id not in claimed]
-        live_ids = {i.instance_id for i in live}
-        orphans += [f"claim {c.name}" for c in claims if c.instance_id and c.instance_id not in live_ids]
-        orphans += [f"node {n.name}" for n in self.cluster.nodes() if n.instance_id not in live_ids]
-        return Outcome(
-            lost=len(self.cluster.lost_pods()),
-            pdb_violation_seconds=violations,
-            duplicates=sum(n - 1 for n in by_claim.values() if n > 1),
-            orphans=orphans,
-            pending=sum(1 for p in self.cluster.pods() if not p.node_name and not p.daemon),
-            dead_letters=len(self.queue.dead),
-            writes=self.points.count,
-            crashes=self.crashes,
+        return _outcome(
+            self.cluster, self.cloud, self.store, self.points, self.crashes, violations, len(self.queue.dead)
         )
+
+
+class ProvisionerCrashWorld:
+    """The provisioner killed at `plan`'s writes: `PENDING_PODS` pods arrive at once; the function
+    runs every minute (reconcile, then a pass), each run a new invocation; a dead one is simply
+    the next minute's to finish. Checked after `PROVISIONER_SETTLE`: every pod bound, no duplicate
+    instance for a claim, no orphan.
+    """
+
+    def __init__(self, plan: dict[int, str]) -> None:
+        self.clock = VirtualClock(START)
+        self.cluster = InMemoryCluster(self.clock)
+        self.cloud = FakeCloudProvider(self.clock)
+        self.store = InMemoryStateStore()
+        self.points = Points(dict(plan))
+        self.crashes = 0
+        self.provisioner = Provisioner(
+            cluster=self.points.wrap("cluster", self.cluster),
+            cloud=self.points.wrap("cloud", self.cloud),
+            store=self.points.wrap("store", self.store),
+            clock=self.clock,
+            config=StaticConfiguration((_pool(),)),
+            catalog=FixedCatalog(_TYPES),
+            observer=RecordingObserver(),
+            options=ProvisionerOptions(),
+            sleep=lambda _: None,
+        )
+
+    def run(self) -> Outcome:
+        for i in range(PENDING_PODS):
+            self.cluster.add_pod(_pod(f"web-{i}"))
+        while self.clock.now() < START + PROVISIONER_SETTLE:
+            if int(self.clock.now() - START) % 60 == 0:
+                try:
+                    self.provisioner.reconcile(self.cluster.snapshot())
+                    self.provisioner.provision(self.cluster.snapshot())
+                except Crash:
+                    self.crashes += 1
+            _kubelet(self.cluster, self.cloud, self.clock)
+            _schedule(self.cluster)
+            self.clock.advance(1.0)
+        return _outcome(self.cluster, self.cloud, self.store, self.points, self.crashes, violations=0, dead=0)
+
+
+def provisioner_run(plan: dict[int, str]) -> Outcome:
+    """One run of the provisioner case with the invocation killed at `plan`'s writes."""
+    return ProvisionerCrashWorld(plan).run()
 
 
 def run(plan: dict[int, str], *, visibility: float = VISIBILITY) -> Outcome:
@@ -368,34 +400,43 @@ def singles(writes: int) -> list[tuple[Point, ...]]:
     return [(Point(n, mode),) for n in range(1, writes + 1) for mode in (KILL, LOST)]
 
 
-def pairs(writes: int, *, visibility: float = VISIBILITY) -> Iterable[tuple[Point, ...]]:
+Runner = Callable[[dict[int, str]], Outcome]
+
+
+def pairs(writes: int, runner: Runner = run) -> Iterable[tuple[Point, ...]]:
     """Every pair: a first crash point, then every point of the run that first crash leaves."""
     for (first,) in singles(writes):
-        after = run({first.ordinal: first.mode}, visibility=visibility).writes
+        after = runner({first.ordinal: first.mode}).writes
         for n in range(first.ordinal + 1, after + 1):
             for mode in (KILL, LOST):
                 yield first, Point(n, mode)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench crash_points", description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    """Run every single crash point and every pair; 1 when a run did not converge."""
+    parser = argparse.ArgumentParser(prog="python -m bench.crash_points", description=__doc__.split("\n")[0])
+    parser.add_argument("--function", choices=("interruption", "provisioner"), default="interruption")
     parser.add_argument(
         "--visibility", type=float, default=VISIBILITY, help="the queue's visibility timeout (default: as deployed)"
     )
     parser.add_argument("--singles-only", action="store_true")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    clean = run({}, visibility=args.visibility)
-    print(f"visibility timeout {args.visibility:g} s (deployed: {VISIBILITY} s)")
-    print(f"no crash: {clean.writes} writes, converged={clean.converged}")
+    runner: Runner = (
+        provisioner_run if args.function == "provisioner" else functools.partial(run, visibility=args.visibility)
+    )
+    clean = runner({})
+    if args.function == "interruption":
+        print(f"visibility timeout {args.visibility:g} s (deployed: {VISIBILITY} s)")
+    print(f"{args.function}, no crash: {clean.writes} writes, converged={clean.converged}")
     cases: list[tuple[Point, ...]] = singles(clean.writes)
     if not args.singles_only:
-        cases += list(pairs(clean.writes, visibility=args.visibility))
+        cases += list(pairs(clean.writes, runner))
     failures: dict[int, list[str]] = {1: [], 2: []}
     totals = {1: 0, 2: 0}
     lost = {1: 0, 2: 0}
     for case in cases:
-        outcome = run({p.ordinal: p.mode for p in case}, visibility=args.visibility)
+        outcome = runner({p.ordinal: p.mode for p in case})
         totals[len(case)] += 1
         if outcome.lost:
             lost[len(case)] += 1
@@ -407,6 +448,7 @@ def main(argv: list[str] | None = None) -> None:
             for line in failures[size][:10]:
                 print(f"  {line}")
     print(f"wall {time.perf_counter() - started:.1f} s")
+    return 1 if failures[1] or failures[2] else 0
 
 
 def _instance_type(name: str, cpu: str, memory: str, price: float, spot: float) -> InstanceType:
@@ -470,6 +512,63 @@ def _node_for(instance: Instance, name: str) -> Node:
     )
 
 
+def _kubelet(cluster: InMemoryCluster, cloud: FakeCloudProvider, clock: VirtualClock) -> None:
+    """Register each live instance as a Ready Node `BOOT` seconds after its launch."""
+    for instance in cloud.instances():
+        if (
+            instance.live
+            and instance.launched_at + BOOT <= clock.now()
+            and not cluster.node_by_instance(instance.instance_id)
+        ):
+            cluster.add_node(_node_for(instance, f"ip-{instance.instance_id}"))
+
+
+def _schedule(cluster: InMemoryCluster) -> None:
+    """kube-scheduler, first fit: bind pending pods to Ready, schedulable nodes."""
+    for p in cluster.pods():
+        if p.node_name or p.daemon:
+            continue
+        for n in cluster.nodes():
+            if n.ready and not n.unschedulable and _fits(cluster, n, p):
+                cluster.bind(p, n.name)
+                break
+        else:
+            if not p.unschedulable:
+                cluster.mark_unschedulable(p)
+
+
+def _outcome(
+    cluster: InMemoryCluster,
+    cloud: FakeCloudProvider,
+    store: InMemoryStateStore,
+    points: Points,
+    crashes: int,
+    violations: int,
+    dead: int,
+) -> Outcome:
+    live = [i for i in cloud.instances() if i.live]
+    claims = store.claims()
+    by_claim: dict[str, int] = {}
+    for instance in live:
+        by_claim[instance.nodeclaim] = by_claim.get(instance.nodeclaim, 0) + 1
+    claimed = {c.instance_id for c in claims}
+    orphans = [f"instance {i.instance_id}" for i in live if i.instance_id not in claimed]
+    live_ids = {i.instance_id for i in live}
+    orphans += [f"claim {c.name}" for c in claims if c.instance_id and c.instance_id not in live_ids]
+    orphans += [f"claim {c.name} (no instance)" for c in claims if not c.instance_id]
+    orphans += [f"node {n.name}" for n in cluster.nodes() if n.instance_id not in live_ids]
+    return Outcome(
+        lost=len(cluster.lost_pods()),
+        pdb_violation_seconds=violations,
+        duplicates=sum(n - 1 for n in by_claim.values() if n > 1),
+        orphans=orphans,
+        pending=sum(1 for p in cluster.pods() if not p.node_name and not p.daemon),
+        dead_letters=dead,
+        writes=points.count,
+        crashes=crashes,
+    )
+
+
 def _fits(cluster: InMemoryCluster, node: Node, p: Pod) -> bool:
     used = Resources()
     for bound in cluster.pods_on(node.name):
@@ -498,4 +597,4 @@ def _event(ident: str, detail_type: str, now: float) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
