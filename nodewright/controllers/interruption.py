@@ -20,6 +20,16 @@ the NodePool's rebalance policy and terminationGracePeriod, asks `action_for` wh
   minus the margin; when terminationGracePeriod bounds it earlier, at most the margin past it);
 - on `terminated`, removes the Node object and the claim record (in any order of arrival).
 
+Intent before effects. A drain's record and the chain's next continuation are written before
+any other effect of a fresh event (the Event, the offering block, the cordon, the provisioner
+call, the evictions), and each continuation sends its successor before its own evictions
+(`_next_step` decides from reads alone what the step does and when its successor is due). An
+invocation that dies anywhere after that is picked up by the successor within seconds; only a
+death before it waits for the queue's redelivery (the visibility timeout, 20 s as deployed). A
+step that evicted pods leaves the termination to its successor, which finds the node empty and
+ends the chain without a successor. `python -m bench.crash_points` kills the function at every
+write and every pair of writes.
+
 Continuations are authenticated by state: before sending one, the controller writes the record of
 its drain chain to the state table (`StateStore.save_drain`), and a continuation acts only when
 the record of its chain (instance, origin, start) exists and holds the same drain (node, kind,
