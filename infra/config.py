@@ -21,6 +21,20 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from nodewright.config.timings import (
+    CONSOLIDATOR_MEMORY_MB,
+    CONSOLIDATOR_RATE_SECONDS,
+    CONSOLIDATOR_TIMEOUT_SECONDS,
+    INTERRUPTION_MEMORY_MB,
+    INTERRUPTION_TIMEOUT_SECONDS,
+    PROVISIONER_MEMORY_MB,
+    PROVISIONER_RATE_SECONDS,
+    PROVISIONER_TIMEOUT_SECONDS,
+    QUEUE_MAX_RECEIVE_COUNT,
+    QUEUE_RETENTION_SECONDS,
+    VISIBILITY_MARGIN_SECONDS,
+)
+
 
 class ConfigError(ValueError):
     """Raised when the deploy context does not describe a valid deployment; lists every problem."""
@@ -71,15 +85,10 @@ LOG_RETENTION_DAYS: frozenset[int] = frozenset(
 )
 LOG_LEVELS: frozenset[str] = frozenset({"DEBUG", "INFO", "WARNING", "ERROR"})
 
-# The interruption queue keeps a message 300 s (Karpenter's value: a spot warning is useless after
-# its 2 minutes). Every receive may hold a message for timeout + VISIBILITY_MARGIN_SECONDS, and a
-# poison message must reach the DLQ (after QUEUE_MAX_RECEIVE_COUNT receives) before it expires.
-# The same hold is how long a message waits after an invocation died on it: 30 s + 15 s brings a
-# spot warning back 45 s into its 120 s notice (with 60 s + 30 s, 90 s in: too late to drain).
-# One message is one bounded drain step, seconds of work, so 30 s is room enough.
-QUEUE_RETENTION_SECONDS = 300
-QUEUE_MAX_RECEIVE_COUNT = 3
-VISIBILITY_MARGIN_SECONDS = 15
+# The queue's settings and the functions' timings come from nodewright/config/timings.py, which
+# the simulator reads too. The hold a receive puts on a message (timeout + VISIBILITY_MARGIN_SECONDS)
+# is how long a message waits after an invocation died on it, and a poison message must reach the
+# DLQ (after QUEUE_MAX_RECEIVE_COUNT receives) before the queue's retention drops it.
 MAX_INTERRUPTION_TIMEOUT_SECONDS = QUEUE_RETENTION_SECONDS // QUEUE_MAX_RECEIVE_COUNT - VISIBILITY_MARGIN_SECONDS
 
 _CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
@@ -116,16 +125,22 @@ class DeployConfig:
     cluster_name: str
     account: str | None = None
     region: str | None = None
-    provisioner_rate_minutes: int = 1
-    consolidator_rate_minutes: int = 1
+    provisioner_rate_minutes: int = PROVISIONER_RATE_SECONDS // 60
+    consolidator_rate_minutes: int = CONSOLIDATOR_RATE_SECONDS // 60
     # The provisioner's loop stops 10 s before its timeout; 68 s ends it at 58 s, just before the
     # next one-minute tick, so the tick does not find it running and get throttled (Lambda would
     # retry it 1, 2, 4, 8... s later) unless a last pass overruns, and its lease expires with it.
     # `python -m bench.provisioner_latency` measured 90 s missing the p99 goal on steady streams,
     # 68 s meeting it.
-    provisioner: FunctionConfig = FunctionConfig(memory_mb=1024, timeout_seconds=68)
-    interruption: FunctionConfig = FunctionConfig(memory_mb=512, timeout_seconds=30)
-    consolidator: FunctionConfig = FunctionConfig(memory_mb=1024, timeout_seconds=120)
+    provisioner: FunctionConfig = FunctionConfig(
+        memory_mb=PROVISIONER_MEMORY_MB, timeout_seconds=PROVISIONER_TIMEOUT_SECONDS
+    )
+    interruption: FunctionConfig = FunctionConfig(
+        memory_mb=INTERRUPTION_MEMORY_MB, timeout_seconds=INTERRUPTION_TIMEOUT_SECONDS
+    )
+    consolidator: FunctionConfig = FunctionConfig(
+        memory_mb=CONSOLIDATOR_MEMORY_MB, timeout_seconds=CONSOLIDATOR_TIMEOUT_SECONDS
+    )
     discovery_tag_key: str = "nodewright.io/discovery"
     discovery_tag_value: str = ""
     config_source: ConfigSource = ConfigSource.DYNAMODB

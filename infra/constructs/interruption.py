@@ -32,18 +32,13 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.interfaces.aws_events import IRuleRef
 from constructs import Construct
 
-from infra.config import (
-    QUEUE_MAX_RECEIVE_COUNT,
-    QUEUE_RETENTION_SECONDS,
-    VISIBILITY_MARGIN_SECONDS,
-    FunctionConfig,
-)
+from infra.config import FunctionConfig
 from infra.constructs import permissions
 from infra.constructs.function import NodewrightFunction
 from infra.constructs.state import State
+from nodewright.config.timings import INTERRUPTION_BATCH_SIZE as BATCH_SIZE
+from nodewright.config.timings import QUEUE_MAX_RECEIVE_COUNT, QUEUE_RETENTION_SECONDS, VISIBILITY_MARGIN_SECONDS
 from nodewright.engine.interruption.rules import interruption_rules
-
-BATCH_SIZE = 10
 
 # Rule construct id -> event pattern, built from the patterns the simulator also uses.
 INTERRUPTION_EVENT_PATTERNS: Mapping[str, events.EventPattern] = {

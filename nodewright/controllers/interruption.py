@@ -26,6 +26,16 @@ the reason; one EC2 cannot confirm gets the gentlest action of its kind (the sam
 replacement and drain, but no Node or claim deleted, no do-not-disrupt pod evicted, and no
 termination while pods are left on the instance).
 
+Intent before effects. A drain's record and the chain's next continuation are written before
+any other effect of a fresh event (the Event, the offering block, the cordon, the provisioner
+call, the evictions), and each continuation sends its successor before its own evictions
+(`_next_step` decides from reads alone what the step does and when its successor is due). An
+invocation that dies anywhere after that is picked up by the successor within seconds; only a
+death before it waits for the queue's redelivery (the visibility timeout, 20 s as deployed). A
+step that evicted pods leaves the termination to its successor, which finds the node empty and
+ends the chain without a successor. `python -m bench.crash_points` kills the function at every
+write and every pair of writes.
+
 Continuations are authenticated by state: before sending one, the controller writes the record of
 its drain chain to the state table (`StateStore.save_drain`), and a continuation acts only when
 the record of its chain (instance, origin, start) exists and holds the same drain (node, kind,
@@ -47,6 +57,7 @@ from nodewright.controllers.drain import Drainer
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.provisioning import IN_FLIGHT, Configuration
 from nodewright.controllers.verification import MessageVerifier
+from nodewright.engine.drain import plan_drain
 from nodewright.engine.interruption import (
     CAPACITY_RESERVATION,
     CONTINUATION,
@@ -99,9 +110,44 @@ MAX_DELAY = 900.0
 # How long a drain record outlives the continuation it admits: that message waits at most
 # MAX_DELAY, then is retried for a few visibility timeouts (about a minute and a half each).
 DRAIN_RECORD_SECONDS = MAX_DELAY + 3600.0
+# A continuation rewrites its chain's record only when less than this is left of it: enough for
+# the next message's delay and its retries.
+DRAIN_RECORD_REFRESH = MAX_DELAY + 600.0
 
 # How long after a message the node watch is kept current (extended by every message).
 FOLLOW_SECONDS = 30.0
+
+# The wait before a drain's next step (by attempt). An interruption drain has a notice of minutes:
+# a budget-blocked eviction is retried at most every 5 s (the Drainer's own backoff grows to
+# 10 s). bench/crash_points.py's 6-pod strict-PDB spot drain ends 62 s into its 120 s notice with
+# this, 95 s with the Drainer's; the slack is what two crashes (two redeliveries) cost.
+DRAIN_RETRY = (1.0, 2.0, 4.0, 5.0)
+
+# The taint a drain's pods are judged against, and a continuation's cordon when the chain's first
+# invocation died before its own (every drain replaces the node).
+_DRAIN_TAINT = Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule", wk.DISRUPTED_REPLACE)
+
+# What a drain does next (DrainNext.what).
+WAIT = "wait"  # for the replacement capacity (ReplaceThenDrain)
+EVICT = "evict"  # a bounded eviction step, then the successor continues
+EVICT_PAST_DEADLINE = "evict-past-deadline"  # AWS takes the instance later: evict what budgets allow
+FINISH = "finish"  # nothing left to evict, or the deadline: terminate (or keep) and end the chain
+# An unconfirmed message's drain (controllers/verification.py) never terminates with pods left:
+EVICT_UNCONFIRMED = "evict-unconfirmed"  # past its deadline, evict what budgets allow a while longer
+STOP_UNCONFIRMED = "stop-unconfirmed"  # then stop, the node left cordoned, the instance running
+
+
+@dataclass(frozen=True, slots=True)
+class DrainNext:
+    """What a drain does next, chosen from reads before any effect: `delay` is when its successor
+    continuation is due (None: the chain ends with this step); on FINISH, `drained` when nothing
+    was left to evict and `kept` the pods that stay (name -> why).
+    """
+
+    what: str
+    delay: float | None
+    drained: bool = False
+    kept: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +277,26 @@ class InterruptionController:
         grace = pool.termination_grace_period if pool else None
         action = self.verifier.bound(action_for(message, policy, now=started, grace=grace), checked)
         record.update(policy=policy, reason=action.reason, verified=checked.verdict.reason)
+        cont: Continuation | None = None
+        next_step: DrainNext | None = None
+        if node is not None and action.drain != NO_DRAIN:
+            cont = Continuation(
+                node=node.name,
+                instance_id=instance_id,
+                drain=action.drain,
+                deadline=action.deadline or 0.0,
+                started=started,
+                origin=message.kind,
+                replace_by=action.replace_by,
+                verified=action.verified,
+            )
+            # Intent before effects: the drain record and the chain's next continuation exist
+            # before the cordon, the provisioner call and the evictions, so an invocation that
+            # dies anywhere after them is picked up by that continuation within seconds, not by
+            # the queue's redelivery a visibility timeout later.
+            next_step = self._next_step(cont)
+            if next_step.delay is not None:
+                self._carry(message.id, cont, next_step.delay)
         if node is not None:
             self.cluster.record(_interruption_event(node.name, message, action.reason), started)
         steps: list[str] = []
@@ -257,18 +323,8 @@ class InterruptionController:
             self.provisioner.request(f"{message.kind}: replace {node.name}")
             record["replacement_request_seconds"] = round(self.clock.now() - started, 3)
             steps.append("provisioner invoked")
-        if node is not None and action.drain != NO_DRAIN:
-            cont = Continuation(
-                node=node.name,
-                instance_id=instance_id,
-                drain=action.drain,
-                deadline=action.deadline or 0.0,
-                started=started,
-                origin=message.kind,
-                replace_by=action.replace_by,
-                verified=action.verified,
-            )
-            record.update(self._drain(message.id, cont, policy))
+        if cont is not None and next_step is not None:
+            record.update(self._drain(cont, policy, next_step))
         record["action"] = ", ".join(steps) or action.reason
         self.observer.decision("interruption", event=message.kind, instance_id=instance_id, **record)
         return record
@@ -276,7 +332,7 @@ class InterruptionController:
     # -- drains, continued -----------------------------------------------------------------------
 
     def _continue(self, message: Message, cont: Continuation) -> dict[str, object]:
-        refused = self._refusal(cont)
+        refused, recorded_until = self._refusal(cont)
         if refused:
             self.observer.metric("ContinuationsRejected", 1)
             self.observer.decision(
@@ -290,56 +346,84 @@ class InterruptionController:
         else:
             pool = self._pool(node.nodepool)
             policy = pool.rebalance_policy if pool else self.default_policy
-            record = {"node": cont.node, **self._drain(message.id, cont, policy)}
+            next_step = self._next_step(cont)
+            if next_step.delay is not None:
+                # Before any effect, as on a fresh event.
+                self._carry(message.id, cont, next_step.delay, recorded_until=recorded_until)
+            if not node.unschedulable:
+                # The invocation that started the chain died before its cordon.
+                self.cluster.cordon(node.name, _DRAIN_TAINT)
+                self.observer.metric("NodesCordoned", 1)
+            record = {"node": cont.node, **self._drain(cont, policy, next_step)}
         self.observer.decision("interruption", event=CONTINUATION, instance_id=cont.instance_id, **record)
         return record
 
-    def _drain(self, event_id: str, cont: Continuation, policy: str) -> dict[str, object]:
-        """One drain step for `cont`; a continuation when it is not finished."""
+    def _next_step(self, cont: Continuation) -> DrainNext:
+        """What the drain `cont` carries does next, decided from reads alone (module docstring)."""
         now = self.clock.now()
         expired = bool(cont.deadline) and now >= cont.deadline
         if cont.drain == DRAIN_AFTER_REPLACEMENT and not expired and not self._replaced(cont, now):
-            self._carry(event_id, cont, self.options.replacement_poll)
-            return {"drain": "waiting for replacement capacity"}
-        # An unconfirmed message never takes a do-not-disrupt pod down.
-        forced = cont.origin != REBALANCE and cont.verified
-        taint = Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule", wk.DISRUPTED_REPLACE)
-        by = f"{cont.origin} of instance {cont.instance_id}"
-        step = self.drainer.step(cont.node, taint, forced=forced, attempt=cont.attempt, by=by, now=now)
-        record: dict[str, object] = {
-            "evicted": step.evicted,
-            "blocked_by_pdb": sorted(step.blocked),
-            "kept": step.kept,
-        }
-        if not step.done and not expired:
-            self._carry(event_id, cont, step.retry_in)
-            record["drain"] = f"continues in {step.retry_in:g} s"
-            return record
+            return DrainNext(WAIT, self.options.replacement_poll)
+        plan = plan_drain(self.cluster.pods_on(cont.node), _DRAIN_TAINT, forced=_forced(cont))
+        if plan.done:
+            return DrainNext(FINISH, None, drained=True, kept=plan.kept)
+        retry = DRAIN_RETRY[min(cont.attempt, len(DRAIN_RETRY)) - 1]
+        if not expired:
+            return DrainNext(EVICT, retry)
+        if not cont.verified:
+            # Unconfirmed: never terminate with pods left on the instance; evict what the budgets
+            # allow until the drain is over, then stop (the node stays cordoned; a real
+            # interruption's state change removes it once EC2 confirms it).
+            if not unverified_drain_over(cont.deadline, cont.started, now):
+                return DrainNext(EVICT_UNCONFIRMED, retry)
+            return DrainNext(STOP_UNCONFIRMED, None, kept=plan.kept)
         taken_at = _taken_at(cont)
-        if not step.done and taken_at is not None and now < taken_at:
+        if taken_at is not None and now < taken_at:
             # Past the deadline, but AWS takes the instance only at `taken_at`: terminating now
             # would kill the pods a budget still holds on it 20 s early. Keep evicting what the
             # budgets allow until then; the instance goes with whatever is left.
-            self._carry(event_id, cont, min(step.retry_in, taken_at - now))
-            record["drain"] = f"past its deadline: evicting what budgets allow until the interruption ({taken_at:.0f})"
+            return DrainNext(EVICT_PAST_DEADLINE, min(retry, taken_at - now))
+        return DrainNext(FINISH, None, kept=plan.kept)
+
+    def _drain(self, cont: Continuation, policy: str, next_step: DrainNext) -> dict[str, object]:
+        """The drain step `next_step` chose for `cont`; its successor was sent before (`_carry`)."""
+        now = self.clock.now()
+        if next_step.what == WAIT:
+            return {"drain": "waiting for replacement capacity"}
+        forced = _forced(cont)
+        by = f"{cont.origin} of instance {cont.instance_id}"
+        if next_step.what in (EVICT, EVICT_PAST_DEADLINE, EVICT_UNCONFIRMED):
+            step = self.drainer.step(cont.node, _DRAIN_TAINT, forced=forced, attempt=cont.attempt, by=by, now=now)
+            record: dict[str, object] = {
+                "evicted": step.evicted,
+                "blocked_by_pdb": sorted(step.blocked),
+                "kept": step.kept,
+            }
+            if next_step.what == EVICT_UNCONFIRMED:
+                record["drain"] = f"unconfirmed: evicting what budgets allow, continues in {next_step.delay:g} s"
+            elif next_step.what == EVICT_PAST_DEADLINE:
+                record["drain"] = (
+                    f"past its deadline: evicting what budgets allow until the interruption ({_taken_at(cont):.0f})"
+                )
+            else:
+                # Even when this step emptied the node, its successor (already sent) finishes it.
+                record["drain"] = f"continues in {next_step.delay:g} s"
             return record
-        if not step.done and not cont.verified:
-            # Unconfirmed: never terminate with pods left on the instance; go on evicting what the
-            # budgets allow, then stop (the node stays cordoned; a real interruption's state change
-            # removes it once EC2 confirms it).
-            if not unverified_drain_over(cont.deadline, cont.started, now):
-                self._carry(event_id, cont, step.retry_in)
-                record["drain"] = f"unconfirmed: evicting what budgets allow, continues in {step.retry_in:g} s"
-                return record
-            record["drain"] = "unconfirmed: stopped, the node stays cordoned"
+        if next_step.what == STOP_UNCONFIRMED:
             self.store.delete_drain(_chain(cont))
-            return record
-        record["drain"] = "done" if step.done else "deadline reached"
+            return {"kept": dict(next_step.kept), "drain": "unconfirmed: stopped, the node stays cordoned"}
+        kept = dict(next_step.kept)
+        record = {"kept": kept, "drain": "done" if next_step.drained else "deadline reached"}
+        if not next_step.drained:
+            # The deadline: what the budgets allow still leaves before the instance goes.
+            step = self.drainer.step(cont.node, _DRAIN_TAINT, forced=forced, attempt=cont.attempt, by=by, now=now)
+            record.update(evicted=step.evicted, blocked_by_pdb=sorted(step.blocked), kept=step.kept)
+            kept = step.kept
         record["drain_seconds"] = round(now - cont.started, 3)
         self.observer.metric("DrainSeconds", now - cont.started, "Seconds")
         if cont.origin == REBALANCE and policy in KEEP_NODE_POLICIES:
             pass
-        elif not forced and "do-not-disrupt" in step.kept.values():
+        elif not forced and "do-not-disrupt" in kept.values():
             # A voluntary drain never takes a do-not-disrupt pod down with the node; the node
             # stays cordoned until the pod finishes or a real interruption forces the issue.
             record["terminated"] = ""
@@ -351,14 +435,16 @@ class InterruptionController:
         self.store.delete_drain(_chain(cont))
         return record
 
-    def _refusal(self, cont: Continuation) -> str:
-        """Why `cont` may not act ("" when its drain record admits it)."""
+    def _refusal(self, cont: Continuation) -> tuple[str, float]:
+        """Why `cont` may not act ("" when its drain record admits it), and until when its
+        record holds.
+        """
         recorded = self.store.drain_record(_chain(cont), self.clock.now())
         if recorded is None:
-            return "no drain record for this chain: not sent by this function, or the drain is over"
+            return "no drain record for this chain: not sent by this function, or the drain is over", 0.0
         if _drain_record(cont, recorded.expires) != recorded:
-            return "does not match its drain record: not sent by this function"
-        return ""
+            return "does not match its drain record: not sent by this function", 0.0
+        return "", recorded.expires
 
     def _replaced(self, cont: Continuation, now: float) -> bool:
         """True when the drain may start: the claims holding the node's pods have Ready nodes, or
@@ -388,7 +474,11 @@ class InterruptionController:
                 return False
         return True
 
-    def _carry(self, event_id: str, cont: Continuation, delay: float) -> None:
+    def _carry(self, event_id: str, cont: Continuation, delay: float, *, recorded_until: float = 0.0) -> None:
+        """Send the chain's next continuation, due in `delay` seconds; the drain record that admits
+        it is written first unless it holds (`recorded_until`) long enough already, so a step of a
+        chain under way has one write before its effects, the message.
+        """
         nxt = Continuation(
             node=cont.node,
             instance_id=cont.instance_id,
@@ -407,7 +497,8 @@ class InterruptionController:
         event_id = f"{root}#{cont.instance_id}#{nxt.attempt}"
         now = self.clock.now()
         # Written before the message exists, so the message is never ahead of what admits it.
-        self.store.save_drain(_drain_record(nxt, now + DRAIN_RECORD_SECONDS))
+        if recorded_until < now + DRAIN_RECORD_REFRESH:
+            self.store.save_drain(_drain_record(nxt, now + DRAIN_RECORD_SECONDS))
         event = continuation_event(nxt, event_id=event_id, now=now)
         self.continuations.send(event, min(MAX_DELAY, max(0.0, delay)))
 
@@ -499,3 +590,8 @@ def _drain_record(cont: Continuation, expires: float) -> DrainRecord:
         expires=expires,
         verified=cont.verified,
     )
+
+
+def _forced(cont: Continuation) -> bool:
+    """Whether the drain may take do-not-disrupt pods down: only a confirmed, involuntary one."""
+    return cont.origin != REBALANCE and cont.verified

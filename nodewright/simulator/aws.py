@@ -44,6 +44,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodewright.adapters.aws.state_store import create_table
+from nodewright.config.timings import (
+    QUEUE_MAX_RECEIVE_COUNT,
+    QUEUE_RETENTION_SECONDS,
+    VISIBILITY_MARGIN_SECONDS,
+    visibility_seconds,
+)
 from nodewright.engine.interruption.rules import interruption_rules
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.nodeclass import EC2NodeClass
@@ -96,10 +102,6 @@ IDEMPOTENCY_TABLE = "nodewright-idempotency"
 QUEUE = "nodewright-interruption"
 DEAD_LETTER_QUEUE = "nodewright-interruption-dlq"
 NODE_INSTANCE_PROFILE = "nodewright-simulated-node"
-# The stack's queue settings (infra/config.py, which the runtime may not import): keep in step.
-QUEUE_RETENTION_SECONDS = 300
-QUEUE_MAX_RECEIVE_COUNT = 3
-VISIBILITY_MARGIN_SECONDS = 15
 
 
 class Account:
@@ -186,7 +188,7 @@ class Account:
             QueueName=QUEUE,
             Attributes={
                 "MessageRetentionPeriod": str(QUEUE_RETENTION_SECONDS),
-                "VisibilityTimeout": str(int(timeout) + VISIBILITY_MARGIN_SECONDS),
+                "VisibilityTimeout": str(visibility_seconds(timeout)),
                 "RedrivePolicy": json.dumps(redrive),
             },
         )["QueueUrl"]

@@ -18,7 +18,9 @@ What is drawn (each seed independently, from `random.Random(seed)`):
 * one or two DaemonSets;
 * with `faults=True`, two to five of the simulator's fault kinds (Kubernetes API errors, EC2 and
   DynamoDB throttling, partial fleets, killed invocations, duplicate and reordered SQS messages) at
-  modest rates, drawn from a random source of their own: the day is the same with and without;
+  modest rates, drawn from a random source of their own: the day is the same with and without,
+  but for two or three more spot interruptions in its busy middle, aimed at a NodePool that
+  launches spot (so the interruption function meets the faults too);
 * 1 to 3 NodePools (weighted when several): spot, on-demand or both; amd64, arm64 or both; some
   instance categories and sizes; with or without a cpu limit; consolidateAfter and a budget;
 * spot interruptions (one storm interrupts several nodes within minutes, aimed at the NodePool of a
@@ -106,8 +108,16 @@ def generate(seed: int, *, hours: float | None = None, scale: float = 1.0, fault
     draw = _Draw(random.Random(seed), seed, hours, scale)
     document = draw.scenario()
     if faults:
-        document["faults"] = draw.faults(random.Random(f"faults-{seed}"))
+        rng = random.Random(f"faults-{seed}")
+        document["faults"] = draw.faults(rng)
         document["description"] += f", {len(document['faults'])} fault kinds"
+        aimed = draw.faulty_interruption(rng, document["nodepools"])
+        if aimed is not None:
+            # A faulty day interrupts spot nodes while the faults are on: the interruption
+            # function then meets them too.
+            document["interruptions"] = sorted(
+                [*document.get("interruptions", ()), aimed], key=lambda entry: _seconds(entry["at"])
+            )
     return document
 
 
@@ -395,6 +405,21 @@ class _Draw:
                 entry["until"] = self.time(start + rng.uniform(0.1, 0.3) * self.duration)
             out.append(entry)
         return out
+
+    def faulty_interruption(self, rng: random.Random, pools: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """With faults, two or three spot nodes interrupted in the busy middle of the day, aimed at
+        a NodePool that launches spot (None when none does): the day's own interruptions may find
+        no spot node running, or not be drawn at all.
+        """
+        spot = sorted(p["metadata"]["name"] for p in pools if "spot" in _values(p, "karpenter.sh/capacity-type"))
+        if not spot:
+            return None
+        return {
+            "at": self.time(rng.uniform(0.3, 0.7) * self.duration),
+            "count": rng.randint(2, 3),
+            "within": self.time(rng.choice((0, 60))),
+            "nodepool": rng.choice(spot),
+        }
 
     def interruptions(self, pools: list[dict[str, Any]], protected: list[str]) -> list[dict[str, Any]]:
         """Spot interruptions: usually a storm (several nodes within 3 minutes, on the NodePool of a

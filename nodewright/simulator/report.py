@@ -306,6 +306,9 @@ def _faults(summary: dict[str, Any]) -> list[Block]:
                 str(tally["failed_invocations"]),
             )
         )
+    spot = faults.get("spot_interruptions")
+    if spot:
+        rows.append(("spot interruption (nodes)", f"{spot['hit']} of {spot['asked']} asked", "", "", ""))
     duplicates = audit.get("duplicate_instances") or {}
     found = [
         f"claims with more than one instance: {len(duplicates)}"

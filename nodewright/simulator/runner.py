@@ -132,6 +132,8 @@ def run_scenario(
             summary["self_cost"] = _self_cost(world, calls)
             summary["invocation_cpu_seconds"] = _invocation_cpu(world)
             summary["faults"] = world.faults.summary()
+            if scenario.faults:
+                summary["faults"]["spot_interruptions"] = _interruptions_hit(scenario, world)
             summary["kube_events"] = world.cluster.event_summary()
             if world.http is not None:
                 summary["kube_api"] = world.http.usage(scenario.duration)
@@ -175,3 +177,13 @@ def _self_cost(world: World, calls: AwsCalls) -> dict[str, Any]:
         metrics={name: observer.metrics for name, observer in world.observers.items() if name in world.handlers},
         compute={name: (seconds, lambdas.memory.get(name, 1024)) for name, seconds in lambdas.wall.items()},
     )
+
+
+def _interruptions_hit(scenario: Scenario, world: World) -> dict[str, int]:
+    """Spot interruptions the scenario asked for (entries by count) and the nodes they hit: an
+    entry finds fewer spot nodes running than it asks for, or none.
+    """
+    return {
+        "asked": sum(entry.count or 0 for entry in scenario.interruptions),
+        "hit": len(world.recorder.interruptions),
+    }

@@ -17,6 +17,9 @@ from nodewright.config import fields as f
 from nodewright.config.problems import At, show
 from nodewright.simulator.scenario_fields import read_choices, read_duration, read_number
 from nodewright.simulator.scenario_model import (
+    DEPLOYED_CONSOLIDATOR,
+    DEPLOYED_INTERRUPTION,
+    DEPLOYED_PROVISIONER,
     DYNAMODB_THROTTLE_CODES,
     EC2_THROTTLED,
     FAULT_KINDS,
@@ -256,9 +259,9 @@ def read_functions(at: At, raw: Any) -> dict[str, FunctionSettings]:
     """The `functions` block: each function's settings, defaults for what is left out."""
     entry = f.obj(at, raw, ("provisioner", "consolidator", "interruption")) or {}
     defaults = {
-        "provisioner": FunctionSettings(rate=60.0, timeout=68.0, memory_mb=1024),
-        "consolidator": FunctionSettings(rate=60.0, timeout=120.0, offset=30.0, memory_mb=1024),
-        "interruption": FunctionSettings(rate=0.0, timeout=60.0, memory_mb=512),
+        "provisioner": DEPLOYED_PROVISIONER,
+        "consolidator": DEPLOYED_CONSOLIDATOR,
+        "interruption": DEPLOYED_INTERRUPTION,
     }
     out: dict[str, FunctionSettings] = {}
     for name, default in defaults.items():

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from nodewright.config import timings as t
 from nodewright.config.problems import ConfigError
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.model.nodeclass import EC2NodeClass
@@ -209,6 +210,26 @@ class FunctionSettings:
     idle_exit: float | None = None
 
 
+# What is deployed (nodewright/config/timings.py, which infra/config.py reads too): a scenario's
+# `functions` block overrides it.
+DEPLOYED_PROVISIONER = FunctionSettings(
+    rate=t.PROVISIONER_RATE_SECONDS, timeout=t.PROVISIONER_TIMEOUT_SECONDS, memory_mb=t.PROVISIONER_MEMORY_MB
+)
+DEPLOYED_CONSOLIDATOR = FunctionSettings(
+    rate=t.CONSOLIDATOR_RATE_SECONDS,
+    timeout=t.CONSOLIDATOR_TIMEOUT_SECONDS,
+    offset=t.CONSOLIDATOR_OFFSET_SECONDS,
+    memory_mb=t.CONSOLIDATOR_MEMORY_MB,
+)
+DEPLOYED_INTERRUPTION = FunctionSettings(
+    rate=0.0,
+    timeout=t.INTERRUPTION_TIMEOUT_SECONDS,
+    memory_mb=t.INTERRUPTION_MEMORY_MB,
+    concurrency=t.INTERRUPTION_CONCURRENCY,
+    batch_size=t.INTERRUPTION_BATCH_SIZE,
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Scenario:
     """A validated scenario (see the module docstring)."""
@@ -229,9 +250,9 @@ class Scenario:
     initial_nodes: tuple[InitialNodes, ...] = ()
     interruptions: tuple[Interruption, ...] = ()
     capacity_errors: tuple[CapacityError, ...] = ()
-    provisioner: FunctionSettings = FunctionSettings(rate=60.0, timeout=68.0)
-    consolidator: FunctionSettings = FunctionSettings(rate=60.0, timeout=120.0, offset=30.0)
-    interruption: FunctionSettings = FunctionSettings(rate=0.0, timeout=30.0)
+    provisioner: FunctionSettings = DEPLOYED_PROVISIONER
+    consolidator: FunctionSettings = DEPLOYED_CONSOLIDATOR
+    interruption: FunctionSettings = DEPLOYED_INTERRUPTION
     consolidation: str = "nodewright"
     sample_interval: float = 0.0
     # The stability guard, as the deploy settings of the same names set it.

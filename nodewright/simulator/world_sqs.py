@@ -1,7 +1,9 @@
 """The SQS event source mapping of the interruption function: receive due messages in batches,
 invoke the handler (within its concurrency), delete what it did not report in
-`batchItemFailures`; a failed invocation deletes nothing. Duplicate and reordered deliveries
-(faults) are applied here.
+`batchItemFailures`; a failed invocation deletes nothing, so its messages come back at their
+visibility deadline (the function's timeout + the margin, nodewright/config/timings.py). Receives
+long-poll: a message is received as soon as it is due. Duplicate and reordered deliveries (faults)
+are applied here.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ class QueueSource(Invocations):
         if queue is None or not queue._messages:
             return False
         now = self.clock.now()
-        if self._queue_check is not None and now < self._queue_check:
-            return False
+        # Long polling, as the event source mapping's pollers do: a message is received the
+        # moment it is due (sent, its delay over, or its visibility deadline passed), whatever
+        # else is in flight. `_queue_check` only keeps one wake-up per due time on the loop.
         due = self._next_delivery()
         if due is None:
             self._queue_check = None
@@ -34,7 +37,6 @@ class QueueSource(Invocations):
                 self._queue_check = due
                 self.loop.at(due, lambda: None)  # a step at `due`, so _after_step polls then
             return False
-        self._queue_check = None
         settings = self.scenario.interruption
         running = sum(1 for i in self.lambdas.running if i.function == "interruption")
         if running >= settings.concurrency:

@@ -116,10 +116,23 @@ def test_scale_multiplies_the_replicas() -> None:
         assert b.replicas == max(1, round(a.replicas * 0.5)) or a.replicas == 0
 
 
-def test_faults_are_drawn_on_top_of_the_same_day() -> None:
+def test_faults_are_drawn_on_top_of_the_same_day_with_spot_interruptions_aimed_at_spot_nodes() -> None:
     for seed in range(10):
         plain, faulty = generate(seed, hours=1), generate(seed, hours=1, faults=True)
         assert 2 <= len(faulty.pop("faults")) <= 5
+        spot_pools = {
+            p["metadata"]["name"]
+            for p in faulty["nodepools"]
+            if any(
+                r["key"] == "karpenter.sh/capacity-type" and "spot" in r["values"]
+                for r in p["spec"]["template"]["spec"]["requirements"]
+            )
+        }
+        added = [e for e in faulty.pop("interruptions", []) if e not in plain.get("interruptions", [])]
+        plain.pop("interruptions", None)
+        # One more interruption, on a NodePool that launches spot, when one does.
+        assert len(added) == (1 if spot_pools else 0), seed
+        assert all(e["nodepool"] in spot_pools and 2 <= e["count"] <= 3 for e in added)
         assert {k: v for k, v in faulty.items() if k != "description"} == {
             k: v for k, v in plain.items() if k != "description"
         }
@@ -239,7 +252,7 @@ def test_a_scenario_short_of_the_goals_says_which_and_by_how_much() -> None:
     ]
 
 
-def test_simulate_generate_faults_writes_the_same_day_with_a_faults_list(tmp_path: Path) -> None:
+def test_simulate_generate_faults_writes_the_same_day_with_a_faults_list_and_its_interruption(tmp_path: Path) -> None:
     plain, faulty = tmp_path / "plain.yaml", tmp_path / "faulty.yaml"
     for path, extra in ((plain, []), (faulty, ["--faults"])):
         result = runner.invoke(app, ["simulate", "--generate", "5", "--hours", "1", *extra, "--write", str(path)])
@@ -247,4 +260,8 @@ def test_simulate_generate_faults_writes_the_same_day_with_a_faults_list(tmp_pat
     with_faults, without = load_scenario(faulty), load_scenario(plain)
     assert with_faults.faults
     assert not without.faults
-    assert replace(with_faults, faults=(), description="", source="") == replace(without, description="", source="")
+    # The same day, with the faults and the spot interruptions aimed at them.
+    assert len(with_faults.interruptions) == len(without.interruptions) + 1
+    assert replace(with_faults, faults=(), interruptions=(), description="", source="") == replace(
+        without, interruptions=(), description="", source=""
+    )

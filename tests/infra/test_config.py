@@ -57,7 +57,7 @@ def test_string_context_values_override_the_chosen_preset() -> None:
         account="123456789012",
         region="eu-west-1",
         provisioner_rate_minutes=2,
-        interruption=FunctionConfig(memory_mb=256, timeout_seconds=30),
+        interruption=FunctionConfig(memory_mb=256, timeout_seconds=15),
         consolidator=FunctionConfig(memory_mb=1024, timeout_seconds=300),
         config_source=ConfigSource.CRD,
         rebalance_policy=RebalancePolicy.CORDON,

@@ -69,7 +69,7 @@ def test_queue_keeps_messages_300s_with_sqs_managed_encryption_and_a_dlq(synthes
             "MessageRetentionPeriod": 300,
             "SqsManagedSseEnabled": True,
             "KmsMasterKeyId": Match.absent(),
-            "VisibilityTimeout": 45,
+            "VisibilityTimeout": 20,  # the 15 s function + 5 s (nodewright/config/timings.py)
             "RedrivePolicy": {
                 "deadLetterTargetArn": synthesized.resolve(interruption.dead_letter_queue.queue_arn),
                 "maxReceiveCount": 3,
