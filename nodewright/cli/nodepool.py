@@ -1,7 +1,7 @@
 """`nodewright nodepool ...`: validate NodePool/EC2NodeClass files and manage the DynamoDB config table.
 
-    nodewright nodepool validate -f FILE_OR_DIR [-f ...] [--strict]
-    nodewright nodepool apply    -f FILE_OR_DIR --table NAME [--strict]
+    nodewright nodepool validate -f FILE_OR_DIR [-f ...] [--strict] [--node-roles ROLE,...]
+    nodewright nodepool apply    -f FILE_OR_DIR --table NAME [--strict] [--node-roles ROLE,...]
     nodewright nodepool get      [KIND/]NAME --table NAME [-o yaml|json]
     nodewright nodepool list     --table NAME
     nodewright nodepool delete   [KIND/]NAME --table NAME
@@ -11,6 +11,8 @@ Problems and errors go to stderr, one per line (`file:line: Kind/name: field.pat
 make the command exit 1. `apply` stores nothing unless every document of every file is valid.
 Warnings (`file:line: warning: ...`: an unknown field, which is dropped as the API server drops
 it, or a field Nodewright does not act on) go to stderr too; `--strict` makes them problems.
+`--node-roles` (the stack output NodeRoles) lists the node roles the deployment may pass: an
+EC2NodeClass whose `role` names another is a problem (without it, roles are not checked here).
 AWS settings come from the usual places (AWS_REGION/AWS_DEFAULT_REGION, AWS_ENDPOINT_URL,
 credentials chain), or --region/--endpoint-url.
 """
@@ -28,6 +30,7 @@ from rich.table import Table
 from nodewright.cli import app
 from nodewright.config.documents import KINDS, Loaded, dump_yaml
 from nodewright.config.files import read_paths
+from nodewright.config.noderoles import NodeRoles, role_problems
 from nodewright.config.problems import ConfigError
 
 if TYPE_CHECKING:
@@ -54,6 +57,14 @@ TableName = Annotated[str, typer.Option("--table", envvar="NODEWRIGHT_CONFIG_TAB
 Region = Annotated[
     str | None, typer.Option("--region", envvar=["AWS_REGION", "AWS_DEFAULT_REGION"], help="AWS region.")
 ]
+NodeRoleList = Annotated[
+    str | None,
+    typer.Option(
+        "--node-roles",
+        envvar="NODEWRIGHT_NODE_ROLES",
+        help="The node roles the deployment may pass, comma-separated (the stack output NodeRoles).",
+    ),
+]
 EndpointUrl = Annotated[
     str | None,
     typer.Option("--endpoint-url", envvar="AWS_ENDPOINT_URL", help="AWS endpoint, e.g. a local moto server."),
@@ -74,6 +85,13 @@ def _store_errors() -> tuple[type[Exception], ...]:
     from nodewright.adapters.aws.config_store import ConfigStoreError
 
     return (ConfigStoreError, ConfigError)
+
+
+def _read(filename: list[Path], node_roles: str | None) -> Loaded:
+    """The documents of the files, each EC2NodeClass `role` checked against `--node-roles`."""
+    listed = [r for r in (node_roles or "").split(",") if r.strip()]
+    roles = NodeRoles.of(listed[0], listed[1:]) if listed else NodeRoles()
+    return role_problems(read_paths(filename), roles)
 
 
 def _count(number: int, noun: str) -> str:
@@ -115,9 +133,9 @@ def _find(store: ConfigStore, ref: str) -> StoredDocument:
 
 
 @nodepool_app.command()
-def validate(filename: Files, strict: Strict = False) -> None:
+def validate(filename: Files, strict: Strict = False, node_roles: NodeRoleList = None) -> None:
     """Check every document of the given files; list every problem and warning with its field path."""
-    loaded = read_paths(filename)
+    loaded = _read(filename, node_roles)
     if strict:
         loaded = loaded.strict()
     refused = {(p.source, p.document) for p in loaded.problems}
@@ -138,9 +156,11 @@ def apply(
     region: Region = None,
     endpoint_url: EndpointUrl = None,
     strict: Strict = False,
+    *,
+    node_roles: NodeRoleList = None,
 ) -> None:
     """Store the documents in the config table: all of them, or none if any is invalid or changed."""
-    loaded = read_paths(filename)
+    loaded = _read(filename, node_roles)
     if strict:
         loaded = loaded.strict()
     _report(loaded)

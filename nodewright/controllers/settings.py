@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from nodewright.config.noderoles import NodeRoles
 from nodewright.controllers.provisionoptions import ProvisionerOptions
 from nodewright.engine.disruption import DisruptionOptions
 from nodewright.model.nodepool import REBALANCE_POLICIES
@@ -65,6 +66,9 @@ class Settings:
     repair_max_unhealthy_percent: int = DEFAULT_REPAIR_MAX_UNHEALTHY_PERCENT
     # Seconds a pod has waited before its nomination is reported as a Nominated Event (0: every one).
     nominate_after: float = DEFAULT_NOMINATE_AFTER
+    # The node roles (names or ARNs) besides node_role_arn that an EC2NodeClass's `role` may name
+    # (the deploy key nodeRoles; the IAM policy allows passing exactly these).
+    node_roles: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -122,6 +126,7 @@ class Settings:
             price_source=env.get("PRICE_SOURCE", "api").strip() or "api",
             repair_max_unhealthy_percent=round(repair_percent),
             nominate_after=number("NOMINATE_AFTER_SECONDS", DEFAULT_NOMINATE_AFTER, 3600.0),
+            node_roles=tuple(r.strip() for r in env.get("NODE_ROLES", "").split(",") if r.strip()),
         )
         if settings.price_source not in PRICE_SOURCES:
             problems.append(f"PRICE_SOURCE {settings.price_source!r} is not one of {', '.join(PRICE_SOURCES)}")
@@ -140,6 +145,10 @@ class Settings:
         if problems:
             raise SettingsError("; ".join(problems))
         return settings
+
+    def roles(self) -> NodeRoles:
+        """The node roles this deployment may pass: its own and the deploy key's (`config.noderoles`)."""
+        return NodeRoles.of(self.node_role_arn, self.node_roles)
 
     def provisioner_options(self) -> ProvisionerOptions:
         """The provisioner's knobs these settings choose (the others keep their defaults)."""
