@@ -91,6 +91,8 @@ _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 _SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 _SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
 _ROUTE_TABLE_ID = re.compile(r"^rtb-[0-9a-f]{8,17}$")
+_ROLE_NAME = re.compile(r"^[\w+=,.@-]{1,64}$")
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$")
 _TAG_VALUE = re.compile(r"^[\w .:/=+\-@]{0,256}$")
 
 
@@ -162,6 +164,10 @@ class DeployConfig:
     # DescribeCluster's resourcesVpcConfig (and the subnets' route tables).
     # Whether `cdk destroy` keeps the config table (with deletion protection), as by default.
     retain_config_table: bool = True
+    # Node roles (names, or ARNs for a role with a path) an EC2NodeClass's `role` may name besides
+    # the stack's own node role: the roles Karpenter users already have (KarpenterNodeRole-<cluster>,
+    # with their own policies and access entry). The functions may pass exactly these.
+    node_roles: tuple[str, ...] = ()
     vpc_access: VpcAccess = VpcAccess.PUBLIC
     vpc_id: str | None = None
     vpc_subnet_ids: tuple[str, ...] = ()
@@ -279,6 +285,7 @@ _KEYS: Mapping[str, tuple[str, Callable[[object], Any]]] = {
     "requireEncryptedVolumes": ("require_encrypted_volumes", _as_bool),
     "nodeSessionManager": ("node_session_manager", _as_bool),
     "retainConfigTable": ("retain_config_table", _as_bool),
+    "nodeRoles": ("node_roles", _as_id_list),
     "vpcAccess": ("vpc_access", _as_enum(VpcAccess)),
     "vpcId": ("vpc_id", _as_optional_str),
     "vpcSubnetIds": ("vpc_subnet_ids", _as_id_list),
@@ -392,6 +399,9 @@ def validate(config: DeployConfig) -> list[str]:
         problems.append(f"context key 'logLevel': {config.log_level!r} is not one of {', '.join(sorted(LOG_LEVELS))}")
     if config.alarm_topic_arn is not None and not _SNS_TOPIC_ARN.match(config.alarm_topic_arn):
         problems.append(f"context key 'alarmTopicArn': {config.alarm_topic_arn!r} is not an SNS topic ARN")
+    for role in config.node_roles:
+        if not (_ROLE_NAME.match(role) or _ROLE_ARN.match(role)):
+            problems.append(f"context key 'nodeRoles': {role!r} is neither an IAM role name nor a role ARN")
     problems.extend(_vpc_problems(config))
     return problems
 

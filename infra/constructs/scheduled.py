@@ -58,6 +58,7 @@ class ScheduledController(Construct):
         log_level: str,
         node_role: iam.IRole,
         state: State,
+        node_roles: tuple[str, ...] = (),
         require_imdsv2: bool = True,
         require_encrypted_volumes: bool = True,
     ) -> None:
@@ -69,6 +70,7 @@ class ScheduledController(Construct):
             policy,
             cluster_name=cluster_name,
             node_role_arn=node_role.role_arn,
+            node_roles=node_roles,
             require_imdsv2=require_imdsv2,
             require_encrypted_volumes=require_encrypted_volumes,
         )

@@ -15,10 +15,12 @@ is). `InstanceProfiles.for_nodeclass` does the same for a launch template:
   never replaced by the stack's role;
 * `instanceProfile`: used as it is, once IAM says the role it holds is one the deployment may
   pass (the same refusal otherwise; EC2 would refuse the launch with a bare UnauthorizedOperation).
+  A deployment without nodeRoles may not read profiles: the profile is then used unchecked and
+  iam:PassRole (the stack's own role only) decides.
 
 The IAM policy (infra/constructs/permissions.py, `allow_node_roles`) allows iam:PassRole on
-exactly the deployment's roles, instance profile writes only under the path above with the
-cluster's tag, and iam:GetInstanceProfile to read which role a profile holds. Answers are kept
+exactly the deployment's roles and, with nodeRoles, instance profile writes only under the path
+above with the cluster's tag, and iam:GetInstanceProfile to read which role a profile holds. Answers are kept
 `ttl` seconds per container: one IAM read per profile per warm container, not one per launch.
 """
 
@@ -48,6 +50,13 @@ def profile_name(cluster: str, region: str, role: str) -> str:
     """The instance profile Nodewright keeps for `role` in `cluster` and `region` (at most 128 characters)."""
     digest = hashlib.sha256(f"{region}/{role_name(role)}".encode()).hexdigest()[:16]
     return f"nodewright_{cluster}_{digest}"
+
+
+class Unreadable(LaunchError):
+    """IAM refuses to describe the profile (the deployment has no nodeRoles, so no such right)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"cannot read instance profile {name!r}: iam:GetInstanceProfile is not granted")
 
 
 class InstanceProfiles:
@@ -99,7 +108,11 @@ class InstanceProfiles:
 
     def _check_profile(self, nodeclass: EC2NodeClass) -> str:
         name = str(nodeclass.instance_profile)
-        profile = self._get(name)
+        try:
+            profile = self._get(name)
+        except Unreadable:
+            # Without nodeRoles the stack may not read profiles: iam:PassRole alone decides at launch.
+            return name
         if profile is None:
             raise LaunchError(f"EC2NodeClass {nodeclass.name}: instance profile {name!r} does not exist")
         for role in profile.get("Roles") or []:
@@ -152,6 +165,8 @@ class InstanceProfiles:
         except ClientError as error:
             if error_code(error) == "NoSuchEntity":
                 return None
+            if error_code(error) in ("AccessDenied", "AccessDeniedException"):
+                raise Unreadable(name) from None
             raise LaunchError(f"cannot read instance profile {name!r}: {error}") from None
         found: dict[str, Any] = response["InstanceProfile"]
         return found
