@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import typer
 
+from nodewright.cli.failures import FailureReportingGroup
+
 app = typer.Typer(
     name="nodewright",
+    cls=FailureReportingGroup,
     help="Nodewright: a serverless node autoscaler for Amazon EKS.",
     no_args_is_help=True,
     add_completion=False,

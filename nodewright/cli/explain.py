@@ -31,6 +31,7 @@ from typing import Annotated, Any
 import typer
 
 from nodewright.cli import app
+from nodewright.cli.failures import exit_code, reason
 from nodewright.controllers.explain import Sources, explain_node, explain_pod, status
 
 ClusterOption = Annotated[str | None, typer.Option("--cluster", help="EKS cluster (your AWS credentials).")]
@@ -129,7 +130,7 @@ def _answer(
     except LookupError as error:
         _fail(str(error).strip("'\""))
     except _ReadError as error:
-        _fail(str(error))
+        _fail(str(error), code=exit_code(error))
     answer["sources"] = where.notes
     if output == "json":
         sys.stdout.write(json.dumps(answer, indent=2, default=str) + "\n")
@@ -193,7 +194,7 @@ def _state_store(where: Where) -> Any:
         store.claims()  # fail here, with a clear message, rather than mid-answer
     except Exception as error:
         raise _ReadError(
-            f"cannot read the state table {table or '(not found in the stack)'}: {type(error).__name__}: {error}"
+            f"cannot read the state table {table or '(not found in the stack)'}: {reason(error)}"
         ) from error
     where.notes["state_table"] = table
     return store
@@ -221,7 +222,7 @@ def _events(api_client: Any, about: tuple[str, str, str], where: Where) -> list[
     try:
         events = object_events(api_client, kind, name, namespace)
     except Exception as error:  # no right to list Events: the rest still answers
-        where.notes["events"] = f"not read: {type(error).__name__}: {error}"
+        where.notes["events"] = f"not read: {reason(error)}"
         return []
     where.notes["events"] = f"{len(events)} about {kind} {namespace + '/' if namespace else ''}{name}"
     return events
@@ -240,7 +241,7 @@ def _logs(where: Where, now: float) -> tuple[list[dict[str, Any]], list[Any]]:
         )
         read = log.read(now - where.hours * 3600.0, now)
     except Exception as error:  # no rights to the logs: the state table and the cluster still answer
-        where.notes["logs"] = f"not read: {type(error).__name__}: {error}"
+        where.notes["logs"] = f"not read: {reason(error)}"
         return [], []
     where.notes["logs"] = f"{len(read.decisions)} decision records from {', '.join(read.log_groups) or 'no log group'}"
     if not read.complete:
@@ -369,6 +370,7 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 1) -> None:
+    # Exit 1: the input is wrong; 2: AWS or the cluster could not be reached or read (cli.failures).
     typer.secho(message, err=True, fg="red")
-    raise typer.Exit(1)
+    raise typer.Exit(code)

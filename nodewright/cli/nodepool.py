@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 from nodewright.cli import app
+from nodewright.cli.failures import fail
 from nodewright.config.documents import KINDS, Loaded, dump_yaml
 from nodewright.config.files import read_paths
 from nodewright.config.noderoles import NodeRoles, role_problems
@@ -172,6 +173,8 @@ def apply(
         applied = _store(table, region, endpoint_url).apply(loaded.documents)
     except _store_errors() as error:
         raise _fail(str(error)) from None
+    except Exception as error:  # AWS said no, or could not be reached: one line (cli.failures)
+        fail(error, f"config table {table}")
     for item in applied:
         out.print(f"{item.key} {item.action} (version {item.version})", markup=False)
 
@@ -191,6 +194,8 @@ def get(
         stored = _find(_store(table, region, endpoint_url), ref)
     except _store_errors() as error:
         raise _fail(str(error)) from None
+    except Exception as error:  # AWS said no, or could not be reached: one line (cli.failures)
+        fail(error, f"config table {table}")
     manifest = stored.document.to_manifest()
     text = json.dumps(manifest, indent=2) + "\n" if output == "json" else dump_yaml([manifest])
     typer.echo(text, nl=False)
@@ -203,6 +208,8 @@ def list_documents(table: TableName, region: Region = None, endpoint_url: Endpoi
         stored = _store(table, region, endpoint_url).list()
     except _store_errors() as error:
         raise _fail(str(error)) from None
+    except Exception as error:  # AWS said no, or could not be reached: one line (cli.failures)
+        fail(error, f"config table {table}")
     view = Table("KIND", "NAME", "VERSION", "DETAIL", box=None, pad_edge=False)
     for item in stored:
         view.add_row(item.document.kind, item.document.name, str(item.version), _detail(item))
@@ -224,10 +231,12 @@ def delete(
     endpoint_url: EndpointUrl = None,
 ) -> None:
     """Delete a stored document (conditional on the version just read)."""
-    store = _store(table, region, endpoint_url)
     try:
+        store = _store(table, region, endpoint_url)
         stored = _find(store, ref)
         store.delete(stored.document.kind, stored.document.name, expected_version=stored.version)
     except _store_errors() as error:
         raise _fail(str(error)) from None
+    except Exception as error:  # AWS said no, or could not be reached: one line (cli.failures)
+        fail(error, f"config table {table}")
     out.print(f"{stored.key} deleted", markup=False)

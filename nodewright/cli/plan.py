@@ -22,6 +22,7 @@ from rich.table import Table
 
 from nodewright.adapters.offline_catalog import DEFAULT_ZONES, PricesFileError, load_catalog, read_prices_csv
 from nodewright.cli import app
+from nodewright.cli.failures import exit_code
 from nodewright.config.documents import EC2NODECLASS, NODEOVERLAY, NODEPOOL
 from nodewright.config.files import expand
 from nodewright.config.workloads import PlanInput, read_workloads
@@ -138,7 +139,7 @@ def _plan_live(
     try:
         live, aws = read_cluster(cluster=cluster, kubeconfig=kubeconfig, context=context, region=region)
     except LiveReadError as error:
-        _fail(str(error))
+        _fail(str(error), code=exit_code(error))
     report = plan_cluster(live, files_config, aws)
     if output == "json":
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
@@ -275,7 +276,8 @@ def _print_table(report: dict[str, Any]) -> None:
     )
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 1) -> None:
     # Plain text, never wrapped: a file path in an error must stay whole for people and scripts.
+    # Exit 1: the input is wrong; 2: AWS or the cluster could not be reached or read (cli.failures).
     typer.secho(message, err=True, fg=typer.colors.RED)
-    raise typer.Exit(1)
+    raise typer.Exit(code)

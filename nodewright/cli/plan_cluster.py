@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodewright.adapters.offline_catalog import DEFAULT_ZONES, load_catalog, load_snapshot
+from nodewright.cli.failures import reason
 from nodewright.config.documents import EC2NODECLASS, NODEPOOL, Loaded
 from nodewright.engine.headroom import Headroom, capacity_type, measure
 from nodewright.engine.scheduling import SchedulingInput, SchedulingResult, solve
@@ -106,15 +107,15 @@ def read_cluster(
             api_client = from_kubeconfig(kubeconfig, context)
             source = f"kubeconfig:{context or '(current context)'}"
     except Exception as error:  # any credential, network or kubeconfig failure: one readable line
-        raise LiveReadError(f"cannot connect to the cluster: {type(error).__name__}: {error}") from error
+        raise LiveReadError(f"cannot connect to the cluster: {reason(error)}") from error
     try:
         snapshot = KubeCluster(api_client, on_unauthorized=on_unauthorized).snapshot()
     except Exception as error:
-        raise LiveReadError(f"cannot list nodes, pods, daemonsets and PDBs: {error}") from error
+        raise LiveReadError(f"cannot list nodes, pods, daemonsets and PDBs: {reason(error)}") from error
     try:
         config = read_config(api_client)
     except Exception as error:
-        raise LiveReadError(f"cannot list NodePools and EC2NodeClasses: {error}") from error
+        raise LiveReadError(f"cannot list NodePools and EC2NodeClasses: {reason(error)}") from error
     return LiveInput(snapshot=snapshot, config=config, source=source, api_client=api_client), aws
 
 
