@@ -193,9 +193,14 @@ def node_price(catalog: Any, nodeclasses: Mapping[str, EC2NodeClass]) -> Any:
     return price
 
 
-def plan_cluster(live: LiveInput, files_config: Loaded | None, aws: Mapping[str, Any]) -> dict[str, Any]:
-    """The report: pending pods and the claims for them, then the re-pack report (JSON shape)."""
-    from nodewright.cli.plan import DEFAULT_NODEPOOL, to_report
+def plan_cluster(
+    live: LiveInput, files_config: Loaded | None, aws: Mapping[str, Any], *, default_nodepool: bool = False
+) -> dict[str, Any]:
+    """The report: pending pods and the claims for them, then the re-pack report (JSON shape).
+    With no NodePool (in the cluster or the files) it says so first (`notices`) and plans with
+    none, and claims no saving (`repack` is null), unless `default_nodepool`.
+    """
+    from nodewright.cli.plan import DEFAULT_NODEPOOL, to_report, with_notices
     from nodewright.controllers.provisioning import pool_capacities
 
     config = live.config
@@ -204,8 +209,9 @@ def plan_cluster(live: LiveInput, files_config: Loaded | None, aws: Mapping[str,
         config, nodepool_source = files_config, "files"
     nodepools = [d.model for d in config.of_kind(NODEPOOL) if isinstance(d.model, NodePool)]
     nodeclasses = {d.name: d.model for d in config.of_kind(EC2NODECLASS) if isinstance(d.model, EC2NodeClass)}
+    notices = [] if nodepools else ["no-nodepool"]
     if not nodepools:
-        nodepools, nodepool_source = [DEFAULT_NODEPOOL], "default"
+        nodepools, nodepool_source = ([DEFAULT_NODEPOOL], "default") if default_nodepool else ([], "none")
     catalog, prices = catalog_for(live.snapshot, aws)
     pools = pool_capacities(nodepools, nodeclasses, catalog)
     snapshot = live.snapshot
@@ -226,9 +232,13 @@ def plan_cluster(live: LiveInput, files_config: Loaded | None, aws: Mapping[str,
         )
     )
     report = to_report(result, time.perf_counter() - started, estimated=prices["source"] != "aws")
-    report["pending"] = sorted(p.key for p in pending)
-    headroom = measure(snapshot, pools, node_price(catalog, nodeclasses), now)
-    report["repack"] = repack_report(headroom)
+    # Pending means without a node; pods of draining nodes are planned too but said apart, and
+    # pods on cordoned nodes still run where they are.
+    report["pending"] = sorted(p.key for p in pending if not p.node_name)
+    report["on_draining_nodes"] = sorted(p.key for p in pending if p.node_name)
+    cordoned = {n.name for n in snapshot.nodes if n.unschedulable}
+    report["on_cordoned_nodes"] = sorted(p.key for p in snapshot.pods if p.node_name in cordoned and not p.daemon)
+    report["repack"] = repack_report(measure(snapshot, pools, node_price(catalog, nodeclasses), now)) if pools else None
     report["cluster"] = {
         "source": live.source,
         "nodes": len(snapshot.nodes),
@@ -240,7 +250,7 @@ def plan_cluster(live: LiveInput, files_config: Loaded | None, aws: Mapping[str,
         "config_problems": [str(p) for p in live.config.problems],
     }
     report["prices"] = prices
-    return report
+    return with_notices(report, notices, default_nodepool=default_nodepool)
 
 
 def repack_report(headroom: Headroom) -> dict[str, Any]:
