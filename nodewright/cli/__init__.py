@@ -16,8 +16,23 @@ app = typer.Typer(
 )
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"nodewright {version('nodewright')}")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            typer.echo("nodewright (not installed: see pyproject.toml)")
+        raise typer.Exit
+
+
 @app.callback()
-def _group() -> None:
+def _group(
+    show_version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version (CHANGELOG.md) and exit."
+    ),
+) -> None:
     """Nodewright: a serverless node autoscaler for Amazon EKS."""
 
 
