@@ -114,6 +114,7 @@ class NodewrightStack(cdk.Stack):
                 "CONSOLIDATION_MIN_SAVINGS": repr(config.consolidation_min_savings),
                 "CONSOLIDATION_MIN_SAVINGS_PERCENT": repr(config.consolidation_min_savings_percent),
                 "REPAIR_MAX_UNHEALTHY_PERCENT": str(config.repair_max_unhealthy_percent),
+                "SPOT_TO_SPOT_CONSOLIDATION": "true" if config.spot_to_spot_consolidation else "false",
             },
             node_role=self.access.node_role,
             node_roles=config.node_roles,
