@@ -16,7 +16,10 @@ Role: the command line over `nodewright.controllers.explain`. It reads, and writ
 the window and the log bytes ingested, scaled to a month at the list prices `nodewright simulate`
 uses for `self_cost` (DynamoDB and custom metrics are not read here: see summary.json's self_cost).
 Output: rich tables by default, `--output json` for scripts. A source that cannot be read is
-said in the output (`sources`), not fatal, except the cluster itself.
+said in the output (`sources`), not fatal, except the cluster itself and, when the installation
+is named (`--cluster`, `--name`, `--stack`, `--state-table`), the state table. With a kubeconfig
+and no name, the state table and the logs are not read at all: the answer is what the cluster
+shows (nodes, pods, Events), and `sources` says which AWS rights would add the rest.
 """
 
 from __future__ import annotations
@@ -138,6 +141,16 @@ def _answer(
         print_answer(answer)
 
 
+NO_STATE_TABLE = (
+    "not read (a kubeconfig only): pass --name CLUSTER (or --state-table); needs dynamodb:Query on the "
+    "state table and cloudformation:DescribeStackResources on the stack Nodewright-CLUSTER"
+)
+NO_LOGS = (
+    "not read (a kubeconfig only): pass --name CLUSTER; needs logs:StartQuery, logs:GetQueryResults "
+    "and logs:DescribeQueryDefinitions on the functions' log groups"
+)
+
+
 class _ReadError(Exception):
     """A source every answer needs (the cluster, the state table) could not be read."""
 
@@ -167,9 +180,19 @@ def read_sources(where: Where, about: tuple[str, str, str] | None = None) -> tup
         where.notes["nodepools"] = "none in the cluster: the default NodePool"
     catalog, prices = catalog_for(live.snapshot, aws)
     where.notes["prices"] = str(prices.get("source"))
-    store = _state_store(where)
     now = time.time()
-    decisions, invocations = _logs(where, now)
+    if where.cluster or where.name or where.stack or where.state_table:
+        store = _state_store(where)
+        decisions, invocations = _logs(where, now)
+    else:
+        # A kubeconfig alone: what the cluster shows (nodes, pods, Events) answers; the AWS parts
+        # say what they would need instead of failing the whole answer.
+        from nodewright.inmemory.state import InMemoryStateStore
+
+        store = InMemoryStateStore()
+        decisions, invocations = [], []
+        where.notes["state_table"] = NO_STATE_TABLE
+        where.notes["logs"] = NO_LOGS
     events = _events(live.api_client, about, where) if about is not None else []
     src = Sources(
         store=store,
