@@ -9,6 +9,7 @@ unacknowledged finding.
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from collections.abc import Mapping
@@ -35,11 +36,23 @@ def read_config(app: cdk.App, environ: Mapping[str, str]) -> DeployConfig:
         key for key in everything if key not in CONTEXT_KEYS and not key.startswith("@") and ":" not in key
     )
     if unknown:
-        raise ConfigError(f"unknown context key(s): {', '.join(unknown)}; known: {', '.join(sorted(CONTEXT_KEYS))}")
+        raise ConfigError(
+            f"unknown context key(s): {', '.join(_with_guess(key) for key in unknown)}; "
+            f"known: {', '.join(sorted(CONTEXT_KEYS))} (docs/deploy.md lists each)"
+        )
     context = {key: everything[key] for key in CONTEXT_KEYS if everything.get(key) is not None}
     context.setdefault("account", environ.get("CDK_DEFAULT_ACCOUNT"))
     context.setdefault("region", environ.get("CDK_DEFAULT_REGION"))
     return load_config(context)
+
+
+def _with_guess(key: str) -> str:
+    """`key`, with the known key it most likely misspells: `nodeRole (did you mean nodeRoles?)`."""
+    close = difflib.get_close_matches(key, sorted(CONTEXT_KEYS), n=1, cutoff=0.6)
+    if not close:
+        lowered = {known.lower(): known for known in CONTEXT_KEYS}
+        close = [lowered[key.lower()]] if key.lower() in lowered else []
+    return f"{key} (did you mean {close[0]}?)" if close else key
 
 
 def build_app(app: cdk.App, environ: Mapping[str, str]) -> NodewrightStack:

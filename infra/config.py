@@ -100,6 +100,8 @@ _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 _SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 _SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
 _ROUTE_TABLE_ID = re.compile(r"^rtb-[0-9a-f]{8,17}$")
+_ROLE_NAME = re.compile(r"^[\w+=,.@-]{1,64}$")
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$")
 _TAG_VALUE = re.compile(r"^[\w .:/=+\-@]{0,256}$")
 _INSTANCE_PROFILE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:instance-profile/[\w+=,.@/-]{1,128}$")
 
@@ -178,6 +180,14 @@ class DeployConfig:
     # DescribeCluster's resourcesVpcConfig (and the subnets' route tables).
     # Whether `cdk destroy` keeps the config table (with deletion protection), as by default.
     retain_config_table: bool = True
+    # Node roles (names, or ARNs for a role with a path) an EC2NodeClass's `role` may name besides
+    # the stack's own node role: the roles Karpenter users already have (KarpenterNodeRole-<cluster>,
+    # with their own policies and access entry). The functions may pass exactly these.
+    node_roles: tuple[str, ...] = ()
+    # Karpenter's SpotToSpotConsolidation feature gate. On here (Karpenter: off): one spot node is
+    # replaced by a cheaper spot node only with 15 cheaper types and among the 15 cheapest, the
+    # rule Karpenter applies when the gate is on. `false` behaves as a default Karpenter does.
+    spot_to_spot_consolidation: bool = True
     vpc_access: VpcAccess = VpcAccess.PUBLIC
     vpc_id: str | None = None
     vpc_subnet_ids: tuple[str, ...] = ()
@@ -307,6 +317,8 @@ _KEYS: Mapping[str, tuple[str, Callable[[object], Any]]] = {
     "requireEncryptedVolumes": ("require_encrypted_volumes", _as_bool),
     "nodeSessionManager": ("node_session_manager", _as_bool),
     "retainConfigTable": ("retain_config_table", _as_bool),
+    "nodeRoles": ("node_roles", _as_id_list),
+    "spotToSpotConsolidation": ("spot_to_spot_consolidation", _as_bool),
     "vpcAccess": ("vpc_access", _as_enum(VpcAccess)),
     "vpcId": ("vpc_id", _as_optional_str),
     "vpcSubnetIds": ("vpc_subnet_ids", _as_id_list),
@@ -437,6 +449,9 @@ def validate(config: DeployConfig) -> list[str]:
             f"context key 'nodeInstanceProfileArns': {', '.join(map(repr, bad_profiles))} "
             "is not an instance profile ARN"
         )
+    for role in config.node_roles:
+        if not (_ROLE_NAME.match(role) or _ROLE_ARN.match(role)):
+            problems.append(f"context key 'nodeRoles': {role!r} is neither an IAM role name nor a role ARN")
     problems.extend(_vpc_problems(config))
     return problems
 

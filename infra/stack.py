@@ -46,6 +46,8 @@ class NodewrightStack(cdk.Stack):
         cluster = config.cluster_name
         code = function_code(source_root=source_root, install_dependencies=config.bundle_dependencies)
         self.state = State(self, "State", retain_config_table=config.retain_config_table)
+        # The node roles an EC2NodeClass may name besides the stack's own (deploy key nodeRoles).
+        self.node_roles = config.node_roles
         self.access = ClusterAccess(self, "Access", cluster_name=cluster, session_manager=config.node_session_manager)
         # The same settings for every function, so the runtime's Settings.from_env is uniform.
         environment = {
@@ -59,9 +61,20 @@ class NodewrightStack(cdk.Stack):
             "DISCOVERY_TAG_KEY": config.discovery_tag_key,
             "DISCOVERY_TAG_VALUE": config.effective_discovery_tag_value,
             "REBALANCE_POLICY": config.rebalance_policy.value,
+            **({"NODE_ROLES": ",".join(config.node_roles)} if config.node_roles else {}),
         }
         # What a launch may reference and a termination may touch (infra/constructs/permissions.py).
         profiles = (self.access.instance_profile.instance_profile_arn, *config.node_instance_profile_arns)
+        if config.node_roles:
+            # The profiles the functions keep for the nodeRoles (nodewright.adapters.aws.instance_profiles).
+            profiles += (
+                self.format_arn(
+                    service="iam",
+                    region="",
+                    resource="instance-profile",
+                    resource_name=f"nodewright/{config.cluster_name}/*",
+                ),
+            )
         launch_guards: dict[str, Any] = {
             "discovery_tag": (config.discovery_tag_key, config.effective_discovery_tag_value),
             "image_owners": config.image_owner_accounts,
@@ -85,6 +98,7 @@ class NodewrightStack(cdk.Stack):
             },
             node_role=self.access.node_role,
             **launch_guards,
+            node_roles=config.node_roles,
             require_imdsv2=config.require_imdsv2,
             require_encrypted_volumes=config.require_encrypted_volumes,
             log_retention_days=config.log_retention_days,
@@ -121,9 +135,11 @@ class NodewrightStack(cdk.Stack):
                 "CONSOLIDATION_MIN_SAVINGS": repr(config.consolidation_min_savings),
                 "CONSOLIDATION_MIN_SAVINGS_PERCENT": repr(config.consolidation_min_savings_percent),
                 "REPAIR_MAX_UNHEALTHY_PERCENT": str(config.repair_max_unhealthy_percent),
+                "SPOT_TO_SPOT_CONSOLIDATION": "true" if config.spot_to_spot_consolidation else "false",
             },
             node_role=self.access.node_role,
             **launch_guards,
+            node_roles=config.node_roles,
             require_imdsv2=config.require_imdsv2,
             require_encrypted_volumes=config.require_encrypted_volumes,
             log_retention_days=config.log_retention_days,
@@ -176,6 +192,10 @@ class NodewrightStack(cdk.Stack):
             "DeadLetterQueueUrl": (self.interruption.dead_letter_queue.queue_url, "Interruption messages that failed"),
             "NodeRoleArn": (self.access.node_role.role_arn, "IAM role of launched nodes"),
             "NodeInstanceProfileName": (self.access.instance_profile.instance_profile_name, "Their instance profile"),
+            "NodeRoles": (
+                cdk.Fn.join(",", [self.access.node_role.role_name, *self.node_roles]),
+                "--node-roles for `nodewright nodepool validate|apply`: the roles an EC2NodeClass may name",
+            ),
             "DashboardName": (self.monitoring.dashboard.dashboard_name, "CloudWatch dashboard"),
             "ProvisionerRoleArn": (self.provisioner.role.role_arn, "Kubernetes group nodewright-provisioner"),
             "InterruptionRoleArn": (self.interruption.role.role_arn, "Kubernetes group nodewright-interruption"),

@@ -180,7 +180,7 @@ def allow_terminate_owned_instances(
         [ec2_arn("instance")],
         conditions={
             **_owned(cluster_name),
-            "ArnEquals": {"ec2:InstanceProfile": list(instance_profile_arns)},
+            "ArnLike": {"ec2:InstanceProfile": list(instance_profile_arns)},
         },
         wildcard_reason=f"Scoped by aws:ResourceTag {CLUSTER_TAG_KEY}={cluster_name} and ec2:InstanceProfile.",
     )
@@ -193,6 +193,7 @@ def allow_launch(
     node_role_arn: str,
     discovery_tag: tuple[str, str],
     image_owners: Sequence[str] = (),
+    node_roles: Sequence[str] = (),
     require_imdsv2: bool = True,
     require_encrypted_volumes: bool = True,
 ) -> None:
@@ -295,10 +296,53 @@ def allow_launch(
             "the functions write on the templates they create."
         ),
     )
+    allow_node_roles(policy, cluster_name=cluster_name, node_role_arn=node_role_arn, node_roles=node_roles)
+
+
+def role_arn(role: str) -> Arn | str:
+    """A role of the deploy key nodeRoles as IAM names it: an ARN as given, a name in this account."""
+    return role if role.startswith("arn:") else arn("iam", f"role/{role}", regional=False)
+
+
+def allow_node_roles(
+    policy: PolicyBuilder, *, cluster_name: str, node_role_arn: str, node_roles: Sequence[str] = ()
+) -> None:
+    """Pass exactly the deployment's node roles to EC2, and keep instance profiles for the listed ones.
+
+    `node_roles` is the deploy key nodeRoles (names or ARNs); the stack's own role is always
+    passable. For a listed role the functions create an instance profile, as Karpenter does
+    (nodewright.adapters.aws.instance_profiles): only under the path `/nodewright/<cluster>/`,
+    only with the cluster's tag at creation, and they change the role of only such a tagged
+    profile. AddRoleToInstanceProfile also needs iam:PassRole on the role (granted above it).
+    iam:GetInstanceProfile (read-only, with nodeRoles only) reads which role a profile holds:
+    without it a NodeClass's `instanceProfile` is used unchecked and PassRole alone decides.
+    Nothing deletes a profile (docs/deploy.md, "Node roles", says how to remove them).
+    """
     policy.allow(
         ["iam:PassRole"],
-        [node_role_arn],
+        [node_role_arn, *(role_arn(role) for role in node_roles)],
         conditions={"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+    )
+    if not node_roles:
+        return
+    policy.allow(
+        ["iam:GetInstanceProfile"],
+        [arn("iam", "instance-profile/*", regional=False)],
+        wildcard_reason="Read-only: which role an instance profile holds, checked before a launch.",
+    )
+    ours = arn("iam", f"instance-profile/nodewright/{cluster_name}/*", regional=False)
+    reason = f"Only profiles under /nodewright/{cluster_name}/ with the tag {CLUSTER_TAG_KEY}={cluster_name}."
+    policy.allow(
+        ["iam:CreateInstanceProfile", "iam:TagInstanceProfile"],
+        [ours],
+        conditions={"StringEquals": _requested(cluster_name)},
+        wildcard_reason=reason,
+    )
+    policy.allow(
+        ["iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile"],
+        [ours],
+        conditions=_owned(cluster_name),
+        wildcard_reason=reason,
     )
 
 

@@ -61,6 +61,7 @@ class ScheduledController(Construct):
         discovery_tag: tuple[str, str],
         instance_profile_arns: Sequence[str],
         image_owners: Sequence[str] = (),
+        node_roles: tuple[str, ...] = (),
         require_imdsv2: bool = True,
         require_encrypted_volumes: bool = True,
     ) -> None:
@@ -77,6 +78,7 @@ class ScheduledController(Construct):
             node_role_arn=node_role.role_arn,
             discovery_tag=discovery_tag,
             image_owners=image_owners,
+            node_roles=node_roles,
             require_imdsv2=require_imdsv2,
             require_encrypted_volumes=require_encrypted_volumes,
         )

@@ -9,6 +9,8 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
+from nodewright.adapters.metricnames import emitted_names
+
 
 class PowertoolsObserver:
     """Writes decisions to a Powertools Logger and metrics to a Powertools Metrics."""
@@ -22,12 +24,15 @@ class PowertoolsObserver:
         self.logger.info(kind, extra={"decision": kind, **fields})
 
     def metric(self, name: str, value: float, unit: str = "Count", **dimensions: str) -> None:
-        """Emit one EMF data point; dimensions go on a single-metric object so they stay separate."""
+        """Emit one EMF data point, under Karpenter's name too where the meaning is the same
+        (`adapters.metricnames`); dimensions go on a single-metric object so they stay separate.
+        """
         emf_unit = MetricUnit[unit] if unit in MetricUnit.__members__ else MetricUnit.Count
-        if not dimensions:
-            self.metrics.add_metric(name=name, unit=emf_unit, value=value)
-            return
-        # Namespace and service come from POWERTOOLS_* in the environment, as for `metrics`.
-        with single_metric(name=name, unit=emf_unit, value=value) as metric:
-            for key, dim in dimensions.items():
-                metric.add_dimension(name=key, value=dim)
+        for emitted in emitted_names(name):
+            if not dimensions:
+                self.metrics.add_metric(name=emitted, unit=emf_unit, value=value)
+                continue
+            # Namespace and service come from POWERTOOLS_* in the environment, as for `metrics`.
+            with single_metric(name=emitted, unit=emf_unit, value=value) as metric:
+                for key, dim in dimensions.items():
+                    metric.add_dimension(name=key, value=dim)

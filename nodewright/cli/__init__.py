@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import typer
 
+from nodewright.cli.failures import FailureReportingGroup
+
 app = typer.Typer(
     name="nodewright",
+    cls=FailureReportingGroup,
     help="Nodewright: a serverless node autoscaler for Amazon EKS.",
     no_args_is_help=True,
     add_completion=False,
@@ -13,8 +16,23 @@ app = typer.Typer(
 )
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"nodewright {version('nodewright')}")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            typer.echo("nodewright (not installed: see pyproject.toml)")
+        raise typer.Exit
+
+
 @app.callback()
-def _group() -> None:
+def _group(
+    show_version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version (CHANGELOG.md) and exit."
+    ),
+) -> None:
     """Nodewright: a serverless node autoscaler for Amazon EKS."""
 
 

@@ -16,7 +16,10 @@ Role: the command line over `nodewright.controllers.explain`. It reads, and writ
 the window and the log bytes ingested, scaled to a month at the list prices `nodewright simulate`
 uses for `self_cost` (DynamoDB and custom metrics are not read here: see summary.json's self_cost).
 Output: rich tables by default, `--output json` for scripts. A source that cannot be read is
-said in the output (`sources`), not fatal, except the cluster itself.
+said in the output (`sources`), not fatal, except the cluster itself and, when the installation
+is named (`--cluster`, `--name`, `--stack`, `--state-table`), the state table. With a kubeconfig
+and no name, the state table and the logs are not read at all: the answer is what the cluster
+shows (nodes, pods, Events), and `sources` says which AWS rights would add the rest.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Annotated, Any
 import typer
 
 from nodewright.cli import app
+from nodewright.cli.failures import exit_code, reason
 from nodewright.controllers.explain import Sources, explain_node, explain_pod, status
 
 ClusterOption = Annotated[str | None, typer.Option("--cluster", help="EKS cluster (your AWS credentials).")]
@@ -129,12 +133,22 @@ def _answer(
     except LookupError as error:
         _fail(str(error).strip("'\""))
     except _ReadError as error:
-        _fail(str(error))
+        _fail(str(error), code=exit_code(error))
     answer["sources"] = where.notes
     if output == "json":
         sys.stdout.write(json.dumps(answer, indent=2, default=str) + "\n")
     else:
         print_answer(answer)
+
+
+NO_STATE_TABLE = (
+    "not read (a kubeconfig only): pass --name CLUSTER (or --state-table); needs dynamodb:Query on the "
+    "state table and cloudformation:DescribeStackResources on the stack Nodewright-CLUSTER"
+)
+NO_LOGS = (
+    "not read (a kubeconfig only): pass --name CLUSTER; needs logs:StartQuery, logs:GetQueryResults "
+    "and logs:DescribeQueryDefinitions on the functions' log groups"
+)
 
 
 class _ReadError(Exception):
@@ -166,9 +180,19 @@ def read_sources(where: Where, about: tuple[str, str, str] | None = None) -> tup
         where.notes["nodepools"] = "none in the cluster: the default NodePool"
     catalog, prices = catalog_for(live.snapshot, aws)
     where.notes["prices"] = str(prices.get("source"))
-    store = _state_store(where)
     now = time.time()
-    decisions, invocations = _logs(where, now)
+    if where.cluster or where.name or where.stack or where.state_table:
+        store = _state_store(where)
+        decisions, invocations = _logs(where, now)
+    else:
+        # A kubeconfig alone: what the cluster shows (nodes, pods, Events) answers; the AWS parts
+        # say what they would need instead of failing the whole answer.
+        from nodewright.inmemory.state import InMemoryStateStore
+
+        store = InMemoryStateStore()
+        decisions, invocations = [], []
+        where.notes["state_table"] = NO_STATE_TABLE
+        where.notes["logs"] = NO_LOGS
     events = _events(live.api_client, about, where) if about is not None else []
     src = Sources(
         store=store,
@@ -193,7 +217,7 @@ def _state_store(where: Where) -> Any:
         store.claims()  # fail here, with a clear message, rather than mid-answer
     except Exception as error:
         raise _ReadError(
-            f"cannot read the state table {table or '(not found in the stack)'}: {type(error).__name__}: {error}"
+            f"cannot read the state table {table or '(not found in the stack)'}: {reason(error)}"
         ) from error
     where.notes["state_table"] = table
     return store
@@ -221,7 +245,7 @@ def _events(api_client: Any, about: tuple[str, str, str], where: Where) -> list[
     try:
         events = object_events(api_client, kind, name, namespace)
     except Exception as error:  # no right to list Events: the rest still answers
-        where.notes["events"] = f"not read: {type(error).__name__}: {error}"
+        where.notes["events"] = f"not read: {reason(error)}"
         return []
     where.notes["events"] = f"{len(events)} about {kind} {namespace + '/' if namespace else ''}{name}"
     return events
@@ -240,7 +264,7 @@ def _logs(where: Where, now: float) -> tuple[list[dict[str, Any]], list[Any]]:
         )
         read = log.read(now - where.hours * 3600.0, now)
     except Exception as error:  # no rights to the logs: the state table and the cluster still answer
-        where.notes["logs"] = f"not read: {type(error).__name__}: {error}"
+        where.notes["logs"] = f"not read: {reason(error)}"
         return [], []
     where.notes["logs"] = f"{len(read.decisions)} decision records from {', '.join(read.log_groups) or 'no log group'}"
     if not read.complete:
@@ -369,6 +393,7 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 1) -> None:
+    # Exit 1: the input is wrong; 2: AWS or the cluster could not be reached or read (cli.failures).
     typer.secho(message, err=True, fg="red")
-    raise typer.Exit(1)
+    raise typer.Exit(code)

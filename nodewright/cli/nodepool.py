@@ -1,7 +1,7 @@
 """`nodewright nodepool ...`: validate NodePool/EC2NodeClass files and manage the DynamoDB config table.
 
-    nodewright nodepool validate -f FILE_OR_DIR [-f ...] [--strict]
-    nodewright nodepool apply    -f FILE_OR_DIR --table NAME [--strict]
+    nodewright nodepool validate -f FILE_OR_DIR [-f ...] [--strict] [--node-roles ROLE,...]
+    nodewright nodepool apply    -f FILE_OR_DIR --table NAME [--strict] [--node-roles ROLE,...]
     nodewright nodepool get      [KIND/]NAME --table NAME [-o yaml|json]
     nodewright nodepool list     --table NAME
     nodewright nodepool delete   [KIND/]NAME --table NAME
@@ -11,6 +11,8 @@ Problems and errors go to stderr, one per line (`file:line: Kind/name: field.pat
 make the command exit 1. `apply` stores nothing unless every document of every file is valid.
 Warnings (`file:line: warning: ...`: an unknown field, which is dropped as the API server drops
 it, or a field Nodewright does not act on) go to stderr too; `--strict` makes them problems.
+`--node-roles` (the stack output NodeRoles) lists the node roles the deployment may pass: an
+EC2NodeClass whose `role` names another is a problem (without it, roles are not checked here).
 AWS settings come from the usual places (AWS_REGION/AWS_DEFAULT_REGION, AWS_ENDPOINT_URL,
 credentials chain), or --region/--endpoint-url.
 """
@@ -26,8 +28,10 @@ from rich.console import Console
 from rich.table import Table
 
 from nodewright.cli import app
+from nodewright.cli.failures import fail
 from nodewright.config.documents import KINDS, Loaded, dump_yaml
 from nodewright.config.files import read_paths
+from nodewright.config.noderoles import NodeRoles, role_problems
 from nodewright.config.problems import ConfigError
 
 if TYPE_CHECKING:
@@ -54,6 +58,14 @@ TableName = Annotated[str, typer.Option("--table", envvar="NODEWRIGHT_CONFIG_TAB
 Region = Annotated[
     str | None, typer.Option("--region", envvar=["AWS_REGION", "AWS_DEFAULT_REGION"], help="AWS region.")
 ]
+NodeRoleList = Annotated[
+    str | None,
+    typer.Option(
+        "--node-roles",
+        envvar="NODEWRIGHT_NODE_ROLES",
+        help="The node roles the deployment may pass, comma-separated (the stack output NodeRoles).",
+    ),
+]
 EndpointUrl = Annotated[
     str | None,
     typer.Option("--endpoint-url", envvar="AWS_ENDPOINT_URL", help="AWS endpoint, e.g. a local moto server."),
@@ -74,6 +86,13 @@ def _store_errors() -> tuple[type[Exception], ...]:
     from nodewright.adapters.aws.config_store import ConfigStoreError
 
     return (ConfigStoreError, ConfigError)
+
+
+def _read(filename: list[Path], node_roles: str | None) -> Loaded:
+    """The documents of the files, each EC2NodeClass `role` checked against `--node-roles`."""
+    listed = [r for r in (node_roles or "").split(",") if r.strip()]
+    roles = NodeRoles.of(listed[0], listed[1:]) if listed else NodeRoles()
+    return role_problems(read_paths(filename), roles)
 
 
 def _count(number: int, noun: str) -> str:
@@ -115,9 +134,9 @@ def _find(store: ConfigStore, ref: str) -> StoredDocument:
 
 
 @nodepool_app.command()
-def validate(filename: Files, strict: Strict = False) -> None:
+def validate(filename: Files, strict: Strict = False, node_roles: NodeRoleList = None) -> None:
     """Check every document of the given files; list every problem and warning with its field path."""
-    loaded = read_paths(filename)
+    loaded = _read(filename, node_roles)
     if strict:
         loaded = loaded.strict()
     refused = {(p.source, p.document) for p in loaded.problems}
@@ -138,9 +157,11 @@ def apply(
     region: Region = None,
     endpoint_url: EndpointUrl = None,
     strict: Strict = False,
+    *,
+    node_roles: NodeRoleList = None,
 ) -> None:
     """Store the documents in the config table: all of them, or none if any is invalid or changed."""
-    loaded = read_paths(filename)
+    loaded = _read(filename, node_roles)
     if strict:
         loaded = loaded.strict()
     _report(loaded)
@@ -152,6 +173,8 @@ def apply(
         applied = _store(table, region, endpoint_url).apply(loaded.documents)
     except _store_errors() as error:
         raise _fail(str(error)) from None
+    except Exception as error:  # AWS said no, or could not be reached: one line (cli.failures)
+        fail(error, f"config table {table}")
     for item in applied:
         out.print(f"{item.key} {item.action} (version {item.version})", markup=False)
 
@@ -171,6 +194,8 @@ def get(
         stored = _find(_store(table, region, endpoint_url), ref)
     except _store_errors() as error:
         raise _fail(str(error)) from None
+    except Exception as error:  # AWS said no, or could not be reached: one line (cli.failures)
+        fail(error, f"config table {table}")
     manifest = stored.document.to_manifest()
     text = json.dumps(manifest, indent=2) + "\n" if output == "json" else dump_yaml([manifest])
     typer.echo(text, nl=False)
@@ -183,6 +208,8 @@ def list_documents(table: TableName, region: Region = None, endpoint_url: Endpoi
         stored = _store(table, region, endpoint_url).list()
     except _store_errors() as error:
         raise _fail(str(error)) from None
+    except Exception as error:  # AWS said no, or could not be reached: one line (cli.failures)
+        fail(error, f"config table {table}")
     view = Table("KIND", "NAME", "VERSION", "DETAIL", box=None, pad_edge=False)
     for item in stored:
         view.add_row(item.document.kind, item.document.name, str(item.version), _detail(item))
@@ -204,10 +231,12 @@ def delete(
     endpoint_url: EndpointUrl = None,
 ) -> None:
     """Delete a stored document (conditional on the version just read)."""
-    store = _store(table, region, endpoint_url)
     try:
+        store = _store(table, region, endpoint_url)
         stored = _find(store, ref)
         store.delete(stored.document.kind, stored.document.name, expected_version=stored.version)
     except _store_errors() as error:
         raise _fail(str(error)) from None
+    except Exception as error:  # AWS said no, or could not be reached: one line (cli.failures)
+        fail(error, f"config table {table}")
     out.print(f"{stored.key} deleted", markup=False)

@@ -22,6 +22,7 @@ from rich.table import Table
 
 from nodewright.adapters.offline_catalog import DEFAULT_ZONES, PricesFileError, load_catalog, read_prices_csv
 from nodewright.cli import app
+from nodewright.cli.failures import exit_code
 from nodewright.config.documents import EC2NODECLASS, NODEOVERLAY, NODEPOOL
 from nodewright.config.files import expand
 from nodewright.config.workloads import PlanInput, read_workloads
@@ -36,16 +37,28 @@ from nodewright.model.nodepool import NodePool
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import CPU, MEMORY, PODS
 
-# The NodePool used when the input has none: any Linux type, spot or on-demand, like a fresh
-# Karpenter install's example NodePool.
+# The NodePool `--default-nodepool` plans with when the input has none (docs: README, "plan"):
+# Karpenter's getting-started NodePool: Linux, amd64, on-demand, categories c, m and r of
+# generation 3 and later (no burstable types, no arm64 a pod did not ask for).
 DEFAULT_NODEPOOL = NodePool(
     name="default",
     requirements=Requirements.parse(
         [
             {"key": wk.OS, "operator": "In", "values": ["linux"]},
-            {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["spot", "on-demand"]},
+            {"key": wk.ARCH, "operator": "In", "values": ["amd64"]},
+            {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]},
+            {"key": wk.INSTANCE_CATEGORY, "operator": "In", "values": ["c", "m", "r"]},
+            {"key": wk.INSTANCE_GENERATION, "operator": "Gt", "values": ["2"]},
         ]
     ),
+)
+NO_NODEPOOL = (
+    "no NodePool in the input: Nodewright would launch nothing, so every pending pod stays pending; "
+    "add your NodePools (-f), or pass --default-nodepool to plan with the default NodePool"
+)
+DEFAULT_USED = (
+    "no NodePool in the input: planned with the default NodePool (--default-nodepool: Linux, amd64, "
+    "on-demand, c/m/r generation 3+), not one of yours"
 )
 
 
@@ -70,6 +83,10 @@ def plan(  # noqa: PLR0917 - Typer maps each parameter to an option
     ] = None,
     context: Annotated[str | None, typer.Option("--context", help="The kubeconfig context to read.")] = None,
     region: Annotated[str | None, typer.Option("--region", help="AWS region of --cluster.")] = None,
+    default_nodepool: Annotated[
+        bool,
+        typer.Option("--default-nodepool", help="With no NodePool in the input, plan with the default NodePool."),
+    ] = False,
 ) -> None:
     """Plan the nodes Nodewright would launch for the pending pods in FILES (offline), or read a
     live cluster (--cluster, --kubeconfig/--context) and add what consolidation could save.
@@ -77,7 +94,15 @@ def plan(  # noqa: PLR0917 - Typer maps each parameter to an option
     if output not in ("table", "json"):
         _fail(f"--output: {output!r} is not one of table, json")
     if cluster or kubeconfig or context:
-        _plan_live(files or [], output=output, cluster=cluster, kubeconfig=kubeconfig, context=context, region=region)
+        _plan_live(
+            files or [],
+            output=output,
+            cluster=cluster,
+            kubeconfig=kubeconfig,
+            context=context,
+            region=region,
+            default_nodepool=default_nodepool,
+        )
         return
     if not files:
         _fail("give -f FILE (offline plan) or --cluster NAME / --kubeconfig PATH (read a live cluster)")
@@ -101,13 +126,17 @@ def plan(  # noqa: PLR0917 - Typer maps each parameter to an option
     try:
         price_list = read_prices_csv(prices) if prices is not None else None
         zone_list = tuple(z.strip() for z in zones.split(",") if z.strip())
-        scheduling = build_input(planned, price_list, zone_list)
+        scheduling = build_input(planned, price_list, zone_list, default_nodepool=default_nodepool)
     except (PricesFileError, ValueError) as error:
         _fail(str(error))
     started = time.perf_counter()
     result = solve(scheduling)
     seconds = time.perf_counter() - started
-    report = to_report(result, seconds, estimated=price_list is None)
+    report = with_notices(
+        to_report(result, seconds, estimated=price_list is None),
+        nodepool_notices(planned),
+        default_nodepool=default_nodepool,
+    )
     if output == "json":
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
     else:
@@ -122,6 +151,7 @@ def _plan_live(
     kubeconfig: str | None,
     context: str | None,
     region: str | None,
+    default_nodepool: bool = False,
 ) -> None:
     """`plan --cluster/--kubeconfig`: see nodewright.cli.plan_cluster."""
     from nodewright.cli.plan_cluster import LiveReadError, plan_cluster, read_cluster
@@ -138,20 +168,25 @@ def _plan_live(
     try:
         live, aws = read_cluster(cluster=cluster, kubeconfig=kubeconfig, context=context, region=region)
     except LiveReadError as error:
-        _fail(str(error))
-    report = plan_cluster(live, files_config, aws)
+        _fail(str(error), code=exit_code(error))
+    report = plan_cluster(live, files_config, aws, default_nodepool=default_nodepool)
     if output == "json":
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
         return
     console = Console()
     console = Console(width=max(console.width, 110))
+    _print_notices(console, report)
     facts = report["cluster"]
     console.print(
-        f"{facts['source']}: {facts['nodes']} node(s), {facts['pods']} pod(s), {len(report['pending'])} pending; "
+        f"{facts['source']}: {facts['nodes']} node(s), {facts['pods']} pod(s), {len(report['pending'])} pending "
+        f"(without a node; {len(report['on_draining_nodes'])} more on draining nodes, "
+        f"{len(report['on_cordoned_nodes'])} running on cordoned nodes); "
         f"NodePools ({facts['nodepools_from']}): {', '.join(facts['nodepools'])}"
     )
-    _print_table(report)
+    _print_table(report, notices=False)
     repack = report["repack"]
+    if repack is None:
+        return
     table = Table(title="Re-pack: today's nodes against the cheapest plan of all pods", title_justify="left")
     for column in ("pool", "capacity", "nodes", "$/h now", "fresh nodes", "fresh $/h"):
         table.add_column(column, no_wrap=True)
@@ -179,9 +214,27 @@ def _plan_live(
         console.print(f"[yellow]no price for[/yellow] {', '.join(repack['unpriced_nodes'])} (counted as $0)")
 
 
-def build_input(planned: PlanInput, prices: dict[str, float] | None, zones: tuple[str, ...]) -> SchedulingInput:
+def nodepool_notices(planned: PlanInput) -> list[str]:
+    """What the report says first about the NodePools it planned with (none in the input)."""
+    return [] if planned.config.of_kind(NODEPOOL) else ["no-nodepool"]
+
+
+def with_notices(report: dict[str, Any], notices: list[str], *, default_nodepool: bool = False) -> dict[str, Any]:
+    """`report` with `notices` (sentences) as its first key, when there are any."""
+    said = [(DEFAULT_USED if default_nodepool else NO_NODEPOOL) if n == "no-nodepool" else n for n in notices]
+    return {"notices": said, **report} if said else report
+
+
+def build_input(
+    planned: PlanInput,
+    prices: dict[str, float] | None,
+    zones: tuple[str, ...],
+    *,
+    default_nodepool: bool = False,
+) -> SchedulingInput:
     """The scheduling pass `plan` runs: each NodePool with the catalog its EC2NodeClass's kubelet gives,
-    priced by the input's NodeOverlays (as the provisioner prices it).
+    priced by the input's NodeOverlays (as the provisioner prices it). With no NodePool in the
+    input, none (every pod stays pending, as it would) or, with `default_nodepool`, DEFAULT_NODEPOOL.
     """
     nodepools = [d.model for d in planned.config.of_kind(NODEPOOL) if isinstance(d.model, NodePool)]
     nodeclasses = {d.name: d.model for d in planned.config.of_kind(EC2NODECLASS) if isinstance(d.model, EC2NodeClass)}
@@ -193,7 +246,7 @@ def build_input(planned: PlanInput, prices: dict[str, float] | None, zones: tupl
             )
     catalogs: dict[str, list[InstanceType]] = {}
     pools = []
-    for pool in nodepools or [DEFAULT_NODEPOOL]:
+    for pool in nodepools or ([DEFAULT_NODEPOOL] if default_nodepool else []):
         nodeclass = nodeclasses.get(pool.node_class_ref.name)
         kubelet = nodeclass.kubelet if nodeclass is not None else None
         key = repr(kubelet)  # kubelet settings hold dicts: key the cache by their repr
@@ -245,10 +298,17 @@ def to_report(result: SchedulingResult, seconds: float, *, estimated: bool) -> d
     }
 
 
-def _print_table(report: dict[str, Any]) -> None:
+def _print_notices(console: Console, report: dict[str, Any]) -> None:
+    for notice in report.get("notices", ()):
+        console.print(f"NOTE: {notice}", style="bold yellow", markup=False)
+
+
+def _print_table(report: dict[str, Any], *, notices: bool = True) -> None:
     # Piped output defaults to 80 columns, too narrow for a claim's row; never go below 110.
     console = Console()
     console = Console(width=max(console.width, 110))
+    if notices:
+        _print_notices(console, report)
     table = Table(title="Node claims", title_justify="left")
     for column in ("pool", "type", "capacity", "zone", "$/h", "pods", "cpu", "memory"):
         table.add_column(column, no_wrap=True)
@@ -275,7 +335,8 @@ def _print_table(report: dict[str, Any]) -> None:
     )
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 1) -> None:
     # Plain text, never wrapped: a file path in an error must stay whole for people and scripts.
+    # Exit 1: the input is wrong; 2: AWS or the cluster could not be reached or read (cli.failures).
     typer.secho(message, err=True, fg=typer.colors.RED)
-    raise typer.Exit(1)
+    raise typer.Exit(code)

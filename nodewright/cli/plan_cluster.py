@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodewright.adapters.offline_catalog import DEFAULT_ZONES, load_catalog, load_snapshot
+from nodewright.cli.failures import reason
 from nodewright.config.documents import EC2NODECLASS, NODEPOOL, Loaded
 from nodewright.engine.headroom import Headroom, capacity_type, measure
 from nodewright.engine.scheduling import SchedulingInput, SchedulingResult, solve
@@ -106,15 +107,15 @@ def read_cluster(
             api_client = from_kubeconfig(kubeconfig, context)
             source = f"kubeconfig:{context or '(current context)'}"
     except Exception as error:  # any credential, network or kubeconfig failure: one readable line
-        raise LiveReadError(f"cannot connect to the cluster: {type(error).__name__}: {error}") from error
+        raise LiveReadError(f"cannot connect to the cluster: {reason(error)}") from error
     try:
         snapshot = KubeCluster(api_client, on_unauthorized=on_unauthorized).snapshot()
     except Exception as error:
-        raise LiveReadError(f"cannot list nodes, pods, daemonsets and PDBs: {error}") from error
+        raise LiveReadError(f"cannot list nodes, pods, daemonsets and PDBs: {reason(error)}") from error
     try:
         config = read_config(api_client)
     except Exception as error:
-        raise LiveReadError(f"cannot list NodePools and EC2NodeClasses: {error}") from error
+        raise LiveReadError(f"cannot list NodePools and EC2NodeClasses: {reason(error)}") from error
     return LiveInput(snapshot=snapshot, config=config, source=source, api_client=api_client), aws
 
 
@@ -192,9 +193,14 @@ def node_price(catalog: Any, nodeclasses: Mapping[str, EC2NodeClass]) -> Any:
     return price
 
 
-def plan_cluster(live: LiveInput, files_config: Loaded | None, aws: Mapping[str, Any]) -> dict[str, Any]:
-    """The report: pending pods and the claims for them, then the re-pack report (JSON shape)."""
-    from nodewright.cli.plan import DEFAULT_NODEPOOL, to_report
+def plan_cluster(
+    live: LiveInput, files_config: Loaded | None, aws: Mapping[str, Any], *, default_nodepool: bool = False
+) -> dict[str, Any]:
+    """The report: pending pods and the claims for them, then the re-pack report (JSON shape).
+    With no NodePool (in the cluster or the files) it says so first (`notices`) and plans with
+    none, and claims no saving (`repack` is null), unless `default_nodepool`.
+    """
+    from nodewright.cli.plan import DEFAULT_NODEPOOL, to_report, with_notices
     from nodewright.controllers.provisioning import pool_capacities
 
     config = live.config
@@ -203,8 +209,9 @@ def plan_cluster(live: LiveInput, files_config: Loaded | None, aws: Mapping[str,
         config, nodepool_source = files_config, "files"
     nodepools = [d.model for d in config.of_kind(NODEPOOL) if isinstance(d.model, NodePool)]
     nodeclasses = {d.name: d.model for d in config.of_kind(EC2NODECLASS) if isinstance(d.model, EC2NodeClass)}
+    notices = [] if nodepools else ["no-nodepool"]
     if not nodepools:
-        nodepools, nodepool_source = [DEFAULT_NODEPOOL], "default"
+        nodepools, nodepool_source = ([DEFAULT_NODEPOOL], "default") if default_nodepool else ([], "none")
     catalog, prices = catalog_for(live.snapshot, aws)
     pools = pool_capacities(nodepools, nodeclasses, catalog)
     snapshot = live.snapshot
@@ -225,9 +232,13 @@ def plan_cluster(live: LiveInput, files_config: Loaded | None, aws: Mapping[str,
         )
     )
     report = to_report(result, time.perf_counter() - started, estimated=prices["source"] != "aws")
-    report["pending"] = sorted(p.key for p in pending)
-    headroom = measure(snapshot, pools, node_price(catalog, nodeclasses), now)
-    report["repack"] = repack_report(headroom)
+    # Pending means without a node; pods of draining nodes are planned too but said apart, and
+    # pods on cordoned nodes still run where they are.
+    report["pending"] = sorted(p.key for p in pending if not p.node_name)
+    report["on_draining_nodes"] = sorted(p.key for p in pending if p.node_name)
+    cordoned = {n.name for n in snapshot.nodes if n.unschedulable}
+    report["on_cordoned_nodes"] = sorted(p.key for p in snapshot.pods if p.node_name in cordoned and not p.daemon)
+    report["repack"] = repack_report(measure(snapshot, pools, node_price(catalog, nodeclasses), now)) if pools else None
     report["cluster"] = {
         "source": live.source,
         "nodes": len(snapshot.nodes),
@@ -239,7 +250,7 @@ def plan_cluster(live: LiveInput, files_config: Loaded | None, aws: Mapping[str,
         "config_problems": [str(p) for p in live.config.problems],
     }
     report["prices"] = prices
-    return report
+    return with_notices(report, notices, default_nodepool=default_nodepool)
 
 
 def repack_report(headroom: Headroom) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Annotated
 import typer
 
 from nodewright.cli import app
+from nodewright.cli.failures import exit_code, reason
 
 
 @app.command()
@@ -57,8 +58,8 @@ def uninstall(  # noqa: PLR0917 - Typer maps each parameter to an option
             tokens = EksTokenSource(session.client("sts", region=region), info.name, clock)
             api_client, on_unauthorized = from_cluster_info(info, tokens), tokens.invalidate
     except Exception as error:  # credentials, network, kubeconfig: one readable line
-        typer.secho(f"cannot connect to cluster {cluster}: {type(error).__name__}: {error}", err=True, fg="red")
-        raise typer.Exit(1) from None
+        typer.secho(f"cannot connect to cluster {cluster}: {reason(error)}", err=True, fg="red")
+        raise typer.Exit(exit_code(error)) from None
     stack_name = stack or f"Nodewright-{cluster}"
     uninstaller = Uninstaller(
         cluster=KubeCluster(api_client, on_unauthorized=on_unauthorized),

@@ -1,7 +1,9 @@
 """Workload manifests for `nodewright plan`: what a cluster would ask of the autoscaler. Pure.
 
-Role: turn a YAML stream of Pods, Deployments, StatefulSets, ReplicaSets, Jobs, DaemonSets, Nodes,
-NodePools and EC2NodeClasses into the inputs of a scheduling pass, reporting every problem (file,
+Role: turn a YAML stream of Pods, Deployments, StatefulSets, ReplicaSets, Jobs, CronJobs (one run
+of their job template), Argo Rollouts, any other kind with a pod template (`spec.template`, with a
+warning), DaemonSets, Nodes, NodePools and EC2NodeClasses into the inputs of a scheduling pass;
+other kinds (a PersistentVolumeClaim, a custom resource) are warned about and skipped, reporting every problem (file,
 line, document, field) instead of stopping at the first. Workloads expand into their pending pods,
 named `<workload>-<index>` in the workload's namespace (`default` when absent); a Pod with
 `spec.nodeName` is bound to that Node. NodePools and EC2NodeClasses are validated by
@@ -27,12 +29,19 @@ from nodewright.model.node import Node
 from nodewright.model.pod import Pod
 from nodewright.model.workloads import DaemonSet
 
-# kind -> the spec field holding how many pods it runs
-_REPLICATED = {"Deployment": "replicas", "StatefulSet": "replicas", "ReplicaSet": "replicas", "Job": "parallelism"}
+# kind -> the spec field holding how many pods it runs. An Argo Rollout runs `replicas` pods of
+# its `template`, as a Deployment does.
+_REPLICATED = {
+    "Deployment": "replicas",
+    "StatefulSet": "replicas",
+    "ReplicaSet": "replicas",
+    "Job": "parallelism",
+    "Rollout": "replicas",
+}
 # Pods one workload may expand into: a plan of more takes longer to read than to think about (and
 # `replicas: 2147483647` must be an error, not an hour of building pods). About 0.4 s of reading.
 MAX_REPLICAS = 20_000
-WORKLOAD_KINDS = ("Pod", *_REPLICATED, "DaemonSet", "Node")
+WORKLOAD_KINDS = ("Pod", *_REPLICATED, "CronJob", "DaemonSet", "Node")
 ALL_KINDS = (*WORKLOAD_KINDS, *KINDS)
 # Kinds that say nothing about capacity; accepted and ignored so a whole app directory can be planned.
 # `Scenario` is a `nodewright simulate` file (examples/scenarios/): it describes a run, not pods.
@@ -79,6 +88,7 @@ def read_workloads(texts: Iterable[tuple[str, str]]) -> PlanInput:
     daemonsets: list[DaemonSet] = []
     parts: list[Loaded] = []
     problems: list[Problem] = []
+    warnings: list[Problem] = []
     for source, text in texts:
         manifests, envelopes = read_stream(text, source)
         parts.append(envelopes)
@@ -94,12 +104,21 @@ def read_workloads(texts: Iterable[tuple[str, str]]) -> PlanInput:
                     (bound if pod.node_name else pending).append(pod)
                 elif kind in _REPLICATED:
                     pending += _expand(body, str(kind))
+                elif kind == "CronJob":
+                    pending += _cronjob(body)
                 elif kind == "DaemonSet":
                     daemonsets.append(DaemonSet.parse(body))
                 elif kind == "Node":
                     nodes.append(_node(body))
+                elif _has_pod_template(body):
+                    pending += _expand(body, str(kind))
+                    why = f"{shown(kind)}: {_TEMPLATED}"
+                    warnings.append(_problem(source, manifest, "kind", why, warning=True))
                 elif kind not in _IGNORED:
-                    raise _FieldError("kind", f"{shown(kind)} is not one of {', '.join(ALL_KINDS)}")
+                    why = f"{shown(kind)} asks for no pods Nodewright can plan: skipped"
+                    if kind == "PersistentVolumeClaim":
+                        why = "a PersistentVolumeClaim is not planned (volume topology is not modelled): skipped"
+                    warnings.append(_problem(source, manifest, "kind", why, warning=True))
             except _FieldError as error:
                 problems.append(_problem(source, manifest, error.path, error.message))
             except (InvalidValue, KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as error:
@@ -118,18 +137,39 @@ def read_workloads(texts: Iterable[tuple[str, str]]) -> PlanInput:
         tuple(daemonsets),
         config,
         (*problems, *config.problems),
-        config.warnings,
+        (*warnings, *config.warnings),
     )
 
 
+_TEMPLATED = "not a built-in workload, planned as spec.replicas (default 1) pods of spec.template"
 _SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 _SUB_PATH = re.compile(r"[A-Za-z][\w-]*(?:\[\d+\])?(?:\.[A-Za-z][\w./-]*(?:\[\d+\])?)*")
 
 
-def _problem(source: str, manifest: Manifest, path: str, message: str) -> Problem:
-    """A problem of a workload document, on the line of the deepest part of `path` the file shows."""
+def _problem(source: str, manifest: Manifest, path: str, message: str, *, warning: bool = False) -> Problem:
+    """A problem (or warning) of a workload document, on the line of the deepest part of `path` the file shows."""
     segments: SegmentPath = tuple(int(i) if i else name for name, i in _SEGMENT.findall(path))
-    return Problem(source, manifest.label, path, message, line_of(manifest.lines, segments))
+    return Problem(source, manifest.label, path, message, line_of(manifest.lines, segments), warning)
+
+
+def _has_pod_template(body: Mapping[str, Any]) -> bool:
+    """True for any kind whose `spec.template` is a pod template (it has containers)."""
+    spec = body.get("spec")
+    template = spec.get("template") if isinstance(spec, Mapping) else None
+    inner = template.get("spec") if isinstance(template, Mapping) else None
+    return isinstance(inner, Mapping) and bool(inner.get("containers"))
+
+
+def _cronjob(body: Mapping[str, Any]) -> list[Pod]:
+    """One run of a CronJob: the pods of the Job its `spec.jobTemplate` makes."""
+    spec = body.get("spec") or {}
+    job = spec.get("jobTemplate") if isinstance(spec, Mapping) else None
+    if not isinstance(job, Mapping):
+        raise _FieldError("spec.jobTemplate", "a CronJob needs a job template")
+    try:
+        return _expand({"metadata": body.get("metadata") or {}, "spec": job.get("spec") or {}}, "Job")
+    except _FieldError as error:
+        raise _FieldError(f"spec.jobTemplate.{error.path}", error.message) from None
 
 
 class _FieldError(ValueError):
@@ -170,7 +210,7 @@ def _expand(body: Mapping[str, Any], kind: str) -> list[Pod]:
         raise _FieldError("metadata.name", "a workload needs a name")
     namespace = str(metadata.get("namespace") or "default")
     spec = body.get("spec") or {}
-    count_field = _REPLICATED[kind]
+    count_field = _REPLICATED.get(kind, "replicas")
     count = spec.get(count_field, 1)
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         raise _FieldError(f"spec.{count_field}", f"{show(count)} is not a non-negative whole number")

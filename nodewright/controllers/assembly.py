@@ -13,6 +13,7 @@ from nodewright.adapters.aws.catalog import LiveCatalog
 from nodewright.adapters.aws.config_store import ConfigStore
 from nodewright.adapters.aws.ec2 import Ec2CloudProvider
 from nodewright.adapters.aws.eks import EksTokenSource, describe_cluster
+from nodewright.adapters.aws.instance_profiles import InstanceProfiles
 from nodewright.adapters.aws.pricing import PriceCache, Prices, pricing_client
 from nodewright.adapters.aws.reservations import CapacityReservations
 from nodewright.adapters.aws.signals import LambdaProvisionerTrigger, SqsContinuations
@@ -31,6 +32,7 @@ from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
 from nodewright.controllers.interruption import InterruptionController
 from nodewright.controllers.mirror import ClaimMirror
+from nodewright.controllers.noderoles import RoleCheckedConfiguration
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.settings import Settings
 from nodewright.ports import Observer
@@ -64,13 +66,22 @@ class _Aws:
             self.ec2,
             session.client("ssm", region=region),
             info,
-            instance_profile=settings.node_instance_profile,
+            profiles=InstanceProfiles(
+                session.client("iam", region=region),
+                cluster=info.name,
+                region=region or "",
+                roles=settings.roles(),
+                own_profile=settings.node_instance_profile,
+                clock=self.clock,
+            ),
             clock=self.clock,
             reservations=self.reservations,
         )
         self.store = DynamoStateStore(session.client("dynamodb", region=region), settings.state_table)
         # CapacityBuffers take their chunks from pods: read by the functions that watch pods.
-        self.config = self._configuration(settings, observer, buffers=PODS in kinds)
+        self.stored = self._configuration(settings, observer, buffers=PODS in kinds)
+        # NodePools whose EC2NodeClass names a node role this deployment may not pass are held back.
+        self.config = RoleCheckedConfiguration(self.stored, settings.roles(), self.cluster, self.clock, observer)
 
     def _configuration(self, settings: Settings, observer: Observer, *, buffers: bool) -> StoredConfiguration:
         if settings.config_source == "crd":
@@ -95,11 +106,19 @@ def provisioner_from_settings(settings: Settings, observer: Observer) -> Provisi
     if settings.config_source == "crd":
         # The status of the CapacityBuffers and NodeOverlays read from the cluster: one writer.
         writes = KubeConfigStatus(aws.cluster)
-        provisioner.config_status = ConfigStatus(writes, aws.clock, observer, listed=aws.config.statuses)
+        provisioner.config_status = ConfigStatus(writes, aws.clock, observer, listed=aws.stored.statuses)
     return provisioner
 
 
 def _provisioner(aws: _Aws, settings: Settings, observer: Observer) -> Provisioner:
+    # NodeClaim objects for kubectl: on when the nodeclaims.nodewright.io CRD is installed and granted.
+    mirror = ClaimMirror(
+        KubeClaimObjects(aws.cluster, aws.api_client),
+        aws.clock,
+        observer,
+        nodepool_status=settings.config_source == "crd",
+    )
+    mirror.refused = aws.config.refused
     if settings.price_source == "estimates":
         # A private VPC with no Price List endpoint: on-demand from the bundled estimates, spot from EC2.
         prices = PriceCache(
@@ -122,13 +141,7 @@ def _provisioner(aws: _Aws, settings: Settings, observer: Observer) -> Provision
         options=settings.provisioner_options(),
         wait=aws.cluster.wait,
         reservations=aws.reservations,
-        # NodeClaim objects for kubectl: on when the nodeclaims.nodewright.io CRD is installed and granted.
-        mirror=ClaimMirror(
-            KubeClaimObjects(aws.cluster, aws.api_client),
-            aws.clock,
-            observer,
-            nodepool_status=settings.config_source == "crd",
-        ),
+        mirror=mirror,
     )
 
 

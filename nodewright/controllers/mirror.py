@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodewright.config.noderoles import ROLE_NOT_ALLOWED
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.disruption.methods import drifted, waiting
 from nodewright.engine.disruption.types import DisruptionInput
@@ -88,6 +89,8 @@ class ClaimMirror:
         # Also write each NodePool's status (resources, conditions): when config comes from CRDs.
         self.nodepool_status = nodepool_status
         self._pool_status: dict[str, dict[str, Any]] = {}  # by NodePool: the status last written
+        # The NodePools held back for their node role, with why (`controllers.noderoles`).
+        self.refused: Callable[[], Mapping[str, str]] = dict
         self.clock = clock.now
         self.observer = observer
         self.recheck = recheck
@@ -207,10 +210,13 @@ class ClaimMirror:
         types = {pc.nodepool.name: {t.name: t for t in pc.instance_types} for pc in inp.pools}
         used = pool_usage(inp.snapshot.nodes, inp.claims, types)
         nodes = collections.Counter(c.nodepool for c in inp.claims if c.state != "pending")
-        for pc in inp.pools:
-            name = pc.nodepool.name
+        refused = self.refused()
+        for name in sorted({pc.nodepool.name for pc in inp.pools} | set(refused)):
             previous = self._pool_status.get(name)
-            status = nodepool_status(used.get(name, Resources()), nodes[name], now=inp.now, previous=previous)
+            why = (ROLE_NOT_ALLOWED, refused[name]) if name in refused else None
+            status = nodepool_status(
+                used.get(name, Resources()), nodes[name], now=inp.now, previous=previous, refused=why
+            )
             if status == previous:
                 continue
             # A NodePool the cluster does not hold under nodewright.io answers False: remembered

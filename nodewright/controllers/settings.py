@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from nodewright.config.noderoles import NodeRoles
 from nodewright.controllers.provisionoptions import ProvisionerOptions
 from nodewright.engine.disruption import DisruptionOptions
 from nodewright.model.nodepool import REBALANCE_POLICIES
@@ -65,6 +66,11 @@ class Settings:
     repair_max_unhealthy_percent: int = DEFAULT_REPAIR_MAX_UNHEALTHY_PERCENT
     # Seconds a pod has waited before its nomination is reported as a Nominated Event (0: every one).
     nominate_after: float = DEFAULT_NOMINATE_AFTER
+    # The node roles (names or ARNs) besides node_role_arn that an EC2NodeClass's `role` may name
+    # (the deploy key nodeRoles; the IAM policy allows passing exactly these).
+    node_roles: tuple[str, ...] = ()
+    # Karpenter's SpotToSpotConsolidation: whether spot nodes may be replaced by a spot node.
+    spot_to_spot_consolidation: bool = True
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -122,7 +128,11 @@ class Settings:
             price_source=env.get("PRICE_SOURCE", "api").strip() or "api",
             repair_max_unhealthy_percent=round(repair_percent),
             nominate_after=number("NOMINATE_AFTER_SECONDS", DEFAULT_NOMINATE_AFTER, 3600.0),
+            node_roles=tuple(r.strip() for r in env.get("NODE_ROLES", "").split(",") if r.strip()),
+            spot_to_spot_consolidation=env.get("SPOT_TO_SPOT_CONSOLIDATION", "true").strip().lower() != "false",
         )
+        if env.get("SPOT_TO_SPOT_CONSOLIDATION", "true").strip().lower() not in ("true", "false"):
+            problems.append(f"SPOT_TO_SPOT_CONSOLIDATION {env['SPOT_TO_SPOT_CONSOLIDATION']!r} is not true or false")
         if settings.price_source not in PRICE_SOURCES:
             problems.append(f"PRICE_SOURCE {settings.price_source!r} is not one of {', '.join(PRICE_SOURCES)}")
         if settings.config_source not in CONFIG_SOURCES:
@@ -141,6 +151,10 @@ class Settings:
             raise SettingsError("; ".join(problems))
         return settings
 
+    def roles(self) -> NodeRoles:
+        """The node roles this deployment may pass: its own and the deploy key's (`config.noderoles`)."""
+        return NodeRoles.of(self.node_role_arn, self.node_roles)
+
     def provisioner_options(self) -> ProvisionerOptions:
         """The provisioner's knobs these settings choose (the others keep their defaults)."""
         return ProvisionerOptions(idle_exit=self.provisioner_idle_exit, nominate_after=self.nominate_after)
@@ -152,6 +166,7 @@ class Settings:
             self.consolidation_min_savings,
             self.consolidation_min_savings_percent,
             repair_max_unhealthy_percent=self.repair_max_unhealthy_percent,
+            spot_to_spot=self.spot_to_spot_consolidation,
         )
 
 
@@ -161,13 +176,16 @@ def disruption_options(
     min_savings_percent: float,
     *,
     repair_max_unhealthy_percent: int = DEFAULT_REPAIR_MAX_UNHEALTHY_PERCENT,
+    spot_to_spot: bool = True,
 ) -> DisruptionOptions:
-    """The consolidator's knobs for a consolidation mode and stability guard ($/h and percent)
-    and node repair's unhealthy share, as the deploy settings (and a simulator scenario) name them.
+    """The consolidator's knobs for a consolidation mode and stability guard ($/h and percent),
+    node repair's unhealthy share and spot-to-spot consolidation, as the deploy settings (and a
+    simulator scenario) name them.
     """
     return DisruptionOptions(
         many_to_many=mode == "nodewright",
         min_savings=min_savings,
         min_savings_fraction=min_savings_percent / 100,
         repair_max_unhealthy_percent=repair_max_unhealthy_percent,
+        spot_to_spot=spot_to_spot,
     )

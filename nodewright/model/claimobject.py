@@ -193,19 +193,28 @@ def conditions(
 
 
 def nodepool_status(
-    resources: Resources, nodes: int, *, now: float, previous: Mapping[str, Any] | None = None
+    resources: Resources,
+    nodes: int,
+    *,
+    now: float,
+    previous: Mapping[str, Any] | None = None,
+    refused: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     """A NodePool's `status` as Karpenter writes it: `resources` (the capacity of its nodes and of
-    its claims not registered yet, plus `nodes`) and the conditions ValidationSucceeded and Ready
-    (Nodewright acts only on NodePools that validated, so both are True while it uses the pool).
-    `previous` is the status last written: its lastTransitionTimes are kept.
+    its claims not registered yet, plus `nodes`) and the conditions ValidationSucceeded,
+    NodeClassReady and Ready (Nodewright acts only on NodePools that validated). `refused` is
+    (reason, message) when its EC2NodeClass cannot be used (a node role the deployment may not
+    pass): NodeClassReady and Ready are then False with it. `previous` is the status last
+    written: its lastTransitionTimes are kept.
     """
     listed = resource_list(resources)
     listed["nodes"] = str(nodes)
     kept = _previous_conditions({"status": previous} if previous else None)
+    reason, message = refused or ("", "")
     conditions = [
         _kept(kept, _condition("ValidationSucceeded", True, "ValidationSucceeded", "", now)),
-        _kept(kept, _condition("Ready", True, "Ready", "", now)),
+        _kept(kept, _condition("NodeClassReady", not refused, reason or "NodeClassReady", message, now)),
+        _kept(kept, _condition("Ready", not refused, reason or "Ready", message, now)),
     ]
     return {"resources": listed, "conditions": sorted(conditions, key=lambda c: c["type"])}
 

@@ -44,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodewright.adapters.aws.state_store import create_table
+from nodewright.config.noderoles import role_name
 from nodewright.config.timings import (
     QUEUE_MAX_RECEIVE_COUNT,
     QUEUE_RETENTION_SECONDS,
@@ -102,6 +103,14 @@ IDEMPOTENCY_TABLE = "nodewright-idempotency"
 QUEUE = "nodewright-interruption"
 DEAD_LETTER_QUEUE = "nodewright-interruption-dlq"
 NODE_INSTANCE_PROFILE = "nodewright-simulated-node"
+# The simulated stack's own node role (NODE_ROLE_ARN), held by NODE_INSTANCE_PROFILE.
+NODE_ROLE = "nodewright-simulated-node-role"
+_EC2_TRUST = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+    }
+)
 
 
 class Account:
@@ -117,6 +126,7 @@ class Account:
         self.dynamodb = session.client("dynamodb", region_name=REGION, config=config)
         self.sqs = session.client("sqs", region_name=REGION, config=config)
         self.events = session.client("events", region_name=REGION, config=config)
+        self.iam = session.client("iam", region_name=REGION, config=config)
         self.queue_url = ""
         self.queue_arn = ""
         self.images: dict[str, str] = {}
@@ -141,6 +151,16 @@ class Account:
             arn = self.events.put_rule(Name=name, EventPattern=json.dumps(pattern), State="ENABLED")["RuleArn"]
             self.events.put_targets(Rule=name, Targets=[{"Id": "interruption-queue", "Arn": self.queue_arn}])
             self.rules[rule_id] = arn
+
+    def create_node_roles(self, nodeclasses: Mapping[str, EC2NodeClass]) -> None:
+        """The stack's node role and instance profile, and every role the NodeClasses name (the
+        roles a Karpenter user already has: they exist whether or not the stack may pass them).
+        """
+        named = {role_name(c.role) for c in nodeclasses.values() if c.role}
+        for role in sorted({NODE_ROLE, *named}):
+            self.iam.create_role(RoleName=role, AssumeRolePolicyDocument=_EC2_TRUST)
+        self.iam.create_instance_profile(InstanceProfileName=NODE_INSTANCE_PROFILE)
+        self.iam.add_role_to_instance_profile(InstanceProfileName=NODE_INSTANCE_PROFILE, RoleName=NODE_ROLE)
 
     def _network(self, nodeclasses: Mapping[str, EC2NodeClass], zones: Sequence[str]) -> None:
         subnet_tags: dict[str, str] = {}
@@ -204,3 +224,15 @@ def _tags(tags: Mapping[str, str]) -> list[dict[str, str]]:
 def instance_arn(instance_id: str) -> str:
     """The ARN EC2 events name an instance by."""
     return f"arn:aws:ec2:{REGION}:{ACCOUNT}:instance/{instance_id}"
+
+
+def launched_roles(instance_profiles: Mapping[str, str], iam: Any) -> dict[str, tuple[str, ...]]:
+    """The roles of the instance profile of every instance Nodewright launched, by instance id:
+    `instance_profiles` is what the simulated EC2 launched each with (`SimulatedEc2`), the roles
+    are what IAM says each profile holds.
+    """
+    held: dict[str, tuple[str, ...]] = {}
+    for profile in sorted(set(instance_profiles.values()) - {""}):
+        roles = iam.get_instance_profile(InstanceProfileName=profile)["InstanceProfile"]["Roles"]
+        held[profile] = tuple(sorted(r["RoleName"] for r in roles))
+    return {instance: held.get(profile, ()) for instance, profile in sorted(instance_profiles.items())}

@@ -111,6 +111,10 @@ class SimulatedEc2:
         self.reservations = reservations
         self._now = clock or (lambda: 0.0)
         self._targets: dict[str, str] = {}  # launch template name -> the reservation it targets
+        self._template_profiles: dict[str, str] = {}  # launch template name -> its instance profile
+        # Instance id -> the instance profile its launch template named (moto's CreateFleet does
+        # not copy it onto the instance): the node role audit of a node_roles scenario.
+        self.instance_profiles: dict[str, str] = {}
         self._pool_of: dict[str, tuple[str, str, str]] = {}  # live instance -> (capacity type, type, zone)
         self._in_pool: Counter[tuple[str, str, str]] = Counter()
         self._zones: dict[str, str] = {}  # subnet id -> zone
@@ -221,7 +225,9 @@ class SimulatedEc2:
                 echoed = dict(entry.get("LaunchTemplateAndOverrides") or {})
                 echoed["Overrides"] = override  # EC2 echoes the override it launched, weight and all
                 instances.append({**entry, "LaunchTemplateAndOverrides": echoed})
+                template = str((config.get("LaunchTemplateSpecification") or {}).get("LaunchTemplateName") or "")
                 for instance_id in entry.get("InstanceIds") or []:
+                    self.instance_profiles[str(instance_id)] = self._template_profiles.get(template, "")
                     reservation = targets[pool.config]
                     if reservation and self.reservations is not None:
                         self.reservations.launched(str(instance_id), reservation)
@@ -297,9 +303,11 @@ class SimulatedEc2:
 
     def create_launch_template(self, **request: Any) -> dict[str, Any]:
         """moto's CreateLaunchTemplate; this EC2 notes which reservation the template targets."""
+        name = str(request.get("LaunchTemplateName") or "")
         if self.reservations is not None:
-            name = str(request.get("LaunchTemplateName") or "")
             self._targets[name] = self.reservations.target(request.get("LaunchTemplateData") or {})
+        profile = (request.get("LaunchTemplateData") or {}).get("IamInstanceProfile") or {}
+        self._template_profiles[name] = str(profile.get("Arn") or profile.get("Name") or "").rsplit("/", 1)[-1]
         response: dict[str, Any] = self._client.create_launch_template(**request)
         return response
 

@@ -226,6 +226,9 @@ class Recorder:
     fleet_launches: list[LaunchAudit] = field(default_factory=list)
     replaces: list[ReplaceAudit] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # With the scenario's node_roles: the IAM role(s) each instance Nodewright launched holds,
+    # read from EC2 and IAM at the end of the run (its instance profile's roles).
+    node_roles: dict[str, tuple[str, ...]] = field(default_factory=dict)
     invocations: Counter[str] = field(default_factory=Counter)
     busy: Counter[str] = field(default_factory=Counter)
     errors: list[dict[str, Any]] = field(default_factory=list)

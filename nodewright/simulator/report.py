@@ -113,10 +113,10 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
         ("nodes launched", f"{summary['nodes_launched']} ({_counts(summary['nodes_launched_by'])})"),
         ("nodes terminated", _counts(summary["nodes_terminated"]) or "0"),
         ("cost", _usd(summary["cost_usd"])),
-        ("cost without consolidation", f"{_usd(summary['cost_without_consolidation_usd'])} (saved {_usd(saved)})"),
+        ("cost without consolidation", _without_consolidation(summary, saved)),
         ("pods moved by consolidation", _moves(summary["consolidation_moves"])),
         (
-            "simulated EC2 fidelity",
+            "simulated EC2 fidelity (did the simulated EC2 launch what real EC2 would?)",
             f"{fidelity['launches']} launches, {fidelity['launches_not_cheapest']} not the cheapest allowed "
             f"({fidelity['on_demand_not_cheapest']} on-demand); {fidelity['replaces']} consolidation replacements, "
             f"{fidelity['replaces_not_cheaper']} no cheaper, {fidelity['replaces_rolled_back']} rolled back",
@@ -200,8 +200,7 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
             "cost.png": "Cost per hour and cumulative cost",
         }
         for name in images:
-            if name != "overview.png":
-                blocks.append(Block("image", text=name, items=(captions.get(name, name),)))
+            blocks.append(Block("image", text=name, items=(captions.get(name, name),)))
     blocks += _what_ran(world)
     blocks += _decisions(world)
     blocks += _fidelity(world)
@@ -400,9 +399,34 @@ def _plan(workload: Any) -> str:
     return "; ".join(parts)
 
 
+# One line for each decision record a newcomer meets first (the rest are named for what they do).
+DECISION_WORDS = {
+    "lease-busy": "an invocation found the previous one still running and exited at once (normal)",
+    "disruption-rejected": "a node consolidation looked at and kept, with why (see 'Why: nodes')",
+    "disruption-dropped": "a consolidation plan dropped when re-checked before acting",
+    "disruption": "a consolidation, drift, expiry or repair command: nodes replaced or deleted",
+    "unschedulable": "a pod no NodePool can hold as it asks (the reason says why)",
+    "capacity-error": "EC2 had no capacity for some offerings; they are avoided for a while",
+    "launch": "a node launched for pending pods",
+    "idle-exit": "the provisioner ended early: no pod waited (the deploy key provisionerIdleExitSeconds)",
+    "mirror": "NodeClaim objects written for kubectl",
+    "nodepool-refused": "a NodePool held back: its EC2NodeClass names a node role the stack may not pass",
+}
+
+
+def _without_consolidation(summary: dict[str, Any], saved: float) -> str:
+    """What the run would have cost without consolidation, and the saving only when it consolidated."""
+    cost = _usd(summary["cost_without_consolidation_usd"])
+    if not summary["consolidation_moves"]["pods_moved"] and not summary["nodes_terminated"].get("consolidation"):
+        return f"{cost} (nothing was consolidated: no saving to claim)"
+    return f"{cost} (saved {_usd(saved)})"
+
+
 def _decisions(world: World) -> list[Block]:
     blocks = [Block("h2", "Decisions")]
-    summary_rows: list[tuple[str, ...]] = [("function", "invocations", "lease busy", "decisions")]
+    summary_rows: list[tuple[str, ...]] = [
+        ("function", "invocations", "lease busy (exited: the previous invocation still ran)", "decisions")
+    ]
     for name, observer in world.observers.items():
         kinds = Counter(str(d.get("decision")) for d in observer.decisions)
         summary_rows.append(
@@ -414,6 +438,10 @@ def _decisions(world: World) -> list[Block]:
             )
         )
     blocks.append(Block("table", rows=tuple(summary_rows)))
+    seen = {str(d.get("decision")) for observer in world.observers.values() for d in observer.decisions}
+    glossary = [f"{kind}: {DECISION_WORDS[kind]}" for kind in sorted(seen) if kind in DECISION_WORDS]
+    if glossary:
+        blocks += [Block("p", "What the decision records mean:"), Block("list", items=tuple(glossary))]
     launches: Counter[tuple[str, str]] = Counter()
     for record in world.recorder.instances.values():
         launches[(record.instance_type, record.capacity_type)] += 1

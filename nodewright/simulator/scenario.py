@@ -35,6 +35,9 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
       - {at: 9m, condition: KernelReady, status: "False"}   # NotReady; others the node
       - {at: 12m, status_check: system}   # monitoring agent's; or an impaired EC2 status check
     repair_max_unhealthy_percent: 20      # node repair's guard, as the deploy key (default 20)
+    node_roles: [KarpenterNodeRole-my-cluster]   # the deploy key nodeRoles: an EC2NodeClass's role
+                                         # gets its own instance profile (moto IAM); another role
+                                         # is refused. Absent: every role uses the stack's profile
     capacity_reservations:                # what DescribeCapacityReservations answers; launches
       - {id: cr-0a1b2c3d4e5f60718, instance_type: m5.xlarge, zone: us-east-1a, count: 3,
          match: targeted, tags: {team: ml}}   # also owner (12 digits), from, until, interruptible

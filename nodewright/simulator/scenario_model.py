@@ -278,6 +278,11 @@ class Scenario:
     repair_max_unhealthy_percent: int = 20
     # Capacity reservations (ODCRs, capacity blocks) the simulated EC2 holds.
     capacity_reservations: tuple[CapacityReservationSpec, ...] = ()
+    # The deploy key nodeRoles: the node roles the simulated stack may pass besides its own
+    # (NODE_ROLE), with instance profiles kept in the simulated IAM as the functions keep them.
+    # None: every NodeClass's role launches with the stack's instance profile (the default for
+    # scenarios that are not about node roles).
+    node_roles: tuple[str, ...] | None = None
 
     @property
     def faults_end(self) -> float | None:

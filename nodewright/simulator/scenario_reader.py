@@ -81,6 +81,7 @@ _TOP = (
     "nodepool_changes",
     "node_failures",
     "repair_max_unhealthy_percent",
+    "node_roles",
 )
 _CHANGE = ("at", "manifest")
 
@@ -198,6 +199,7 @@ class ScenarioReader:
         repair_percent = f.integer(
             at / "repair_max_unhealthy_percent", top.get("repair_max_unhealthy_percent"), minimum=0, maximum=100
         )
+        node_roles = f.string_list(at / "node_roles", top.get("node_roles"))
         self._cross_check(
             at, nodepools=nodepools, nodeclasses=nodeclasses, interruptions=interruptions, errors=errors, zones=zones
         )
@@ -235,6 +237,7 @@ class ScenarioReader:
             nodepool_changes=changes,
             node_failures=failures,
             repair_max_unhealthy_percent=20 if repair_percent is None else repair_percent,
+            node_roles=None if node_roles is None else tuple(node_roles),
             **functions,
         )
 

@@ -69,6 +69,8 @@ class World(Clockwork):
         """Create the AWS resources, the cluster's fixed objects, the controllers and the schedules."""
         scenario = self.scenario
         self.account.create(scenario.nodeclasses, scenario.zones, scenario.interruption.timeout)
+        if scenario.node_roles is not None:
+            self.account.create_node_roles(scenario.nodeclasses)
         for daemonset in scenario.daemonsets:
             self.cluster.add_daemonset(daemonset)
         for pdb in scenario.pdbs:

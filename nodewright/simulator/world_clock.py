@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
+from nodewright.simulator.aws import launched_roles
 from nodewright.simulator.faults import ORPHAN_GRACE_SECONDS
 from nodewright.simulator.world_reservations import CapacityBlocks
 from nodewright.simulator.world_wiring import Wiring
@@ -65,6 +66,8 @@ class Clockwork(Wiring, CapacityBlocks):
         if self.store is not None:
             for problem in self.store.verify():
                 self.recorder.warnings.append(f"state mirror differs from DynamoDB: {problem}")
+        if self.scenario.node_roles is not None:
+            self.recorder.node_roles = launched_roles(self.ec2.instance_profiles, self.account.iam)
         registry = {i.instance_id for i in self._live_instances()}
         described = {i.instance_id for i in self.cloud.described()}
         if registry != described:

@@ -19,11 +19,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from nodewright.adapters.aws.instance_profiles import InstanceProfiles
 from nodewright.adapters.aws.reservations import CapacityReservations
 from nodewright.adapters.aws.retry import Backoff
 from nodewright.adapters.kube.claims import KubeClaimObjects
 from nodewright.adapters.kube.store import KINDS, NODES
+from nodewright.config.noderoles import NodeRoles
 from nodewright.controllers.mirror import ClaimMirror
+from nodewright.controllers.noderoles import RoleCheckedConfiguration
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
 from nodewright.inmemory.claimobjects import InMemoryClaimObjects
@@ -35,6 +38,7 @@ from nodewright.simulator.aws import (
     CLUSTER,
     IDEMPOTENCY_TABLE,
     NODE_INSTANCE_PROFILE,
+    NODE_ROLE,
     QUEUE,
     STATE_TABLE,
     Account,
@@ -165,11 +169,27 @@ class Wiring(Kubelet, Changes):
         ssm = PublicParameters(self.account.ssm, self.account.images)
         clients = {"ec2": self.account.ec2, "dynamodb": self.account.dynamodb, "sqs": self.account.sqs}
         self.faults.install(clients, lambda: ec2.quiet)
+        # The deploy key nodeRoles (scenario `node_roles`): profiles kept in the simulated IAM.
+        roles = NodeRoles.of(NODE_ROLE, scenario.node_roles or ())
+        profiles = (
+            None
+            if scenario.node_roles is None
+            else InstanceProfiles(
+                self.account.iam,
+                cluster=CLUSTER.name,
+                region=REGION,
+                roles=roles,
+                own_profile=NODE_INSTANCE_PROFILE,
+                clock=self.clock,
+                backoff=backoff,
+            )
+        )
         cloud = MirroredCloud(
             ec2,
             ssm,
             CLUSTER,
             instance_profile=NODE_INSTANCE_PROFILE,
+            profiles=profiles,
             clock=self.clock,
             registry=self._live_instances,
             backoff=backoff,
@@ -194,12 +214,15 @@ class Wiring(Kubelet, Changes):
             self.http.start()
 
         def provisioner(observer: RecordingObserver) -> Provisioner:
+            cluster = self._cluster_for("provisioner")
             return Provisioner(
-                cluster=self._cluster_for("provisioner"),
+                cluster=cluster,
                 cloud=cloud,
                 store=store,
                 clock=self.clock,
-                config=config,
+                config=config
+                if profiles is None
+                else RoleCheckedConfiguration(config, roles, cluster, self.clock, observer),
                 catalog=self.catalog,
                 observer=observer,
                 sleep=self.lambdas.sleep,

@@ -35,3 +35,21 @@ def test_a_metric_with_dimensions_is_flushed_as_emf(
     assert blob["LaunchFailures"] == [1.0] or blob["LaunchFailures"] == 1.0
     assert blob["reason"] == "InsufficientCapacity"
     assert blob["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Nodewright"
+
+
+def test_a_metric_karpenter_has_is_emitted_under_both_names_with_the_same_dimensions(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Nodewright")
+    observer = PowertoolsObserver(Logger(service="provisioner"), Metrics(namespace="Nodewright", service="p"))
+    observer.metric("NodesLaunched", 1, nodepool="default", capacity_type="spot")
+    observer.metric("PendingToLaunchSeconds", 12.0, "Seconds")  # another meaning than Karpenter's: one name
+    observer.metrics.flush_metrics()
+
+    blobs = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines() if line.startswith("{")]
+    names = [m["Name"] for b in blobs for d in b["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]]
+    assert names.count("NodesLaunched") == names.count("karpenter_nodes_created_total") == 1
+    assert "PendingToLaunchSeconds" in names
+    assert not [n for n in names if n.startswith("karpenter_pods_startup")]
+    (karpenter,) = [b for b in blobs if "karpenter_nodes_created_total" in b]
+    assert (karpenter["nodepool"], karpenter["capacity_type"]) == ("default", "spot")

@@ -73,3 +73,53 @@ def test_apply_strict_stores_nothing_when_there_is_a_warning(tmp_path: Path) -> 
     assert result.exit_code == 1
     assert "error: nothing was stored" in result.stderr
     assert "spec.wieght: unknown field" in result.stderr
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "nodepools"
+
+
+def test_node_roles_refuse_an_ec2nodeclass_naming_another_role_by_its_name() -> None:
+    example = EXAMPLES / "default.yaml"
+    allowed = runner.invoke(
+        app,
+        [
+            "nodepool",
+            "validate",
+            "-f",
+            str(example),
+            "--node-roles",
+            "Nodewright-demo-NodeRole,KarpenterNodeRole-my-cluster",
+        ],
+    )
+    refused = runner.invoke(
+        app, ["nodepool", "validate", "-f", str(example), "--node-roles", "Nodewright-demo-NodeRole"]
+    )
+
+    assert allowed.exit_code == 0, allowed.output
+    assert refused.exit_code == 1
+    (problem,) = [line for line in refused.stderr.splitlines() if "spec.role" in line]
+    assert problem.startswith(f"{example}:")
+    assert (
+        "EC2NodeClass/default: spec.role: node role 'KarpenterNodeRole-my-cluster' is not one this deployment may "
+        "pass (Nodewright-demo-NodeRole): add it to the deploy key nodeRoles and redeploy"
+    ) in problem
+
+
+def test_apply_refuses_a_role_outside_the_list_before_it_connects() -> None:
+    result = runner.invoke(
+        app,
+        [
+            "nodepool",
+            "apply",
+            "-f",
+            str(EXAMPLES / "gpu.yaml"),
+            "--table",
+            "t",
+            "--node-roles",
+            "Nodewright-demo-NodeRole",
+        ],
+    )
+
+    assert result.exit_code != 0
+    assert "node role 'KarpenterNodeRole-my-cluster' is not one this deployment may pass" in result.stderr
+    assert "nothing was stored" in result.stderr

@@ -24,7 +24,8 @@ def run_plan(*args: str) -> tuple[int, str]:
 
 def plan_json(*paths: Path) -> dict[str, Any]:
     args = [a for p in paths for a in ("-f", str(p))]
-    code, output = run_plan(*args, "--output", "json")
+    # Inputs without a NodePool plan with the default one (tests/cli/test_plan_truth.py: without the flag, none).
+    code, output = run_plan(*args, "--output", "json", "--default-nodepool")
     assert code == 0, output
     return json.loads(output)
 
@@ -110,7 +111,6 @@ spec:
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        ("kind: Gadget\napiVersion: v1\nmetadata: {name: x}\n", "'Gadget' is not one of"),
         ("kind: Pod\nmetadata: {name: x\n", "invalid YAML"),
         (
             "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: bad}\nspec:\n  template:\n    spec:\n"
@@ -124,7 +124,7 @@ spec:
             "Pod/p",
         ),
     ],
-    ids=["unknown-kind", "broken-yaml", "invalid-nodepool", "bad-quantity"],
+    ids=["broken-yaml", "invalid-nodepool", "bad-quantity"],
 )
 def test_bad_input_names_file_document_and_field_and_plans_nothing(tmp_path: Path, content: str, expected: str) -> None:
     bad = tmp_path / "bad.yaml"

@@ -137,8 +137,9 @@ def test_pending_pods_get_claims_and_nothing_is_written(served: dict[str, Any]) 
 def test_an_unreachable_cluster_is_one_readable_line(tmp_path: Path) -> None:
     config = _kubeconfig(tmp_path / "config", "http://127.0.0.1:9")
     result = CliRunner().invoke(app, ["plan", "--kubeconfig", str(config), "--output", "json"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # AWS or the cluster could not be reached (cli.failures)
     assert "cannot list nodes, pods, daemonsets and PDBs" in result.output
+    assert "cannot reach the Kubernetes API server to list nodes" in result.output
 
 
 def test_kubectl_output_files_still_plan_offline(tmp_path: Path) -> None:

@@ -222,7 +222,11 @@ def test_nodepools_from_crds_get_karpenters_status_resources_and_conditions() ->
     launched = next(t for t in FixedCatalog().instance_types(None) if t.name == claim.instance_type)
     assert status["resources"]["nodes"] == "1"
     assert status["resources"]["cpu"] == str(launched.capacity["cpu"] // 1000)
-    assert {c["type"]: c["status"] for c in status["conditions"]} == {"Ready": "True", "ValidationSucceeded": "True"}
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {
+        "NodeClassReady": "True",
+        "Ready": "True",
+        "ValidationSucceeded": "True",
+    }
     writes = objects.requests["patch nodepools/status"]
 
     world.run(1)

@@ -62,3 +62,20 @@ def test_the_economy_key_ends_the_provisioner_early_only_when_set() -> None:
     assert Settings.from_env({**BASE, "PROVISIONER_IDLE_EXIT_SECONDS": "0"}).provisioner_idle_exit == 0.0
     with pytest.raises(SettingsError, match="PROVISIONER_IDLE_EXIT_SECONDS"):
         Settings.from_env({**BASE, "PROVISIONER_IDLE_EXIT_SECONDS": "soon"})
+
+
+def test_spot_to_spot_consolidation_and_node_roles_reach_the_consolidator_and_the_launches() -> None:
+    settings = Settings.from_env(
+        {
+            **BASE,
+            "SPOT_TO_SPOT_CONSOLIDATION": "false",
+            "NODE_ROLE_ARN": "arn:aws:iam::111122223333:role/prod-node",
+            "NODE_ROLES": "KarpenterNodeRole-prod, arn:aws:iam::111122223333:role/teams/Payments",
+        }
+    )
+
+    assert Settings.from_env(BASE).disruption_options().spot_to_spot is True
+    assert settings.disruption_options().spot_to_spot is False
+    assert settings.roles().allowed == {"prod-node", "KarpenterNodeRole-prod", "Payments"}
+    with pytest.raises(SettingsError, match="SPOT_TO_SPOT_CONSOLIDATION 'maybe' is not true or false"):
+        Settings.from_env({**BASE, "SPOT_TO_SPOT_CONSOLIDATION": "maybe"})

@@ -10,8 +10,15 @@ from infra.config import ConfigError
 
 
 def test_unknown_plain_context_key_is_rejected_naming_the_known_ones() -> None:
-    with pytest.raises(ConfigError, match=r"unknown context key\(s\): clustername; known: .*clusterName"):
+    with pytest.raises(
+        ConfigError, match=r"unknown context key\(s\): clustername \(did you mean clusterName\?\); known: .*clusterName"
+    ):
         nodewright_app.read_config(cdk.App(context={"clustername": "typo"}), environ={})
+
+
+def test_a_misspelt_deploy_key_gets_a_did_you_mean() -> None:
+    with pytest.raises(ConfigError, match=r"nodeRole \(did you mean nodeRoles\?\), provisionerIdleExit \(did you"):
+        nodewright_app.read_config(cdk.App(context={"nodeRole": "x", "provisionerIdleExit": "0"}), environ={})
 
 
 def test_cdk_namespaced_keys_pass_and_cli_defaults_fill_account_and_region() -> None:

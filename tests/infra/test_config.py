@@ -130,3 +130,12 @@ def test_empty_alarm_topic_means_no_topic() -> None:
 def test_the_economy_key_is_off_unless_set() -> None:
     assert load_config({}).provisioner_idle_exit_seconds is None
     assert load_config({"provisionerIdleExitSeconds": "0"}).provisioner_idle_exit_seconds == 0.0
+
+
+def test_every_deploy_key_is_documented_in_deploy_md() -> None:
+    from pathlib import Path
+
+    from infra.config import CONTEXT_KEYS
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text()
+    assert [key for key in sorted(CONTEXT_KEYS) if f"`{key}`" not in text] == []

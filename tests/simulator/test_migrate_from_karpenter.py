@@ -10,6 +10,7 @@ scenario's lost-pod count, and the interruption controller's decision.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,25 @@ def test_initial_nodes_may_not_carry_nodewright_labels(tmp_path: Path) -> None:
 
     with pytest.raises(ScenarioError, match=r"initial_nodes\[0\]\.labels.*nodewright.io/nodepool"):
         load_scenario(bad)
+
+
+def test_every_node_nodewright_launches_keeps_the_karpenter_node_role(migrated: RunResult) -> None:
+    world = migrated.world
+    assert world is not None
+    roles = world.recorder.node_roles
+    assert len(roles) == migrated.summary["nodes_launched"] > 0
+    assert set(roles.values()) == {("KarpenterNodeRole-my-cluster",)}
+
+
+def test_a_node_role_outside_the_deploy_list_is_refused_by_name_and_nothing_launches() -> None:
+    scenario = replace(load_scenario(SCENARIO), node_roles=("PaymentsNodeRole",), duration=180.0)
+    refused = run_scenario(scenario, plots=False)
+    world = refused.world
+    assert world is not None
+
+    assert refused.summary["nodes_launched"] == 0
+    assert world.recorder.node_roles == {}
+    decisions = world.observers["provisioner"].of("nodepool-refused")
+    assert decisions
+    assert decisions[0]["nodepool"] == "default"
+    assert "node role 'KarpenterNodeRole-my-cluster' is not one this deployment may pass" in decisions[0]["reason"]

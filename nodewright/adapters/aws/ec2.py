@@ -87,6 +87,7 @@ from nodewright.adapters.aws.fleet import (
     plan_fleet,
     resource_tags,
 )
+from nodewright.adapters.aws.instance_profiles import InstanceProfiles
 from nodewright.adapters.aws.launch_template import NOT_FOUND_CODES, LaunchTemplates, reservation_fields, template_data
 from nodewright.adapters.aws.nodeclass_resolver import (
     STANDARD,
@@ -191,8 +192,11 @@ def instance_status_from_description(item: Mapping[str, Any]) -> InstanceStatus 
 class Ec2CloudProvider:
     """`CloudProvider` for EC2 (see the module docstring for how a launch works).
 
-    `instance_profile` is used for NodeClasses that name a `role` (the stack creates that role's
-    instance profile and passes its name in); a NodeClass's `instanceProfile` is used as is.
+    `profiles` chooses each launch's instance profile from its NodeClass's `role` or
+    `instanceProfile` (`adapters.aws.instance_profiles`: the deployment's roles only, never the
+    stack's in place of another); the functions always pass it. Without it (tools and tests that
+    launch with one known profile), `instance_profile` is used for every NodeClass naming a
+    `role`, and a NodeClass's `instanceProfile` as is.
     `reservations` is the container's capacity reservation counts, shared with the catalog: a
     launch into a reservation takes one, a full reservation is set to 0 (without it, the
     offerings' own counts decide). Not thread-safe: one per Lambda container.
@@ -204,7 +208,8 @@ class Ec2CloudProvider:
         ssm_client: Any,
         cluster: ClusterInfo,
         *,
-        instance_profile: str,
+        instance_profile: str = "",
+        profiles: InstanceProfiles | None = None,
         clock: Clock,
         backoff: Backoff | None = None,
         resolver: NodeClassResolver | None = None,
@@ -216,6 +221,7 @@ class Ec2CloudProvider:
         self._ec2 = ec2_client
         self._cluster = cluster
         self._instance_profile = instance_profile
+        self._profiles = profiles
         self._clock = clock
         self._backoff = backoff or Backoff()
         self._resolver = resolver or NodeClassResolver(
@@ -382,7 +388,10 @@ class Ec2CloudProvider:
         self, request: LaunchRequest, resolved: ResolvedNodeClass, plan: FleetPlan
     ) -> dict[tuple[str, str], str]:
         nodeclass = request.nodeclass
-        profile = nodeclass.instance_profile or self._instance_profile
+        if self._profiles is not None:
+            profile = self._profiles.for_nodeclass(nodeclass)
+        else:
+            profile = nodeclass.instance_profile or self._instance_profile
         static_tags = {
             k: v for k, v in resource_tags(self._cluster.name, request).items() if k not in (NODECLAIM_TAG, "Name")
         }

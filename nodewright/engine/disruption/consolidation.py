@@ -10,7 +10,9 @@ ONE spot node would be replaced by one spot node, that replacement keeps at leas
 `spot_to_spot_min_types` instance types cheaper than the candidate and launches among the cheapest
 that many only (so the launch does not walk down to the cheapest spot pool, the one most likely to
 be interrupted, one replacement at a time). As in Karpenter, moves that remove several nodes have
-no such rule. Each replacement's instance type options are cut to those strictly cheaper than its
+no such rule. With `spot_to_spot` off (Karpenter's SpotToSpotConsolidation, off there by
+default), spot candidates are never replaced by a spot node at all; they may still be deleted.
+Each replacement's instance type options are cut to those strictly cheaper than its
 share of what the candidates cost minus the guard, so whichever option CreateFleet launches the
 move saves at least the guard (and a type as dear as the node it replaces is never an option);
 types whose replacement for a candidate came up no cheaper before (`refused`) are left out.
@@ -116,6 +118,13 @@ def evaluate(
     # spot node replaced by one spot node: that is the move that, repeated, walks a node down to
     # the cheapest and most interrupted spot pool. Removing several nodes cannot repeat forever.
     spot_to_spot = n == 1 and candidates[0].capacity_type == "spot"
+    if (
+        not options.spot_to_spot
+        and all(c.capacity_type == "spot" for c in candidates)
+        and any(claim.offering.capacity_type == "spot" for claim in claims)
+    ):
+        # Karpenter with SpotToSpotConsolidation off: spot candidates may only be deleted.
+        return Verdict(None, "spot-to-spot consolidation is off (spotToSpotConsolidation): a spot replacement")
     replacements: list[PlannedClaim] = []
     for claim in claims:
         if claim.instance_type.name in banned:

@@ -49,6 +49,9 @@ class DisruptionOptions:
     min_savings: float = 0.0
     min_savings_fraction: float = 0.0
     spot_to_spot_min_types: int = 15
+    # Karpenter's SpotToSpotConsolidation feature gate (off there by default): False never
+    # replaces spot nodes by a spot node; deleting them, or a spot-to-on-demand move, still happens.
+    spot_to_spot: bool = True
     nomination_window: float = 20.0
     max_candidates: int = 100
     # Node repair (repair.py): no repair in a NodePool, nor anywhere when the whole cluster is

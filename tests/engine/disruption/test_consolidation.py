@@ -166,6 +166,33 @@ def test_several_spot_nodes_may_be_replaced_by_one_spot_node_without_15_cheaper_
     expect_cheaper(world, command)
 
 
+def test_with_spot_to_spot_off_a_spot_node_is_never_replaced_by_spot_as_in_default_karpenter() -> None:
+    world = World(types=spot_catalog(20))
+    world.node("spot", "t19.large", capacity_type="spot")
+    world.put("spot", 1, cpu="1")
+
+    assert consolidation(world) is not None  # Nodewright's default: replaced, among the 15 cheapest
+    result = world.run(opts={"spot_to_spot": False})
+
+    assert not result.commands
+    assert "spot-to-spot consolidation is off" in result.rejected["spot"]
+
+
+def test_with_spot_to_spot_off_spot_nodes_are_deleted_but_not_merged_into_spot() -> None:
+    world = World(types=spot_catalog(8))
+    for name in ("a", "b"):
+        world.node(name, "t7.large", capacity_type="spot")
+        world.put(name, 1, cpu="700m")
+
+    merged = consolidation(world, many_to_many=False)
+    command = consolidation(world, many_to_many=False, spot_to_spot=False)
+
+    assert merged is not None
+    assert [r.offering.capacity_type for r in merged.replacements] == ["spot"]
+    assert command is not None
+    assert command.replacements == ()  # a deletion: their pods fit on the other node
+
+
 def test_the_spot_to_spot_threshold_is_an_option() -> None:
     world = World(types=spot_catalog(20))
     world.node("spot", "t10.large", capacity_type="spot")
