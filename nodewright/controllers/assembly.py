@@ -26,6 +26,7 @@ from nodewright.adapters.kube.crd_config import read_config
 from nodewright.adapters.kube.store import KINDS, NODES, PODS
 from nodewright.adapters.offline_catalog import estimated_on_demand_prices
 from nodewright.config.documents import Document
+from nodewright.controllers.algorithms import decisions_for, schedule_for
 from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
@@ -122,6 +123,7 @@ def _provisioner(aws: _Aws, settings: Settings, observer: Observer) -> Provision
         options=settings.provisioner_options(),
         wait=aws.cluster.wait,
         reservations=aws.reservations,
+        schedule=schedule_for(settings.consolidation),
         # NodeClaim objects for kubectl: on when the nodeclaims.nodewright.io CRD is installed and granted.
         mirror=ClaimMirror(
             KubeClaimObjects(aws.cluster, aws.api_client),
@@ -148,6 +150,7 @@ def consolidator_from_settings(settings: Settings, observer: Observer) -> Consol
         observer=observer,
         launcher=launcher,
         options=ConsolidatorOptions(disruption=settings.disruption_options()),
+        decisions=decisions_for(settings.consolidation),
     )
 
 

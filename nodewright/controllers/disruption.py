@@ -37,6 +37,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from nodewright.controllers.algorithms import Decisions, EngineDecisions
 from nodewright.controllers.drain import Drainer
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.lease import InvocationLease
@@ -47,8 +48,6 @@ from nodewright.engine.disruption import (
     DisruptionCache,
     DisruptionInput,
     DisruptionOptions,
-    compute_commands,
-    validate,
 )
 from nodewright.engine.disruption.consolidation import EPSILON
 from nodewright.engine.disruption.repair import diagnoses, due
@@ -142,6 +141,7 @@ class Consolidator:
         launcher: Provisioner,
         options: ConsolidatorOptions = ConsolidatorOptions(),
         sleep: Callable[[float], None] = time.sleep,
+        decisions: Decisions | None = None,
     ) -> None:
         self.cluster = cluster
         self.cloud = cloud
@@ -154,6 +154,8 @@ class Consolidator:
         self.options = options
         self.sleep = sleep
         self.drainer = Drainer(cluster, observer)
+        # Who decides each pass's command: the engine, or a reference (controllers.algorithms).
+        self.decisions = decisions if decisions is not None else EngineDecisions()
         self._last_state: tuple[object, ...] | None = None
         # (candidate node, instance type) -> until when that type is no option for that node: its
         # replacement came up no cheaper. Held by the warm container, as the fingerprint is.
@@ -256,7 +258,7 @@ class Consolidator:
         state = _fingerprint(inp)
         if state == self._last_state:
             return False
-        result = compute_commands(inp, self._cache)
+        result = self.decisions.compute_commands(inp, self._cache)
         report.eligible = result.eligible
         self.observer.metric("EligibleNodes", result.eligible)
         for node, why in sorted(result.rejected.items()):
@@ -275,7 +277,7 @@ class Consolidator:
         self.store.save_command(record)
         report.decided.append(record.id)
         self.sleep(self.options.validation_delay)
-        stale = validate(command, self.disruption_input(), self._cache)
+        stale = self.decisions.validate(command, self.disruption_input(), self._cache)
         if stale is not None:
             self.store.delete_command(record.id)
             report.dropped[record.id] = stale

@@ -23,6 +23,7 @@ from nodewright.adapters.aws.reservations import CapacityReservations
 from nodewright.adapters.aws.retry import Backoff
 from nodewright.adapters.kube.claims import KubeClaimObjects
 from nodewright.adapters.kube.store import KINDS, NODES
+from nodewright.controllers.algorithms import AUTOMODE, decisions_for, provisioner_options_for, schedule_for
 from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
@@ -31,6 +32,7 @@ from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.instance import Instance
 from nodewright.model.nodepool import NodePool
 from nodewright.ports import Cluster
+from nodewright.reference import automode
 from nodewright.simulator.aws import (
     CLUSTER,
     IDEMPOTENCY_TABLE,
@@ -178,9 +180,10 @@ class Wiring(Kubelet, Changes):
         self.ec2 = ec2
         self.cloud = cloud
         self.store = store = MirroredStateStore(self.account.dynamodb, STATE_TABLE)
+        mode = scenario.consolidation
         config = ScenarioConfiguration(
             StaticConfiguration(
-                scenario.nodepools,
+                automode.nodepools(scenario.nodepools) if mode == AUTOMODE else scenario.nodepools,
                 dict(scenario.nodeclasses),
                 capacitybuffers=scenario.capacitybuffers,
                 podtemplates=scenario.podtemplates,
@@ -204,9 +207,10 @@ class Wiring(Kubelet, Changes):
                 observer=observer,
                 sleep=self.lambdas.sleep,
                 wait=self.lambdas.sleep,
-                options=ProvisionerOptions(idle_exit=scenario.provisioner.idle_exit),
+                options=provisioner_options_for(mode, ProvisionerOptions(idle_exit=scenario.provisioner.idle_exit)),
                 mirror=self._mirror(observer),
                 reservations=counts,
+                schedule=schedule_for(mode),
             )
 
         module = importlib.import_module(HANDLERS["provisioner"])
@@ -253,6 +257,7 @@ class Wiring(Kubelet, Changes):
                 launcher=provisioner(observer),
                 options=options,
                 sleep=self.lambdas.sleep,
+                decisions=decisions_for(mode),
             )
             consolidator.configure(controller)
             self._use("consolidator", consolidator)

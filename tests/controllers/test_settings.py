@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from nodewright.controllers.algorithms import EngineDecisions, decisions_for, schedule_for
 from nodewright.controllers.settings import Settings, SettingsError
+from nodewright.reference.karpenter.disruption import Disruption
+from nodewright.reference.karpenter.scheduler import schedule as karpenter_schedule
 
 BASE = {"CLUSTER_NAME": "prod", "STATE_TABLE_NAME": "state", "CONFIG_TABLE_NAME": "config"}
 
@@ -25,7 +28,10 @@ def test_defaults_follow_the_stack() -> None:
         ({"CONFIG_TABLE_NAME": ""}, "CONFIG_TABLE_NAME is not set (CONFIG_SOURCE is dynamodb)"),
         ({"CONFIG_SOURCE": "etcd"}, "CONFIG_SOURCE 'etcd' is not one of dynamodb, crd"),
         ({"REBALANCE_POLICY": "Panic"}, "REBALANCE_POLICY 'Panic' is not one of"),
-        ({"CONSOLIDATION_MODE": "aggressive"}, "CONSOLIDATION_MODE 'aggressive' is not one of nodewright, karpenter"),
+        (
+            {"CONSOLIDATION_MODE": "aggressive"},
+            "CONSOLIDATION_MODE 'aggressive' is not one of nodewright, many-to-one, karpenter",
+        ),
         ({"CONSOLIDATION_MIN_SAVINGS": "cheap"}, "CONSOLIDATION_MIN_SAVINGS 'cheap' is not a number"),
         ({"CONSOLIDATION_MIN_SAVINGS_PERCENT": "150"}, "CONSOLIDATION_MIN_SAVINGS_PERCENT '150' is outside 0-100"),
     ],
@@ -45,7 +51,7 @@ def test_the_consolidation_settings_choose_the_disruption_options() -> None:
     settings = Settings.from_env(
         {
             **BASE,
-            "CONSOLIDATION_MODE": "karpenter",
+            "CONSOLIDATION_MODE": "many-to-one",
             "CONSOLIDATION_MIN_SAVINGS": "0.05",
             "CONSOLIDATION_MIN_SAVINGS_PERCENT": "10",
         }
@@ -62,3 +68,17 @@ def test_the_economy_key_ends_the_provisioner_early_only_when_set() -> None:
     assert Settings.from_env({**BASE, "PROVISIONER_IDLE_EXIT_SECONDS": "0"}).provisioner_idle_exit == 0.0
     with pytest.raises(SettingsError, match="PROVISIONER_IDLE_EXIT_SECONDS"):
         Settings.from_env({**BASE, "PROVISIONER_IDLE_EXIT_SECONDS": "soon"})
+
+
+def test_karpenter_mode_runs_the_karpenter_reference_and_its_batching() -> None:
+    settings = Settings.from_env({**BASE, "CONSOLIDATION_MODE": "karpenter"})
+    assert isinstance(decisions_for(settings.consolidation), Disruption)
+    assert schedule_for(settings.consolidation) is karpenter_schedule
+    options = settings.provisioner_options()
+    assert (options.batch_idle, options.batch_max, options.batch_growth) == (1.0, 10.0, 0.0)
+    # Nodewright's own modes keep the engine and its batching.
+    for mode in ("nodewright", "many-to-one"):
+        mine = Settings.from_env({**BASE, "CONSOLIDATION_MODE": mode})
+        assert isinstance(decisions_for(mine.consolidation), EngineDecisions)
+        assert schedule_for(mine.consolidation) is None
+        assert mine.provisioner_options().batch_growth > 0
