@@ -53,7 +53,8 @@ POD = """\
 def plan(*args: str) -> dict[str, Any]:
     result = runner.invoke(app, ["plan", *args, "--output", "json"])
     assert result.exit_code == 0, result.output
-    return json.loads(result.output)
+    report: dict[str, Any] = json.loads(result.output)
+    return report
 
 
 @pytest.mark.parametrize("algorithm", ["karpenter", "automode"])
