@@ -14,6 +14,7 @@ from nodewright.engine.disruption.types import DisruptionResult
 from nodewright.model.nodepool import Budget
 from nodewright.reference.automode import DISRUPTION as AUTOMODE
 from nodewright.reference.karpenter.disruption import Disruption
+from tests.builders import instance_type
 from tests.engine.disruption.scenario import HOUR, World, only, pool, spot_catalog
 
 KARPENTER = Disruption()
@@ -143,3 +144,33 @@ def test_validation_finds_a_command_stale_when_the_pods_changed() -> None:
     world.put("light", 1, cpu="500m")
     assert KARPENTER.validate(command, world.input()) == "the pods on the candidates changed"
     assert KARPENTER.validate(replace(command, candidates=("gone",)), world.input()) is not None
+
+
+def test_an_on_demand_node_replaced_where_spot_is_allowed_is_replaced_by_spot_only() -> None:
+    world = World()  # the default pool allows spot and on-demand
+    world.node("big", "m5.2xlarge")  # on-demand
+    world.put("big", 2, cpu="500m")
+    command = only(run(world))
+    (new,) = command.replacements
+    capacity = new.requirements.get("karpenter.sh/capacity-type")
+    assert capacity is not None
+    assert capacity.has("spot")
+    assert not capacity.has("on-demand")  # priced as spot: no fallback to dearer on-demand
+    assert new.offering.capacity_type == "spot"
+
+
+def test_multi_node_spot_to_spot_needs_the_gate_but_not_15_types() -> None:
+    types = (
+        instance_type("a.large", cpu="2", memory="8Gi", price=0.1, spot_price=0.05),
+        instance_type("a.xlarge", cpu="4", memory="16Gi", price=0.2, spot_price=0.08),
+    )
+    world = World(types=types)
+    for name in ("s1", "s2"):  # neither pod fits beside the other on an a.large
+        world.node(name, "a.large", capacity_type="spot")
+        world.put(name, 1, cpu="1200m")
+    assert run(world).commands == ()  # Karpenter: gate off
+    command = only(run(world, AUTOMODE))
+    assert set(command.candidates) == {"s1", "s2"}
+    (new,) = command.replacements
+    assert [t.name for t in new.options] == ["a.xlarge"]  # one cheaper type is enough for two nodes
+    assert new.offering.capacity_type == "spot"

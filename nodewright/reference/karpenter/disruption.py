@@ -21,8 +21,8 @@ Methods, in Karpenter's order; the first that yields a command wins:
 4. multi-node consolidation (multinodeconsolidation.go): candidates of WhenEmptyOrUnderutilized and
    Balanced NodePools past `consolidateAfter`, by disruption cost ascending, cut by the
    "Underutilized" budgets and to 100; binary search for the largest prefix of at least 2 that can
-   be deleted, or replaced by ONE node (replacement types that are among the candidates' own types
-   are dropped);
+   be deleted, or replaced by ONE node (filterOutSameType: when an option is one of the candidates'
+   own types, only options cheaper than that candidate remain);
 5. single-node consolidation (singlenodeconsolidation.go): the first candidate that can be deleted
    or replaced by one cheaper node.
 
@@ -30,8 +30,10 @@ A consolidation (`_consolidate`, consolidation.go computeConsolidation) is valid
 schedules and at most one new claim opens; a replacement keeps only the instance types cheaper
 than the candidates together, and none left is no move. When every candidate is spot and the
 replacement may be spot, spot-to-spot applies: off unless `spot_to_spot` (Karpenter's feature gate
-defaults off; Auto Mode turns it on), one candidate only, at least 15 cheaper types, launched among
-the 15 cheapest. A `Balanced` NodePool's moves must also score at least 1/k (k = 2;
+defaults off; Auto Mode turns it on); the replacement is spot; a single candidate needs at least 15
+cheaper types and launches among the 15 cheapest. An on-demand candidate whose replacement may be
+spot or on-demand is replaced by spot only (priced as spot, it must not fall back to dearer
+on-demand). A `Balanced` NodePool's moves must also score at least 1/k (k = 2;
 `engine.disruption.balance`, Karpenter's formula).
 """
 
@@ -57,7 +59,7 @@ from nodewright.engine.disruption.types import (
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType, Offering
 from nodewright.model.nodepool import CONSOLIDATION_POLICIES
-from nodewright.model.requirements import Requirements
+from nodewright.model.requirements import Requirement, Requirements
 from nodewright.reference.karpenter.simulation import Simulation
 
 # consolidation.go: MinInstanceTypesForSpotToSpotConsolidation.
@@ -261,31 +263,41 @@ class _Pass:
                 self.why.setdefault(c.name, f"its pods need {len(result.claims)} new nodes")
             return None
         claim = result.claims[0]
-        options = [it for it in claim.options if _cheapest(it, claim.requirements, self.view) < total - EPSILON]
-        if multi:  # filterOutSameType: not the candidates' own types
-            own = {c.claim.instance_type for c in candidates}
-            options = [it for it in options if it.name not in own]
+        view = self.view
+        options = [it for it in claim.options if _cheapest(it, claim.requirements, view) < total - EPSILON]
+        spot_ok = _allows(claim.requirements, "spot")
+        requirements = claim.requirements
+        if spot_ok and all(c.capacity_type == "spot" for c in candidates):
+            # computeSpotToSpotConsolidation: behind its feature gate; the replacement is spot.
+            if not self.spot_to_spot:
+                for c in candidates:
+                    self.why.setdefault(c.name, "spot-to-spot consolidation is off (Karpenter's feature gate)")
+                return None
+            requirements = _only(requirements, "spot")
+            options = [it for it in options if _cheapest(it, requirements, view) < total - EPSILON]
+            if len(candidates) == 1:
+                if len(options) < SPOT_TO_SPOT_MIN_TYPES:
+                    self.why.setdefault(
+                        candidates[0].name, f"spot-to-spot needs {SPOT_TO_SPOT_MIN_TYPES} cheaper types"
+                    )
+                    return None
+                options = options[:SPOT_TO_SPOT_MIN_TYPES]
+        elif spot_ok and _allows(requirements, "on-demand"):
+            # On-demand to [on-demand, spot]: priced as spot, so only spot may launch (no dearer fallback).
+            requirements = _only(requirements, "spot")
+        if multi:
+            options = _not_same_type(options, candidates, requirements, view)
         if not options:
             for c in candidates:
                 self.why.setdefault(c.name, "no replacement type is cheaper")
             return None
-        spot_ok = _allows(claim.requirements, "spot")
-        if spot_ok and all(c.capacity_type == "spot" for c in candidates):
-            if not self.spot_to_spot or len(candidates) > 1:
-                for c in candidates:
-                    self.why.setdefault(c.name, "spot-to-spot consolidation is off (or several candidates)")
-                return None
-            if len(options) < SPOT_TO_SPOT_MIN_TYPES:
-                self.why.setdefault(candidates[0].name, f"spot-to-spot needs {SPOT_TO_SPOT_MIN_TYPES} cheaper types")
-                return None
-            options = options[:SPOT_TO_SPOT_MIN_TYPES]
         first = options[0]
         offering = min(
-            (o for o in first.offerings if o.available and _offer_allowed(o, claim.requirements)),
+            (o for o in first.offerings if o.available and _offer_allowed(o, requirements)),
             key=lambda o: o.price,
             default=claim.offering,
         )
-        new = replace(claim, options=tuple(options), offering=offering)
+        new = replace(claim, requirements=requirements, options=tuple(options), offering=offering)
         savings = total - new.price
         if savings <= EPSILON:
             return None
@@ -363,6 +375,24 @@ def _delete(
         detail=f"{what}; saves ${savings:.4f}/h",
         pods=tuple(sorted(p.key for c in candidates for p in c.pods)),
     )
+
+
+def _not_same_type(
+    options: Sequence[InstanceType], candidates: Sequence[Candidate], requirements: Requirements, view: ClusterView
+) -> list[InstanceType]:
+    """filterOutSameType: when a replacement option is one of the candidates' own types, only
+    options cheaper than the cheapest such candidate remain (else deleting the others is the move).
+    """
+    own: dict[str, float] = {}
+    for c in candidates:
+        name = c.claim.instance_type
+        own[name] = min(own.get(name, float("inf")), c.price)
+    cap = min((own[it.name] for it in options if it.name in own), default=float("inf"))
+    return [it for it in options if _cheapest(it, requirements, view) < cap - EPSILON]
+
+
+def _only(requirements: Requirements, capacity_type: str) -> Requirements:
+    return requirements.intersection(Requirements([Requirement.new(wk.CAPACITY_TYPE, "In", [capacity_type])]))
 
 
 def _allows(requirements: Requirements, capacity_type: str) -> bool:
