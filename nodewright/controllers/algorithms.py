@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from nodewright.controllers.provisionoptions import ProvisionerOptions
 from nodewright.engine.disruption import Command, DisruptionCache, DisruptionInput, compute_commands, validate
@@ -28,6 +28,9 @@ from nodewright.reference import automode
 from nodewright.reference.karpenter.disruption import Disruption
 from nodewright.reference.karpenter.launch import BATCH_IDLE_SECONDS, BATCH_MAX_SECONDS
 from nodewright.reference.karpenter.scheduler import schedule as karpenter_schedule
+
+if TYPE_CHECKING:  # the consolidator imports this module: its options are named for typing only
+    from nodewright.controllers.disruption import ConsolidatorOptions
 
 NODEWRIGHT = "nodewright"
 MANY_TO_ONE = "many-to-one"
@@ -74,6 +77,13 @@ def decisions_for(mode: str) -> Decisions:
 def schedule_for(mode: str) -> Schedule | None:
     """The scheduler provisioning runs in `mode` (None: Nodewright's `solve`)."""
     return karpenter_schedule if mode in REFERENCES else None
+
+
+def consolidator_options_for(mode: str, options: ConsolidatorOptions) -> ConsolidatorOptions:
+    """`options` as a reference mode runs them: no roll-back of a consolidation whose replacements
+    came up no cheaper (Karpenter keeps what its launch got).
+    """
+    return replace(options, roll_back_dearer=False) if mode in REFERENCES else options
 
 
 def provisioner_options_for(mode: str, options: ProvisionerOptions) -> ProvisionerOptions:

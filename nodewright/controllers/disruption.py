@@ -90,6 +90,9 @@ class ConsolidatorOptions:
     stalled_memory: float = 900.0
     # How long a candidate/type pair whose replacement came up no cheaper stays out of the options.
     no_cheaper_memory: float = 3600.0
+    # Roll back a consolidation whose replacements came up no cheaper (off for the references:
+    # Karpenter keeps whatever price-capacity-optimized launched).
+    roll_back_dearer: bool = True
     # A repair's drain deadline, from its start: the broken node is then terminated whatever is
     # left on it (Karpenter deletes a broken node's pods at once, PodDisruptionBudgets or not;
     # here they get this long to leave through the Eviction API). Pods of an unreachable node
@@ -397,7 +400,7 @@ class Consolidator:
         NodePool and repair are kept whatever they cost (a drifted node replaced by its own type
         was rolled back at every pass, a launch and a termination a minute, and never replaced).
         """
-        if record.method != CONSOLIDATION:
+        if record.method != CONSOLIDATION or not self.options.roll_back_dearer:
             return True
         claims = {c.name: c for c in self.store.claims()}
         new = [claims[name] for name in record.replacements if name in claims]

@@ -23,7 +23,13 @@ from nodewright.adapters.aws.reservations import CapacityReservations
 from nodewright.adapters.aws.retry import Backoff
 from nodewright.adapters.kube.claims import KubeClaimObjects
 from nodewright.adapters.kube.store import KINDS, NODES
-from nodewright.controllers.algorithms import AUTOMODE, decisions_for, provisioner_options_for, schedule_for
+from nodewright.controllers.algorithms import (
+    AUTOMODE,
+    consolidator_options_for,
+    decisions_for,
+    provisioner_options_for,
+    schedule_for,
+)
 from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
@@ -237,13 +243,16 @@ class Wiring(Kubelet, Changes):
             from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
             from nodewright.controllers.settings import disruption_options
 
-            options = ConsolidatorOptions(
-                disruption=disruption_options(
-                    scenario.consolidation,
-                    scenario.consolidation_min_savings,
-                    scenario.consolidation_min_savings_percent,
-                    repair_max_unhealthy_percent=scenario.repair_max_unhealthy_percent,
-                )
+            options = consolidator_options_for(
+                mode,
+                ConsolidatorOptions(
+                    disruption=disruption_options(
+                        scenario.consolidation,
+                        scenario.consolidation_min_savings,
+                        scenario.consolidation_min_savings_percent,
+                        repair_max_unhealthy_percent=scenario.repair_max_unhealthy_percent,
+                    )
+                ),
             )
             observer = self.observers["consolidator"]
             controller = Consolidator(
