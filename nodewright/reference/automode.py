@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
+from types import MappingProxyType
 
 from nodewright.model.nodepool import NodePool
 from nodewright.reference.karpenter.disruption import Disruption
@@ -29,12 +30,14 @@ from nodewright.reference.karpenter.disruption import Disruption
 LIFETIME_SECONDS = 21 * 24 * 3600.0
 BASE_FEE_FRACTION = 0.12
 # Family prefix -> the fee as a fraction of the on-demand price (longest matching prefix wins).
-FEE_FRACTION = {
-    "": BASE_FEE_FRACTION,
-    "g": BASE_FEE_FRACTION * (1 - 0.35),
-    "p": BASE_FEE_FRACTION * (1 - 0.60),
-    "trn": BASE_FEE_FRACTION * (1 - 0.60),
-}
+FEE_FRACTION = MappingProxyType(
+    {
+        "": BASE_FEE_FRACTION,
+        "g": BASE_FEE_FRACTION * (1 - 0.35),
+        "p": BASE_FEE_FRACTION * (1 - 0.60),
+        "trn": BASE_FEE_FRACTION * (1 - 0.60),
+    }
+)
 UNDERUTILIZED = "WhenEmptyOrUnderutilized"
 BALANCED = "Balanced"
 DISRUPTION = Disruption(spot_to_spot=True)

@@ -16,6 +16,7 @@ BatchMaxDuration): a pass starts 1 s after the last new pending pod, at most 10 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from nodewright.engine.scheduling.types import BlockedOffering, PlannedClaim
 from nodewright.model.instancetype import InstanceType, Offering
@@ -24,7 +25,9 @@ BATCH_IDLE_SECONDS = 1.0
 BATCH_MAX_SECONDS = 10.0
 MAX_TYPES_SENT = 60
 CAPACITY_TYPE_ORDER = ("reserved", "spot", "on-demand")
-STRATEGIES = {"spot": "price-capacity-optimized", "on-demand": "lowest-price", "reserved": "prioritized"}
+STRATEGIES = MappingProxyType(
+    {"spot": "price-capacity-optimized", "on-demand": "lowest-price", "reserved": "prioritized"}
+)
 
 
 @dataclass(frozen=True, slots=True)

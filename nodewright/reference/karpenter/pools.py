@@ -8,6 +8,7 @@ the pool's remaining limits; claims narrow their type set with `mask` and price 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +24,7 @@ NODES = "nodes"  # limits.nodes: a count of nodes, not a resource of the instanc
 ONE_NODE = 1000  # one node, in the thousandths quantities are held in
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
-CAPACITY_PRIORITY = {"reserved": 0, "spot": 1, "on-demand": 2}
+CAPACITY_PRIORITY = MappingProxyType({"reserved": 0, "spot": 1, "on-demand": 2})
 
 
 class Pool:
