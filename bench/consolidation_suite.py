@@ -1,14 +1,24 @@
-"""The consolidation suite: generated scenarios (and the shipped ones) in every consolidation mode.
+"""The consolidation suite: generated scenarios (and the shipped ones) under each autoscaler.
 
-Role: check issue 15's goals on days nobody tuned. Each seed's scenario is drawn by
-`nodewright.simulator.generate` and run, as `nodewright simulate` runs it (the simulator's
-`run_scenario`, real handlers on moto and the in-memory cluster), once per consolidation mode:
-`nodewright`, `karpenter` and `off`. The shipped examples/scenarios/*.yaml run the same way, at
+Role: the bill against the real alternatives, on days nobody tuned. Each seed's scenario is drawn
+by `nodewright.simulator.generate` and run, as `nodewright simulate` runs it (the simulator's
+`run_scenario`, real handlers on moto and the in-memory cluster), once per mode
+(`nodewright.controllers.algorithms`): `nodewright`; `karpenter`, the Karpenter v1.14 reference
+(its scheduler, batching and disruption); `automode`, EKS Auto Mode (the reference with its
+NodePool defaults and fee); and, on request, `many-to-one` (Nodewright without many-to-many, an
+ablation) and `off` (no consolidation). The shipped examples/scenarios/*.yaml run the same way, at
 their own length (`--scenario FILE`, repeatable: those files instead).
 
-    .venv/bin/python -m bench.consolidation_suite --seeds 30 [--first 1] [--hours 2] [--scale 1]
-        [--jobs 2] [--json FILE] [--no-shipped | --scenario FILE...] [--faults] [--full]
-        [--modes nodewright,karpenter,off]
+    .venv/bin/python -m bench.consolidation_suite --full --modes nodewright,karpenter,automode
+        [--seeds 10] [--first 1] [--hours 2] [--scale 1] [--jobs 2] [--json FILE]
+        [--no-shipped | --scenario FILE...] [--faults]
+
+Full-length days (`--full`, 12-24 h) are the judge; `--hours` is for quick checks. The bill of a
+run (summary.json's `bill`, `nodewright.simulator.bill`): compute $, Auto Mode's fee $, and the
+autoscaler's own cost (Nodewright's `self_cost` prorated; Karpenter's controller on two m5.large
+on-demand nodes; nothing for Auto Mode). The bill table gives, per seed and mode and in total,
+those, the pods moved by consolidation, the pods lost and pending -> bound p50/p99; the ratios
+are Nodewright's total bill over Karpenter's and over Auto Mode's.
 
 Shortening: `--hours H` (default 2) compresses each drawn 12-24 h day to H hours (every time of the
 day's story scales by H / drawn hours: curves, bursts, interruptions, capacity errors; the
@@ -42,8 +52,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-MODES = ("nodewright", "karpenter", "off")
+MODES = ("nodewright", "karpenter", "automode", "many-to-one", "off")
+DEFAULT_MODES = ("nodewright", "karpenter", "automode")
 SHIPPED = Path(__file__).resolve().parents[1] / "examples" / "scenarios"
+BILL_KEYS = ("compute_usd", "fee_usd", "autoscaler_usd", "total_usd")
 # Issue 15's goals, as the suite checks them.
 RATIO_MAX = 1.00
 RATIO_MEDIAN_MAX = 0.95
@@ -89,8 +101,16 @@ def figures(summary: dict[str, Any]) -> dict[str, Any]:
     passes = summary.get("invocation_cpu_seconds", {}).get("consolidator", {})
     faults = summary.get("faults") or {}  # absent from runs of a simulator without fault injection
     audit = faults.get("audit") or {}
+    bill = summary.get("bill") or {}
+    pending = summary.get("pending_seconds") or {}
     return {
         "cost_usd": summary["cost_usd"],
+        "compute_usd": bill.get("compute_usd", summary["cost_usd"]),
+        "fee_usd": bill.get("fee_usd", 0.0),
+        "autoscaler_usd": bill.get("autoscaler_usd", 0.0),
+        "total_usd": bill.get("total_usd", summary["cost_usd"]),
+        "pending_p50": pending.get("p50", 0.0),
+        "pending_p99": pending.get("p99", 0.0),
         "pods_lost": summary["pods_lost"],
         # Pods a budget held on an interrupted node until it went (counted apart from the lost).
         "pods_held_by_pdb": summary.get("pods_held_by_pdb_at_interruption", 0),
@@ -179,12 +199,14 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             {
                 "scenario": name,
                 "ratio": _ratio(by_mode),
+                "ratio_automode": _divide(by_mode.get("nodewright"), by_mode.get("automode")),
                 "nodewright_vs_off": _divide(by_mode.get("nodewright"), off),
                 "karpenter_vs_off": _divide(by_mode.get("karpenter"), off),
                 "short": shortfalls(by_mode),
             }
         )
     ratios = [p["ratio"] for p in per if p["ratio"] is not None]
+    automode = [p["ratio_automode"] for p in per if p["ratio_automode"] is not None]
     generated = [p["ratio"] for p in per if p["ratio"] is not None and p["scenario"].startswith("seed ")]
     nodewright = [r for r in rows if r["mode"] == "nodewright"]
     totals: dict[str, Any] = {
@@ -193,6 +215,9 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "ratio_max": round(max(ratios), 4) if ratios else None,
         "ratio_median_generated": round(statistics.median(generated), 4) if generated else None,
         "scenarios_over_karpenter": sum(1 for r in ratios if r > RATIO_MAX),
+        "ratio_automode_median": round(statistics.median(automode), 4) if automode else None,
+        "ratio_automode_max": round(max(automode), 4) if automode else None,
+        "bill_by_mode": _bills(rows),
         "scenarios_short": sum(1 for p in per if p["short"]),
         "wall_seconds_by_mode": {m: round(sum(r["wall_seconds"] for r in rows if r["mode"] == m), 1) for m in MODES},
         "cpu_seconds_by_mode": {m: round(sum(r["cpu_seconds"] for r in rows if r["mode"] == m), 1) for m in MODES},
@@ -221,16 +246,18 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def table(rows: Sequence[dict[str, Any]], result: dict[str, Any]) -> str:
-    """The markdown table: one line per scenario (nodewright mode's figures, karpenter's in the ratio)."""
+    """The goals table: one line per scenario (nodewright mode's figures; compute $ per mode; the
+    total bills' ratio nodewright / karpenter).
+    """
     by = {(r["scenario"], r["mode"]): r for r in rows}
     lines = [
-        "| scenario | nw $ | karp $ | off $ | nw/karp | lost (nw/karp/off) | PDB+dnd+limit viol. | displaced max s "
-        "| pass CPU p99 s | lease busy | pods moved | warning->drained s | wall s (nw/karp/off) | short of the goals |",
+        "| scenario | nw $ | karp $ | auto $ | nw/karp | lost (nw/karp/auto) | PDB+dnd+limit viol. | displaced max s "
+        "| pass CPU p99 s | lease busy | pods moved | warning->drained s | wall s (nw/karp/auto) | short |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for per in result["scenarios"]:
         name = per["scenario"]
-        rows_of = {m: by.get((name, m)) for m in MODES}
+        rows_of = {m: by.get((name, m)) for m in DEFAULT_MODES}
         nw = rows_of["nodewright"] or {}
         violations = sum(
             r[k]
@@ -244,20 +271,72 @@ def table(rows: Sequence[dict[str, Any]], result: dict[str, Any]) -> str:
             + " | ".join(
                 [
                     name,
-                    *(_money(rows_of[m]) for m in MODES),
+                    *(_money(rows_of[m]) for m in DEFAULT_MODES),
                     "-" if per["ratio"] is None else f"{per['ratio']:.3f}",
-                    "/".join(_field(rows_of[m], "pods_lost", "{}") for m in MODES),
+                    "/".join(_field(rows_of[m], "pods_lost", "{}") for m in DEFAULT_MODES),
                     str(violations),
                     f"{nw.get('displaced_pending_max', 0):.0f}",
                     f"{nw.get('pass_cpu_p99', 0):.2f}",
                     f"{nw.get('lease_busy_ticks', 0)}/{nw.get('consolidator_ticks', 0)}",
                     str(nw.get("pods_moved", "-")),
                     "-" if drained is None else f"{drained:.0f}",
-                    "/".join(_field(rows_of[m], "wall_seconds", "{:.0f}") for m in MODES),
+                    "/".join(_field(rows_of[m], "wall_seconds", "{:.0f}") for m in DEFAULT_MODES),
                     "; ".join(per["short"]) or "-",
                 ]
             )
             + " |"
+        )
+    return "\n".join(lines)
+
+
+def _bills(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per mode, over every scenario: the bill's parts summed, pods moved and lost summed, and the
+    worst pending -> bound p50 and p99.
+    """
+    out: dict[str, dict[str, float]] = {}
+    for mode in MODES:
+        mine = [r for r in rows if r["mode"] == mode]
+        if not mine:
+            continue
+        out[mode] = {
+            **{key: round(sum(r[key] for r in mine), 4) for key in BILL_KEYS},
+            "pods_moved": sum(r["pods_moved"] for r in mine),
+            "pods_lost": sum(r["pods_lost"] for r in mine),
+            "pending_p50_max": max(r["pending_p50"] for r in mine),
+            "pending_p99_max": max(r["pending_p99"] for r in mine),
+        }
+    return out
+
+
+def bill_table(rows: Sequence[dict[str, Any]], result: dict[str, Any]) -> str:
+    """The bill table: per scenario and mode, then per mode in total (see the module docstring)."""
+    lines = [
+        "| scenario | mode | compute $ | fee $ | autoscaler $ | total $ | x Karpenter | pods moved | pods lost "
+        "| pending->bound p50 / p99 s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    by = {(r["scenario"], r["mode"]): r for r in rows}
+    for per in result["scenarios"]:
+        name = per["scenario"]
+        karpenter = by.get((name, "karpenter"))
+        for mode in MODES:
+            row = by.get((name, mode))
+            if row is None:
+                continue
+            versus = _divide(row, karpenter)
+            lines.append(
+                f"| {name} | {mode} | {row['compute_usd']:.2f} | {row['fee_usd']:.2f} | {row['autoscaler_usd']:.2f} "
+                f"| {row['total_usd']:.2f} | {'-' if versus is None else f'{versus:.3f}'} | {row['pods_moved']} "
+                f"| {row['pods_lost']} | {row['pending_p50']:.0f} / {row['pending_p99']:.0f} |"
+            )
+    bills = result["totals"]["bill_by_mode"]
+    karpenter_total = bills.get("karpenter", {}).get("total_usd")
+    for mode, bill in bills.items():
+        versus = bill["total_usd"] / karpenter_total if karpenter_total else None
+        lines.append(
+            f"| **total** | {mode} | {bill['compute_usd']:.2f} | {bill['fee_usd']:.2f} | {bill['autoscaler_usd']:.2f} "
+            f"| {bill['total_usd']:.2f} | {'-' if versus is None else f'{versus:.3f}'} | {bill['pods_moved']:.0f} "
+            f"| {bill['pods_lost']:.0f} | {bill['pending_p50_max']:.0f} / {bill['pending_p99_max']:.0f} (worst) |"
         )
     return "\n".join(lines)
 
@@ -270,7 +349,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--full", action="store_true", help="run the drawn days at their full 12-24 h")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every replica count (default 1)")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
-    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated consolidation modes")
+    parser.add_argument(
+        "--modes",
+        default=",".join(DEFAULT_MODES),
+        help=f"comma-separated, of {', '.join(MODES)} (default: the first 3)",
+    )
     parser.add_argument("--faults", action="store_true", help="also draw faults into the generated scenarios")
     parser.add_argument("--no-shipped", action="store_true", help="skip examples/scenarios/*.yaml")
     parser.add_argument(
@@ -313,6 +396,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 _report(args, todo, rows, started, modes, seeds, done=False)
     result = _report(args, todo, rows, started, modes, seeds, done=True)
     print(table(rows, result))
+    print()
+    print(bill_table(rows, result))
     print(json.dumps(result["totals"], indent=2))
     return 1 if len(rows) < len(todo) else 0
 
@@ -353,9 +438,15 @@ def _ratio(by_mode: dict[str, dict[str, Any]]) -> float | None:
 
 
 def _divide(top: dict[str, Any] | None, bottom: dict[str, Any] | None) -> float | None:
-    if top is None or bottom is None or not bottom["cost_usd"]:
+    """The ratio of two runs' total bills (compute + fee + autoscaler; compute alone in rows
+    without a bill)."""
+    if top is None or bottom is None or not _total(bottom):
         return None
-    return round(float(top["cost_usd"]) / float(bottom["cost_usd"]), 4)
+    return round(_total(top) / _total(bottom), 4)
+
+
+def _total(row: dict[str, Any]) -> float:
+    return float(row.get("total_usd", row["cost_usd"]))
 
 
 def _money(row: dict[str, Any] | None) -> str:

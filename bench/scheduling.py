@@ -2,7 +2,7 @@
 
 Role: for each workload and size, build one `SchedulingInput` (one NodePool "default" allowing spot
 and on-demand, the benchmark's instance types), then time `nodewright.engine.scheduling.solve`
-and the Karpenter reference (`bench.karpenter.schedule`) on it, validate both plans
+and the Karpenter reference (`nodewright.reference.karpenter.scheduler.schedule`) on it, validate both plans
 (`bench.validate`), compute the LP lower bound (`bench.lower_bound`) and print one table.
 
 Instance types: the bundled us-east-1 catalog (`nodewright.adapters.offline_catalog`), restricted
@@ -43,7 +43,6 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import validate
-from bench.karpenter import schedule as karpenter_schedule
 from bench.lower_bound import aggregate_bound, lower_bound
 from bench.workloads import WORKLOADS
 from nodewright.adapters.offline_catalog import load_catalog, load_snapshot, read_prices_csv
@@ -53,6 +52,7 @@ from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirement, Requirements
+from nodewright.reference.karpenter.scheduler import schedule as karpenter_schedule
 
 KARPENTER_TYPE_COUNT = 400
 CATEGORIES = ("c", "m", "r")

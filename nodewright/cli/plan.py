@@ -23,6 +23,7 @@ from rich.table import Table
 from nodewright.adapters.offline_catalog import DEFAULT_ZONES, PricesFileError, load_catalog, read_prices_csv
 from nodewright.cli import app
 from nodewright.cli.failures import exit_code
+from nodewright.cli.plan_algorithms import ALGORITHMS, Printer, plan_with
 from nodewright.config.documents import EC2NODECLASS, NODEOVERLAY, NODEPOOL
 from nodewright.config.files import expand
 from nodewright.config.workloads import PlanInput, read_workloads
@@ -87,12 +88,22 @@ def plan(  # noqa: PLR0917 - Typer maps each parameter to an option
         bool,
         typer.Option("--default-nodepool", help="With no NodePool in the input, plan with the default NodePool."),
     ] = False,
+    algorithm: Annotated[
+        str, typer.Option("--algorithm", help="Who plans: nodewright, karpenter or automode (the references).")
+    ] = "nodewright",
+    compare: Annotated[
+        bool, typer.Option("--compare", help="Plan with all three and print them side by side.")
+    ] = False,
 ) -> None:
     """Plan the nodes Nodewright would launch for the pending pods in FILES (offline), or read a
     live cluster (--cluster, --kubeconfig/--context) and add what consolidation could save.
     """
     if output not in ("table", "json"):
         _fail(f"--output: {output!r} is not one of table, json")
+    if algorithm not in ALGORITHMS:
+        _fail(f"--algorithm: {algorithm!r} is not one of {', '.join(ALGORITHMS)}")
+    if (cluster or kubeconfig or context) and (compare or algorithm != "nodewright"):
+        _fail("--algorithm and --compare plan files (-f); a live cluster is read with Nodewright's planner")
     if cluster or kubeconfig or context:
         _plan_live(
             files or [],
@@ -129,6 +140,10 @@ def plan(  # noqa: PLR0917 - Typer maps each parameter to an option
         scheduling = build_input(planned, price_list, zone_list, default_nodepool=default_nodepool)
     except (PricesFileError, ValueError) as error:
         _fail(str(error))
+    if compare or algorithm != "nodewright":  # nodewright.cli.plan_algorithms
+        printer = Printer(to_report, _print_table, json_output=output == "json")
+        plan_with(scheduling, algorithm, printer, compare=compare, estimated=price_list is None)
+        return
     started = time.perf_counter()
     result = solve(scheduling)
     seconds = time.perf_counter() - started

@@ -27,6 +27,7 @@ from nodewright.adapters.kube.crd_config import read_config
 from nodewright.adapters.kube.store import KINDS, NODES, PODS
 from nodewright.adapters.offline_catalog import estimated_on_demand_prices
 from nodewright.config.documents import Document
+from nodewright.controllers.algorithms import consolidator_options_for, decisions_for, schedule_for
 from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
@@ -141,6 +142,7 @@ def _provisioner(aws: _Aws, settings: Settings, observer: Observer) -> Provision
         options=settings.provisioner_options(),
         wait=aws.cluster.wait,
         reservations=aws.reservations,
+        schedule=schedule_for(settings.consolidation),
         mirror=mirror,
     )
 
@@ -160,7 +162,10 @@ def consolidator_from_settings(settings: Settings, observer: Observer) -> Consol
         catalog=launcher.catalog,
         observer=observer,
         launcher=launcher,
-        options=ConsolidatorOptions(disruption=settings.disruption_options()),
+        options=consolidator_options_for(
+            settings.consolidation, ConsolidatorOptions(disruption=settings.disruption_options())
+        ),
+        decisions=decisions_for(settings.consolidation),
     )
 
 

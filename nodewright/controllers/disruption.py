@@ -37,6 +37,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from nodewright.controllers.algorithms import Decisions, EngineDecisions
 from nodewright.controllers.drain import Drainer
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.lease import InvocationLease
@@ -47,8 +48,6 @@ from nodewright.engine.disruption import (
     DisruptionCache,
     DisruptionInput,
     DisruptionOptions,
-    compute_commands,
-    validate,
 )
 from nodewright.engine.disruption.consolidation import EPSILON
 from nodewright.engine.disruption.repair import diagnoses, due
@@ -91,6 +90,9 @@ class ConsolidatorOptions:
     stalled_memory: float = 900.0
     # How long a candidate/type pair whose replacement came up no cheaper stays out of the options.
     no_cheaper_memory: float = 3600.0
+    # Roll back a consolidation whose replacements came up no cheaper (off for the references:
+    # Karpenter keeps whatever price-capacity-optimized launched).
+    roll_back_dearer: bool = True
     # A repair's drain deadline, from its start: the broken node is then terminated whatever is
     # left on it (Karpenter deletes a broken node's pods at once, PodDisruptionBudgets or not;
     # here they get this long to leave through the Eviction API). Pods of an unreachable node
@@ -142,6 +144,7 @@ class Consolidator:
         launcher: Provisioner,
         options: ConsolidatorOptions = ConsolidatorOptions(),
         sleep: Callable[[float], None] = time.sleep,
+        decisions: Decisions | None = None,
     ) -> None:
         self.cluster = cluster
         self.cloud = cloud
@@ -154,6 +157,8 @@ class Consolidator:
         self.options = options
         self.sleep = sleep
         self.drainer = Drainer(cluster, observer)
+        # Who decides each pass's command: the engine, or a reference (controllers.algorithms).
+        self.decisions = decisions if decisions is not None else EngineDecisions()
         self._last_state: tuple[object, ...] | None = None
         # (candidate node, instance type) -> until when that type is no option for that node: its
         # replacement came up no cheaper. Held by the warm container, as the fingerprint is.
@@ -256,7 +261,7 @@ class Consolidator:
         state = _fingerprint(inp)
         if state == self._last_state:
             return False
-        result = compute_commands(inp, self._cache)
+        result = self.decisions.compute_commands(inp, self._cache)
         report.eligible = result.eligible
         self.observer.metric("EligibleNodes", result.eligible)
         for node, why in sorted(result.rejected.items()):
@@ -275,7 +280,7 @@ class Consolidator:
         self.store.save_command(record)
         report.decided.append(record.id)
         self.sleep(self.options.validation_delay)
-        stale = validate(command, self.disruption_input(), self._cache)
+        stale = self.decisions.validate(command, self.disruption_input(), self._cache)
         if stale is not None:
             self.store.delete_command(record.id)
             report.dropped[record.id] = stale
@@ -395,7 +400,7 @@ class Consolidator:
         NodePool and repair are kept whatever they cost (a drifted node replaced by its own type
         was rolled back at every pass, a launch and a termination a minute, and never replaced).
         """
-        if record.method != CONSOLIDATION:
+        if record.method != CONSOLIDATION or not self.options.roll_back_dearer:
             return True
         claims = {c.name: c for c in self.store.claims()}
         new = [claims[name] for name in record.replacements if name in claims]

@@ -64,6 +64,7 @@ from nodewright.engine.buffer import is_virtual
 from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.scheduling import (
     PlannedClaim,
+    SchedulingInput,
     SchedulingResult,
     SolveDeadline,
     SolverCache,
@@ -115,6 +116,7 @@ class Provisioner(StaticCapacity, Housekeeping):
         mirror: ClaimMirror | None = None,
         reservations: ReservationEnds | None = None,
         solve_clock: Callable[[], float] = time.monotonic,
+        schedule: Callable[[SchedulingInput], SchedulingResult] | None = None,
     ) -> None:
         self.cluster = cluster
         self.cloud = cloud
@@ -132,6 +134,8 @@ class Provisioner(StaticCapacity, Housekeeping):
         self.mirror = mirror
         # Asked which capacity reservations ended, to demote their nodes (housekeeping).
         self.reservations = reservations
+        # Who plans a pass: None for the engine's `solve`; a reference scheduler (`controllers.algorithms`).
+        self.schedule = schedule
         # What solves may reuse (prepared catalog views, bound pods' facts): kept by the warm
         # container with this controller, so a re-plan after a capacity error starts warm.
         self.solver_cache = SolverCache()
@@ -266,7 +270,9 @@ class Provisioner(StaticCapacity, Housekeeping):
                 snapshot, pending=pending, nodepools=nodepools, nodeclasses=nodeclasses, claims=claims, now=now
             )
             started = time.perf_counter()
-            result = solve(inp, cache=self.solver_cache, deadline=deadline)
+            result = (
+                solve(inp, cache=self.solver_cache, deadline=deadline) if self.schedule is None else self.schedule(inp)
+            )
             report.solve_seconds += time.perf_counter() - started
             self.observer.metric("SchedulingSeconds", time.perf_counter() - started, "Seconds")
             report.unschedulable = dict(result.unschedulable)

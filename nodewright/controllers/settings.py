@@ -10,14 +10,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from nodewright.config.noderoles import NodeRoles
+from nodewright.controllers.algorithms import provisioner_options_for
 from nodewright.controllers.provisionoptions import ProvisionerOptions
 from nodewright.engine.disruption import DisruptionOptions
 from nodewright.model.nodepool import REBALANCE_POLICIES
 
 CONFIG_SOURCES = ("dynamodb", "crd")
 PRICE_SOURCES = ("api", "estimates")
-# `nodewright` adds many-to-many replacement; `karpenter` limits consolidation to delete or N->1.
-CONSOLIDATION_MODES = ("nodewright", "karpenter")
+# Who decides (nodewright.controllers.algorithms): `nodewright` (with many-to-many replacement),
+# `many-to-one` (the same engine limited to delete or N->1: an ablation, not Karpenter), `karpenter`
+# (the Karpenter v1.14 reference's scheduler, batching and disruption).
+CONSOLIDATION_MODES = ("nodewright", "many-to-one", "karpenter")
 # The consolidation stability guard's defaults ($/h, and percent of the removed nodes' price).
 DEFAULT_MIN_SAVINGS = 0.0
 DEFAULT_MIN_SAVINGS_PERCENT = 0.0
@@ -156,8 +159,11 @@ class Settings:
         return NodeRoles.of(self.node_role_arn, self.node_roles)
 
     def provisioner_options(self) -> ProvisionerOptions:
-        """The provisioner's knobs these settings choose (the others keep their defaults)."""
-        return ProvisionerOptions(idle_exit=self.provisioner_idle_exit, nominate_after=self.nominate_after)
+        """The provisioner's knobs these settings choose (the others keep their defaults; a
+        reference mode batches as its reference does).
+        """
+        options = ProvisionerOptions(idle_exit=self.provisioner_idle_exit, nominate_after=self.nominate_after)
+        return provisioner_options_for(self.consolidation, options)
 
     def disruption_options(self) -> DisruptionOptions:
         """The consolidator's decision knobs these settings choose."""
@@ -180,7 +186,8 @@ def disruption_options(
 ) -> DisruptionOptions:
     """The consolidator's knobs for a consolidation mode and stability guard ($/h and percent),
     node repair's unhealthy share and spot-to-spot consolidation, as the deploy settings (and a
-    simulator scenario) name them.
+    simulator scenario) name them. Only `nodewright` turns many-to-many on (the references decide
+    without these knobs).
     """
     return DisruptionOptions(
         many_to_many=mode == "nodewright",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nodewright.simulator.bill import bill
 from nodewright.simulator.lambdas import REGION
 from nodewright.simulator.metrics import percentiles
 from nodewright.simulator.motofast import moto_faster
@@ -130,6 +131,14 @@ def run_scenario(
             summary = world.recorder.summary(world.end, wall)
             summary["cpu_seconds"] = round(time.process_time() - cpu_started, 2)
             summary["self_cost"] = _self_cost(world, calls)
+            summary["bill"] = bill(
+                scenario.consolidation,
+                world.recorder.instances.values(),
+                world.end,
+                scenario.duration / 3600,
+                on_demand_price=lambda name, zone: world.catalog.price(name, zone, "on-demand", None),
+                self_cost=summary["self_cost"],
+            )
             summary["invocation_cpu_seconds"] = _invocation_cpu(world)
             summary["faults"] = world.faults.summary()
             if scenario.faults:

@@ -23,7 +23,8 @@ from nodewright.simulator.workload import Workload
 
 DEFAULT_START = "2026-01-05T00:00:00Z"
 DEFAULT_ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
-CONSOLIDATION_MODES = ("karpenter", "nodewright", "off")
+# nodewright.controllers.algorithms says who decides in each; `off` runs no consolidator.
+CONSOLIDATION_MODES = ("nodewright", "many-to-one", "karpenter", "automode", "off")
 KUBE_APIS = ("inmemory", "http")
 FAULT_KINDS = (
     "kube-5xx",

@@ -25,6 +25,13 @@ from nodewright.adapters.aws.retry import Backoff
 from nodewright.adapters.kube.claims import KubeClaimObjects
 from nodewright.adapters.kube.store import KINDS, NODES
 from nodewright.config.noderoles import NodeRoles
+from nodewright.controllers.algorithms import (
+    AUTOMODE,
+    consolidator_options_for,
+    decisions_for,
+    provisioner_options_for,
+    schedule_for,
+)
 from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.noderoles import RoleCheckedConfiguration
 from nodewright.controllers.observe import RecordingObserver
@@ -34,6 +41,7 @@ from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.instance import Instance
 from nodewright.model.nodepool import NodePool
 from nodewright.ports import Cluster
+from nodewright.reference import automode
 from nodewright.simulator.aws import (
     CLUSTER,
     IDEMPOTENCY_TABLE,
@@ -198,9 +206,10 @@ class Wiring(Kubelet, Changes):
         self.ec2 = ec2
         self.cloud = cloud
         self.store = store = MirroredStateStore(self.account.dynamodb, STATE_TABLE)
+        mode = scenario.consolidation
         config = ScenarioConfiguration(
             StaticConfiguration(
-                scenario.nodepools,
+                automode.nodepools(scenario.nodepools) if mode == AUTOMODE else scenario.nodepools,
                 dict(scenario.nodeclasses),
                 capacitybuffers=scenario.capacitybuffers,
                 podtemplates=scenario.podtemplates,
@@ -227,9 +236,10 @@ class Wiring(Kubelet, Changes):
                 observer=observer,
                 sleep=self.lambdas.sleep,
                 wait=self.lambdas.sleep,
-                options=ProvisionerOptions(idle_exit=scenario.provisioner.idle_exit),
+                options=provisioner_options_for(mode, ProvisionerOptions(idle_exit=scenario.provisioner.idle_exit)),
                 mirror=self._mirror(observer),
                 reservations=counts,
+                schedule=schedule_for(mode),
             )
 
         module = importlib.import_module(HANDLERS["provisioner"])
@@ -256,13 +266,16 @@ class Wiring(Kubelet, Changes):
             from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
             from nodewright.controllers.settings import disruption_options
 
-            options = ConsolidatorOptions(
-                disruption=disruption_options(
-                    scenario.consolidation,
-                    scenario.consolidation_min_savings,
-                    scenario.consolidation_min_savings_percent,
-                    repair_max_unhealthy_percent=scenario.repair_max_unhealthy_percent,
-                )
+            options = consolidator_options_for(
+                mode,
+                ConsolidatorOptions(
+                    disruption=disruption_options(
+                        scenario.consolidation,
+                        scenario.consolidation_min_savings,
+                        scenario.consolidation_min_savings_percent,
+                        repair_max_unhealthy_percent=scenario.repair_max_unhealthy_percent,
+                    )
+                ),
             )
             observer = self.observers["consolidator"]
             controller = Consolidator(
@@ -276,6 +289,7 @@ class Wiring(Kubelet, Changes):
                 launcher=provisioner(observer),
                 options=options,
                 sleep=self.lambdas.sleep,
+                decisions=decisions_for(mode),
             )
             consolidator.configure(controller)
             self._use("consolidator", consolidator)

@@ -211,18 +211,29 @@ def test_the_suite_runs_each_mode_and_reports_ratios_shortfalls_and_totals(tmp_p
     assert [(r["scenario"], r["mode"]) for r in result["rows"]] == [
         ("seed 11", "nodewright"),
         ("seed 11", "karpenter"),
-        ("seed 11", "off"),
+        ("seed 11", "automode"),
     ]
     (per,) = result["scenarios"]
-    costs = {r["mode"]: r["cost_usd"] for r in result["rows"]}
-    assert per["ratio"] == pytest.approx(costs["nodewright"] / costs["karpenter"], abs=1e-4)
-    assert per["nodewright_vs_off"] == pytest.approx(costs["nodewright"] / costs["off"], abs=1e-4)
+    rows = {r["mode"]: r for r in result["rows"]}
+    for row in rows.values():  # the bill: compute + fee + the autoscaler's own cost
+        assert row["total_usd"] == pytest.approx(row["compute_usd"] + row["fee_usd"] + row["autoscaler_usd"], abs=2e-4)
+        assert row["compute_usd"] == row["cost_usd"]
+    assert rows["automode"]["fee_usd"] > 0
+    assert rows["automode"]["autoscaler_usd"] == 0
+    assert rows["karpenter"]["fee_usd"] == 0
+    assert rows["karpenter"]["autoscaler_usd"] > 0
+    assert rows["nodewright"]["fee_usd"] == 0
+    assert rows["nodewright"]["autoscaler_usd"] > 0
+    totals_of = {m: r["total_usd"] for m, r in rows.items()}
+    assert per["ratio"] == pytest.approx(totals_of["nodewright"] / totals_of["karpenter"], abs=1e-4)
+    assert per["ratio_automode"] == pytest.approx(totals_of["nodewright"] / totals_of["automode"], abs=1e-4)
     totals = result["totals"]
     assert totals["scenarios"] == 1
     assert totals["ratio_median"] == per["ratio"]
     assert totals["pods_lost"] == sum(r["pods_lost"] for r in result["rows"])
-    assert set(totals["wall_seconds_by_mode"]) == {"nodewright", "karpenter", "off"}
-    nodewright = result["rows"][0]
+    assert set(totals["bill_by_mode"]) == {"nodewright", "karpenter", "automode"}
+    assert totals["bill_by_mode"]["automode"]["fee_usd"] == rows["automode"]["fee_usd"]
+    nodewright = rows["nodewright"]
     assert nodewright["consolidator_ticks"] > 0
     assert nodewright["pass_cpu_p99"] > 0
     assert result["settings"]["hours"] == 0.25

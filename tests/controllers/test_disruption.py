@@ -171,7 +171,7 @@ def test_a_crash_at_any_step_resumes_or_rolls_back(state: str) -> None:
     assert len([n for n in world.cluster.nodes() if n.labels.get(wk.INSTANCE_TYPE) == "m5.4xlarge"]) == 0
 
 
-def test_karpenter_mode_never_replaces_many_by_many() -> None:
+def test_many_to_one_mode_never_replaces_many_by_many() -> None:
     world = ConsolidationWorld()
     world.node_with("a", 3)
     world.node_with("b", 3)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from nodewright.controllers.algorithms import EngineDecisions, decisions_for, schedule_for
 from nodewright.controllers.settings import Settings, SettingsError
+from nodewright.reference.karpenter.disruption import Disruption
+from nodewright.reference.karpenter.scheduler import schedule as karpenter_schedule
 
 BASE = {"CLUSTER_NAME": "prod", "STATE_TABLE_NAME": "state", "CONFIG_TABLE_NAME": "config"}
 
@@ -25,7 +28,10 @@ def test_defaults_follow_the_stack() -> None:
         ({"CONFIG_TABLE_NAME": ""}, "CONFIG_TABLE_NAME is not set (CONFIG_SOURCE is dynamodb)"),
         ({"CONFIG_SOURCE": "etcd"}, "CONFIG_SOURCE 'etcd' is not one of dynamodb, crd"),
         ({"REBALANCE_POLICY": "Panic"}, "REBALANCE_POLICY 'Panic' is not one of"),
-        ({"CONSOLIDATION_MODE": "aggressive"}, "CONSOLIDATION_MODE 'aggressive' is not one of nodewright, karpenter"),
+        (
+            {"CONSOLIDATION_MODE": "aggressive"},
+            "CONSOLIDATION_MODE 'aggressive' is not one of nodewright, many-to-one, karpenter",
+        ),
         ({"CONSOLIDATION_MIN_SAVINGS": "cheap"}, "CONSOLIDATION_MIN_SAVINGS 'cheap' is not a number"),
         ({"CONSOLIDATION_MIN_SAVINGS_PERCENT": "150"}, "CONSOLIDATION_MIN_SAVINGS_PERCENT '150' is outside 0-100"),
     ],
@@ -45,7 +51,7 @@ def test_the_consolidation_settings_choose_the_disruption_options() -> None:
     settings = Settings.from_env(
         {
             **BASE,
-            "CONSOLIDATION_MODE": "karpenter",
+            "CONSOLIDATION_MODE": "many-to-one",
             "CONSOLIDATION_MIN_SAVINGS": "0.05",
             "CONSOLIDATION_MIN_SAVINGS_PERCENT": "10",
         }
@@ -79,3 +85,17 @@ def test_spot_to_spot_consolidation_and_node_roles_reach_the_consolidator_and_th
     assert settings.roles().allowed == {"prod-node", "KarpenterNodeRole-prod", "Payments"}
     with pytest.raises(SettingsError, match="SPOT_TO_SPOT_CONSOLIDATION 'maybe' is not true or false"):
         Settings.from_env({**BASE, "SPOT_TO_SPOT_CONSOLIDATION": "maybe"})
+
+
+def test_karpenter_mode_runs_the_karpenter_reference_and_its_batching() -> None:
+    settings = Settings.from_env({**BASE, "CONSOLIDATION_MODE": "karpenter"})
+    assert isinstance(decisions_for(settings.consolidation), Disruption)
+    assert schedule_for(settings.consolidation) is karpenter_schedule
+    options = settings.provisioner_options()
+    assert (options.batch_idle, options.batch_max, options.batch_growth) == (1.0, 10.0, 0.0)
+    # Nodewright's own modes keep the engine and its batching.
+    for mode in ("nodewright", "many-to-one"):
+        mine = Settings.from_env({**BASE, "CONSOLIDATION_MODE": mode})
+        assert isinstance(decisions_for(mine.consolidation), EngineDecisions)
+        assert schedule_for(mine.consolidation) is None
+        assert mine.provisioner_options().batch_growth > 0

@@ -33,11 +33,13 @@ import pytest
 
 import nodewright.engine
 import nodewright.model
+import nodewright.reference
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import Resources
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = (nodewright.engine, nodewright.model)
+# The references (Karpenter, Auto Mode) are held to the engine's rule too.
+PACKAGES = (nodewright.engine, nodewright.model, nodewright.reference)
 _ATOMS = (
     int,
     float,
@@ -191,5 +193,5 @@ def test_the_rule_sees_each_kind_of_state_it_forbids() -> None:
 
 
 def test_every_engine_and_model_file_is_checked() -> None:
-    files = {p for pkg in ("engine", "model") for p in (ROOT / "nodewright" / pkg).rglob("*.py")}
+    files = {p for pkg in ("engine", "model", "reference") for p in (ROOT / "nodewright" / pkg).rglob("*.py")}
     assert files == {Path(m.__file__ or "") for m in MODULES}

@@ -1,7 +1,7 @@
 """Under NodePool limits `solve()` places at least as many pods as Karpenter's algorithm, then
 costs no more (issue 19 item 6).
 
-The reference is `bench.karpenter.schedule`, the re-implementation of Karpenter v1's pod-by-pod
+The reference is `nodewright.reference.karpenter.scheduler.schedule`, the re-implementation of Karpenter v1's pod-by-pod
 first fit the scheduling benchmark compares against: a new claim may only use types within the
 pool's remaining limits and then counts its largest option against them, and one node against
 `limits.nodes`. Faked: nothing; both run on the same `SchedulingInput` of bundled us-east-1
@@ -21,7 +21,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench import validate
-from bench.karpenter import schedule as karpenter
 from bench.workloads import WORKLOADS
 from nodewright.adapters.offline_catalog import load_catalog
 from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult, solve
@@ -29,6 +28,7 @@ from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.pod import Pod
 from nodewright.model.resources import Resources
+from nodewright.reference.karpenter.scheduler import schedule as karpenter
 from tests.builders import node_pool, pod
 from tests.engine.scheduling.expect import expect_within_limits
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bench import validate
-from bench.karpenter import schedule
 from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
@@ -17,6 +16,7 @@ from nodewright.model.pod import AffinityTerm, Pod, SpreadConstraint
 from nodewright.model.resources import Resources
 from nodewright.model.selectors import LabelSelector
 from nodewright.model.workloads import DaemonSet
+from nodewright.reference.karpenter.scheduler import schedule
 from tests.builders import instance_type, node, node_pool, pod
 
 SMALL = instance_type("m5.large", cpu="2", memory="8Gi", pods=29, price=0.096)
