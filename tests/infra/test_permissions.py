@@ -226,7 +226,7 @@ def test_launchers_read_prices_public_ami_parameters_and_this_cluster_only(
 def test_instances_are_terminated_only_when_they_carry_our_cluster_tag(synthesized: Synthesized, name: str) -> None:
     role = getattr(synthesized.stack, name).role
     profile = synthesized.resolve(synthesized.stack.access.instance_profile.instance_profile_arn)
-    owned = {**OWNED, "ArnEquals": {"ec2:InstanceProfile": [profile]}}
+    owned = {**OWNED, "ArnLike": {"ec2:InstanceProfile": [profile]}}
     policy_of(
         synthesized,
         role,
