@@ -261,6 +261,7 @@ class Consolidator:
         state = _fingerprint(inp)
         if state == self._last_state:
             return False
+        self._cache.solver.age()  # one generation per pass: pod versions no pass uses are let go
         result = self.decisions.compute_commands(inp, self._cache)
         report.eligible = result.eligible
         self.observer.metric("EligibleNodes", result.eligible)

@@ -262,6 +262,8 @@ class Provisioner(StaticCapacity, Housekeeping):
         if not pending:
             return report
         nodepools, nodeclasses = self.config.load()
+        # One generation of the solver's memos per pass: pod versions no pass uses are let go.
+        self.solver_cache.age()
         deadline = SolveDeadline.within(self.solve_clock, self.options.solve_budget)
         for _ in range(self.options.max_replans + 1):
             now = self.clock.now()

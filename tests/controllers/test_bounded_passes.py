@@ -69,10 +69,13 @@ def test_ten_thousand_pods_with_their_own_anti_affinity_and_another_workload_lau
     add(world, hard + web)
     provisioner = world.provisioner()
     report = provisioner.provision(world.cluster.snapshot())
-    assert report.deferred == []
+    first = on_claims(world)
+    # The other workload has capacity after the first pass, whatever the machine's load.
+    assert {p.key for p in web} <= first
     assert report.unschedulable == {}
-    assert on_claims(world) == {p.key for p in hard + web}
-    # Measured about 1 s on a 2-core machine (quadratic before: 78 s); 10 s is the goal of a pass.
+    # On an idle machine the solve takes about 1 s (it was quadratic: 78 s) and nothing is
+    # deferred; on a busy one the 8 s budget may leave some hard pods to the next pass.
+    assert {p.key for p in hard} == (first & {p.key for p in hard}) | set(report.deferred)
     assert report.solve_seconds <= 10.0, report.solve_seconds
 
 

@@ -2,7 +2,8 @@
 
 Implements `nodewright.controllers.provisioning.Catalog`. Instance type specs change rarely, so
 they are fetched once per `refresh_seconds` (12 h, like prices); the InstanceTypes built from them
-are cached per kubelet configuration and rebuilt only when the prices object changes. A NodeClass
+are cached per kubelet configuration (the `max_configurations` most recently used: each holds
+about 15 MB of types) and rebuilt only when the specs or the prices object change. A NodeClass
 with `capacityReservationSelectorTerms` also gets a `reserved` offering per reservation they
 select, with what it has left (`reservations`, shared with the cloud provider); when EC2 cannot
 be asked, its types are offered without them (a warning), rather than not at all.
@@ -10,6 +11,7 @@ be asked, its types are offered without them (a warning), rather than not at all
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,6 +36,7 @@ class LiveCatalog:
         refresh_seconds: float = REFRESH_SECONDS,
         fetch: Callable[[Any], list[OfferedSpec]] = fetch_offered_specs,
         reservations: CapacityReservations | None = None,
+        max_configurations: int = 16,
     ) -> None:
         self._ec2 = ec2
         self._prices = prices
@@ -43,7 +46,11 @@ class LiveCatalog:
         self._fetch = fetch
         self._specs: list[OfferedSpec] | None = None
         self._fetched_at = 0.0
-        self._built: dict[str, tuple[int, Prices, list[InstanceType]]] = {}
+        # By kubelet configuration, least recently used first; bounded so that a warm container
+        # that meets many configurations over its life does not keep every one (40 of them held
+        # 591 MB of a 1,024 MB function).
+        self._built: OrderedDict[str, tuple[int, Prices, list[InstanceType]]] = OrderedDict()
+        self._max_configurations = max_configurations
         self._generation = 0
         self._reservations = reservations
 
@@ -65,7 +72,11 @@ class LiveCatalog:
         cached = self._built.get(key)
         if cached is not None and cached[0] == self._generation and cached[1] is prices:
             built = cached[2]
+            self._built.move_to_end(key)
         else:
+            self._built.pop(key, None)
             built = to_instance_types(self._specs, prices, kubelet, zones=self._zones)
             self._built[key] = (self._generation, prices, built)
+            while len(self._built) > self._max_configurations:
+                self._built.popitem(last=False)
         return built if self._reservations is None else offered(built, nodeclass, self._reservations, now)

@@ -12,7 +12,9 @@ derive from the same immutable objects is derived once and kept here:
 
 Every entry is a pure function of its key, and entries found by `id()` hold their object, so an id
 cannot be reused while it is remembered: a solve with a warm cache returns exactly what it returns
-with a fresh one (tests/engine/scheduling/test_solver_cache.py checks it). Each memo is bounded.
+with a fresh one (tests/engine/scheduling/test_solver_cache.py checks it). Each memo is bounded;
+the ones found by identity also forget what the last two passes did not use (`age`, called by the
+owner at each pass: `generations.Generational`), so pod churn cannot fill a warm container.
 
 Who owns one: the provisioner and the consolidator keep one per warm container (their controller
 object); `solve()` without one makes a fresh one for the call, so `plan`, tests and the strategies
@@ -27,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nodewright.engine.scheduling.generations import Generational
 from nodewright.engine.scheduling.prepare import PreparedPool, vec
 from nodewright.engine.scheduling.types import BlockedOffering
 from nodewright.engine.scheduling.typeview import TypeViews
@@ -68,6 +71,15 @@ class SolverCache:
         self.node_facts = NodeFacts(node_facts)
         self.bound_runs = BoundRuns(self.pod_facts, bound_runs)
 
+    def age(self) -> None:
+        """Start a new generation of the memos found by identity: call once per pass (a
+        provisioning pass, a disruption pass); what neither this pass nor the one before used is
+        forgotten (`generations.py`).
+        """
+        self.pod_facts.age()
+        self.node_facts.age()
+        self.bound_runs.age()
+
 
 @dataclass(frozen=True, slots=True)
 class Run:
@@ -105,7 +117,7 @@ class BoundRuns:
     def __init__(self, pod_facts: PodFacts, limit: int = 50_000) -> None:
         self.pod_facts = pod_facts
         self.limit = limit
-        self._runs: dict[int, list[Run]] = {}
+        self._runs: Generational[int, list[Run]] = Generational(limit)
 
     def get(self, pods: Sequence[Pod], start: int, names: tuple[str, ...]) -> Run:
         """A run of pods on one node starting at `pods[start]`: the latest remembered one that the
@@ -114,7 +126,7 @@ class BoundRuns:
         first = pods[start]
         if first.terminal or not first.node_name:
             return NO_RUN
-        for run in self._runs.get(id(first), ()):
+        for run in self._runs.get(id(first)) or ():
             n = len(run.pods)
             if (
                 run.pods[0] is first
@@ -149,12 +161,18 @@ class BoundRuns:
 
     def _remember(self, run: Run) -> Run:
         """Keep `run` first among its first pod's runs (forgetting all when full); return it."""
-        if len(self._runs) >= self.limit:
-            self._runs.clear()
-        known = self._runs.setdefault(id(run.pods[0]), [])
+        key = id(run.pods[0])
+        known = self._runs.get(key)
+        if known is None:
+            known = []
+            self._runs.put(key, known)
         known.insert(0, run)
         del known[self.PER_POD :]
         return run
+
+    def age(self) -> None:
+        """Start a new generation (`SolverCache.age`)."""
+        self._runs.age()
 
 
 class PodFacts:
@@ -172,7 +190,16 @@ class PodFacts:
 
     def __init__(self, limit: int = 100_000) -> None:
         self.limit = limit
-        self._facts: dict[int, tuple[Pod, tuple[str, ...], tuple[int, ...], tuple[object, ...]]] = {}
+        self._facts: Generational[int, tuple[Pod, tuple[str, ...], tuple[int, ...], tuple[object, ...]]] = Generational(
+            limit
+        )
+
+    def __len__(self) -> int:
+        return len(self._facts)
+
+    def age(self) -> None:
+        """Start a new generation (`SolverCache.age`)."""
+        self._facts.age()
 
     def get(self, pod: Pod, names: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[object, ...]]:
         """(requests as a vector over `names`, the pod's topology key)."""
@@ -181,9 +208,7 @@ class PodFacts:
             return known[2], known[3]
         requests = vec(pod.requests, names)
         key = (pod.namespace, tuple(sorted(pod.labels.items())), pod.anti_affinity)
-        if len(self._facts) >= self.limit:
-            self._facts.clear()
-        self._facts[id(pod)] = (pod, names, requests, key)
+        self._facts.put(id(pod), (pod, names, requests, key))
         return requests, key
 
 
@@ -196,9 +221,13 @@ class NodeFacts:
 
     def __init__(self, limit: int = 20_000) -> None:
         self.limit = limit
-        self._facts: dict[
+        self._facts: Generational[
             int, tuple[Node, tuple[str, ...], tuple[tuple[int, ...], Requirements, tuple[Taint, ...]]]
-        ] = {}
+        ] = Generational(limit)
+
+    def age(self) -> None:
+        """Start a new generation (`SolverCache.age`)."""
+        self._facts.age()
 
     def get(self, node: Node, names: tuple[str, ...]) -> tuple[tuple[int, ...], Requirements, tuple[Taint, ...]]:
         """(allocatable over `names`, labels as requirements, taints that count)."""
@@ -210,9 +239,7 @@ class NodeFacts:
             _label_requirements(node.labels),
             tuple(t for t in node.taints if t.key not in _IGNORED_NODE_TAINTS),
         )
-        if len(self._facts) >= self.limit:
-            self._facts.clear()
-        self._facts[id(node)] = (node, names, facts)
+        self._facts.put(id(node), (node, names, facts))
         return facts
 
 
