@@ -159,9 +159,7 @@ def test_dying_between_create_fleet_and_the_record_never_launches_twice() -> Non
 def test_orphan_instances_are_terminated_after_thirty_seconds() -> None:
     world = World()
     orphan = world.cloud.add_instance(
-        Instance(
-            "i-orphan", "m5.large", "us-east-1a", "spot", "running", START - 60, "default-0123456789", "default"
-        )
+        Instance("i-orphan", "m5.large", "us-east-1a", "spot", "running", START - 60, "default-0123456789", "default")
     )
     young = world.cloud.add_instance(
         Instance("i-young", "m5.large", "us-east-1a", "spot", "running", START - 5, nodeclaim="other")
