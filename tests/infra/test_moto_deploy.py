@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import boto3
@@ -21,6 +22,7 @@ from moto.server import ThreadedMotoServer
 
 from functions.interruption import handler as interruption_handler
 from nodewright.adapters.idempotency import EventDeduplicator
+from nodewright.inmemory.clock import VirtualClock
 from tests.controllers.test_interruption import World
 from tests.infra.conftest import Synthesized
 
@@ -169,8 +171,10 @@ def test_spot_interruption_warning_lands_in_the_interruption_queue(
     # The handler deduplicates on the EventBridge id inside the body (karpenter-facts.md).
     assert bodies[0]["id"] == sent["Entries"][0]["EventId"]
 
-    # The message, as Lambda's SQS event source hands it over, through the handler code.
-    world = World()
+    # The message, as Lambda's SQS event source hands it over, through the handler code, a second
+    # after EventBridge stamped it (the handler drops a message older than the queue keeps one).
+    sent_at = datetime.fromisoformat(bodies[0]["time"].replace("Z", "+00:00")).timestamp()
+    world = World(clock=VirtualClock(sent_at + 1.0))
     world.spot_node("ip-10-0-1-1", pods=3, instance_id="i-0123456789abcdef0")
     table = _idempotency_table(moto_endpoint)
     once = EventDeduplicator(world.controller.process, table=table, client=_client("dynamodb", moto_endpoint))

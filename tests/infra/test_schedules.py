@@ -44,11 +44,12 @@ def test_stale_or_failed_async_invocations_are_dropped_not_queued(synthesized: S
     )
 
 
-def test_interruption_function_is_not_concurrency_limited(synthesized: Synthesized) -> None:
+def test_interruption_function_runs_in_parallel_up_to_its_reserved_concurrency(synthesized: Synthesized) -> None:
+    # A spot storm is handled in parallel; a flood cannot take the account's whole concurrency.
     synthesized.template.has_resource_properties(
         "AWS::Lambda::Function",
         {
             "Handler": "functions.interruption.handler.handler",
-            "ReservedConcurrentExecutions": Match.absent(),
+            "ReservedConcurrentExecutions": 10,
         },
     )
