@@ -31,7 +31,9 @@ Per run it takes from the run's summary: cost, pods lost, PDB / do-not-disrupt /
 violations, the longest wait of a pod displaced by consolidation and by an interruption, the
 consolidator's pass CPU seconds (p99 and max of its invocations' own thread CPU), the consolidator
 ticks that found the lease busy, pods moved by consolidation, warning -> drained (max), pods still
-pending at the end, handler errors, wall and CPU seconds; with faults, how many were injected and
+pending at the end, handler errors, wall and CPU seconds, the provisioner's plans checked against
+kube-scheduler's filters and the planned pods it would not bind (`bench.binding_audit`; a goal:
+0); with faults, how many were injected and
 the fault audit's claims with a duplicate instance and orphan instances or claims. Per scenario it
 prints the cost ratio nodewright / karpenter and which goals fall short; in total the ratio's
 median and maximum, the sums and the worst figures, and wall time per mode. `--json FILE` writes
@@ -90,8 +92,11 @@ def run(task: Task) -> dict[str, Any]:
         )
     else:
         scenario = load_scenario(task.path or "")
-    summary = run_scenario(replace(scenario, consolidation=task.mode), None, plots=False).summary
-    return {"scenario": task.label, "mode": task.mode, **figures(summary)}
+    from bench.binding_audit import audit_plans
+
+    with audit_plans() as audit:
+        summary = run_scenario(replace(scenario, consolidation=task.mode), None, plots=False).summary
+    return {"scenario": task.label, "mode": task.mode, **figures(summary), **audit.figures()}
 
 
 def figures(summary: dict[str, Any]) -> dict[str, Any]:
@@ -171,6 +176,7 @@ def shortfalls(by_mode: dict[str, dict[str, Any]]) -> list[str]:
             ("handler_errors", "handler errors"),
             ("duplicate_instances", "claims with a duplicate instance"),
             ("orphans", "orphan instances or claims 15 min after the last fault"),
+            ("planned_unbindable", "planned pods kube-scheduler would not bind"),
         ):
             if row.get(key):
                 out.append(f"{mode}: {row[key]} {what}")
@@ -232,6 +238,8 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "faults_injected",
         "duplicate_instances",
         "orphans",
+        "plans_checked",
+        "planned_unbindable",
     ):
         totals[key] = sum(r.get(key, 0) for r in rows)
     totals["pods_moved_nodewright"] = sum(r["pods_moved"] for r in nodewright)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 # Kubernetes
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
@@ -49,14 +51,16 @@ CAPACITY_RESERVATION_INTERRUPTIBLE = "karpenter.k8s.aws/capacity-reservation-int
 # Deprecated and driver-specific keys that name the same thing as a well-known one. As Karpenter
 # does (its NormalizedLabels), a requirement on an alias is a requirement on the canonical key
 # (`Requirement.new` rewrites it), and a node carries both (`ALIASES_OF`).
-NORMALIZED = {
-    "beta.kubernetes.io/arch": ARCH,
-    "beta.kubernetes.io/os": OS,
-    "beta.kubernetes.io/instance-type": INSTANCE_TYPE,
-    "failure-domain.beta.kubernetes.io/region": REGION,
-    "failure-domain.beta.kubernetes.io/zone": ZONE,
-    "topology.ebs.csi.aws.com/zone": ZONE,  # the node affinity of volumes the EBS CSI driver made
-}
+NORMALIZED = MappingProxyType(
+    {
+        "beta.kubernetes.io/arch": ARCH,
+        "beta.kubernetes.io/os": OS,
+        "beta.kubernetes.io/instance-type": INSTANCE_TYPE,
+        "failure-domain.beta.kubernetes.io/region": REGION,
+        "failure-domain.beta.kubernetes.io/zone": ZONE,
+        "topology.ebs.csi.aws.com/zone": ZONE,  # the node affinity of volumes the EBS CSI driver made
+    }
+)
 
 
 def canonical(key: str) -> str:
