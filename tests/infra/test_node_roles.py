@@ -117,3 +117,16 @@ def test_a_bad_role_is_named_in_the_deploy_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="context key 'nodeRoles': 'not a role!' is neither an IAM role name"):
         load_config({"clusterName": CLUSTER, "nodeRoles": "KarpenterNodeRole-demo,not a role!"})
     assert load_config({"clusterName": CLUSTER, "nodeRoles": ["a", "b"]}).node_roles == ("a", "b")
+
+
+@pytest.mark.parametrize("function", ["Provisioner", "Interruption", "Consolidator"])
+def test_instances_launched_with_a_listed_roles_profile_may_be_terminated(
+    with_roles: dict[str, Any], function: str
+) -> None:
+    # The termination condition names the profiles the functions keep for the listed roles (a
+    # path pattern, hence ArnLike), beside the stack's own: their nodes can be consolidated.
+    (terminate,) = [s for s in _statements(with_roles["document"], function) if s["Action"] == "ec2:TerminateInstances"]
+    profiles = terminate["Condition"]["ArnLike"]["ec2:InstanceProfile"]
+    stack = with_roles["stack"]
+    assert profiles[0] == stack.resolve(stack.access.instance_profile.instance_profile_arn)
+    assert {"Fn::Join": ["", [*PROFILES, f":instance-profile/nodewright/{CLUSTER}/*"]]} in profiles
