@@ -81,7 +81,7 @@ def one_value_per_label(reqs: Requirements) -> Requirements:
     narrowed = [
         Requirement.new(key, "In", [min(req.values)])
         for key, req in reqs.items()
-        if key not in wk.WELL_KNOWN and not req.complement and len(req.values) > 1
+        if key not in wk.WELL_KNOWN and not req.complement and len(req.values) > 1 and req.min_values is None
     ]
     return reqs.intersection(Requirements(narrowed)) if narrowed else reqs
 
