@@ -142,7 +142,10 @@ def _serve(pods: int, nodes: int, burst: int, burst_every: float, seed: int, con
         cluster.add_pod(_pod(i, node_names[i % nodes]))
     for name in ("aws-node", "kube-proxy", "ebs-csi-node"):
         template = Pod(
-            namespace="kube-system", name=name, requests=Resources.parse({"cpu": "50m"}), owner_kind="DaemonSet"
+            namespace="kube-system",
+            name=name,
+            requests=Resources.parse({"cpu": "50m", "pods": "1"}),
+            owner_kind="DaemonSet",
         )
         cluster.add_daemonset(DaemonSet(namespace="kube-system", name=name, template=template))
     for team in range(8):
