@@ -140,8 +140,15 @@ def plan(  # noqa: PLR0917 - Typer maps each parameter to an option
         scheduling = build_input(planned, price_list, zone_list, default_nodepool=default_nodepool)
     except (PricesFileError, ValueError) as error:
         _fail(str(error))
+    notices = nodepool_notices(planned)
     if compare or algorithm != "nodewright":  # nodewright.cli.plan_algorithms
-        printer = Printer(to_report, _print_table, json_output=output == "json")
+
+        def shaped(result: SchedulingResult, seconds: float, *, estimated: bool) -> dict[str, Any]:
+            # Every algorithm's report says first what the input lacked, as Nodewright's does.
+            report = to_report(result, seconds, estimated=estimated)
+            return with_notices(report, notices, default_nodepool=default_nodepool)
+
+        printer = Printer(shaped, _print_table, json_output=output == "json")
         plan_with(scheduling, algorithm, printer, compare=compare, estimated=price_list is None)
         return
     started = time.perf_counter()
@@ -149,7 +156,7 @@ def plan(  # noqa: PLR0917 - Typer maps each parameter to an option
     seconds = time.perf_counter() - started
     report = with_notices(
         to_report(result, seconds, estimated=price_list is None),
-        nodepool_notices(planned),
+        notices,
         default_nodepool=default_nodepool,
     )
     if output == "json":

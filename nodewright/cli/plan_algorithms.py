@@ -79,7 +79,9 @@ def plan_report(algorithm: str, inp: SchedulingInput, to_report: ToReport, *, es
     host = 0.0
     if algorithm == "karpenter":
         host = HOST_NODES * _host_price(inp)
+    notices = {"notices": report.pop("notices")} if "notices" in report else {}
     return {
+        **notices,  # what the input lacked stays the first thing said
         "algorithm": algorithm,
         **report,
         "fee_per_hour": round(fee, 6),
@@ -110,6 +112,8 @@ def print_compare(result: dict[str, Any]) -> None:
     console = Console()
     console = Console(width=max(console.width, 110))
     summary = result["compare"]
+    for notice in result["plans"]["nodewright"].get("notices", ()):
+        console.print(notice, style="yellow")
     table = Table(title="The same pods, three autoscalers", title_justify="left")
     table.add_column("")
     for name in ALGORITHMS:

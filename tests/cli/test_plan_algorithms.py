@@ -80,7 +80,7 @@ def test_each_algorithm_plans_the_examples_in_the_same_json_shape(algorithm: str
 def test_compare_plans_kubectl_output_three_ways_side_by_side(tmp_path: Path) -> None:
     pods = tmp_path / "pods.yaml"
     pods.write_text(KUBECTL_PODS + "".join(POD.format(i=i) for i in range(7)), encoding="utf-8")
-    both = plan("-f", str(pods), "--compare")
+    both = plan("-f", str(pods), "--compare", "--default-nodepool")
     assert set(both["compare"]) == {"nodewright", "karpenter", "automode"}
     for name, row in both["compare"].items():
         report = both["plans"][name]
@@ -93,7 +93,7 @@ def test_compare_plans_kubectl_output_three_ways_side_by_side(tmp_path: Path) ->
     # The fee is 12% of each node's on-demand price (these types are not G, P or Trainium).
     assert automode["fee_per_hour"] > 0
     assert fee_per_hour("m5.large", 1.0) == pytest.approx(0.12)
-    table = runner.invoke(app, ["plan", "-f", str(pods), "--compare"])
+    table = runner.invoke(app, ["plan", "-f", str(pods), "--compare", "--default-nodepool"])
     assert table.exit_code == 0, table.output
     assert "nodewright / karpenter:" in table.output
     assert "automode" in table.output
@@ -103,3 +103,15 @@ def test_an_unknown_algorithm_is_refused_by_name() -> None:
     result = runner.invoke(app, ["plan", "-f", str(EXAMPLES), "--algorithm", "cluster-autoscaler"])
     assert result.exit_code == 1
     assert "--algorithm: 'cluster-autoscaler' is not one of nodewright, karpenter, automode" in result.output
+
+
+def test_compare_without_a_nodepool_says_so_first_in_every_plan(tmp_path: Path) -> None:
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(KUBECTL_PODS + "".join(POD.format(i=i) for i in range(3)), encoding="utf-8")
+    both = plan("-f", str(pods), "--compare")
+    for report in both["plans"].values():
+        assert next(iter(report)) == "notices"
+        assert "NodePool" in report["notices"][0]
+    table = runner.invoke(app, ["plan", "-f", str(pods), "--compare"])
+    assert table.exit_code == 0, table.output
+    assert table.output.lstrip().startswith(both["plans"]["nodewright"]["notices"][0][:40])
