@@ -59,7 +59,17 @@ class _NoSpotPrices:
 
 
 def peak_rss_mb() -> float:
-    """The process's peak resident set so far, in MB (Linux reports KB)."""
+    """The process's peak resident set so far, in MB: Linux's VmHWM, which belongs to this
+    program's memory; getrusage's ru_maxrss (the fallback elsewhere) keeps the peak of the process
+    that forked it across the exec, so a soak started from a large process would report that one.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

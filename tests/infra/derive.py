@@ -435,7 +435,10 @@ def spot_request_status(recorder: Recorder) -> None:
     from nodewright.model.cluster import ClusterInfo
     from tests.adapters.aws.fakes import PublicParameters
 
-    ec2 = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    # A session of its own: the recording hook reaches only sessions made after it was installed,
+    # and boto3's default session may be older (made by another test in this process).
+    session = boto3.session.Session()
+    ec2 = session.client("ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     instance = {
         "InstanceId": "i-0123456789abcdef0",
         "State": {"Code": 16, "Name": "running"},

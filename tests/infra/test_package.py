@@ -21,6 +21,8 @@ from infra.package import ASSET_BUCKET, ASSET_PREFIX, main
 from tests.infra.test_compliance import CFN_LINT_IGNORED
 from tests.infra.test_moto_deploy import _client, _for_moto, moto_endpoint  # noqa: F401 - fixture
 
+PACKAGED_STACK = "Nodewright-packaged"
+
 
 @pytest.fixture(scope="module")
 def packaged(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], list[Path]]:
@@ -74,8 +76,9 @@ def test_cloudformation_creates_the_stack_from_the_bucket(
             resource["Properties"]["Code"] = template["Resources"][key]["Properties"]["Code"]
     cloudformation = _client("cloudformation", moto_endpoint)
 
+    # A stack name of its own: the moto server is shared with the other deploy tests of this worker.
     cloudformation.create_stack(
-        StackName="Nodewright-demo",
+        StackName=PACKAGED_STACK,
         TemplateBody=json.dumps(ready),
         Parameters=[
             {"ParameterKey": ASSET_BUCKET, "ParameterValue": "installs"},
@@ -84,10 +87,12 @@ def test_cloudformation_creates_the_stack_from_the_bucket(
         Capabilities=["CAPABILITY_IAM"],
     )
 
-    (stack,) = cloudformation.describe_stacks(StackName="Nodewright-demo")["Stacks"]
+    (stack,) = cloudformation.describe_stacks(StackName=PACKAGED_STACK)["Stacks"]
     assert stack["StackStatus"] == "CREATE_COMPLETE", stack.get("StackStatusReason")
     lambdas = _client("lambda", moto_endpoint)
-    names = [f["FunctionName"] for f in lambdas.list_functions()["Functions"]]
+    names = [
+        f["FunctionName"] for f in lambdas.list_functions()["Functions"] if f["FunctionName"].startswith(PACKAGED_STACK)
+    ]
     assert len(names) == 3
     size = zips[0].stat().st_size
     assert {lambdas.get_function(FunctionName=n)["Configuration"]["CodeSize"] for n in names} == {size}
