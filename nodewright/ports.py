@@ -11,13 +11,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.model.command import CommandRecord
 from nodewright.model.event import Event
 from nodewright.model.instance import Instance, InstanceFacts, InstanceStatus
-from nodewright.model.instancetype import InstanceType
+from nodewright.model.instancetype import InstanceType, OfferingKey
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
 from nodewright.model.snapshot import ClusterSnapshot
@@ -138,10 +140,6 @@ class Cluster(EventRecorder, Protocol):
         ...
 
 
-# (capacity type, instance type, zone): one offering, as the capacity-error cache keys it.
-Offering = tuple[str, str, str]
-
-
 @dataclass(frozen=True, slots=True)
 class LaunchRequest:
     """Everything needed to launch the node of one claim.
@@ -154,7 +152,7 @@ class LaunchRequest:
     nodepool: NodePool
     nodeclass: EC2NodeClass
     options: tuple[InstanceType, ...]
-    blocked: frozenset[Offering] = frozenset()
+    blocked: frozenset[OfferingKey] = frozenset()
 
 
 class InsufficientCapacity(Exception):
@@ -163,7 +161,7 @@ class InsufficientCapacity(Exception):
     out of addresses...). Callers block them for a while and retry the pods elsewhere.
     """
 
-    def __init__(self, offerings: Iterable[Offering], reason: str) -> None:
+    def __init__(self, offerings: Iterable[OfferingKey], reason: str) -> None:
         self.offerings = tuple(offerings)
         self.reason = reason
         super().__init__(f"{reason}: {', '.join('/'.join(o) for o in self.offerings) or 'no offering'}")
@@ -238,8 +236,8 @@ class DrainRecord:
         return f"{self.instance_id}/{self.origin}/{self.started!r}"
 
 
-class StateStore(Protocol):
-    """Nodewright's own durable state (DynamoDB in AWS): node claims, leases, capacity errors."""
+class ClaimRecords(Protocol):
+    """The node claims' records in the state table: what was asked of EC2 and how far it got."""
 
     def create_claim(self, claim: NodeClaim) -> bool:
         """Record a claim before its launch; False (and no change) when one of that name exists."""
@@ -257,6 +255,10 @@ class StateStore(Protocol):
         """Remove a claim's record; a missing one counts as removed."""
         ...
 
+
+class Leases(Protocol):
+    """Named leases in the state table, so two invocations of one function never act at once."""
+
     def acquire_lease(self, name: str, holder: str, now: float, ttl: float) -> bool:
         """Take or renew the lease `name` for `holder` until now + ttl; False while another
         holder's lease has not expired (a conditional write, so two callers cannot both win).
@@ -267,13 +269,21 @@ class StateStore(Protocol):
         """Give the lease up if `holder` still has it."""
         ...
 
-    def block_offerings(self, offerings: Iterable[Offering], until: float) -> None:
-        """Remember that these offerings failed, until `until` (the capacity-error cache)."""
+
+class OfferingBlocks(Protocol):
+    """The capacity-error cache: offerings that failed to launch, skipped until a time."""
+
+    def block_offerings(self, offerings: Iterable[OfferingKey], until: float) -> None:
+        """Remember that these offerings failed, until `until`."""
         ...
 
-    def blocked_offerings(self, now: float) -> frozenset[Offering]:
+    def blocked_offerings(self, now: float) -> frozenset[OfferingKey]:
         """Offerings still blocked at `now`."""
         ...
+
+
+class CommandRecords(Protocol):
+    """The disruption commands in progress, as the consolidator recorded them before acting."""
 
     def save_command(self, record: CommandRecord) -> None:
         """Write a disruption command's record (create or overwrite)."""
@@ -287,6 +297,10 @@ class StateStore(Protocol):
         """Remove a command's record; a missing one counts as removed."""
         ...
 
+
+class DrainRecords(Protocol):
+    """The interruption function's drain chains in progress (see `DrainRecord`)."""
+
     def save_drain(self, record: DrainRecord) -> None:
         """Write the record of the drain chain `record.chain` (create or overwrite)."""
         ...
@@ -297,6 +311,67 @@ class StateStore(Protocol):
 
     def delete_drain(self, chain: str) -> None:
         """Remove the record of this drain chain; a missing one counts as removed."""
+        ...
+
+
+class StateStore(ClaimRecords, Leases, OfferingBlocks, CommandRecords, DrainRecords, Protocol):
+    """Nodewright's whole durable state (one DynamoDB table in AWS), every concern above.
+
+    What the adapters implement and the assembly hands out; a caller takes the narrow port of the
+    concern it uses, and the whole store only when it uses most of them (the consolidator and the
+    interruption controller).
+    """
+
+
+class Configuration(Protocol):
+    """Where NodePools and EC2NodeClasses come from (the config table, CRDs, or fixed values)."""
+
+    def load(self) -> tuple[list[NodePool], dict[str, EC2NodeClass]]:
+        """The valid NodePools and the EC2NodeClasses by name."""
+        ...
+
+    def overlays(self) -> list[NodeOverlay]:
+        """The valid NodeOverlays, as of the last `load()` (read with it, not again)."""
+        ...
+
+    def buffers(self) -> tuple[tuple[CapacityBuffer, ...], tuple[PodTemplate, ...]]:
+        """The CapacityBuffers and the PodTemplates they may name, as of the last `load()`."""
+        ...
+
+
+class Catalog(Protocol):
+    """Instance types with offerings and prices, as a NodeClass's kubelet settings shape them."""
+
+    def instance_types(self, nodeclass: EC2NodeClass | None) -> Sequence[InstanceType]:
+        """The types to plan with for NodePools of this NodeClass."""
+        ...
+
+
+class ReservationEnds(Protocol):
+    """Which capacity reservations no longer hold their instances (EC2's view)."""
+
+    def ended(self, reservation_ids: Iterable[str]) -> frozenset[str]:
+        """Of `reservation_ids`, those expired, cancelled or unknown to EC2; raises when EC2
+        cannot be asked.
+        """
+        ...
+
+
+class StatusWrites(Protocol):
+    """Writes an object's status subresource (`nodewright.adapters.kube.configstatus`)."""
+
+    def put_status(
+        self, kind: str, api_version: str, namespace: str | None, name: str, status: Mapping[str, Any]
+    ) -> bool:
+        """Merge `status` into the object's status; False when the cluster holds no such object."""
+        ...
+
+
+class FunctionSwitch(Protocol):
+    """Stops the installation's functions; returns what it stopped (names, for the report)."""
+
+    def stop(self) -> list[str]:
+        """Stop every function and schedule; safe to call twice."""
         ...
 
 

@@ -27,26 +27,16 @@ changes, or by the next container.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from nodewright.engine.buffer import BufferPods
 from nodewright.model.capacitybuffer import ACTIVE_CAPACITY, CapacityBuffer
 from nodewright.model.manifests import format_timestamp
 from nodewright.model.nodeoverlay import NodeOverlay
-from nodewright.ports import Clock, Observer
+from nodewright.ports import Clock, Observer, StatusWrites
 
 CAPACITYBUFFER = "CapacityBuffer"
 NODEOVERLAY = "NodeOverlay"
-
-
-class StatusWrites(Protocol):
-    """Writes an object's status subresource (`nodewright.adapters.kube.configstatus`)."""
-
-    def put_status(
-        self, kind: str, api_version: str, namespace: str | None, name: str, status: Mapping[str, Any]
-    ) -> bool:
-        """Merge `status` into the object's status; False when the cluster holds no such object."""
-        ...
 
 
 class ConfigStatus:

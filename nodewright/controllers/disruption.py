@@ -41,7 +41,8 @@ from nodewright.controllers.algorithms import Decisions, EngineDecisions
 from nodewright.controllers.drain import Drainer
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.lease import InvocationLease
-from nodewright.controllers.provisioning import Catalog, Configuration, Provisioner, claim_name, pool_capacities
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import claim_name, pool_capacities
 from nodewright.engine.buffer import buffer_pods, hold_buffers
 from nodewright.engine.disruption import (
     Command,
@@ -65,7 +66,7 @@ from nodewright.model.instance import InstanceStatus
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.taints import Taint
-from nodewright.ports import Clock, CloudProvider, Cluster, Observer, StateStore
+from nodewright.ports import Catalog, Clock, CloudProvider, Cluster, Configuration, Observer, StateStore
 
 LEASE = "consolidator"
 TAINT = Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule", wk.DISRUPTED_CONSOLIDATION)

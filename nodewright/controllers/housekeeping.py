@@ -33,8 +33,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
 
 from nodewright.controllers.launching import (
     Launching,
@@ -47,6 +46,7 @@ from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.snapshot import ClusterSnapshot
+from nodewright.ports import ReservationEnds
 
 log = logging.getLogger(__name__)
 
@@ -54,16 +54,6 @@ log = logging.getLogger(__name__)
 # most), a dash, 10 hex digits.
 ISSUED_CLAIM_NAME = re.compile(r"(?P<nodepool>.{1,40})-[0-9a-f]{10}")
 GONE_STATES = ("shutting-down", "terminated")
-
-
-class ReservationEnds(Protocol):
-    """Which capacity reservations no longer hold their instances (EC2's view)."""
-
-    def ended(self, reservation_ids: Iterable[str]) -> frozenset[str]:
-        """Of `reservation_ids`, those expired, cancelled or unknown to EC2; raises when EC2
-        cannot be asked.
-        """
-        ...
 
 
 class Housekeeping(Launching):

@@ -55,7 +55,7 @@ from typing import Any
 
 from nodewright.controllers.drain import Drainer
 from nodewright.controllers.kubeusage import publish_api_usage
-from nodewright.controllers.provisioning import IN_FLIGHT, Configuration
+from nodewright.controllers.provisionoptions import IN_FLIGHT
 from nodewright.controllers.verification import MessageVerifier
 from nodewright.engine.drain import plan_drain
 from nodewright.engine.interruption import (
@@ -93,6 +93,7 @@ from nodewright.ports import (
     Clock,
     CloudProvider,
     Cluster,
+    Configuration,
     Continuations,
     DrainRecord,
     Observer,

@@ -19,8 +19,6 @@ from dataclasses import replace
 from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.provisionoptions import (
     IN_FLIGHT,
-    Catalog,
-    Configuration,
     PassReport,
     ProvisionerOptions,
     claim_name,
@@ -45,9 +43,11 @@ from nodewright.model.pod import Pod
 from nodewright.model.resources import Resources
 from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.ports import (
+    Catalog,
     Clock,
     CloudProvider,
     Cluster,
+    Configuration,
     InsufficientCapacity,
     LaunchError,
     LaunchRequest,

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from nodewright.ports import Clock, StateStore
+from nodewright.ports import Clock, Leases
 
 
 class InvocationLease:
     """Lease `name` for `holder`, up to `longest` seconds at a time and never past `deadline`."""
 
-    def __init__(
-        self, store: StateStore, clock: Clock, name: str, holder: str, *, longest: float, deadline: float
-    ) -> None:
+    def __init__(self, store: Leases, clock: Clock, name: str, holder: str, *, longest: float, deadline: float) -> None:
         self.store = store
         self.clock = clock
         self.name = name

@@ -18,13 +18,12 @@ refuses it with the same sentence (`adapters.aws.instance_profiles`).
 from __future__ import annotations
 
 from nodewright.config.noderoles import ROLE_NOT_ALLOWED, NodeRoles, refused_pools
-from nodewright.controllers.provisionoptions import Configuration
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.model.event import WARNING, Event, ObjectRef
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
-from nodewright.ports import Clock, EventRecorder, Observer
+from nodewright.ports import Clock, Configuration, EventRecorder, Observer
 
 
 class RoleCheckedConfiguration:

@@ -43,15 +43,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from nodewright.controllers.batching import Batch
-from nodewright.controllers.housekeeping import Housekeeping, ReservationEnds
+from nodewright.controllers.housekeeping import Housekeeping
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.lease import InvocationLease
 from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.provisionoptions import (
     IN_FLIGHT,
     LEASE,
-    Catalog,
-    Configuration,
     PassReport,
     ProvisionerOptions,
     RunReport,
@@ -74,10 +72,13 @@ from nodewright.model.command import CommandRecord
 from nodewright.model.event import pod_failed_to_schedule
 from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.ports import (
+    Catalog,
     Clock,
     CloudProvider,
     Cluster,
+    Configuration,
     Observer,
+    ReservationEnds,
     StateStore,
 )
 
@@ -85,8 +86,6 @@ __all__ = [
     "IN_FLIGHT",
     "LEASE",
     "Batch",
-    "Catalog",
-    "Configuration",
     "PassReport",
     "Provisioner",
     "ProvisionerOptions",

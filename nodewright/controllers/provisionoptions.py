@@ -12,7 +12,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.engine.overlay import apply_overlays
@@ -20,40 +19,13 @@ from nodewright.engine.scheduling import (
     PoolCapacity,
 )
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
-from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
-from nodewright.ports import (
-    Observer,
-)
+from nodewright.ports import Catalog, Observer
 
 LEASE = "provisioner"
 IN_FLIGHT = ("pending", "launched")
-
-
-class Configuration(Protocol):
-    """Where NodePools and EC2NodeClasses come from (the config table, CRDs, or fixed values)."""
-
-    def load(self) -> tuple[list[NodePool], dict[str, EC2NodeClass]]:
-        """The valid NodePools and the EC2NodeClasses by name."""
-        ...
-
-    def overlays(self) -> list[NodeOverlay]:
-        """The valid NodeOverlays, as of the last `load()` (read with it, not again)."""
-        ...
-
-    def buffers(self) -> tuple[tuple[CapacityBuffer, ...], tuple[PodTemplate, ...]]:
-        """The CapacityBuffers and the PodTemplates they may name, as of the last `load()`."""
-        ...
-
-
-class Catalog(Protocol):
-    """Instance types with offerings and prices, as a NodeClass's kubelet settings shape them."""
-
-    def instance_types(self, nodeclass: EC2NodeClass | None) -> Sequence[InstanceType]:
-        """The types to plan with for NodePools of this NodeClass."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,19 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
-from nodewright.ports import Clock, CloudProvider, Cluster
-
-
-class FunctionSwitch(Protocol):
-    """Stops the installation's functions; returns what it stopped (names, for the report)."""
-
-    def stop(self) -> list[str]:
-        """Stop every function and schedule; safe to call twice."""
-        ...
+from nodewright.ports import Clock, CloudProvider, Cluster, FunctionSwitch
 
 
 @dataclass

@@ -36,7 +36,7 @@ from nodewright.engine.interruption.verification import (
 from nodewright.model.instance import InstanceFacts
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
-from nodewright.ports import CloudProvider, Cluster, Observer, StateStore
+from nodewright.ports import ClaimRecords, CloudProvider, Cluster, Observer
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class Checked:
 class MessageVerifier:
     """Verifies interruption messages against the state table, the cluster and EC2 (module docstring)."""
 
-    def __init__(self, *, cluster: Cluster, store: StateStore, cloud: CloudProvider, observer: Observer) -> None:
+    def __init__(self, *, cluster: Cluster, store: ClaimRecords, cloud: CloudProvider, observer: Observer) -> None:
         self.cluster = cluster
         self.store = store
         self.cloud = cloud

@@ -52,7 +52,8 @@ from typing import TYPE_CHECKING
 
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.instance import Instance, InstanceFacts, InstanceStatus
-from nodewright.ports import InsufficientCapacity, LaunchError, LaunchRequest, Offering
+from nodewright.model.instancetype import OfferingKey
+from nodewright.ports import InsufficientCapacity, LaunchError, LaunchRequest
 
 if TYPE_CHECKING:
     from nodewright.ports import Clock, CloudProvider
@@ -89,7 +90,7 @@ class _Candidate:
     capacity_type: str
 
     @property
-    def offering(self) -> Offering:
+    def offering(self) -> OfferingKey:
         return (self.capacity_type, self.instance_type, self.zone)
 
 
@@ -103,7 +104,7 @@ class FakeCloudProvider:
         self._lock = threading.RLock()
         self._instances: dict[str, Instance] = {}
         self._by_claim: dict[str, str] = {}
-        self._insufficient: set[Offering] = set()
+        self._insufficient: set[OfferingKey] = set()
         self._failures: dict[str, list[BaseException]] = {}
         self._ids = itertools.count(1)
         self._impaired: dict[str, InstanceStatus] = {}
@@ -124,7 +125,7 @@ class FakeCloudProvider:
             candidates = _fleet(request)
             if not candidates:
                 raise InsufficientCapacity((), NO_OFFERING_REASON)
-            failed: list[Offering] = []
+            failed: list[OfferingKey] = []
             for candidate in candidates:
                 if self._is_insufficient(candidate.offering):
                     failed.append(candidate.offering)
@@ -295,7 +296,7 @@ class FakeCloudProvider:
                 del self._failures[call.method]
             raise error
 
-    def _is_insufficient(self, offering: Offering) -> bool:
+    def _is_insufficient(self, offering: OfferingKey) -> bool:
         capacity_type, instance_type, zone = offering
         return any((capacity_type, it, z) in self._insufficient for it in (instance_type, ANY) for z in (zone, ANY))
 

@@ -29,8 +29,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from nodewright.model.command import CommandRecord
+from nodewright.model.instancetype import OfferingKey
 from nodewright.model.nodeclaim import NodeClaim
-from nodewright.ports import DrainRecord, Offering
+from nodewright.ports import DrainRecord
 
 if TYPE_CHECKING:
     from nodewright.ports import StateStore
@@ -48,7 +49,7 @@ class InMemoryStateStore:
         self._claims: dict[str, NodeClaim] = {}
         # lease name -> (holder, expires)
         self._leases: dict[str, tuple[str, float]] = {}
-        self._blocked: dict[Offering, float] = {}
+        self._blocked: dict[OfferingKey, float] = {}
         self._commands: dict[str, CommandRecord] = {}
         self._drains: dict[str, DrainRecord] = {}
 
@@ -93,13 +94,13 @@ class InMemoryStateStore:
             if current is not None and current[0] == holder:
                 del self._leases[name]
 
-    def block_offerings(self, offerings: Iterable[Offering], until: float) -> None:
+    def block_offerings(self, offerings: Iterable[OfferingKey], until: float) -> None:
         """Remember that these offerings failed, until `until`; a later block is never shortened."""
         with self._lock:
             for offering in offerings:
                 self._blocked[offering] = max(until, self._blocked.get(offering, until))
 
-    def blocked_offerings(self, now: float) -> frozenset[Offering]:
+    def blocked_offerings(self, now: float) -> frozenset[OfferingKey]:
         """Offerings still blocked at `now` (until > now)."""
         with self._lock:
             return frozenset(o for o, until in self._blocked.items() if until > now)

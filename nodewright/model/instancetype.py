@@ -8,6 +8,11 @@ from nodewright.model import labels as wk
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import EMPTY, Resources
 
+# (capacity type, instance type, zone): one offering as a key, the way the capacity-error cache
+# blocks it, CreateFleet's errors name it and the scheduler skips it. An `Offering` below is the
+# full description (price, reservation) of one such key's zone and capacity type for one type.
+OfferingKey = tuple[str, str, str]
+
 
 @dataclass(frozen=True, slots=True)
 class Offering:

@@ -17,8 +17,8 @@ from nodewright.adapters.aws.ec2 import Ec2CloudProvider
 from nodewright.adapters.aws.state_store import DynamoStateStore
 from nodewright.model.command import CommandRecord
 from nodewright.model.instance import Instance
+from nodewright.model.instancetype import OfferingKey
 from nodewright.model.nodeclaim import NodeClaim
-from nodewright.ports import Offering
 
 
 class PublicParameters:
@@ -75,7 +75,7 @@ class MirroredStateStore(DynamoStateStore):
         super().__init__(client, table_name)
         self._claims: dict[str, NodeClaim] = {}
         self._sorted: list[NodeClaim] | None = None
-        self._blocked: dict[Offering, float] = {}
+        self._blocked: dict[OfferingKey, float] = {}
         self._commands: dict[str, CommandRecord] = {}
 
     def create_claim(self, claim: NodeClaim) -> bool:
@@ -108,14 +108,14 @@ class MirroredStateStore(DynamoStateStore):
         if self._claims.pop(name, None) is not None:
             self._sorted = None
 
-    def block_offerings(self, offerings: Iterable[Offering], until: float) -> None:
+    def block_offerings(self, offerings: Iterable[OfferingKey], until: float) -> None:
         """Block in DynamoDB (never shortening a block), then in the mirror."""
         chosen = sorted(set(offerings))
         super().block_offerings(chosen, until)
         for offering in chosen:
             self._blocked[offering] = max(until, self._blocked.get(offering, until))
 
-    def blocked_offerings(self, now: float) -> frozenset[Offering]:
+    def blocked_offerings(self, now: float) -> frozenset[OfferingKey]:
         """Offerings blocked beyond `now`, from the mirror."""
         return frozenset(o for o, until in self._blocked.items() if until > now)
 

@@ -15,12 +15,11 @@ from nodewright.inmemory.clock import VirtualClock
 from nodewright.inmemory.cloud import CloudCall, FakeCloudProvider, SimulatedCloudError
 from nodewright.model import labels as wk
 from nodewright.model.instance import Instance
-from nodewright.model.instancetype import InstanceType, Offering
+from nodewright.model.instancetype import InstanceType, Offering, OfferingKey
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.ports import CloudProvider, InsufficientCapacity, LaunchError, LaunchRequest
-from nodewright.ports import Offering as OfferingKey
 from tests.builders import instance_type, node_pool
 
 M5 = instance_type("m5.large", price=0.096, spot_price=0.04)

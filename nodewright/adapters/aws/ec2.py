@@ -102,7 +102,8 @@ from nodewright.adapters.aws.userdata import Bootstrap, InvalidBootstrap, node_l
 from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.instance import Instance, InstanceFacts, InstanceStatus
-from nodewright.ports import Clock, InsufficientCapacity, LaunchError, LaunchRequest, Offering
+from nodewright.model.instancetype import OfferingKey
+from nodewright.ports import Clock, InsufficientCapacity, LaunchError, LaunchRequest
 
 __all__ = [
     "CAPACITY_ERROR_CODES",
@@ -353,7 +354,7 @@ class Ec2CloudProvider:
                 self._reservations.mark_launched(override.reservation_id)
                 return
 
-    def _reservations_full(self, plan: FleetPlan, failed: Iterable[Offering]) -> None:
+    def _reservations_full(self, plan: FleetPlan, failed: Iterable[OfferingKey]) -> None:
         if self._reservations is None or plan.capacity_type != "reserved":
             return
         hit = {(t, z) for _, t, z in failed}

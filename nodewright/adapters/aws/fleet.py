@@ -19,9 +19,9 @@ from nodewright.adapters.aws.nodeclass_resolver import (
     ResolvedNodeClass,
 )
 from nodewright.model import labels as wk
-from nodewright.model.instancetype import InstanceType
+from nodewright.model.instancetype import InstanceType, OfferingKey
 from nodewright.model.nodeclass import RESERVATION_CAPACITY_BLOCK
-from nodewright.ports import LaunchRequest, Offering
+from nodewright.ports import LaunchRequest
 
 CLUSTER_TAG = "nodewright.io/cluster"
 NODEPOOL_TAG = wk.NW_NODEPOOL
@@ -65,7 +65,7 @@ class Override:
         """The launch template this override launches with: its AMI and its reservation."""
         return (self.image_id, self.reservation_id)
 
-    def offering(self, capacity_type: str) -> Offering:
+    def offering(self, capacity_type: str) -> OfferingKey:
         """The (capacity type, instance type, zone) key of this override."""
         return (capacity_type, self.instance_type, self.zone)
 
@@ -87,7 +87,7 @@ class FleetPlan:
     prioritized: bool = False
 
     @property
-    def offerings(self) -> tuple[Offering, ...]:
+    def offerings(self) -> tuple[OfferingKey, ...]:
         """Every offering the plan asks for."""
         return tuple(o.offering(self.capacity_type) for o in self.overrides)
 
@@ -290,7 +290,7 @@ def fleet_request(
 class FleetErrors:
     """The Errors of a CreateFleet response, split into capacity errors and the rest."""
 
-    capacity: tuple[Offering, ...]
+    capacity: tuple[OfferingKey, ...]
     other: tuple[str, ...]
     template_missing: bool
     reason: str
@@ -299,7 +299,7 @@ class FleetErrors:
 def classify_errors(errors: Iterable[Mapping[str, Any]], plan: FleetPlan) -> FleetErrors:
     """Sort fleet errors: capacity errors -> the offerings they hit; the rest -> messages."""
     zone_of_subnet = {o.subnet_id: o.zone for o in plan.overrides}
-    capacity: list[Offering] = []
+    capacity: list[OfferingKey] = []
     other: list[str] = []
     codes: list[str] = []
     missing = False

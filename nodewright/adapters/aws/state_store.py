@@ -69,8 +69,9 @@ from botocore.exceptions import ClientError
 from nodewright.model.codec import claim_from_dict, claim_to_dict
 from nodewright.model.command import CommandRecord
 from nodewright.model.errors import InvalidValue
+from nodewright.model.instancetype import OfferingKey
 from nodewright.model.nodeclaim import NodeClaim
-from nodewright.ports import DrainRecord, Offering
+from nodewright.ports import DrainRecord
 
 if TYPE_CHECKING:
     from nodewright.ports import StateStore
@@ -119,7 +120,7 @@ def create_table(client: Any, name: str) -> None:
     )
 
 
-def offering_key(offering: Offering) -> str:
+def offering_key(offering: OfferingKey) -> str:
     """The sort key of a capacity-error item: `capacity_type/instance_type/zone`."""
     return "/".join(offering)
 
@@ -253,7 +254,7 @@ class DynamoStateStore:
 
     # ------------------------------------------------------------------ capacity-error cache
 
-    def block_offerings(self, offerings: Iterable[Offering], until: float) -> None:
+    def block_offerings(self, offerings: Iterable[OfferingKey], until: float) -> None:
         """Remember that these offerings failed, until `until`; a later block is never shortened.
 
         One conditional put per offering: a capacity error names a handful of offerings, and
@@ -281,7 +282,7 @@ class DynamoStateStore:
                 if not _condition_failed(error):
                     raise
 
-    def blocked_offerings(self, now: float) -> frozenset[Offering]:
+    def blocked_offerings(self, now: float) -> frozenset[OfferingKey]:
         """Offerings still blocked at `now` (until > now); items past it that TTL has not yet
         deleted are filtered out here.
         """

@@ -18,7 +18,6 @@ from nodewright.engine.disruption.types import (
     DisruptionInput,
     DisruptionOptions,
     DisruptionResult,
-    Offering,
 )
 
 __all__ = [
@@ -27,7 +26,6 @@ __all__ = [
     "DisruptionInput",
     "DisruptionOptions",
     "DisruptionResult",
-    "Offering",
     "allowed_disruptions",
     "compute_commands",
     "eviction_cost",

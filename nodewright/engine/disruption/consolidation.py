@@ -49,9 +49,8 @@ from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.disruption.simulate import Simulator
 from nodewright.engine.disruption.types import CONSOLIDATION, REASONS, Command, DisruptionOptions
 from nodewright.engine.scheduling import PlannedClaim, SchedulingResult
-from nodewright.engine.scheduling.types import BlockedOffering
 from nodewright.model import labels as wk
-from nodewright.model.instancetype import InstanceType
+from nodewright.model.instancetype import InstanceType, OfferingKey
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import CPU, MEMORY
 
@@ -70,7 +69,7 @@ def evaluate(
     candidates: Sequence[Candidate],
     result: SchedulingResult,
     options: DisruptionOptions,
-    blocked: frozenset[BlockedOffering],
+    blocked: frozenset[OfferingKey],
     *,
     many_to_many: bool,
     refused: frozenset[tuple[str, str]] = frozenset(),
@@ -215,7 +214,7 @@ def _weighed(candidates: Sequence[Candidate], new_nodes: int, options: Disruptio
 
 
 def _option_price(
-    it: InstanceType, requirements: Requirements, blocked: frozenset[BlockedOffering], capacity_type: str
+    it: InstanceType, requirements: Requirements, blocked: frozenset[OfferingKey], capacity_type: str
 ) -> float | None:
     """What launching `it` for a claim planned on `capacity_type` may cost: on-demand fleets take
     the cheapest allowed zone (`lowest-price`); spot fleets may take any allowed zone

@@ -10,14 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from nodewright.engine.scheduling.types import BlockedOffering, PlannedClaim, PoolCapacity
+from nodewright.engine.scheduling.types import PlannedClaim, PoolCapacity
 from nodewright.model.blocker import Blocker
 from nodewright.model.instance import InstanceStatus
+from nodewright.model.instancetype import OfferingKey
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.snapshot import ClusterSnapshot
-
-# (capacity type, instance type, zone), as the capacity-error cache stores it.
-Offering = BlockedOffering
 
 REPAIR = "repair"
 EMPTINESS = "emptiness"
@@ -81,7 +79,7 @@ class DisruptionInput:
     now: float
     nominated: Mapping[str, float] = field(default_factory=dict)
     images: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    blocked: frozenset[Offering] = frozenset()
+    blocked: frozenset[OfferingKey] = frozenset()
     in_progress: frozenset[str] = frozenset()
     no_cheaper: frozenset[tuple[str, str]] = frozenset()
     stalled: frozenset[str] = frozenset()

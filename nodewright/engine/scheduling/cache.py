@@ -31,9 +31,9 @@ from typing import Any
 
 from nodewright.engine.scheduling.generations import Generational
 from nodewright.engine.scheduling.prepare import PreparedPool, vec
-from nodewright.engine.scheduling.types import BlockedOffering
 from nodewright.engine.scheduling.typeview import TypeViews
 from nodewright.model import labels as wk
+from nodewright.model.instancetype import OfferingKey
 from nodewright.model.node import Node
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
@@ -280,7 +280,7 @@ class PreparedPools:
         self,
         nodepool: NodePool,
         daemonsets: Sequence[DaemonSet],
-        blocked: frozenset[BlockedOffering],
+        blocked: frozenset[OfferingKey],
         names: tuple[str, ...],
     ) -> PreparedPool:
         """The entry for these inputs, made when none matches."""

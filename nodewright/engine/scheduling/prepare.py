@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from nodewright.engine.scheduling.targets import Targets, bounded_put
-from nodewright.engine.scheduling.types import MAX_INSTANCE_TYPE_OPTIONS, BlockedOffering
+from nodewright.engine.scheduling.types import MAX_INSTANCE_TYPE_OPTIONS
 from nodewright.engine.scheduling.typeview import TypeViews
 from nodewright.engine.scheduling.usage import NODES, charged
 from nodewright.model import labels as wk
-from nodewright.model.instancetype import InstanceType, Offering
+from nodewright.model.instancetype import InstanceType, Offering, OfferingKey
 from nodewright.model.nodepool import NodePool
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.resources import ACCELERATORS, CPU, MEMORY, Resources
@@ -132,7 +132,7 @@ class PreparedPool:
         self,
         nodepool: NodePool,
         daemonsets: Sequence[DaemonSet],
-        blocked: frozenset[BlockedOffering],
+        blocked: frozenset[OfferingKey],
         names: tuple[str, ...],
         views: TypeViews | None = None,
     ) -> None:
@@ -183,7 +183,7 @@ class PreparedPool:
         self,
         nodepool: NodePool,
         daemonsets: Sequence[DaemonSet],
-        blocked: frozenset[BlockedOffering],
+        blocked: frozenset[OfferingKey],
         names: tuple[str, ...],
     ) -> bool:
         """True when this entry was prepared for equal inputs (identity first: it is the usual case)."""

@@ -27,8 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nodewright.engine.scheduling.prepare import PreparedPool
-from nodewright.engine.scheduling.types import BlockedOffering, PlannedClaim, PoolCapacity
+from nodewright.engine.scheduling.types import PlannedClaim, PoolCapacity
 from nodewright.engine.scheduling.usage import NODES
+from nodewright.model.instancetype import OfferingKey
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
@@ -95,7 +96,7 @@ def shortfall(pool: NodePool, count: StaticCount) -> int:
 
 
 def plan_static(
-    pc: PoolCapacity, count: int, daemonsets: Sequence[DaemonSet], blocked: frozenset[BlockedOffering]
+    pc: PoolCapacity, count: int, daemonsets: Sequence[DaemonSet], blocked: frozenset[OfferingKey]
 ) -> tuple[tuple[PlannedClaim, ...], str]:
     """`count` empty claims for the static pool of `pc`, and why there are none when no instance
     type its requirements allow has an offering left.

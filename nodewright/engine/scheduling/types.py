@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from nodewright.model.instancetype import InstanceType, Offering
+from nodewright.model.instancetype import InstanceType, Offering, OfferingKey
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
@@ -19,8 +19,6 @@ from nodewright.model.requirements import Requirements
 from nodewright.model.resources import Resources
 from nodewright.model.workloads import DaemonSet
 
-# (capacity type, instance type, zone): an offering the capacity-error cache has blocked.
-BlockedOffering = tuple[str, str, str]
 MAX_INSTANCE_TYPE_OPTIONS = 60
 
 
@@ -48,7 +46,7 @@ class SchedulingInput:
     bound_pods: tuple[Pod, ...] = ()
     inflight: tuple[NodeClaim, ...] = ()
     daemonsets: tuple[DaemonSet, ...] = ()
-    blocked: frozenset[BlockedOffering] = frozenset()
+    blocked: frozenset[OfferingKey] = frozenset()
     used: Mapping[str, Resources] = field(default_factory=dict)
     now: float = 0.0
 

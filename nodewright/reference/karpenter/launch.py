@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from nodewright.engine.scheduling.types import BlockedOffering, PlannedClaim
-from nodewright.model.instancetype import InstanceType, Offering
+from nodewright.engine.scheduling.types import PlannedClaim
+from nodewright.model.instancetype import InstanceType, Offering, OfferingKey
 
 BATCH_IDLE_SECONDS = 1.0
 BATCH_MAX_SECONDS = 10.0
@@ -43,7 +43,7 @@ class Launch:
     instance_type: InstanceType
 
 
-def launch(claim: PlannedClaim, blocked: frozenset[BlockedOffering] = frozenset()) -> Launch | None:
+def launch(claim: PlannedClaim, blocked: frozenset[OfferingKey] = frozenset()) -> Launch | None:
     """The request Karpenter would send for `claim` (None: none of its types has an offering)."""
     offers: dict[str, list[tuple[Offering, InstanceType]]] = {}
     for it in claim.options:

@@ -47,12 +47,12 @@ from nodewright.adapters.aws.retry import Backoff, is_throttle
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
-from nodewright.model.instancetype import InstanceType
+from nodewright.model.instancetype import InstanceType, OfferingKey
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodeclass import AMIAlias, AMISelectorTerm, EC2NodeClass, SelectorTerm
 from nodewright.model.requirements import Requirements
 from nodewright.model.taints import Taint
-from nodewright.ports import InsufficientCapacity, LaunchError, LaunchRequest, Offering
+from nodewright.ports import InsufficientCapacity, LaunchError, LaunchRequest
 from tests.adapters.aws.fakes import IdempotentEc2, PublicParameters, amazon_images, create_network
 from tests.builders import instance_type, node_pool
 
@@ -134,7 +134,7 @@ def request(
     the_claim: NodeClaim | None = None,
     *,
     options: tuple[InstanceType, ...] = OPTIONS,
-    blocked: frozenset[Offering] = frozenset(),
+    blocked: frozenset[OfferingKey] = frozenset(),
 ) -> LaunchRequest:
     return LaunchRequest(
         claim=the_claim or claim(),
