@@ -58,8 +58,9 @@ from nodewright.adapters.clock import SystemClock
 from nodewright.adapters.kube.client import from_cluster_info
 from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.offline_catalog import load_catalog
+from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisioning import ProvisionerOptions, StaticConfiguration
 from nodewright.inmemory.apiserver import ApiServer
 from nodewright.inmemory.catalog import FixedCatalog
 from nodewright.inmemory.cloud import FakeCloudProvider
@@ -271,7 +272,7 @@ def measure(
         cluster = _adapter(url)
         clock = SystemClock()
         observer = RecordingObserver()
-        provisioner = Provisioner(
+        provisioner = build_provisioner(
             cluster=cluster,
             cloud=FakeCloudProvider(clock),
             store=InMemoryStateStore(),

@@ -38,9 +38,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nodewright.config.timings import INTERRUPTION_TIMEOUT_SECONDS, QUEUE_MAX_RECEIVE_COUNT, visibility_seconds
+from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.interruption import InterruptionController
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisioning import ProvisionerOptions, StaticConfiguration
 from nodewright.engine.interruption import parse
 from nodewright.inmemory.catalog import FixedCatalog
 from nodewright.inmemory.clock import VirtualClock
@@ -268,7 +269,7 @@ class CrashWorld:
             self.queue.messages.remove(message)
 
     def _provision(self) -> None:
-        Provisioner(
+        build_provisioner(
             cluster=self.cluster,
             cloud=self.cloud,
             store=self.store,
@@ -357,7 +358,7 @@ class ProvisionerCrashWorld:
         self.store = InMemoryStateStore()
         self.points = Points(dict(plan))
         self.crashes = 0
-        self.provisioner = Provisioner(
+        self.provisioner = build_provisioner(
             cluster=self.points.wrap("cluster", self.cluster),
             cloud=self.points.wrap("cloud", self.cloud),
             store=self.points.wrap("store", self.store),
@@ -375,7 +376,7 @@ class ProvisionerCrashWorld:
         while self.clock.now() < START + PROVISIONER_SETTLE:
             if int(self.clock.now() - START) % 60 == 0:
                 try:
-                    self.provisioner.reconcile(self.cluster.snapshot())
+                    self.provisioner.housekeeping.reconcile(self.cluster.snapshot())
                     self.provisioner.provision(self.cluster.snapshot())
                 except Crash:
                     self.crashes += 1

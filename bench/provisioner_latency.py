@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.scheduling import benchmark_types, default_pool, machine
+from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import PassReport, Provisioner, ProvisionerOptions, StaticConfiguration
 from nodewright.inmemory.catalog import FixedCatalog
@@ -281,7 +282,9 @@ class IssuedFleets(FakeCloudProvider):
 class MeteredProvisioner(Provisioner):
     """The real provisioner, timing the CPU of each pass."""
 
-    pass_cpu: list[float]
+    def __init__(self, *components: Any, **ports: Any) -> None:
+        super().__init__(*components, **ports)
+        self.pass_cpu: list[float] = []
 
     def provision(self, snapshot: ClusterSnapshot) -> PassReport:
         started = time.process_time()
@@ -373,7 +376,8 @@ def run_pattern(pattern: Pattern, types: Sequence[InstanceType], settings: Setti
     world = World(clock, types, settings.boot_seconds)
     cloud = IssuedFleets(clock, world, settings.fleet_seconds)
     observer = RecordingObserver()
-    provisioner = MeteredProvisioner(
+    provisioner = build_provisioner(
+        kind=MeteredProvisioner,
         cluster=world.cluster,
         cloud=cloud,
         store=world.store,
@@ -385,7 +389,7 @@ def run_pattern(pattern: Pattern, types: Sequence[InstanceType], settings: Setti
         sleep=world.timeline.sleep,
         wait=world.timeline.sleep if settings.wake_on_change else None,
     )
-    provisioner.pass_cpu = []
+    assert isinstance(provisioner, MeteredProvisioner)
     first = 0
     for at, count in pattern.arrivals:
         world.timeline.at(START + at, clock.quiet(partial(world.arrive, _pods(pattern, START + at, count, first))))

@@ -314,6 +314,12 @@ class DrainRecords(Protocol):
         ...
 
 
+class LaunchRecords(ClaimRecords, OfferingBlocks, Protocol):
+    """What a launch reads and writes: the claim recorded before CreateFleet and completed after,
+    and the offerings a capacity error blocked.
+    """
+
+
 class StateStore(ClaimRecords, Leases, OfferingBlocks, CommandRecords, DrainRecords, Protocol):
     """Nodewright's whole durable state (one DynamoDB table in AWS), every concern above.
 

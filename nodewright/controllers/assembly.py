@@ -2,11 +2,15 @@
 
 Called once per cold start by the handlers, never at import: AWS clients, the EKS token source,
 the Kubernetes client (CA verified), the EC2 cloud provider, the DynamoDB stores, the configuration
-source and the live catalog. Tests and the simulator build their own dependencies instead and
-hand the controller to the handler (`functions.provisioner.handler.configure`).
+source and the live catalog. Tests and the simulator build their own ports instead, wire the
+provisioner's components with `build_provisioner`, and hand the controller to the handler
+(`functions.provisioner.handler.configure`). The only controller module that imports adapters.
 """
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable
 
 from nodewright.adapters.aws import session
 from nodewright.adapters.aws.catalog import LiveCatalog
@@ -27,16 +31,107 @@ from nodewright.adapters.kube.crd_config import read_config
 from nodewright.adapters.kube.store import KINDS, NODES, PODS
 from nodewright.adapters.offline_catalog import estimated_on_demand_prices
 from nodewright.config.documents import Document
-from nodewright.controllers.algorithms import consolidator_options_for, decisions_for, schedule_for
+from nodewright.controllers.algorithms import Schedule, consolidator_options_for, decisions_for, schedule_for
+from nodewright.controllers.batching import Batch
 from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
+from nodewright.controllers.housekeeping import Housekeeping
 from nodewright.controllers.interruption import InterruptionController
+from nodewright.controllers.launching import Launcher
 from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.noderoles import RoleCheckedConfiguration
 from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import ProvisionerOptions
 from nodewright.controllers.settings import Settings
-from nodewright.ports import Observer
+from nodewright.controllers.staticcapacity import StaticCapacity
+from nodewright.ports import (
+    Catalog,
+    Clock,
+    CloudProvider,
+    Cluster,
+    Configuration,
+    Observer,
+    ReservationEnds,
+    StateStore,
+)
+
+
+def build_provisioner(
+    *,
+    cluster: Cluster,
+    cloud: CloudProvider,
+    store: StateStore,
+    clock: Clock,
+    config: Configuration,
+    catalog: Catalog,
+    observer: Observer,
+    options: ProvisionerOptions = ProvisionerOptions(),  # noqa: B008 (frozen: a shared default is safe)
+    sleep: Callable[[float], None] = time.sleep,
+    wait: Callable[[float, Callable[[], bool]], None] | None = None,
+    mirror: ClaimMirror | None = None,
+    reservations: ReservationEnds | None = None,
+    solve_clock: Callable[[], float] = time.monotonic,
+    schedule: Schedule | None = None,
+    config_status: ConfigStatus | None = None,
+    kind: type[Provisioner] = Provisioner,
+) -> Provisioner:
+    """The provisioner's components wired to the given ports: one `Launcher` (the launch path
+    `StaticCapacity` launches through too), `Housekeeping`, `StaticCapacity` and a `Batch`.
+
+    `kind` is the class run (a subclass measures passes in the latency benchmark); the rest is
+    what `Provisioner` and its components take (see them).
+    """
+    launcher = Launcher(
+        cluster=cluster,
+        cloud=cloud,
+        store=store,
+        clock=clock,
+        config=config,
+        catalog=catalog,
+        observer=observer,
+        options=options,
+        config_status=config_status,
+    )
+    housekeeping = Housekeeping(
+        cluster=cluster,
+        cloud=cloud,
+        store=store,
+        clock=clock,
+        config=config,
+        catalog=catalog,
+        observer=observer,
+        options=options,
+        reservations=reservations,
+    )
+    static_capacity = StaticCapacity(
+        launcher,
+        cluster=cluster,
+        store=store,
+        clock=clock,
+        config=config,
+        observer=observer,
+        options=options,
+        config_status=config_status,
+    )
+    return kind(
+        launcher,
+        housekeeping,
+        static_capacity,
+        Batch(options),
+        cluster=cluster,
+        store=store,
+        clock=clock,
+        config=config,
+        catalog=catalog,
+        observer=observer,
+        options=options,
+        sleep=sleep,
+        wait=wait,
+        mirror=mirror,
+        solve_clock=solve_clock,
+        schedule=schedule,
+    )
 
 
 class _Aws:
@@ -103,15 +198,17 @@ class _Aws:
 def provisioner_from_settings(settings: Settings, observer: Observer) -> Provisioner:
     """The provisioner wired to EKS, EC2, DynamoDB and the Price List API."""
     aws = _Aws(settings, observer)
-    provisioner = _provisioner(aws, settings, observer)
+    config_status = None
     if settings.config_source == "crd":
         # The status of the CapacityBuffers and NodeOverlays read from the cluster: one writer.
         writes = KubeConfigStatus(aws.cluster)
-        provisioner.config_status = ConfigStatus(writes, aws.clock, observer, listed=aws.stored.statuses)
-    return provisioner
+        config_status = ConfigStatus(writes, aws.clock, observer, listed=aws.stored.statuses)
+    return _provisioner(aws, settings, observer, config_status)
 
 
-def _provisioner(aws: _Aws, settings: Settings, observer: Observer) -> Provisioner:
+def _provisioner(
+    aws: _Aws, settings: Settings, observer: Observer, config_status: ConfigStatus | None = None
+) -> Provisioner:
     # NodeClaim objects for kubectl: on when the nodeclaims.nodewright.io CRD is installed and granted.
     mirror = ClaimMirror(
         KubeClaimObjects(aws.cluster, aws.api_client),
@@ -120,6 +217,25 @@ def _provisioner(aws: _Aws, settings: Settings, observer: Observer) -> Provision
         nodepool_status=settings.config_source == "crd",
     )
     mirror.refused = aws.config.refused
+    return build_provisioner(
+        cluster=aws.cluster,
+        cloud=aws.cloud,
+        store=aws.store,
+        clock=aws.clock,
+        config=aws.config,
+        catalog=_catalog(aws, settings),
+        observer=observer,
+        options=settings.provisioner_options(),
+        wait=aws.cluster.wait,
+        reservations=aws.reservations,
+        schedule=schedule_for(settings.consolidation),
+        mirror=mirror,
+        config_status=config_status,
+    )
+
+
+def _catalog(aws: _Aws, settings: Settings) -> LiveCatalog:
+    """The live catalog: EC2's instance types, priced by the Price List API or the bundled estimates."""
     if settings.price_source == "estimates":
         # A private VPC with no Price List endpoint: on-demand from the bundled estimates, spot from EC2.
         prices = PriceCache(
@@ -131,28 +247,22 @@ def _provisioner(aws: _Aws, settings: Settings, observer: Observer) -> Provision
         )
     else:
         prices = PriceCache(settings.region, pricing=pricing_client(settings.region), ec2=aws.ec2, clock=aws.clock)
-    return Provisioner(
-        cluster=aws.cluster,
-        cloud=aws.cloud,
-        store=aws.store,
-        clock=aws.clock,
-        config=aws.config,
-        catalog=LiveCatalog(aws.ec2, prices, aws.clock, reservations=aws.reservations),
-        observer=observer,
-        options=settings.provisioner_options(),
-        wait=aws.cluster.wait,
-        reservations=aws.reservations,
-        schedule=schedule_for(settings.consolidation),
-        mirror=mirror,
-    )
+    return LiveCatalog(aws.ec2, prices, aws.clock, reservations=aws.reservations)
 
 
 def consolidator_from_settings(settings: Settings, observer: Observer) -> Consolidator:
     """The consolidator, launching replacements through the provisioner's launch path."""
     aws = _Aws(settings, observer)
-    launcher = _provisioner(aws, settings, observer)
-    # The consolidator's mirror writes only its verdicts (Drifted, Consolidatable, Disrupting).
-    launcher.mirror = ClaimMirror(KubeClaimObjects(aws.cluster, aws.api_client), aws.clock, observer, judge=True)
+    launcher = Launcher(
+        cluster=aws.cluster,
+        cloud=aws.cloud,
+        store=aws.store,
+        clock=aws.clock,
+        config=aws.config,
+        catalog=_catalog(aws, settings),
+        observer=observer,
+        options=settings.provisioner_options(),
+    )
     return Consolidator(
         cluster=aws.cluster,
         cloud=aws.cloud,
@@ -166,6 +276,8 @@ def consolidator_from_settings(settings: Settings, observer: Observer) -> Consol
             settings.consolidation, ConsolidatorOptions(disruption=settings.disruption_options())
         ),
         decisions=decisions_for(settings.consolidation),
+        # The consolidator's mirror writes only its verdicts (Drifted, Consolidatable, Disrupting).
+        mirror=ClaimMirror(KubeClaimObjects(aws.cluster, aws.api_client), aws.clock, observer, judge=True),
     )
 
 

@@ -32,6 +32,14 @@ class Batch:
         self._measured: frozenset[str] = frozenset()  # the batch at the last growth measure
         self._measured_at = 0.0
 
+    def reset(self) -> None:
+        """Start afresh, no batch open (an invocation's start, and after each pass)."""
+        self.first_seen = None
+        self.last_change = 0.0
+        self._seen = frozenset()
+        self._measured = frozenset()
+        self._measured_at = 0.0
+
     @property
     def open(self) -> bool:
         """True while pods wait for a pass."""

@@ -40,8 +40,9 @@ from dataclasses import dataclass, field, replace
 from nodewright.controllers.algorithms import Decisions, EngineDecisions
 from nodewright.controllers.drain import Drainer
 from nodewright.controllers.kubeusage import publish_api_usage
+from nodewright.controllers.launching import Launcher
 from nodewright.controllers.lease import InvocationLease
-from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.provisionoptions import claim_name, pool_capacities
 from nodewright.engine.buffer import buffer_pods, hold_buffers
 from nodewright.engine.disruption import (
@@ -142,10 +143,11 @@ class Consolidator:
         config: Configuration,
         catalog: Catalog,
         observer: Observer,
-        launcher: Provisioner,
+        launcher: Launcher,
         options: ConsolidatorOptions = ConsolidatorOptions(),
         sleep: Callable[[float], None] = time.sleep,
         decisions: Decisions | None = None,
+        mirror: ClaimMirror | None = None,
     ) -> None:
         self.cluster = cluster
         self.cloud = cloud
@@ -154,7 +156,10 @@ class Consolidator:
         self.config = config
         self.catalog = catalog
         self.observer = observer
+        # The provisioner's launch path, for the replacements.
         self.launcher = launcher
+        # Writes the consolidator's verdicts on the NodeClaim objects (None: not mirrored).
+        self.mirror = mirror
         self.options = options
         self.sleep = sleep
         self.drainer = Drainer(cluster, observer)
@@ -210,8 +215,8 @@ class Consolidator:
         return report
 
     def _sync_mirror(self) -> None:
-        """Write the claims' NodeClaim objects (the provisioner's mirror, shared), if mirrored."""
-        mirror = self.launcher.mirror
+        """Write the claims' NodeClaim objects, if mirrored."""
+        mirror = self.mirror
         if mirror is not None:
             mirror.sync(lambda: (self.disruption_input(), self.store.commands()))
 

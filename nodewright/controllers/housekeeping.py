@@ -1,6 +1,6 @@
 """The provisioner's housekeeping: claim records, instances and Node objects brought back in line.
 
-Role: `Housekeeping.reconcile`, run by the provisioner (`nodewright.controllers.provisioning`)
+Role: `Housekeeping.reconcile`, run by the provisioner (`nodewright.controllers.provisioning`), whose component it is,
 at the start of each invocation, finishes what earlier invocations left: it completes claims
 whose launch succeeded but whose record was not updated, gives up claims that never launched,
 marks claims registered and initialized as their nodes come up, terminates claims whose node
@@ -35,18 +35,24 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 
-from nodewright.controllers.launching import (
-    Launching,
-    _launched,
-    _nodes_by_claim,
-)
+from nodewright.controllers.launching import launched_claim, nodes_by_claim
+from nodewright.controllers.provisionoptions import ProvisionerOptions
 from nodewright.engine.reservations import ENDED_LABELS, demoted, reserved_node_reservation
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.snapshot import ClusterSnapshot
-from nodewright.ports import ReservationEnds
+from nodewright.ports import (
+    Catalog,
+    ClaimRecords,
+    Clock,
+    CloudProvider,
+    Cluster,
+    Configuration,
+    Observer,
+    ReservationEnds,
+)
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +62,32 @@ ISSUED_CLAIM_NAME = re.compile(r"(?P<nodepool>.{1,40})-[0-9a-f]{10}")
 GONE_STATES = ("shutting-down", "terminated")
 
 
-class Housekeeping(Launching):
-    """The claim lifecycle's reconciliation (module docstring)."""
+class Housekeeping:
+    """The claim lifecycle's reconciliation (module docstring), against the ports it is given."""
 
-    # The capacity reservations adapter, when the provisioner was given one.
-    reservations: ReservationEnds | None = None
+    def __init__(
+        self,
+        *,
+        cluster: Cluster,
+        cloud: CloudProvider,
+        store: ClaimRecords,
+        clock: Clock,
+        config: Configuration,
+        catalog: Catalog,
+        observer: Observer,
+        options: ProvisionerOptions = ProvisionerOptions(),  # noqa: B008 (frozen: a shared default is safe)
+        reservations: ReservationEnds | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.cloud = cloud
+        self.store = store
+        self.clock = clock
+        self.config = config
+        self.catalog = catalog
+        self.observer = observer
+        self.options = options
+        # Asked which capacity reservations ended, to demote their nodes (None: never asked).
+        self.reservations = reservations
 
     def reconcile(self, snapshot: ClusterSnapshot) -> dict[str, int]:
         """Bring claim records, instances and Node objects back in line (see the module docstring)."""
@@ -79,7 +106,7 @@ class Housekeeping(Launching):
         }
         instances = self.cloud.instances()
         by_claim = {i.nodeclaim: i for i in instances if i.nodeclaim}
-        nodes = _nodes_by_claim(snapshot.nodes)
+        nodes = nodes_by_claim(snapshot.nodes)
         claims = self.store.claims()
         gone = self._confirmed_gone(claims, instances)
         for record in claims:
@@ -87,7 +114,7 @@ class Housekeeping(Launching):
             instance = by_claim.get(claim.name)
             if claim.state == "pending":
                 if instance is not None:  # launched, but the record was not completed
-                    self.store.save_claim(_launched(claim, instance, now))
+                    self.store.save_claim(launched_claim(claim, instance, now))
                     counts["resumed"] += 1
                 elif now - claim.created_at > opts.resume_grace:
                     self.store.delete_claim(claim.name)

@@ -1,12 +1,12 @@
 """The provisioner's launch path: from a plan to claims recorded, launched and nominated.
 
-Role: `Launching`, the part of `Provisioner` (`nodewright.controllers.provisioning`) that every
-kind of launch goes through (a pass, static NodePools, CapacityBuffers, consolidation's
-replacements): the scheduling input built from the snapshot and the claims in flight, the
-NodePool limits re-checked just before launching, the claim recorded before CreateFleet and
-completed after (its ClientToken derives from its name, so a retry cannot start a second
-instance), capacity errors blocking their offerings, and the nominations of the pods planned
-onto claims and nodes (as claim records and Nominated Events).
+Role: `Launcher`, the component of `Provisioner` (`nodewright.controllers.provisioning`) that
+every kind of launch goes through (a pass, static NodePools, CapacityBuffers) and the one the
+consolidator holds for its replacements (`launch_planned`): the scheduling input built from the
+snapshot and the claims in flight, the NodePool limits re-checked just before launching, the
+claim recorded before CreateFleet and completed after (its ClientToken derives from its name, so
+a retry cannot start a second instance), capacity errors blocking their offerings, and the
+nominations of the pods planned onto claims and nodes (as claim records and Nominated Events).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from nodewright.controllers.provisionoptions import (
     claim_name,
     pool_capacities,
 )
+from nodewright.engine.buffer import is_virtual
 from nodewright.engine.disruption import template_hash
 from nodewright.engine.scheduling import (
     PlannedClaim,
@@ -50,30 +51,43 @@ from nodewright.ports import (
     Configuration,
     InsufficientCapacity,
     LaunchError,
+    LaunchRecords,
     LaunchRequest,
     Observer,
-    StateStore,
 )
 
 
-class Launching:
-    """The provisioner's claims from plan to launch (module docstring); `Provisioner` sets the attributes."""
+class Launcher:
+    """Claims from plan to launch (module docstring), against the ports it is given."""
 
-    cluster: Cluster
-    cloud: CloudProvider
-    store: StateStore
-    clock: Clock
-    config: Configuration
-    catalog: Catalog
-    observer: Observer
-    options: ProvisionerOptions
-    solver_cache: SolverCache
-    # With configSource=crd (the provisioner only: one writer), NodeOverlay and CapacityBuffer status.
-    config_status: ConfigStatus | None = None
-    _static: bool
-    _buffer_problems: dict[str, str]
+    def __init__(
+        self,
+        *,
+        cluster: Cluster,
+        cloud: CloudProvider,
+        store: LaunchRecords,
+        clock: Clock,
+        config: Configuration,
+        catalog: Catalog,
+        observer: Observer,
+        options: ProvisionerOptions = ProvisionerOptions(),  # noqa: B008 (frozen: a shared default is safe)
+        config_status: ConfigStatus | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.cloud = cloud
+        self.store = store
+        self.clock = clock
+        self.config = config
+        self.catalog = catalog
+        self.observer = observer
+        self.options = options
+        # With configSource=crd (the provisioner only: one writer), NodeOverlay and CapacityBuffer status.
+        self.config_status = config_status
+        # What solves may reuse (prepared catalog views, bound pods' facts): kept by the warm
+        # container with this launcher, so a re-plan after a capacity error starts warm.
+        self.solver_cache = SolverCache()
 
-    def _input(
+    def scheduling_input(
         self,
         snapshot: ClusterSnapshot,
         *,
@@ -83,6 +97,7 @@ class Launching:
         claims: Sequence[NodeClaim],
         now: float,
     ) -> SchedulingInput:
+        """What the solver plans with: the pods to place, the pools, and the claims in flight."""
         overlays = self.config.overlays()
         status = self.config_status
         pools = pool_capacities(nodepools, nodeclasses, self.catalog, overlays, self.observer, status=status)
@@ -90,7 +105,7 @@ class Launching:
         # A node that registered during this invocation is already in the snapshot as a real Node;
         # its claim learns its node_name only at the next housekeeping. Counting it in flight too
         # would plan pods onto an empty phantom copy of the node, where they wait a whole minute.
-        joined = _nodes_by_claim(snapshot.nodes)
+        joined = nodes_by_claim(snapshot.nodes)
         inflight = tuple(
             c
             for c in claims
@@ -130,7 +145,32 @@ class Launching:
             now=now,
         )
 
-    def _launch_all(
+    def launch_planned(self, planned: Sequence[PlannedClaim], names: Sequence[str], reason: str) -> PassReport:
+        """Launch claims another controller planned (consolidation's replacements) through the same
+        path as a pass: limits re-checked, claim recorded before CreateFleet under the given
+        `names` (chosen and recorded by the caller first, so a crash cannot lose track of them),
+        capacity errors blocked. No re-plan: a claim that fails is reported in `failed`.
+        """
+        report = PassReport()
+        if not planned:
+            return report
+        nodepools, nodeclasses = self.config.load()
+        now = self.clock.now()
+        inp = self.scheduling_input(
+            self.cluster.snapshot(),
+            pending=(),
+            nodepools=nodepools,
+            nodeclasses=nodeclasses,
+            claims=self.store.claims(),
+            now=now,
+        )
+        # A consolidation plan moves CapacityBuffers' virtual pods too (their room counts as used);
+        # they are never recorded on a claim or named to the cluster, only planned afresh.
+        real = tuple(replace(c, pods=tuple(p for p in c.pods if not is_virtual(p))) for c in planned)
+        self.launch_all(SchedulingResult(claims=real), nodepools, nodeclasses, inp, report, names=names, reason=reason)
+        return report
+
+    def launch_all(
         self,
         result: SchedulingResult,
         nodepools: Sequence[NodePool],
@@ -193,7 +233,7 @@ class Launching:
             report.launched.append(claim.name)
         return replan
 
-    def _nominate(self, result: SchedulingResult, claims: Sequence[NodeClaim], since: Mapping[str, float]) -> list[str]:
+    def nominate(self, result: SchedulingResult, claims: Sequence[NodeClaim], since: Mapping[str, float]) -> list[str]:
         """Record pods the plan put on in-flight claims, so later passes count them as handled;
         return the pods it put on registered nodes. `since`: when each pod was created.
         """
@@ -224,7 +264,7 @@ class Launching:
 
     def _record_launch(self, claim: NodeClaim, instance: Instance, planned: PlannedClaim, reason: str) -> None:
         now = self.clock.now()
-        self.store.save_claim(_launched(claim, instance, now))
+        self.store.save_claim(launched_claim(claim, instance, now))
         for pod in planned.pods:
             self._nominated(pod.key, pod.created_at, now, nodeclaim=claim.name, uid=pod.uid)
         self.observer.metric("NodesLaunched", 1, nodepool=claim.nodepool, capacity_type=instance.capacity_type)
@@ -276,9 +316,6 @@ class Launching:
             template_hash=template_hash(pool),
         )
 
-    def _hourly_cost(self) -> float:
-        return sum(c.price for c in self.store.claims() if c.state != "pending")
-
 
 def _within_limits(pool: NodePool, planned: PlannedClaim, used: Resources) -> bool:
     """Re-check the pool's limits just before launching: what the pool uses now plus, pessimistically,
@@ -293,7 +330,7 @@ def _within_limits(pool: NodePool, planned: PlannedClaim, used: Resources) -> bo
     return all(total[name] <= limit for name, limit in pool.limits.items())
 
 
-def _launched(claim: NodeClaim, instance: Instance, now: float) -> NodeClaim:
+def launched_claim(claim: NodeClaim, instance: Instance, now: float) -> NodeClaim:
     return claim.with_changes(
         state="launched",
         instance_id=instance.instance_id,
@@ -307,7 +344,7 @@ def _launched(claim: NodeClaim, instance: Instance, now: float) -> NodeClaim:
     )
 
 
-def _nodes_by_claim(nodes: Sequence[Node]) -> dict[str, Node]:
+def nodes_by_claim(nodes: Sequence[Node]) -> dict[str, Node]:
     """Nodes keyed by their claim label and by their providerID."""
     out: dict[str, Node] = {}
     for node in nodes:

@@ -21,11 +21,13 @@ time, and gains nothing from it: each poll adds only a small share of the batch,
 come later still fill the room left on claims already launched (they are nominated onto them).
 So a batch that has stopped growing fast is passed on at once.
 
-Files: this one holds `Provisioner`'s invocation loop and its pass; `batching.py` the batching
-rules (`Batch`); `launching.py` the launch path every launch goes through (input, limits, claim
-records, CreateFleet, capacity errors, nominations); `staticcapacity.py` static NodePools and
-CapacityBuffers; `housekeeping.py` the reconciliation of claims, instances and Nodes;
-`provisionoptions.py` the configuration ports, options, reports, `pool_capacities`, `claim_name`.
+Components: `Provisioner` holds the invocation loop and its pass, and is given the components it
+runs, each owning its state (`controllers.assembly.build_provisioner` wires them): `Launcher`
+(`launching.py`), the launch path every launch goes through (input, limits, claim records,
+CreateFleet, capacity errors, nominations); `Housekeeping` (`housekeeping.py`), the
+reconciliation of claims, instances and Nodes; `StaticCapacity` (`staticcapacity.py`), static
+NodePools and CapacityBuffers; `Batch` (`batching.py`), the batching rules.
+`provisionoptions.py` holds the options, reports, `pool_capacities` and `claim_name`.
 
 Every launch records the claim before CreateFleet and completes it after; the ClientToken derives
 from the claim's name, so a retried launch cannot start a second instance. A capacity error
@@ -39,12 +41,12 @@ import functools
 import math
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable
 
 from nodewright.controllers.batching import Batch
 from nodewright.controllers.housekeeping import Housekeeping
 from nodewright.controllers.kubeusage import publish_api_usage
+from nodewright.controllers.launching import Launcher
 from nodewright.controllers.lease import InvocationLease
 from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.provisionoptions import (
@@ -58,14 +60,11 @@ from nodewright.controllers.provisionoptions import (
     pool_capacities,
 )
 from nodewright.controllers.staticcapacity import StaticCapacity
-from nodewright.engine.buffer import is_virtual
 from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.scheduling import (
-    PlannedClaim,
     SchedulingInput,
     SchedulingResult,
     SolveDeadline,
-    SolverCache,
     solve,
 )
 from nodewright.model.command import CommandRecord
@@ -74,11 +73,9 @@ from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.ports import (
     Catalog,
     Clock,
-    CloudProvider,
     Cluster,
     Configuration,
     Observer,
-    ReservationEnds,
     StateStore,
 )
 
@@ -96,14 +93,17 @@ __all__ = [
 ]
 
 
-class Provisioner(StaticCapacity, Housekeeping):
-    """Runs provisioning passes against the ports it is given (see the module docstring)."""
+class Provisioner:
+    """Runs provisioning passes with the components and ports it is given (module docstring)."""
 
     def __init__(
         self,
+        launcher: Launcher,
+        housekeeping: Housekeeping,
+        static_capacity: StaticCapacity,
+        batching: Batch,
         *,
         cluster: Cluster,
-        cloud: CloudProvider,
         store: StateStore,
         clock: Clock,
         config: Configuration,
@@ -113,12 +113,14 @@ class Provisioner(StaticCapacity, Housekeeping):
         sleep: Callable[[float], None] = time.sleep,
         wait: Callable[[float, Callable[[], bool]], None] | None = None,
         mirror: ClaimMirror | None = None,
-        reservations: ReservationEnds | None = None,
         solve_clock: Callable[[], float] = time.monotonic,
         schedule: Callable[[SchedulingInput], SchedulingResult] | None = None,
     ) -> None:
+        self.launcher = launcher
+        self.housekeeping = housekeeping
+        self.static_capacity = static_capacity
+        self.batching = batching
         self.cluster = cluster
-        self.cloud = cloud
         self.store = store
         self.clock = clock
         self.config = config
@@ -131,19 +133,11 @@ class Provisioner(StaticCapacity, Housekeeping):
         self.wait = wait
         # Writes the claims into the cluster as NodeClaim objects after the records (None: not mirrored).
         self.mirror = mirror
-        # Asked which capacity reservations ended, to demote their nodes (housekeeping).
-        self.reservations = reservations
         # Who plans a pass: None for the engine's `solve`; a reference scheduler (`controllers.algorithms`).
         self.schedule = schedule
-        # What solves may reuse (prepared catalog views, bound pods' facts): kept by the warm
-        # container with this controller, so a re-plan after a capacity error starts warm.
-        self.solver_cache = SolverCache()
         # What a pass's solve budget is measured by: real elapsed time, whatever `clock` is (a
         # simulation's virtual clock stands still while the solver runs).
         self.solve_clock = solve_clock
-        # Whether the configuration last read had static NodePools or buffers (`keep_configured`).
-        self._static = False
-        self._buffer_problems: dict[str, str] = {}  # last logged, so each is logged once
 
     # -- the invocation ------------------------------------------------------------------------
 
@@ -172,14 +166,15 @@ class Provisioner(StaticCapacity, Housekeeping):
             return report
         try:
             self.cluster.follow(deadline - self.clock.now())
-            report.housekeeping = self.reconcile(self.cluster.snapshot())
+            report.housekeeping = self.housekeeping.reconcile(self.cluster.snapshot())
             self.sync_mirror()
             # Buffers wait while real pods wait for their pass: those come first.
             waiting_real = bool({p.key for p in self.cluster.pending()} - self._handled())
-            report.launched += self.keep_configured(buffers=not waiting_real).launched
+            report.launched += self.static_capacity.keep_configured(buffers=not waiting_real).launched
             # Counted again every `static_poll` only when there are static pools or buffers.
-            static_due = self.clock.now() + opts.static_poll if self._static else math.inf
-            batch = Batch(opts)
+            static_due = self.clock.now() + opts.static_poll if self.static_capacity.configured else math.inf
+            batch = self.batching
+            batch.reset()
             parked: dict[str, float] = {}
             end = deadline - opts.deadline_margin
             idle_since = self.clock.now()
@@ -191,14 +186,14 @@ class Provisioner(StaticCapacity, Housekeeping):
                 if waiting:  # the claims are read only when something waits: most checks find nothing
                     waiting -= self._handled()
                 if now >= static_due:
-                    report.launched += self.keep_configured(buffers=not batch.open).launched
-                    static_due = self.clock.now() + opts.static_poll if self._static else math.inf
+                    report.launched += self.static_capacity.keep_configured(buffers=not batch.open).launched
+                    static_due = self.clock.now() + opts.static_poll if self.static_capacity.configured else math.inf
                 if not waiting and opts.idle_exit is not None and now - idle_since >= opts.idle_exit:
                     self.observer.decision("idle-exit", idle_seconds=round(now - idle_since, 3))
                     break
                 if batch.due(waiting, now):
                     result = self.provision(self.cluster.snapshot())
-                    result.launched += self.keep_configured().launched
+                    result.launched += self.static_capacity.keep_configured().launched
                     parked.update(dict.fromkeys(result.unschedulable, self.clock.now() + opts.unschedulable_retry))
                     parked.update(dict.fromkeys(result.placed, self.clock.now() + opts.placed_retry))
                     report.passes += 1
@@ -206,7 +201,7 @@ class Provisioner(StaticCapacity, Housekeeping):
                     report.failed.update(result.failed)
                     if result.launched:
                         self.sync_mirror()
-                    batch = Batch(opts)
+                    batch.reset()
                     idle_since = self.clock.now()
                     lease.renew()
                     continue
@@ -262,17 +257,19 @@ class Provisioner(StaticCapacity, Housekeeping):
             return report
         nodepools, nodeclasses = self.config.load()
         # One generation of the solver's memos per pass: pod versions no pass uses are let go.
-        self.solver_cache.age()
+        self.launcher.solver_cache.age()
         deadline = SolveDeadline.within(self.solve_clock, self.options.solve_budget)
         for _ in range(self.options.max_replans + 1):
             now = self.clock.now()
             claims = self.store.claims()
-            inp = self._input(
+            inp = self.launcher.scheduling_input(
                 snapshot, pending=pending, nodepools=nodepools, nodeclasses=nodeclasses, claims=claims, now=now
             )
             started = time.perf_counter()
             result = (
-                solve(inp, cache=self.solver_cache, deadline=deadline) if self.schedule is None else self.schedule(inp)
+                solve(inp, cache=self.launcher.solver_cache, deadline=deadline)
+                if self.schedule is None
+                else self.schedule(inp)
             )
             report.solve_seconds += time.perf_counter() - started
             self.observer.metric("SchedulingSeconds", time.perf_counter() - started, "Seconds")
@@ -281,11 +278,11 @@ class Provisioner(StaticCapacity, Housekeeping):
             if result.deferred:
                 # Not parked: still pending and not on a claim, they start the next pass at once.
                 self.observer.decision("deferred", pods=len(result.deferred), budget=self.options.solve_budget)
-            report.placed = self._nominate(result, claims, {p.key: p.created_at for p in pending})
+            report.placed = self.launcher.nominate(result, claims, {p.key: p.created_at for p in pending})
             for pod, reason in result.unschedulable.items():
                 self.observer.decision("unschedulable", pod=pod, reason=reason)
                 self.cluster.record(pod_failed_to_schedule(pod, reason), now)
-            if not self._launch_all(result, nodepools, nodeclasses, inp, report):
+            if not self.launcher.launch_all(result, nodepools, nodeclasses, inp, report):
                 break
             # Capacity errors blocked some offerings: plan their pods again, now.
             pending = [p for p in pending if p.key not in self._handled()]
@@ -294,27 +291,5 @@ class Provisioner(StaticCapacity, Housekeeping):
         self.observer.metric("ClusterHourlyCost", self._hourly_cost(), "None")
         return report
 
-    def launch_planned(self, planned: Sequence[PlannedClaim], names: Sequence[str], reason: str) -> PassReport:
-        """Launch claims another controller planned (consolidation's replacements) through the same
-        path as a pass: limits re-checked, claim recorded before CreateFleet under the given
-        `names` (chosen and recorded by the caller first, so a crash cannot lose track of them),
-        capacity errors blocked. No re-plan: a claim that fails is reported in `failed`.
-        """
-        report = PassReport()
-        if not planned:
-            return report
-        nodepools, nodeclasses = self.config.load()
-        now = self.clock.now()
-        inp = self._input(
-            self.cluster.snapshot(),
-            pending=(),
-            nodepools=nodepools,
-            nodeclasses=nodeclasses,
-            claims=self.store.claims(),
-            now=now,
-        )
-        # A consolidation plan moves CapacityBuffers' virtual pods too (their room counts as used);
-        # they are never recorded on a claim or named to the cluster, only planned afresh.
-        real = tuple(replace(c, pods=tuple(p for p in c.pods if not is_virtual(p))) for c in planned)
-        self._launch_all(SchedulingResult(claims=real), nodepools, nodeclasses, inp, report, names=names, reason=reason)
-        return report
+    def _hourly_cost(self) -> float:
+        return sum(c.price for c in self.store.claims() if c.state != "pending")

@@ -1,9 +1,9 @@
 """Capacity the configuration asks for without pending pods: static NodePools and CapacityBuffers.
 
-Role: `StaticCapacity`, the part of `Provisioner` (`nodewright.controllers.provisioning`) that
-launches what static NodePools are short of (`engine.scheduling.static`) and the room
+Role: `StaticCapacity`, the component of `Provisioner` (`nodewright.controllers.provisioning`)
+that launches what static NodePools are short of (`engine.scheduling.static`) and the room
 CapacityBuffers ask for (`engine.buffer`'s virtual pods, solved as if pending after the real
-ones), through the same launch path as a pass (`launching`).
+ones), through the same launch path as a pass (the `Launcher` it is given).
 """
 
 from __future__ import annotations
@@ -11,12 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from nodewright.controllers.launching import (
-    Launching,
-)
-from nodewright.controllers.provisionoptions import (
-    PassReport,
-)
+from nodewright.controllers.configstatus import ConfigStatus
+from nodewright.controllers.launching import Launcher
+from nodewright.controllers.provisionoptions import PassReport, ProvisionerOptions
 from nodewright.engine.buffer import buffer_pods
 from nodewright.engine.scheduling import (
     PlannedClaim,
@@ -27,10 +24,37 @@ from nodewright.engine.scheduling.static import count_static, plan_static, short
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.snapshot import ClusterSnapshot
+from nodewright.ports import ClaimRecords, Clock, Cluster, Configuration, Observer
 
 
-class StaticCapacity(Launching):
-    """Static NodePools and CapacityBuffers (module docstring)."""
+class StaticCapacity:
+    """Static NodePools and CapacityBuffers (module docstring), launched through `launcher`."""
+
+    def __init__(
+        self,
+        launcher: Launcher,
+        *,
+        cluster: Cluster,
+        store: ClaimRecords,
+        clock: Clock,
+        config: Configuration,
+        observer: Observer,
+        options: ProvisionerOptions = ProvisionerOptions(),  # noqa: B008 (frozen: a shared default is safe)
+        config_status: ConfigStatus | None = None,
+    ) -> None:
+        self.launcher = launcher
+        self.cluster = cluster
+        self.store = store
+        self.clock = clock
+        self.config = config
+        self.observer = observer
+        self.options = options
+        # With configSource=crd (the provisioner only: one writer), CapacityBuffer status.
+        self.config_status = config_status
+        # Whether the configuration last read had static NodePools or buffers: the provisioner's
+        # loop counts them again every `static_poll` only then.
+        self.configured = False
+        self._buffer_problems: dict[str, str] = {}  # last logged, so each is logged once
 
     def keep_configured(self, *, buffers: bool = True) -> PassReport:
         """Launch the capacity the configuration asks for without pending pods: what static
@@ -40,8 +64,8 @@ class StaticCapacity(Launching):
         report = PassReport()
         nodepools, nodeclasses = self.config.load()
         configured, _ = self.config.buffers()
-        self._static = bool(configured) or any(p.replicas is not None for p in nodepools)
-        if not self._static:
+        self.configured = bool(configured) or any(p.replicas is not None for p in nodepools)
+        if not self.configured:
             return report
         self.keep_static(self.cluster.snapshot(), nodepools, nodeclasses, report)
         if configured and buffers:
@@ -63,7 +87,7 @@ class StaticCapacity(Launching):
             return
         for _ in range(self.options.max_replans + 1):
             claims = self.store.claims()
-            inp = self._input(
+            inp = self.launcher.scheduling_input(
                 snapshot, pending=(), nodepools=nodepools, nodeclasses=nodeclasses, claims=claims, now=self.clock.now()
             )
             planned: list[PlannedClaim] = []
@@ -83,7 +107,7 @@ class StaticCapacity(Launching):
                     reason=why or f"{count.active} of {pc.nodepool.replicas} replicas",
                 )
             reason = "static NodePool below its replicas"
-            if not planned or not self._launch_all(
+            if not planned or not self.launcher.launch_all(
                 SchedulingResult(claims=tuple(planned)), nodepools, nodeclasses, inp, report, reason=reason
             ):
                 break
@@ -105,7 +129,7 @@ class StaticCapacity(Launching):
         problems = dict(virtual.problems)
         for _ in range(self.options.max_replans + 1 if virtual.pods else 0):
             claims = self.store.claims()
-            inp = self._input(
+            inp = self.launcher.scheduling_input(
                 snapshot,
                 pending=virtual.pods,
                 nodepools=nodepools,
@@ -113,7 +137,7 @@ class StaticCapacity(Launching):
                 claims=claims,
                 now=self.clock.now(),
             )
-            result = solve(inp, cache=self.solver_cache)
+            result = solve(inp, cache=self.launcher.solver_cache)
             planned = tuple(replace(c, pods=()) for c in result.claims)
             owners = {p.key: f"{p.namespace}/{p.owner_name}" for p in virtual.pods}
             for key, why in sorted(result.unschedulable.items()):  # e.g. the NodePools' limits bind
@@ -125,7 +149,7 @@ class StaticCapacity(Launching):
                     pods=sum(len(c.pods) for c in result.claims),
                     buffers=sorted({p.owner_name for c in result.claims for p in c.pods}),
                 )
-            if not planned or not self._launch_all(
+            if not planned or not self.launcher.launch_all(
                 SchedulingResult(claims=planned), nodepools, nodeclasses, inp, report, reason="CapacityBuffer headroom"
             ):
                 break

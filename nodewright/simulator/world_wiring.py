@@ -32,6 +32,7 @@ from nodewright.controllers.algorithms import (
     provisioner_options_for,
     schedule_for,
 )
+from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.noderoles import RoleCheckedConfiguration
 from nodewright.controllers.observe import RecordingObserver
@@ -224,7 +225,7 @@ class Wiring(Kubelet, Changes):
 
         def provisioner(observer: RecordingObserver) -> Provisioner:
             cluster = self._cluster_for("provisioner")
-            return Provisioner(
+            return build_provisioner(
                 cluster=cluster,
                 cloud=cloud,
                 store=store,
@@ -278,18 +279,22 @@ class Wiring(Kubelet, Changes):
                 ),
             )
             observer = self.observers["consolidator"]
+            cluster = self._cluster_for("consolidator")
+            # The replacements launch through a provisioner's launch path, and its mirror's writer.
+            replacing = provisioner(observer)
             controller = Consolidator(
-                cluster=self._cluster_for("consolidator"),
+                cluster=cluster,
                 cloud=cloud,
                 store=store,
                 clock=self.clock,
                 config=config,
                 catalog=self.catalog,
                 observer=observer,
-                launcher=provisioner(observer),
+                launcher=replacing.launcher,
                 options=options,
                 sleep=self.lambdas.sleep,
                 decisions=decisions_for(mode),
+                mirror=replacing.mirror,
             )
             consolidator.configure(controller)
             self._use("consolidator", consolidator)

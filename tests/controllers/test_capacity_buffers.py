@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.disruption import Consolidator
 from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate, ScalableRef
 from nodewright.model.pod import Pod
+from nodewright.ports import Configuration
 from tests.builders import node_pool, pod
 from tests.controllers.test_disruption import ConsolidationWorld
 from tests.controllers.test_interruption import BOOT
@@ -29,10 +31,10 @@ class BufferWorld(ConsolidationWorld):
     def configuration(self) -> StaticConfiguration:
         return StaticConfiguration(self.pools, capacitybuffers=self.buffers, podtemplates=(CHUNK,))
 
-    def provisioner(self) -> Provisioner:
-        p = super().provisioner()
-        p.config = self.configuration()
-        return p
+    def provisioner(
+        self, config: Configuration | None = None, config_status: ConfigStatus | None = None
+    ) -> Provisioner:
+        return super().provisioner(config if config is not None else self.configuration(), config_status)
 
     def consolidator(self, **options: float) -> Consolidator:
         c = super().consolidator(**options)

@@ -31,7 +31,7 @@ from tests.controllers.test_provisioning import FixedCatalog
 @dataclass
 class ConsolidationWorld(World):
     def consolidator(self, **options: float) -> Consolidator:
-        launcher = self.provisioner()
+        launcher = self.provisioner().launcher
         return Consolidator(
             cluster=self.cluster,
             cloud=self.cloud,

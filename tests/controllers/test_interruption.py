@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
+from nodewright.controllers.assembly import build_provisioner
+from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.interruption import InterruptionController, InterruptionOptions
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
@@ -37,6 +39,7 @@ from nodewright.model.pod import Pod
 from nodewright.model.resources import Resources
 from nodewright.model.selectors import LabelSelector
 from nodewright.model.workloads import PodDisruptionBudget
+from nodewright.ports import Configuration
 from tests.builders import node_pool, pod
 from tests.controllers.test_provisioning import TYPES, FixedCatalog
 
@@ -74,18 +77,23 @@ class World:
 
     # -- the cluster's other actors -----------------------------------------------------------
 
-    def provisioner(self) -> Provisioner:
-        """The real provisioner over this world's fakes (one pass at a time: no sleeping)."""
-        return Provisioner(
+    def provisioner(
+        self, config: Configuration | None = None, config_status: ConfigStatus | None = None
+    ) -> Provisioner:
+        """The real provisioner over this world's fakes (one pass at a time: no sleeping), with
+        the world's NodePools unless given a `config`.
+        """
+        return build_provisioner(
             cluster=self.cluster,
             cloud=self.cloud,
             store=self.store,
             clock=self.clock,
-            config=StaticConfiguration(self.pools),
+            config=config if config is not None else StaticConfiguration(self.pools),
             catalog=FixedCatalog(),
             observer=self.observer,
             options=ProvisionerOptions(),
             sleep=lambda _: None,
+            config_status=config_status,
         )
 
     def provision(self) -> None:

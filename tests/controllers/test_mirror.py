@@ -68,10 +68,10 @@ def judge(world: World, objects: InMemoryClaimObjects) -> None:
         config=StaticConfiguration(world.pools),
         catalog=FixedCatalog(),
         observer=world.observer,
-        launcher=world.provisioner(),
+        launcher=world.provisioner().launcher,
         sleep=lambda seconds: None,
+        mirror=ClaimMirror(objects, world.clock, world.observer, judge=True),
     )
-    consolidator.launcher.mirror = ClaimMirror(objects, world.clock, world.observer, judge=True)
     consolidator._sync_mirror()
 
 

@@ -8,6 +8,7 @@ decision record, the Event on the NodePool and the NodePool's conditions.
 from __future__ import annotations
 
 from nodewright.config.noderoles import NodeRoles
+from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.noderoles import RoleCheckedConfiguration
 from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
@@ -42,7 +43,7 @@ def checked_world() -> tuple[World, RoleCheckedConfiguration, InMemoryClaimObjec
     mirror.refused = config.refused
 
     def provisioner(**options: float) -> Provisioner:
-        return Provisioner(
+        return build_provisioner(
             cluster=world.cluster,
             cloud=world.cloud,
             store=world.store,

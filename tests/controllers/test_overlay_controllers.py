@@ -13,6 +13,7 @@ import textwrap
 from dataclasses import dataclass
 
 from nodewright.config import parse_yaml
+from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.disruption import Consolidator
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
 from nodewright.model import labels as wk
@@ -58,7 +59,7 @@ class OverlaidProvisioning(ProvisioningWorld):
 
     def provisioner(self, **options: float) -> Provisioner:
         del options  # the base class's signature; the defaults serve here
-        return Provisioner(
+        return build_provisioner(
             cluster=self.cluster,
             cloud=self.cloud,
             store=self.store,

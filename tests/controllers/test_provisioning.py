@@ -15,6 +15,7 @@ from functools import partial
 
 import pytest
 
+from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
 from nodewright.inmemory import catalog
@@ -33,6 +34,7 @@ from nodewright.model.pod import Pod, SpreadConstraint
 from nodewright.model.resources import Resources
 from nodewright.model.selectors import LabelSelector
 from nodewright.model.taints import Taint
+from nodewright.ports import ReservationEnds
 from tests.builders import ZONES, instance_type, node, node_pool, pod
 
 START = 1_800_000_000.0
@@ -58,22 +60,26 @@ class World:
     store: InMemoryStateStore = field(default_factory=InMemoryStateStore)
     observer: RecordingObserver = field(default_factory=RecordingObserver)
     pools: tuple[NodePool, ...] = (node_pool(),)
+    catalog: FixedCatalog = field(default_factory=FixedCatalog)
+    # Asked by housekeeping which capacity reservations ended (None: never asked).
+    reservations: ReservationEnds | None = None
 
     def __post_init__(self) -> None:
         self.cluster = InMemoryCluster(self.clock)
         self.cloud = FakeCloudProvider(self.clock)
 
     def provisioner(self, **options: float) -> Provisioner:
-        return Provisioner(
+        return build_provisioner(
             cluster=self.cluster,
             cloud=self.cloud,
             store=self.store,
             clock=self.clock,
             config=StaticConfiguration(self.pools),
-            catalog=FixedCatalog(),
+            catalog=self.catalog,
             observer=self.observer,
             options=ProvisionerOptions(**options),
             sleep=self.clock.advance,
+            reservations=self.reservations,
         )
 
     def pending(self, count: int, prefix: str = "web", **fields: object) -> list[Pod]:

@@ -46,13 +46,12 @@ class ReservedWorld(World):
     ends: Ends = Ends()
 
     def provisioner(self, **options: float) -> Provisioner:
-        provisioner = super().provisioner(**options)
         reservation = CapacityReservation(
             id=RESERVATION, instance_type="m5.large", zone="us-east-1a", owner_id="111122223333", available=1
         )
-        provisioner.catalog = FixedCatalog(tuple(with_reservations(TYPES, [reservation], START)))
-        provisioner.reservations = self.ends
-        return provisioner
+        self.catalog = FixedCatalog(tuple(with_reservations(TYPES, [reservation], START)))
+        self.reservations = self.ends
+        return super().provisioner(**options)
 
 
 def launched_into_the_reservation(ends: Ends) -> tuple[ReservedWorld, str]:

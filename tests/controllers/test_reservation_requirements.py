@@ -22,12 +22,11 @@ ANY_CAPACITY = {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["reserved"
 
 class ReservedCatalogWorld(World):
     def provisioner(self, **options: float) -> Provisioner:
-        provisioner = super().provisioner(**options)
         reservation = CapacityReservation(
             id=RESERVATION, instance_type="m5.large", zone="us-east-1a", owner_id="111122223333", available=1
         )
-        provisioner.catalog = FixedCatalog(tuple(with_reservations(TYPES, [reservation], START)))
-        return provisioner
+        self.catalog = FixedCatalog(tuple(with_reservations(TYPES, [reservation], START)))
+        return super().provisioner(**options)
 
 
 def run_with(requirement: dict[str, object]) -> tuple[list[str], dict[str, object]]:

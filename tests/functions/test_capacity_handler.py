@@ -30,7 +30,7 @@ def configured(world: Ec2World, example_plan: ExamplePlan, **documents: Any) -> 
     """The examples' EC2NodeClasses with the given NodePools and buffers; no pending pods."""
     for p in world.cluster.pods():
         world.cluster.remove_pod(p)
-    world.provisioner.config = StaticConfiguration(nodeclasses=example_plan.nodeclasses, **documents)
+    world.config.current = StaticConfiguration(nodeclasses=example_plan.nodeclasses, **documents)
 
 
 def test_the_handler_launches_a_static_pools_replicas_with_no_pending_pod_and_nothing_more(

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from nodewright.adapters.aws.state_store import DynamoStateStore
+from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.inmemory.clock import VirtualClock
@@ -35,7 +36,7 @@ def test_the_handler_launches_the_plan_records_every_claim_and_launches_nothing_
         cluster.add_daemonset(daemonset)
     cloud = FakeCloudProvider(clock)
     store = DynamoStateStore(dynamodb, "state")
-    provisioner = Provisioner(
+    provisioner = build_provisioner(
         cluster=cluster,
         cloud=cloud,
         store=store,

@@ -25,15 +25,20 @@ import pytest
 from nodewright.adapters.aws.ec2 import Ec2CloudProvider
 from nodewright.adapters.aws.nodeclass_resolver import alias_parameters
 from nodewright.adapters.aws.state_store import DynamoStateStore
+from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model import labels as wk
+from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.node import Node
-from nodewright.model.nodeclass import AMIAlias
+from nodewright.model.nodeclass import AMIAlias, EC2NodeClass
+from nodewright.model.nodeoverlay import NodeOverlay
+from nodewright.model.nodepool import NodePool
 from nodewright.model.resources import Resources
+from nodewright.ports import Configuration
 from tests.adapters.aws.fakes import IdempotentEc2, PublicParameters, amazon_images, create_network
 from tests.functions.conftest import ZONES
 
@@ -52,6 +57,22 @@ PROFILE = "my-cluster-nodewright-node"
 
 
 @dataclass
+class Documents:
+    """The provisioner's configuration, which a test may replace (`current`) once it is built."""
+
+    current: Configuration
+
+    def load(self) -> tuple[list[NodePool], dict[str, EC2NodeClass]]:
+        return self.current.load()
+
+    def overlays(self) -> list[NodeOverlay]:
+        return self.current.overlays()
+
+    def buffers(self) -> tuple[tuple[CapacityBuffer, ...], tuple[PodTemplate, ...]]:
+        return self.current.buffers()
+
+
+@dataclass
 class Ec2World:
     """The handler's dependencies: moto EC2 and DynamoDB, the in-memory cluster, a virtual clock."""
 
@@ -62,6 +83,7 @@ class Ec2World:
     clock: VirtualClock
     provisioner: Provisioner
     images: dict[tuple[str, str], str]
+    config: Documents
 
     def instances(self) -> list[dict[str, Any]]:
         pages = self.moto.get_paginator("describe_instances").paginate(
@@ -93,17 +115,18 @@ def world(aws: None, dynamodb: Any, example_plan: ExamplePlan) -> Ec2World:
         cluster.add_daemonset(daemonset)
     ec2 = IdempotentEc2(moto)
     store = DynamoStateStore(dynamodb, "state")
-    provisioner = Provisioner(
+    config = Documents(example_plan.configuration)
+    provisioner = build_provisioner(
         cluster=cluster,
         cloud=Ec2CloudProvider(ec2, ssm, CLUSTER, instance_profile=PROFILE, clock=clock),
         store=store,
         clock=clock,
-        config=example_plan.configuration,
+        config=config,
         catalog=example_plan.catalog,
         observer=RecordingObserver(),
         sleep=clock.advance,
     )
-    return Ec2World(ec2, moto, store, cluster, clock, provisioner, images)
+    return Ec2World(ec2, moto, store, cluster, clock, provisioner, images, config)
 
 
 def tags_of(item: dict[str, Any]) -> dict[str, str]:

@@ -372,8 +372,9 @@ def stale_node(recorder: Recorder) -> None:
 
     from nodewright.adapters.kube.client import from_cluster_info
     from nodewright.adapters.kube.cluster import KubeCluster
+    from nodewright.controllers.assembly import build_provisioner
     from nodewright.controllers.observe import RecordingObserver
-    from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
+    from nodewright.controllers.provisioning import StaticConfiguration
     from nodewright.inmemory.apiserver import ApiServer
     from nodewright.inmemory.catalog import FixedCatalog
     from nodewright.inmemory.clock import VirtualClock
@@ -411,7 +412,7 @@ def stale_node(recorder: Recorder) -> None:
     ca = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").decode()
     with ApiServer(cluster) as server, recorder.acting_as("provisioner"):
         kube = KubeCluster(from_cluster_info(ClusterInfo("derived", server.url, ca, "1.31"), lambda: "token"))
-        provisioner = Provisioner(
+        provisioner = build_provisioner(
             cluster=kube,
             cloud=FakeCloudProvider(clock),
             store=store,
@@ -420,7 +421,7 @@ def stale_node(recorder: Recorder) -> None:
             catalog=FixedCatalog(()),
             observer=RecordingObserver(),
         )
-        assert provisioner.reconcile(kube.snapshot())["stale_nodes"] == 1
+        assert provisioner.housekeeping.reconcile(kube.snapshot())["stale_nodes"] == 1
 
 
 def spot_request_status(recorder: Recorder) -> None:

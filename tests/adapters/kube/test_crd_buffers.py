@@ -204,8 +204,7 @@ async def test_a_buffer_applied_in_the_cluster_gets_room_launched_and_its_status
     status = ConfigStatus(KubeConfigStatus(KubeCluster(api_client)), VirtualClock(1_800_000_000.0), observer)
 
     def provision() -> None:
-        p = world.provisioner()
-        p.config, p.config_status = config, status
+        p = world.provisioner(config, status)
         p.sleep = lambda s: world.tick(max(1.0, s))
         p.run(world.clock.now() + 30)
         world.tick(BOOT + 5)
@@ -244,8 +243,7 @@ async def test_a_buffer_whose_podtemplate_is_missing_says_so_in_its_status(
     status = ConfigStatus(KubeConfigStatus(KubeCluster(api_client)), world.clock, world.observer)
 
     def provision() -> None:
-        p = world.provisioner()
-        p.config, p.config_status = config, status
+        p = world.provisioner(config, status)
         p.run(world.clock.now() + 10)
 
     await asyncio.to_thread(provision)
@@ -324,8 +322,7 @@ async def test_a_status_the_api_server_refuses_is_reported_and_provisioning_goes
     status = ConfigStatus(KubeConfigStatus(KubeCluster(api_client)), world.clock, world.observer)
 
     def provision() -> None:
-        p = world.provisioner()
-        p.config_status = status
+        p = world.provisioner(config_status=status)
         p.sleep = lambda s: world.tick(max(1.0, s))
         p.run(world.clock.now() + 30)
 

@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 
 from nodewright.adapters.clock import SystemClock
+from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisioning import ProvisionerOptions, StaticConfiguration
 from nodewright.inmemory.apiserver import ApiServer
 from nodewright.inmemory.cloud import FakeCloudProvider
 from nodewright.inmemory.cluster import InMemoryCluster
@@ -86,7 +87,7 @@ def test_describe_pod_shows_pending_nomination_to_the_launched_claim_and_binding
         cluster.mark_unschedulable(waiting)
     kube = adapter(server, page_size=500, reporting_instance="nodewright-provisioner")
     store = InMemoryStateStore()
-    provisioner = Provisioner(
+    provisioner = build_provisioner(
         cluster=kube,
         cloud=FakeCloudProvider(clock),
         store=store,

@@ -20,8 +20,9 @@ from nodewright.adapters.clock import SystemClock
 from nodewright.adapters.kube.client import from_cluster_info
 from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.kube.store import KINDS
+from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisioning import ProvisionerOptions, StaticConfiguration
 from nodewright.inmemory.apiserver import ApiServer
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.inmemory.cloud import FakeCloudProvider
@@ -65,7 +66,7 @@ def test_a_steady_cluster_costs_one_list_per_kind_then_only_watches_over_many_in
     _cluster, server = served
     kube = adapter(server, page_size=500)
     clock = SystemClock()
-    provisioner = Provisioner(
+    provisioner = build_provisioner(
         cluster=kube,
         cloud=FakeCloudProvider(clock),
         store=InMemoryStateStore(),
