@@ -241,7 +241,7 @@ def limit_cpu(share: float) -> Callable[[], None]:
 
 def _adapter(url: str) -> KubeCluster:
     info = ClusterInfo("bench", url, kube_snapshot.DUMMY_CA, "1.31")
-    return KubeCluster(from_cluster_info(info, lambda: "bench-token"))
+    return KubeCluster.connect(from_cluster_info(info, lambda: "bench-token"))
 
 
 def measure(
@@ -291,7 +291,7 @@ def measure(
         synced = cluster.snapshot()
         first_list_cpu = time.process_time() - cpu
         first_list_wall = time.perf_counter() - wall
-        first = cluster.meter.take()
+        first = cluster.transport.meter.take()
         cpu = time.process_time()
         wall = time.perf_counter()
         end = wall + minutes * 60
@@ -301,7 +301,7 @@ def measure(
             invocations += 1
         elapsed = time.perf_counter() - wall
         loop_cpu = time.process_time() - cpu
-        usage = list(cluster.meter.take())
+        usage = list(cluster.transport.meter.take())
         # The provisioner drained the meter into its metrics each invocation: read them back.
         requests = sum(v for name, v, _, _ in observer.metrics if name == "KubeApiRequests") + sum(
             u.requests for u in usage

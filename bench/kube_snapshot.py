@@ -458,7 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         port, sizes = receive.recv()
         info = ClusterInfo("bench", f"http://127.0.0.1:{port}", DUMMY_CA, "1.31")
-        cluster = KubeCluster(from_cluster_info(info, lambda: "bench-token"), page_size=args.page_size)
+        cluster = KubeCluster.connect(from_cluster_info(info, lambda: "bench-token"), page_size=args.page_size)
         # The first snapshot pays for lazy imports, the connection and filling Pod.parse's cache
         # of resource lists, as the first one after a Lambda cold start would.
         first_wall, first_cpu = time.perf_counter(), time.process_time()

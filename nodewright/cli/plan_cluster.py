@@ -109,7 +109,7 @@ def read_cluster(
     except Exception as error:  # any credential, network or kubeconfig failure: one readable line
         raise LiveReadError(f"cannot connect to the cluster: {reason(error)}") from error
     try:
-        snapshot = KubeCluster(api_client, on_unauthorized=on_unauthorized).snapshot()
+        snapshot = KubeCluster.connect(api_client, on_unauthorized=on_unauthorized).snapshot()
     except Exception as error:
         raise LiveReadError(f"cannot list nodes, pods, daemonsets and PDBs: {reason(error)}") from error
     try:

@@ -62,7 +62,7 @@ def uninstall(  # noqa: PLR0917 - Typer maps each parameter to an option
         raise typer.Exit(exit_code(error)) from None
     stack_name = stack or f"Nodewright-{cluster}"
     uninstaller = Uninstaller(
-        cluster=KubeCluster(api_client, on_unauthorized=on_unauthorized),
+        cluster=KubeCluster.connect(api_client, on_unauthorized=on_unauthorized),
         cloud=Ec2CloudProvider(
             session.client("ec2", region=region),
             session.client("ssm", region=region),

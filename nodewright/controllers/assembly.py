@@ -148,7 +148,7 @@ class _Aws:
         info = describe_cluster(session.client("eks", region=region), settings.cluster_name)
         tokens = EksTokenSource(session.client("sts", region=region), info.name, self.clock)
         self.api_client = from_cluster_info(info, tokens)
-        self.cluster = KubeCluster(
+        self.cluster = KubeCluster.connect(
             self.api_client,
             on_unauthorized=tokens.invalidate,
             kinds=kinds,

@@ -7,7 +7,7 @@ and eviction as HTTP requests. What this costs the API server is what `summary.j
 under `kube_api`.
 
 Determinism: the watches deliver events on their own threads, in real time, while the world runs
-on a virtual clock. Each adapter gets a barrier (`KubeCluster(barrier=...)`): before any read
+on a virtual clock. Each adapter gets a barrier (`KubeCluster(..., barrier=...)`): before any read
 from its store it waits until its watches have delivered the emulator's latest resourceVersion
 of each kind, so a function reads what the cluster holds at that virtual instant, as the
 in-memory path does, and two runs of a scenario decide the same.
@@ -27,7 +27,8 @@ from typing import Any
 
 from nodewright.adapters.kube.client import from_cluster_info
 from nodewright.adapters.kube.cluster import KubeCluster
-from nodewright.adapters.kube.store import KINDS
+from nodewright.adapters.kube.store import KINDS, ClusterStore
+from nodewright.adapters.kube.transport import Transport
 from nodewright.inmemory.apiserver import ApiServer
 from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model.cluster import ClusterInfo
@@ -109,12 +110,11 @@ class HttpCluster:
                 return {kind: server.latest(kind) for kind in kinds}
 
             self.adapters[function] = EffectsKubeCluster(
-                from_cluster_info(info, lambda: "simulator"),
-                kinds=kinds,
+                Transport(from_cluster_info(info, lambda: "simulator"), sleep=self._sleep),
+                ClusterStore(kinds),
                 barrier=latest,
                 alive=self._alive,
                 effect=self._effect,
-                sleep=self._sleep,
             )
         return self.adapters[function]
 

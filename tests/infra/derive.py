@@ -163,7 +163,7 @@ class Recorder:
         def adapter(self: Any, function: str, *args: Any, **kwargs: Any) -> Any:
             made = original_adapter(self, function, *args, **kwargs)
             recorder._adapters[function] = made
-            recorder._clients[id(made._core.api_client.rest_client)] = function
+            recorder._clients[id(made.transport.api_client.rest_client)] = function
             return made
 
         original_adapter = kubehttp.HttpCluster.adapter
@@ -256,10 +256,10 @@ class Recorder:
             # and the PodTemplates a buffer names (the scenarios apply none: listed here as when one does).
             buffers = PODS in adapter._kinds
             with contextlib.suppress(Exception):
-                read_config(adapter._core.api_client, include_buffers=buffers)
+                read_config(adapter.transport.api_client, include_buffers=buffers)
             if buffers:
                 with contextlib.suppress(Exception):
-                    list_podtemplates(adapter._core.api_client)
+                    list_podtemplates(adapter.transport.api_client)
             if function == "provisioner":  # its NodeClaim mirror writes the NodePools' status
                 with contextlib.suppress(Exception):
                     KubeClaimObjects(adapter).put_nodepool_status("default", {"resources": {}})
@@ -411,7 +411,7 @@ def stale_node(recorder: Recorder) -> None:
     )
     ca = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").decode()
     with ApiServer(cluster) as server, recorder.acting_as("provisioner"):
-        kube = KubeCluster(from_cluster_info(ClusterInfo("derived", server.url, ca, "1.31"), lambda: "token"))
+        kube = KubeCluster.connect(from_cluster_info(ClusterInfo("derived", server.url, ca, "1.31"), lambda: "token"))
         provisioner = build_provisioner(
             cluster=kube,
             cloud=FakeCloudProvider(clock),

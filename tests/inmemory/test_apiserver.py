@@ -104,7 +104,7 @@ def populated() -> InMemoryCluster:
 
 def adapter(server: ApiServer, *, token: str = "token", page_size: int = 2, **kwargs: Any) -> KubeCluster:
     info = ClusterInfo("sim", server.url, FAKE_CA, "1.31")
-    return KubeCluster(from_cluster_info(info, lambda: token), page_size=page_size, **kwargs)
+    return KubeCluster.connect(from_cluster_info(info, lambda: token), page_size=page_size, **kwargs)
 
 
 @pytest.fixture

@@ -138,7 +138,9 @@ def test_get_nodeclaims_wide_shows_the_crds_columns_from_the_server(
         provider_id=ready.provider_id,
     )
     api_client = from_kubeconfig(str(kubectl.kubeconfig), None)
-    mirror = ClaimMirror(KubeClaimObjects(KubeCluster(api_client), api_client), VirtualClock(NOW), RecordingObserver())
+    mirror = ClaimMirror(
+        KubeClaimObjects(KubeCluster.connect(api_client), api_client), VirtualClock(NOW), RecordingObserver()
+    )
     inp = DisruptionInput(
         snapshot=ClusterSnapshot(nodes=(registered,)),
         claims=(ready, launching),

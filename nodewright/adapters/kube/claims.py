@@ -1,7 +1,7 @@
 """`nodewright.io/v1 NodeClaim` objects through the official client: the kube side of the mirror.
 
 Role: `nodewright.ports.ClaimObjects` for the Lambdas. Requests go through the cluster adapter's
-request path (`KubeCluster._request`: counted in its meter as verb on `nodeclaims`, so the
+request path (`Transport.request`: counted in its meter as verb on `nodeclaims`, so the
 `KubeApiRequests` metric and the API-load figures include them; retried on 429/5xx; one retry
 after a 401 with a refreshed token). One LIST per cold start tells the mirror what exists; then
 it writes only what changed. The claims' writer sends each object as one server-side apply
@@ -42,7 +42,7 @@ class KubeClaimObjects:
     ) -> None:
         self._cluster = cluster
         # The cluster adapter's own client by default: one connection pool, one token source.
-        self._api = CustomObjectsApi(api_client if api_client is not None else cluster._core.api_client)
+        self._api = CustomObjectsApi(api_client if api_client is not None else cluster.transport.api_client)
         self._timeout = request_timeout
 
     def claim_objects(self) -> dict[str, dict[str, Any]] | None:
@@ -163,13 +163,13 @@ class KubeClaimObjects:
         self, verb: str, call: str, send: Any, *, mapped: tuple[int, ...], resource: str = PLURAL
     ) -> dict[str, Any]:
         """One request through the cluster adapter's path; the body is read raw so its bytes are counted."""
-        response = self._cluster._request(
+        response = self._cluster.transport.request(
             verb,
             resource,
             call,
             functools.partial(send, _preload_content=False, _request_timeout=self._timeout),
             mapped=mapped,
         )
-        data = self._cluster._read(response, verb, resource)
+        data = self._cluster.transport.read(response, verb, resource)
         answer: dict[str, Any] = json.loads(data) if data else {}
         return answer

@@ -4,8 +4,9 @@ Role: implement the Cluster port against a real API server with the same contrac
 in-memory cluster (`nodewright.inmemory.cluster`), so controllers cannot tell them apart.
 
 Files: this one is `KubeCluster`: following (the watches into the store) and the Cluster
-port's methods; `transport.py` is how every call is sent (paged lists parsed into the model,
-retries, guarded node writes, accounting) and the errors it raises.
+port's methods; it is given a `Transport` (`transport.py`: how every call is sent, paged lists
+parsed into the model, retries, guarded node writes, accounting, and the errors it raises) and a
+`ClusterStore` (`store.py`: what the watches keep); `KubeCluster.connect` builds both.
 
 Two ways of reading. Following (after `follow(seconds)`: the functions): each kind (nodes, active
 pods, daemonsets, PDBs) is LISTed once and then WATCHed by a `Watcher` thread into a
@@ -40,7 +41,7 @@ Writing:
   * record writes Events (events.k8s.io/v1), folded into series and rate-limited, never raising
     (`nodewright.adapters.kube.events`); each invocation's `follow` starts a new Event budget.
 
-Authentication: on a 401 the call asks `on_unauthorized` (e.g. `EksTokenSource.invalidate`) to
+Authentication: on a 401 the transport asks `on_unauthorized` (e.g. `EksTokenSource.invalidate`) to
 drop the cached token and retries once.
 
 Transient failures are sent again, up to `retries` times, before the call fails: a 429 that
@@ -62,7 +63,6 @@ Accounting: every request is counted by verb and resource with the bytes receive
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import functools
 import random
@@ -71,33 +71,32 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, PolicyV1Api
+from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from nodewright.adapters.kube.events import KubeEvents
 from nodewright.adapters.kube.store import DAEMONSETS, KINDS, NODES, PDBS, PODS, ClusterStore, object_key
 from nodewright.adapters.kube.transport import (
-    _MULTIPLE_BUDGETS,
     ACTIVE_PODS,
     MAX_RETRY_AFTER,
     MERGE_PATCH,
+    MULTIPLE_BUDGETS,
     RETRIES,
     TRANSIENT_STATUSES,
     KubeApiError,
-    Requests,
+    Transport,
     UnreadableObject,
-    _error,
-    _node,
-    _same_taint,
-    _status_message,
+    api_error,
+    parse_node,
     parse_timestamp,
     retry_delay,
+    same_taint,
+    status_message,
 )
-from nodewright.adapters.kube.usage import ApiMeter
 from nodewright.adapters.kube.watch import READ_SLACK_SECONDS, Gone, Watcher
 from nodewright.model.event import Event
 from nodewright.model.node import Node
-from nodewright.model.pod import Pod, RequestsMemo
+from nodewright.model.pod import Pod
 from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.model.taints import Taint
 from nodewright.ports import ApiUsage, Eviction
@@ -116,22 +115,43 @@ __all__ = [
 ]
 
 
-class KubeCluster(Requests):
-    """`nodewright.ports.Cluster` over an `ApiClient` (see the module docstring for the contract).
+class KubeCluster:
+    """`nodewright.ports.Cluster` over a `Transport`, reading from a `ClusterStore` while
+    following (see the module docstring for the contract).
 
-    `page_size` is the `limit` of each list request; `on_unauthorized` is called after a 401,
-    before the one retry (without it a 401 raises at once); `request_timeout` bounds each HTTP
-    request in seconds so a stuck connection cannot eat a Lambda's whole run. `kinds` are the
-    kinds `follow` watches (the interruption function needs only nodes); `sync_timeout` bounds how
-    long a read waits for the first LIST of each before it raises the watch's error. `barrier`,
-    when given, makes every read from the store consistent: before it, the read waits until each
-    kind's watch has delivered the resourceVersion `barrier()` names for it (the simulator's API
-    emulator can say what its latest is; a real API server cannot, so a Lambda has none).
-    `reporting_instance` names the writer of its Events (the function's name; see `record`).
+    The store's kinds are the kinds `follow` watches (the interruption function needs only
+    nodes); `sync_timeout` bounds how long a read waits for the first LIST of each before it
+    raises the watch's error. `barrier`, when given, makes every read from the store consistent:
+    before it, the read waits until each kind's watch has delivered the resourceVersion
+    `barrier()` names for it (the simulator's API emulator can say what its latest is; a real API
+    server cannot, so a Lambda has none). `reporting_instance` names the writer of its Events
+    (the function's name; see `record`).
     """
 
     def __init__(
         self,
+        transport: Transport,
+        store: ClusterStore,
+        *,
+        sync_timeout: float = 60.0,
+        monotonic: Callable[[], float] = time.monotonic,
+        barrier: Callable[[], Mapping[str, int]] | None = None,
+        reporting_instance: str = "nodewright",
+    ) -> None:
+        self.transport = transport
+        self.store = store
+        self._kinds = store.kinds
+        self._sync_timeout = sync_timeout
+        self._monotonic = monotonic
+        self._watchers: dict[str, Watcher] = {}
+        self._barrier = barrier
+        self.events = KubeEvents(
+            transport.api_client, transport.request, transport.read, reporting_instance=reporting_instance
+        )
+
+    @classmethod
+    def connect(
+        cls,
         api_client: ApiClient,
         *,
         page_size: int = 500,
@@ -145,31 +165,27 @@ class KubeCluster(Requests):
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
         reporting_instance: str = "nodewright",
-    ) -> None:
-        if page_size < 1:
-            raise ValueError(f"page_size must be at least 1, got {page_size}")
-        self._core = CoreV1Api(api_client)
-        self._apps = AppsV1Api(api_client)
-        self._policy = PolicyV1Api(api_client)
-        self._page_size = page_size
-        self._on_unauthorized = on_unauthorized
-        self._timeout = request_timeout
-        self._sync_timeout = sync_timeout
-        self._monotonic = monotonic
-        self.meter = ApiMeter()
-        self.store = ClusterStore(kinds)
-        self._kinds = tuple(kinds)
-        self._watchers: dict[str, Watcher] = {}
-        self._barrier = barrier
-        self._retries = retries
-        self._sleep = sleep
-        self._jitter = jitter
-        self.retried: collections.Counter[int] = collections.Counter()
-        self.retry_seconds = 0.0
-        # Every pod this cluster parses (lists and watches) shares the resource lists parsed so far.
-        # The watch threads share it too: it only ever holds pure answers (dict reads and writes).
-        self._pod_memo = RequestsMemo()
-        self.events = KubeEvents(api_client, self._request, self._read, reporting_instance=reporting_instance)
+    ) -> KubeCluster:
+        """A cluster over a new `Transport` on `api_client` and a new store of `kinds` (the
+        options are those of `Transport` and of this class).
+        """
+        transport = Transport(
+            api_client,
+            page_size=page_size,
+            on_unauthorized=on_unauthorized,
+            request_timeout=request_timeout,
+            retries=retries,
+            sleep=sleep,
+            jitter=jitter,
+        )
+        return cls(
+            transport,
+            ClusterStore(kinds),
+            sync_timeout=sync_timeout,
+            monotonic=monotonic,
+            barrier=barrier,
+            reporting_instance=reporting_instance,
+        )
 
     # ------------------------------------------------------------------ following
 
@@ -238,15 +254,15 @@ class KubeCluster(Requests):
         return self.store
 
     def _watcher(self, kind: str) -> Watcher:
-        list_call, parse, params = self._kind(kind)
+        list_call, parse, params = self.transport.kind(kind)
 
         def lister() -> tuple[dict[str, Any], str]:
-            return self._list_keyed(kind, list_call, parse, params)
+            return self.transport.list_keyed(kind, list_call, parse, params)
 
         def opener(resource_version: str, timeout: int) -> Any:
             call = f"watch {kind}"
             try:
-                return self._request(
+                return self.transport.request(
                     "watch",
                     kind,
                     call,
@@ -257,14 +273,14 @@ class KubeCluster(Requests):
                         allow_watch_bookmarks=True,
                         timeout_seconds=timeout,
                         _preload_content=False,
-                        _request_timeout=(self._timeout, timeout + READ_SLACK_SECONDS),
+                        _request_timeout=(self.transport.timeout, timeout + READ_SLACK_SECONDS),
                         **params,
                     ),
                     mapped=(410,),
                     retry=False,
                 )
             except ApiException as error:
-                raise Gone(_status_message(error)) from error
+                raise Gone(status_message(error)) from error
 
         return Watcher(
             kind,
@@ -275,7 +291,7 @@ class KubeCluster(Requests):
             on_list=functools.partial(self.store.replace, kind),
             on_put=functools.partial(self.store.put, kind),
             on_delete=functools.partial(self.store.delete, kind),
-            received=functools.partial(self.meter.received, "watch", kind),
+            received=functools.partial(self.transport.meter.received, "watch", kind),
             monotonic=self._monotonic,
         )
 
@@ -295,7 +311,7 @@ class KubeCluster(Requests):
 
     def usage(self) -> list[ApiUsage]:
         """Requests and bytes since the last call, by verb and resource (the watches' included)."""
-        return self.meter.take()
+        return self.transport.meter.take()
 
     def snapshot(self) -> ClusterSnapshot:
         """Nodes, then active pods, daemonsets and PDBs: the store when following, otherwise
@@ -303,13 +319,13 @@ class KubeCluster(Requests):
         """
         if self.following:
             return self._synced().snapshot()
-        nodes, pods, daemonsets, pdbs = (self._list_kind(kind) for kind in (NODES, PODS, DAEMONSETS, PDBS))
+        nodes, pods, daemonsets, pdbs = (self.transport.list_kind(kind) for kind in (NODES, PODS, DAEMONSETS, PDBS))
         return ClusterSnapshot(nodes=tuple(nodes), pods=tuple(pods), daemonsets=tuple(daemonsets), pdbs=tuple(pdbs))
 
     def get_node(self, name: str) -> Node | None:
         """The node, or None when it does not exist."""
-        raw = self._read_node(name)
-        return None if raw is None else _node(raw)
+        raw = self.transport.read_node(name)
+        return None if raw is None else parse_node(raw)
 
     def node_by_instance(self, instance_id: str) -> Node | None:
         """The node whose providerID names `instance_id`, or None: from the store when following
@@ -319,13 +335,15 @@ class KubeCluster(Requests):
         if NODES in self._watchers:
             nodes = self._synced().nodes()
         else:
-            nodes = self._list_kind(NODES)
+            nodes = self.transport.list_kind(NODES)
         return next((n for n in nodes if instance_id and n.instance_id == instance_id), None)
 
     def pods_on(self, node: str) -> list[Pod]:
         """The active pods bound to `node`, read with a server-side field selector."""
         selector = f"{ACTIVE_PODS},spec.nodeName={node}"
-        return self._list("pods", self._core.list_pod_for_all_namespaces, self._pod, field_selector=selector)
+        return self.transport.list_objects(
+            "pods", self.transport.core.list_pod_for_all_namespaces, self.transport.pod, field_selector=selector
+        )
 
     def cordon(self, name: str, taint: Taint | None = None) -> None:
         """Set `spec.unschedulable` and add `taint` (replacing one with the same key and effect).
@@ -334,7 +352,7 @@ class KubeCluster(Requests):
 
         def change(spec: Mapping[str, Any]) -> dict[str, Any] | None:
             taints: list[Any] = list(spec.get("taints") or ())
-            present = taint is None or any(_same_taint(t, taint) for t in taints)
+            present = taint is None or any(same_taint(t, taint) for t in taints)
             if spec.get("unschedulable") and present:
                 return None
             if taint is not None and not present:
@@ -342,7 +360,7 @@ class KubeCluster(Requests):
                 taints.append(taint.to_manifest())
             return {"unschedulable": True, "taints": taints}
 
-        self._update_node(name, "cordon", change)
+        self.transport.update_node(name, "cordon", change)
 
     def uncordon(self, name: str, taint_key: str | None = None) -> None:
         """Clear `spec.unschedulable` and remove every taint with `taint_key`. Idempotent; a
@@ -357,7 +375,7 @@ class KubeCluster(Requests):
             # null removes the field, as `kubectl uncordon` does.
             return {"unschedulable": None, "taints": kept}
 
-        self._update_node(name, "uncordon", change)
+        self.transport.update_node(name, "uncordon", change)
 
     def evict(self, pod: Pod) -> Eviction:
         """Ask the Eviction API (policy/v1) to evict `pod`, with its uid as a precondition when
@@ -372,25 +390,25 @@ class KubeCluster(Requests):
             body["deleteOptions"] = {"preconditions": {"uid": pod.uid}}
         call = f"evict pod {pod.key}"
         try:
-            response = self._request(
+            response = self.transport.request(
                 "create",
                 "pods/eviction",
                 call,
-                lambda: self._core.create_namespaced_pod_eviction(
-                    pod.name, pod.namespace, body, _preload_content=False, _request_timeout=self._timeout
+                lambda: self.transport.core.create_namespaced_pod_eviction(
+                    pod.name, pod.namespace, body, _preload_content=False, _request_timeout=self.transport.timeout
                 ),
                 mapped=(404, 409, 429, 500),
             )
         except ApiException as error:
-            message = _status_message(error)
+            message = status_message(error)
             if error.status == 429:
                 return Eviction(pod.key, "blocked", f"{message} (429)")
             if error.status in (404, 409):
                 return Eviction(pod.key, "gone", f"{message} ({error.status})")
-            if error.status == 500 and _MULTIPLE_BUDGETS in message:
+            if error.status == 500 and MULTIPLE_BUDGETS in message:
                 return Eviction(pod.key, "blocked", f"{message} (500)")
-            raise _error(call, error) from error
-        self._read(response, "create", "pods/eviction")
+            raise api_error(call, error) from error
+        self.transport.read(response, "create", "pods/eviction")
         return Eviction(pod.key, "evicted")
 
     def record(self, event: Event, now: float) -> None:
@@ -412,18 +430,20 @@ class KubeCluster(Requests):
         """Delete the Node object; a node that is already gone counts as deleted."""
         call = f"delete node {name}"
         try:
-            response = self._request(
+            response = self.transport.request(
                 "delete",
                 "nodes",
                 call,
-                lambda: self._core.delete_node(name, _preload_content=False, _request_timeout=self._timeout),
+                lambda: self.transport.core.delete_node(
+                    name, _preload_content=False, _request_timeout=self.transport.timeout
+                ),
                 mapped=(404,),
             )
         except ApiException as error:
             if error.status == 404:
                 return
-            raise _error(call, error) from error
-        self._read(response, "delete", "nodes")
+            raise api_error(call, error) from error
+        self.transport.read(response, "delete", "nodes")
 
     def label_node(self, name: str, labels: Mapping[str, str | None]) -> None:
         """Set `labels` on the node with one merge patch (None removes a label, as merge patches
@@ -435,6 +455,4 @@ class KubeCluster(Requests):
         call = f"label node {name}"
         body = {"metadata": {"labels": dict(labels)}}
         with contextlib.suppress(ApiException):  # only a 404 is raised as one: the node is gone
-            self._patch_node(call, name, body, mapped=(404,))
-
-    # ------------------------------------------------------------------ internals
+            self.transport.patch_node(call, name, body, mapped=(404,))

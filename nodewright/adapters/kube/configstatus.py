@@ -28,7 +28,7 @@ class KubeConfigStatus:
     def __init__(self, cluster: KubeCluster) -> None:
         self._cluster = cluster
         # The cluster adapter's own client and timeout: one connection pool, one token source.
-        self._api = CustomObjectsApi(cluster._core.api_client)
+        self._api = CustomObjectsApi(cluster.transport.api_client)
 
     def put_status(
         self, kind: str, api_version: str, namespace: str | None, name: str, status: Mapping[str, Any]
@@ -40,7 +40,7 @@ class KubeConfigStatus:
         options: dict[str, Any] = {
             "_content_type": MERGE_PATCH,
             "_preload_content": False,
-            "_request_timeout": self._cluster._timeout,
+            "_request_timeout": self._cluster.transport.timeout,
         }
         if namespace:
             send = functools.partial(
@@ -60,8 +60,10 @@ class KubeConfigStatus:
         resource = f"{plural}/status"
         where = f"{namespace}/{name}" if namespace else name
         try:
-            response = self._cluster._request("patch", resource, f"patch {kind} {where} status", send, mapped=(404,))
+            response = self._cluster.transport.request(
+                "patch", resource, f"patch {kind} {where} status", send, mapped=(404,)
+            )
         except ApiException:
             return False  # only 404 is mapped: deleted since it was read
-        self._cluster._read(response, "patch", resource)
+        self._cluster.transport.read(response, "patch", resource)
         return True

@@ -7,7 +7,7 @@ occurrence of a series, a JSON merge PATCH of `series.count` / `series.lastObser
 repeats (at most one per `refresh` seconds), nothing for the rest. Writes are rate-limited per
 object and per invocation (`begin()` starts an invocation's budget).
 
-Requests go through the cluster adapter's request path (`KubeCluster._request`), so they are
+Requests go through the cluster adapter's request path (`Transport.request`), so they are
 counted by verb and resource ("create events", "patch events") with the reads and other writes:
 `KubeApiRequests`, the `kube-api-usage` record and the API-load benchmark see them. They are
 not retried: an Event is best effort, and a retry's sleep would delay the decision it reports.
@@ -34,7 +34,7 @@ RESOURCE = "events"
 
 
 class _Request(Protocol):
-    """`KubeCluster._request`: send, counted; ApiExceptions of `mapped` statuses propagate."""
+    """`Transport.request`: send, counted; ApiExceptions of `mapped` statuses propagate."""
 
     def __call__(
         self,

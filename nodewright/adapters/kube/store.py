@@ -58,6 +58,11 @@ class ClusterStore:
         self._pending_sorted: list[Pod] | None = None
         self._version = 0
 
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds this store holds, in the order it was given them (the order they are followed)."""
+        return tuple(self._kinds)
+
     # ------------------------------------------------------------------ writing (the watchers)
 
     def replace(self, kind: str, objects: Mapping[str, Any]) -> None:

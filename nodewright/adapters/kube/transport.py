@@ -1,8 +1,9 @@
 """How the Kubernetes adapter sends its requests: lists, retries, guarded node writes, errors.
 
-Role: `Requests`, the part of `KubeCluster` (`nodewright.adapters.kube.cluster`, whose
-docstring states the contract: reading by LIST, writing, transient failures, accounting) that
-every call goes through: paged lists read as raw JSON and parsed page by page straight into the
+Role: `Transport`, what `KubeCluster` (`nodewright.adapters.kube.cluster`, whose docstring
+states the contract: reading by LIST, writing, transient failures, accounting) is given and every
+call of the Kubernetes adapters goes through (the cluster's, its Events', the NodeClaim objects'
+and the configuration status writes): paged lists read as raw JSON and parsed page by page straight into the
 model (a continue token that expired restarts the list once), transient answers sent again
 after `Retry-After` or a jittered backoff, a 401 retried once after `on_unauthorized`, node
 writes recomputed after a resourceVersion conflict, and each request counted by verb and
@@ -16,11 +17,13 @@ import contextlib
 import functools
 import gc
 import json
+import random
+import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
-from kubernetes.client import AppsV1Api, CoreV1Api, PolicyV1Api
+from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, PolicyV1Api
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
@@ -37,7 +40,7 @@ T = TypeVar("T")
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 MERGE_PATCH = "application/merge-patch+json"
 # The API server's answer when a pod is covered by several PDBs (HTTP 500, not retryable).
-_MULTIPLE_BUDGETS = "more than one PodDisruptionBudget"
+MULTIPLE_BUDGETS = "more than one PodDisruptionBudget"
 # How often a node write is recomputed after losing a resourceVersion race before giving up.
 _CONFLICT_RETRIES = 5
 # Transient answers (see "Transient failures" above): statuses, and 0 for no answer at all.
@@ -74,43 +77,67 @@ def parse_timestamp(value: Any) -> float:
     return datetime.fromisoformat(str(value)).timestamp()
 
 
-def _node(item: Mapping[str, Any]) -> Node:
+def parse_node(item: Mapping[str, Any]) -> Node:
     return Node.parse(item, created_at=parse_timestamp((item.get("metadata") or {}).get("creationTimestamp")))
 
 
-class Requests:
-    """How `KubeCluster` talks to the API server (module docstring); `KubeCluster` sets the attributes."""
+class Transport:
+    """How the Kubernetes adapters talk to the API server over `api_client` (module docstring).
 
-    meter: ApiMeter
-    retried: collections.Counter[int]
-    retry_seconds: float
-    _core: CoreV1Api
-    _apps: AppsV1Api
-    _policy: PolicyV1Api
-    _page_size: int
-    _on_unauthorized: Callable[[], None] | None
-    _timeout: float
-    _retries: int
-    _sleep: Callable[[float], None]
-    _jitter: Callable[[], float]
-    _pod_memo: RequestsMemo
+    `page_size` is the `limit` of each list request; `on_unauthorized` is called after a 401,
+    before the one retry (without it a 401 raises at once); `request_timeout` bounds each HTTP
+    request in seconds so a stuck connection cannot eat a Lambda's whole run; `retries`, `sleep`
+    and `jitter` pace the retries of transient answers. `meter` counts every request by verb and
+    resource; `retried` counts the retries by status (0: no answer), `retry_seconds` the time
+    waited.
+    """
 
-    def _pod(self, manifest: Mapping[str, Any]) -> Pod:
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        page_size: int = 500,
+        on_unauthorized: Callable[[], None] | None = None,
+        request_timeout: float = 30.0,
+        retries: int = RETRIES,
+        sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, got {page_size}")
+        self.api_client = api_client
+        self.core = CoreV1Api(api_client)
+        self.apps = AppsV1Api(api_client)
+        self.policy = PolicyV1Api(api_client)
+        self.page_size = page_size
+        self.timeout = request_timeout
+        self.meter = ApiMeter()
+        self.retried: collections.Counter[int] = collections.Counter()
+        self.retry_seconds = 0.0
+        self._on_unauthorized = on_unauthorized
+        self._retries = retries
+        self._sleep = sleep
+        self._jitter = jitter
+        # Every pod this transport parses (lists and watches) shares the resource lists parsed so
+        # far. The watch threads share it too: it only ever holds pure answers (dict reads and writes).
+        self._pod_memo = RequestsMemo()
+
+    def pod(self, manifest: Mapping[str, Any]) -> Pod:
         return Pod.parse(manifest, self._pod_memo)
 
-    def _kind(self, kind: str) -> tuple[Callable[..., Any], Callable[[Mapping[str, Any]], Any], dict[str, Any]]:
+    def kind(self, kind: str) -> tuple[Callable[..., Any], Callable[[Mapping[str, Any]], Any], dict[str, Any]]:
         """The list call, parser and list parameters of a kind."""
         if kind == NODES:
-            return self._core.list_node, _node, {}
+            return self.core.list_node, parse_node, {}
         if kind == PODS:
-            return self._core.list_pod_for_all_namespaces, self._pod, {"field_selector": ACTIVE_PODS}
+            return self.core.list_pod_for_all_namespaces, self.pod, {"field_selector": ACTIVE_PODS}
         if kind == DAEMONSETS:
-            return self._apps.list_daemon_set_for_all_namespaces, DaemonSet.parse, {}
+            return self.apps.list_daemon_set_for_all_namespaces, DaemonSet.parse, {}
         if kind == PDBS:
-            return self._policy.list_pod_disruption_budget_for_all_namespaces, PodDisruptionBudget.parse, {}
+            return self.policy.list_pod_disruption_budget_for_all_namespaces, PodDisruptionBudget.parse, {}
         raise ValueError(f"unknown kind {kind!r}")
 
-    def _request(
+    def request(
         self,
         verb: str,
         resource: str,
@@ -141,7 +168,7 @@ class Requests:
                 attempt += 1
 
     def _request_once(self, verb: str, resource: str, call: str, send: Callable[[], T], mapped: tuple[int, ...]) -> T:
-        """One `send()` (and its one retry after a 401): see `_request`."""
+        """One `send()` (and its one retry after a 401): see `request`."""
         refreshed = False
         while True:
             try:
@@ -157,9 +184,9 @@ class Requests:
                     continue
                 if error.status in mapped:
                     raise error from None
-                raise _error(call, error) from error
+                raise api_error(call, error) from error
 
-    def _list(
+    def list_objects(
         self,
         kind: str,
         list_call: Callable[..., Any],
@@ -169,23 +196,23 @@ class Requests:
         """Every object of `kind`, parsed, following `continue` page by page; starts over once
         when a continue token expired (410).
         """
-        return list(self._list_keyed(kind, list_call, parse, params)[0].values())
+        return list(self.list_keyed(kind, list_call, parse, params)[0].values())
 
-    def _list_kind(self, kind: str) -> list[Any]:
+    def list_kind(self, kind: str) -> list[Any]:
         """Every object of one of the watched kinds, read by LIST (in order: the generator in
         `snapshot` reads nodes before pods).
         """
-        list_call, parse, params = self._kind(kind)
-        return list(self._list_keyed(kind, list_call, parse, params)[0].values())
+        list_call, parse, params = self.kind(kind)
+        return list(self.list_keyed(kind, list_call, parse, params)[0].values())
 
-    def _list_keyed(
+    def list_keyed(
         self,
         kind: str,
         list_call: Callable[..., Any],
         parse: Callable[[Mapping[str, Any]], T],
         params: Mapping[str, Any],
     ) -> tuple[dict[str, T], str]:
-        """`_list`'s objects by key (`namespace/name`), with the list's resourceVersion."""
+        """`list_objects`'s objects by key (`namespace/name`), with the list's resourceVersion."""
         try:
             return self._list_once(kind, list_call, parse, params)
         except _ContinueExpired:
@@ -206,44 +233,44 @@ class Requests:
         token = ""
         version = ""
         while True:
-            page = dict(params, limit=self._page_size, _preload_content=False, _request_timeout=self._timeout)
+            page = dict(params, limit=self.page_size, _preload_content=False, _request_timeout=self.timeout)
             if token:
                 page["_continue"] = token
             try:
-                response = self._request("list", kind, call, functools.partial(list_call, **page), mapped=(410,))
+                response = self.request("list", kind, call, functools.partial(list_call, **page), mapped=(410,))
             except ApiException as error:
                 if token:
                     raise _ContinueExpired from error
-                raise _error(call, error) from error
+                raise api_error(call, error) from error
             with _collector_paused():
-                token, page_version = _parse_page(self._read(response, "list", kind), parse, parsed, call)
+                token, page_version = _parse_page(self.read(response, "list", kind), parse, parsed, call)
             # A paged list is one consistent read at the first page's resourceVersion.
             version = version or page_version
             if not token:
                 return parsed, version
 
-    def _read_node(self, name: str) -> dict[str, Any] | None:
+    def read_node(self, name: str) -> dict[str, Any] | None:
         call = f"read node {name}"
         try:
-            response = self._request(
+            response = self.request(
                 "get",
                 "nodes",
                 call,
-                lambda: self._core.read_node(name, _preload_content=False, _request_timeout=self._timeout),
+                lambda: self.core.read_node(name, _preload_content=False, _request_timeout=self.timeout),
                 mapped=(404,),
             )
         except ApiException:
             return None  # only 404 is mapped
-        raw: dict[str, Any] = json.loads(self._read(response, "get", "nodes"))
+        raw: dict[str, Any] = json.loads(self.read(response, "get", "nodes"))
         return raw
 
-    def _update_node(self, name: str, verb: str, change: Callable[[Mapping[str, Any]], dict[str, Any] | None]) -> None:
+    def update_node(self, name: str, verb: str, change: Callable[[Mapping[str, Any]], dict[str, Any] | None]) -> None:
         """Read the node, compute the new spec fields with `change` (None: nothing to do) and send
         them as a merge patch guarded by the resourceVersion read; recompute on a conflict.
         """
         call = f"{verb} node {name}"
         for _ in range(_CONFLICT_RETRIES):
-            raw = self._read_node(name)
+            raw = self.read_node(name)
             if raw is None:
                 return
             spec_patch = change(raw.get("spec") or {})
@@ -254,7 +281,7 @@ class Requests:
                 "spec": spec_patch,
             }
             try:
-                self._patch_node(call, name, body, mapped=(404, 409))
+                self.patch_node(call, name, body, mapped=(404, 409))
             except ApiException as error:
                 if error.status == 404:
                     return
@@ -262,27 +289,27 @@ class Requests:
             return
         raise KubeApiError(call, 409, f"the node kept changing under us ({_CONFLICT_RETRIES} conflicts)")
 
-    def _patch_node(self, call: str, name: str, body: Mapping[str, Any], mapped: tuple[int, ...]) -> None:
+    def patch_node(self, call: str, name: str, body: Mapping[str, Any], mapped: tuple[int, ...]) -> None:
         """One merge patch of node `name`, its answer read and counted; the `mapped` statuses are
         raised as ApiException for the caller to decide on, others as KubeApiError.
         """
-        response = self._request(
+        response = self.request(
             "patch",
             "nodes",
             call,
             functools.partial(
-                self._core.patch_node,
+                self.core.patch_node,
                 name,
                 body,
                 _content_type=MERGE_PATCH,
                 _preload_content=False,
-                _request_timeout=self._timeout,
+                _request_timeout=self.timeout,
             ),
             mapped=mapped,
         )
-        self._read(response, "patch", "nodes")
+        self.read(response, "patch", "nodes")
 
-    def _read(self, response: Any, verb: str, resource: str) -> bytes:
+    def read(self, response: Any, verb: str, resource: str) -> bytes:
         """The whole body of a raw response, counted; the connection goes back to the pool."""
         data = _drain(response)
         self.meter.received(verb, resource, len(data))
@@ -331,7 +358,7 @@ class _ContinueExpired(Exception):
     """A list's continue token is no longer valid (410 Gone); the list must start over."""
 
 
-def _same_taint(manifest: Mapping[str, Any], taint: Taint) -> bool:
+def same_taint(manifest: Mapping[str, Any], taint: Taint) -> bool:
     return (manifest.get("key"), manifest.get("effect"), manifest.get("value") or "") == (
         taint.key,
         taint.effect,
@@ -348,7 +375,7 @@ def _drain(response: Any) -> bytes:
     return data
 
 
-def _status_message(error: ApiException) -> str:
+def status_message(error: ApiException) -> str:
     """The `message` of the API server's Status body, or the HTTP reason when there is none."""
     body = error.body
     if body:
@@ -389,7 +416,7 @@ def _transient(error: ApiException | KubeApiError) -> float | None:
     retry_after = _retry_after(error)
     if status == 429:
         return retry_after  # a PDB's refusal carries no Retry-After: not transient
-    if status == 500 and _MULTIPLE_BUDGETS in _status_message(error):
+    if status == 500 and MULTIPLE_BUDGETS in status_message(error):
         return None
     return retry_after or 0.0
 
@@ -408,5 +435,5 @@ def _status_of(error: ApiException | KubeApiError) -> int:
     return int(error.status or 0)
 
 
-def _error(call: str, error: ApiException) -> KubeApiError:
-    return KubeApiError(call, int(error.status or 0), _status_message(error))
+def api_error(call: str, error: ApiException) -> KubeApiError:
+    return KubeApiError(call, int(error.status or 0), status_message(error))

@@ -16,7 +16,7 @@ The shape is client-go's `Reflector.ListAndWatch`, as a small state machine:
   the server still writes to).
 * `rv` survives the thread: the next `follow` (the next invocation of a warm container)
   resumes from it, so a warm function never LISTs again; only a 410 does.
-* A 401 asks the token source for a fresh EKS token (in `KubeCluster._request`) and retries.
+* A 401 asks the token source for a fresh EKS token (in `Transport.request`) and retries.
 * Everything else a watch can meet is retried with backoff, doubling from `backoff` to
   `max_backoff` with full jitter; the error is kept in `error` for the owner to report when it
   waits for a sync that does not come.

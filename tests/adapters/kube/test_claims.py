@@ -83,7 +83,7 @@ def claims() -> tuple[NodeClaim, ...]:
 
 
 def sync(api_client: Any, claim_set: tuple[NodeClaim, ...]) -> tuple[ClaimMirror, dict[str, Any]]:
-    cluster = KubeCluster(api_client)
+    cluster = KubeCluster.connect(api_client)
     objects = KubeClaimObjects(cluster, api_client)
     mirror = ClaimMirror(objects, VirtualClock(NOW), RecordingObserver())
     registered = node(
@@ -244,7 +244,7 @@ async def test_a_nodepool_status_is_patched_through_its_status_subresource(kmock
     kmock.objects[nodepools, None, "default"] = {"metadata": {"name": "default"}, "spec": {"weight": 10}}
     configuration = kubernetes.client.Configuration(host=str(kmock.url).rstrip("/"))
     with kubernetes.client.ApiClient(configuration) as api_client:
-        objects = KubeClaimObjects(KubeCluster(api_client), api_client)
+        objects = KubeClaimObjects(KubeCluster.connect(api_client), api_client)
         status = {"resources": {"cpu": "4", "nodes": "2"}}
         held = await asyncio.to_thread(objects.put_nodepool_status, "default", status)
         missing = await asyncio.to_thread(objects.put_nodepool_status, "karpenter-only", status)

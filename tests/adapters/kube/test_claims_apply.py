@@ -64,7 +64,7 @@ async def test_an_update_is_one_apply_that_keeps_the_judges_verdicts() -> None:
 
     def exercise() -> tuple[Any, ...]:
         api_client = from_cluster_info(ClusterInfo("emulated", url, _CA, "1.31"), lambda: "t0k3n")
-        writer_cluster, judge_cluster = KubeCluster(api_client), KubeCluster(api_client)
+        writer_cluster, judge_cluster = KubeCluster.connect(api_client), KubeCluster.connect(api_client)
         writer = ClaimMirror(KubeClaimObjects(writer_cluster, api_client), VirtualClock(NOW), RecordingObserver())
         judge = ClaimMirror(
             KubeClaimObjects(judge_cluster, api_client), VirtualClock(NOW), RecordingObserver(), judge=True

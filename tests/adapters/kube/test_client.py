@@ -134,7 +134,7 @@ def test_the_server_certificate_is_verified_against_the_clusters_ca(
     authority: Authority, https_endpoint: str, tmp_path: Path
 ) -> None:
     info = ClusterInfo("test", https_endpoint, authority.ca_data, "1.31")
-    cluster = KubeCluster(from_cluster_info(info, lambda: "token", ca_directory=str(tmp_path)))
+    cluster = KubeCluster.connect(from_cluster_info(info, lambda: "token", ca_directory=str(tmp_path)))
 
     node = cluster.get_node("node-a")
 
@@ -146,7 +146,7 @@ def test_a_server_certificate_from_another_ca_is_refused(https_endpoint: str, tm
     impostor = make_authority("someone-else")
     info = ClusterInfo("test", https_endpoint, impostor.ca_data, "1.31")
     api_client = from_cluster_info(info, lambda: "token", ca_directory=str(tmp_path))
-    cluster = KubeCluster(api_client)
+    cluster = KubeCluster.connect(api_client)
 
     with pytest.raises(KubeApiError, match=r"read node node-a: .*CERTIFICATE_VERIFY_FAILED"):
         cluster.get_node("node-a")
@@ -243,7 +243,7 @@ async def test_the_token_is_asked_for_on_every_request_so_a_refreshed_one_is_use
     kmock.add(NODES, NODE)
     issued = iter(["first", "second", "third"])
     info = ClusterInfo("test", str(kmock.url).rstrip("/"), authority.ca_data, "1.31")
-    cluster = KubeCluster(from_cluster_info(info, lambda: next(issued), ca_directory=str(tmp_path)))
+    cluster = KubeCluster.connect(from_cluster_info(info, lambda: next(issued), ca_directory=str(tmp_path)))
 
     for _ in range(3):
         await asyncio.to_thread(cluster.get_node, "node-a")
@@ -273,7 +273,7 @@ async def test_a_kubeconfig_context_gives_a_client_for_its_cluster_and_user(kmoc
     path = tmp_path / "config"
     path.write_text(yaml.safe_dump(kubeconfig))
 
-    cluster = KubeCluster(from_kubeconfig(str(path), context="dev"))
+    cluster = KubeCluster.connect(from_kubeconfig(str(path), context="dev"))
     node = await asyncio.to_thread(cluster.get_node, "node-a")
 
     assert node is not None

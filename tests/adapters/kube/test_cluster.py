@@ -101,7 +101,7 @@ def adapter(server: ApiServer, tokens: Tokens | None = None, **kwargs: Any) -> K
     tokens = tokens or Tokens("token-1")
     info = ClusterInfo("test", str(server.url).rstrip("/"), FAKE_CA, "1.31")
     kwargs.setdefault("on_unauthorized", tokens.invalidate)
-    return KubeCluster(from_cluster_info(info, tokens), **kwargs)
+    return KubeCluster.connect(from_cluster_info(info, tokens), **kwargs)
 
 
 async def run(call: Callable[[], T]) -> T:

@@ -201,7 +201,7 @@ async def test_a_buffer_applied_in_the_cluster_gets_room_launched_and_its_status
     observer = RecordingObserver()
     from_cluster = StoredConfiguration(lambda: list(read_config(api_client, include_buffers=True).require()), observer)
     config = ClusterBuffers(world.configuration(), from_cluster)
-    status = ConfigStatus(KubeConfigStatus(KubeCluster(api_client)), VirtualClock(1_800_000_000.0), observer)
+    status = ConfigStatus(KubeConfigStatus(KubeCluster.connect(api_client)), VirtualClock(1_800_000_000.0), observer)
 
     def provision() -> None:
         p = world.provisioner(config, status)
@@ -240,7 +240,7 @@ async def test_a_buffer_whose_podtemplate_is_missing_says_so_in_its_status(
         lambda: list(read_config(api_client, include_buffers=True).require()), world.observer
     )
     config = ClusterBuffers(world.configuration(), from_cluster)
-    status = ConfigStatus(KubeConfigStatus(KubeCluster(api_client)), world.clock, world.observer)
+    status = ConfigStatus(KubeConfigStatus(KubeCluster.connect(api_client)), world.clock, world.observer)
 
     def provision() -> None:
         p = world.provisioner(config, status)
@@ -266,7 +266,7 @@ async def test_an_overlay_refused_for_a_same_weight_conflict_says_conflict_in_it
         kmock.objects[KARPENTER_OVERLAYS, None, name] = cluster_object(name, spec)
     observer = RecordingObserver()
     config = StoredConfiguration(lambda: list(read_config(api_client).require()), observer)
-    status = ConfigStatus(KubeConfigStatus(KubeCluster(api_client)), VirtualClock(1_800_000_000.0), observer)
+    status = ConfigStatus(KubeConfigStatus(KubeCluster.connect(api_client)), VirtualClock(1_800_000_000.0), observer)
     catalog = FixedCatalog((instance_type("m7i.large", price=0.1008),))
 
     def plan() -> None:
@@ -319,7 +319,7 @@ async def test_a_status_the_api_server_refuses_is_reported_and_provisioning_goes
     world = ClusterBufferWorld(api_client=api_client)
     # The role was applied without `patch capacitybuffers/status`: the API server answers 403.
     kmock["patch", "/apis/autoscaling.x-k8s.io/v1beta1/namespaces/default/capacitybuffers/burst/status"] << 403
-    status = ConfigStatus(KubeConfigStatus(KubeCluster(api_client)), world.clock, world.observer)
+    status = ConfigStatus(KubeConfigStatus(KubeCluster.connect(api_client)), world.clock, world.observer)
 
     def provision() -> None:
         p = world.provisioner(config_status=status)

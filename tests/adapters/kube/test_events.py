@@ -51,7 +51,9 @@ def server(cluster: InMemoryCluster) -> Iterator[ApiServer]:
 
 def adapter(server: ApiServer, **kwargs: Any) -> KubeCluster:
     info = ClusterInfo("sim", server.url, FAKE_CA, "1.31")
-    return KubeCluster(from_cluster_info(info, lambda: "token"), reporting_instance="nodewright-provisioner", **kwargs)
+    return KubeCluster.connect(
+        from_cluster_info(info, lambda: "token"), reporting_instance="nodewright-provisioner", **kwargs
+    )
 
 
 def listed(server: ApiServer, path: str, **selector: str) -> list[dict[str, Any]]:

@@ -166,7 +166,7 @@ def test_a_401_on_a_watch_fetches_a_fresh_token_and_the_watch_goes_on() -> None:
     cluster = steady()
     with ApiServer(cluster, tokens={"first"}, bookmark_every=0.2) as server:
         tokens = ["first"]
-        kube = KubeCluster(
+        kube = KubeCluster.connect(
             from_cluster_info(ClusterInfo("sim", server.url, FAKE_CA, "1.31"), lambda: tokens[-1]),
             on_unauthorized=lambda: tokens.append("second"),
         )

@@ -80,11 +80,11 @@ def test_a_cordon_meeting_a_transient_failure_is_sent_again_and_lands(
     cordoned = cluster.get_node("node-a")
     assert cordoned is not None
     assert cordoned.unschedulable
-    assert adapter_.retried[status] == 2
+    assert adapter_.transport.retried[status] == 2
     assert len(waits) == 2
     if answer[1] is not None:
         assert waits == [answer[1], answer[1]]  # Retry-After is honoured
-    assert adapter_.retry_seconds == pytest.approx(sum(waits))
+    assert adapter_.transport.retry_seconds == pytest.approx(sum(waits))
 
 
 def test_an_eviction_meeting_a_503_is_sent_again_and_evicts(server: ApiServer, cluster: InMemoryCluster) -> None:
@@ -111,7 +111,7 @@ def test_a_pdb_refusal_is_blocked_at_once_not_retried(server: ApiServer, cluster
 
     assert result.outcome == "blocked"
     assert waits == []
-    assert not adapter_.retried
+    assert not adapter_.transport.retried
 
 
 def test_a_failure_that_outlasts_the_retries_raises_naming_the_call(server: ApiServer) -> None:
