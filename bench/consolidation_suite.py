@@ -11,7 +11,7 @@ their own length (`--scenario FILE`, repeatable: those files instead).
 
     .venv/bin/python -m bench.consolidation_suite --full --modes nodewright,karpenter,automode
         [--seeds 10] [--first 1] [--hours 2] [--scale 1] [--jobs 2] [--json FILE]
-        [--no-shipped | --scenario FILE...] [--faults]
+        [--no-shipped | --scenario FILE...] [--faults] [--spot-to-spot on|off]
 
 Full-length days (`--full`, 12-24 h) are the judge; `--hours` is for quick checks. The bill of a
 run (summary.json's `bill`, `nodewright.simulator.bill`): compute $, Auto Mode's fee $, and the
@@ -24,7 +24,9 @@ Shortening: `--hours H` (default 2) compresses each drawn 12-24 h day to H hours
 day's story scales by H / drawn hours: curves, bursts, interruptions, capacity errors; the
 controllers' timings such as consolidateAfter do not), and `--scale S` multiplies every replica
 count. `--faults` also draws faults into each generated scenario (off by default: the suite
-measures consolidation; the generated day is the same with and without). Runs go to a process
+measures consolidation; the generated day is the same with and without). `--spot-to-spot off` runs
+Nodewright with the deploy key `spotToSpotConsolidation` false (Karpenter's default; the
+references decide spot-to-spot by their own rules whatever it says). Runs go to a process
 pool of `--jobs` workers, the longest (nodewright mode) first.
 
 Per run it takes from the run's summary: cost, pods lost, PDB / do-not-disrupt / limit
@@ -78,6 +80,7 @@ class Task:
     hours: float | None = None
     scale: float = 1.0
     faults: bool = False
+    spot_to_spot: bool = True
 
 
 def run(task: Task) -> dict[str, Any]:
@@ -95,7 +98,8 @@ def run(task: Task) -> dict[str, Any]:
     from bench.binding_audit import audit_plans
 
     with audit_plans() as audit:
-        summary = run_scenario(replace(scenario, consolidation=task.mode), None, plots=False).summary
+        chosen = replace(scenario, consolidation=task.mode, spot_to_spot_consolidation=task.spot_to_spot)
+        summary = run_scenario(chosen, None, plots=False).summary
     return {"scenario": task.label, "mode": task.mode, **figures(summary), **audit.figures()}
 
 
@@ -151,12 +155,16 @@ def tasks(
     scale: float,
     files: Sequence[Path] = (),
     faults: bool = False,
+    spot_to_spot: bool = True,
 ) -> list[Task]:
     """Every run, nodewright mode first (the longest), so the pool ends with the short ones."""
     out: list[Task] = []
     for mode in modes:
-        out.extend(Task(f"seed {seed}", mode, seed=seed, hours=hours, scale=scale, faults=faults) for seed in seeds)
-        out.extend(Task(path.stem, mode, path=str(path)) for path in files)
+        out.extend(
+            Task(f"seed {seed}", mode, seed=seed, hours=hours, scale=scale, faults=faults, spot_to_spot=spot_to_spot)
+            for seed in seeds
+        )
+        out.extend(Task(path.stem, mode, path=str(path), spot_to_spot=spot_to_spot) for path in files)
     return out
 
 
@@ -363,6 +371,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"comma-separated, of {', '.join(MODES)} (default: the first 3)",
     )
     parser.add_argument("--faults", action="store_true", help="also draw faults into the generated scenarios")
+    parser.add_argument(
+        "--spot-to-spot",
+        choices=("on", "off"),
+        default="on",
+        help="the deploy key spotToSpotConsolidation (default on, as deployed; references keep their own)",
+    )
     parser.add_argument("--no-shipped", action="store_true", help="skip examples/scenarios/*.yaml")
     parser.add_argument(
         "--scenario", type=Path, action="append", default=[], help="run this file instead of the shipped ones"
@@ -381,6 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         scale=args.scale,
         files=[] if args.no_shipped else args.scenario or sorted(SHIPPED.glob("*.yaml")),
         faults=args.faults,
+        spot_to_spot=args.spot_to_spot == "on",
     )
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []

@@ -75,6 +75,7 @@ _TOP = (
     "sample_interval",
     "consolidation_min_savings",
     "consolidation_min_savings_percent",
+    "spot_to_spot_consolidation",
     "spot_pool_depth",
     "kube_api",
     "faults",
@@ -166,6 +167,7 @@ class ScenarioReader:
         min_percent = read_number(
             at / "consolidation_min_savings_percent", top.get("consolidation_min_savings_percent"), low=0, high=100
         )
+        spot_to_spot = f.boolean(at / "spot_to_spot_consolidation", top.get("spot_to_spot_consolidation"))
         spot_depth = self._spot_pool_depth(at / "spot_pool_depth", top.get("spot_pool_depth"))
         kube_api = f.string(at / "kube_api", top.get("kube_api"), enum=KUBE_APIS)
         nodepools, nodeclasses = self._config(at, top)
@@ -228,6 +230,7 @@ class ScenarioReader:
             sample_interval=sample or 0.0,
             consolidation_min_savings=min_savings or 0.0,
             consolidation_min_savings_percent=min_percent or 0.0,
+            spot_to_spot_consolidation=spot_to_spot is not False,
             spot_pool_depth=spot_depth or DEFAULT_SPOT_POOL_DEPTH,
             kube_api=kube_api or "inmemory",
             faults=faults,

@@ -275,6 +275,7 @@ class Wiring(Kubelet, Changes):
                         scenario.consolidation_min_savings,
                         scenario.consolidation_min_savings_percent,
                         repair_max_unhealthy_percent=scenario.repair_max_unhealthy_percent,
+                        spot_to_spot=scenario.spot_to_spot_consolidation,
                     )
                 ),
             )
