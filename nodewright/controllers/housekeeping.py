@@ -39,9 +39,9 @@ from typing import Protocol
 from nodewright.controllers.launching import (
     Launching,
     _launched,
-    _nodes_by_claim,
 )
 from nodewright.engine.reservations import ENDED_LABELS, demoted, reserved_node_reservation
+from nodewright.engine.scheduling.inputs import nodes_by_claim
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
@@ -89,7 +89,7 @@ class Housekeeping(Launching):
         }
         instances = self.cloud.instances()
         by_claim = {i.nodeclaim: i for i in instances if i.nodeclaim}
-        nodes = _nodes_by_claim(snapshot.nodes)
+        nodes = nodes_by_claim(snapshot.nodes)
         claims = self.store.claims()
         gone = self._confirmed_gone(claims, instances)
         for record in claims:
