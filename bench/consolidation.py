@@ -42,13 +42,12 @@ from nodewright.engine.disruption import (
     DisruptionResult,
     compute_commands,
 )
-from nodewright.engine.disruption.drift import template_hash
 from nodewright.engine.scheduling import PoolCapacity
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
-from nodewright.model.nodepool import NodePool
+from nodewright.model.nodepool import NodePool, template_hash
 from nodewright.model.pod import Pod, SpreadConstraint
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.resources import CPU, Resources

@@ -47,11 +47,13 @@ from bench.lower_bound import aggregate_bound, lower_bound
 from bench.workloads import WORKLOADS
 from nodewright.adapters.offline_catalog import load_catalog, load_snapshot, read_prices_csv
 from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult, SolverCache, solve
+from nodewright.engine.scheduling.inputs import provisioning_input
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirement, Requirements
+from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.reference.karpenter.scheduler import schedule as karpenter_schedule
 
 KARPENTER_TYPE_COUNT = 400
@@ -136,7 +138,7 @@ def default_pool(*, on_demand_only: bool = False) -> NodePool:
 
 def scheduling_input(pods: Sequence[Pod], types: Sequence[InstanceType], pool: NodePool) -> SchedulingInput:
     """One pass's input: the pods, one pool, no existing nodes."""
-    return SchedulingInput(pods=tuple(pods), pools=(PoolCapacity(pool, tuple(types)),))
+    return provisioning_input(ClusterSnapshot(), pending=pods, pools=(PoolCapacity(pool, tuple(types)),))
 
 
 def pool_prices(types: Sequence[InstanceType], pool: NodePool) -> dict[str, float]:

@@ -3,9 +3,10 @@
 Thin by design: build the controller once per cold start, then hand each record to it through a
 Powertools BatchProcessor (one failing record is reported in batchItemFailures; the others are
 not redelivered) and the event deduplicator (a redelivered or duplicated event acts once). Each
-record first looks at the time left: one that could not finish before the function's deadline is
-not started but handed back as a batch item failure, so SQS redelivers it at once to the next
-invocation instead of the whole batch timing out.
+body is parsed here, once, and what it parsed to handed on (the deduplicator keys on the event,
+the controller acts on its Message). Each record first looks at the time left: one that could not
+finish before the function's deadline is not started but handed back as a batch item failure, so
+SQS redelivers it at once to the next invocation instead of the whole batch timing out.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from nodewright.adapters.idempotency import EventDeduplicator
 from nodewright.adapters.powertools import PowertoolsObserver
 from nodewright.controllers.assembly import interruption_from_settings
 from nodewright.controllers.settings import Settings
+from nodewright.engine.interruption import MalformedEvent, Received, receive
 
 logger = Logger(service="interruption")
 metrics = Metrics(namespace="Nodewright", service="interruption")
@@ -57,7 +59,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         left = context.get_remaining_time_in_millis()
         if left < RECORD_TIME_MS:
             raise NoTimeLeft(f"{left} ms left, a record needs up to {RECORD_TIME_MS} ms: handed back")
-        return once(record.body)
+        # Parsed here, once: the deduplicator keys on the event, the controller acts on its Message.
+        try:
+            parsed: Received | MalformedEvent = receive(record.body)
+        except MalformedEvent as error:
+            parsed = error
+        return once(parsed)
 
     response = process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context

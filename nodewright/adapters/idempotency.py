@@ -1,12 +1,14 @@
 """Act once per event: Powertools idempotency on the DynamoDB idempotency table.
 
-Role: `EventDeduplicator(act, table=...)` wraps `act(event) -> dict` so that an event already
+Role: `EventDeduplicator(act, table=...)` wraps `act(message) -> dict` so that an event already
 handled returns the stored result instead of acting again: SQS delivers at least once,
-EventBridge may publish twice, and a retried batch redelivers records already done. For an event
-that came through an SNS topic, the event inside the notification is the one keyed. A failed
-`act` leaves no record, so its retry acts again. Only bodies that parse as events are keyed: a
-malformed body that happens to carry a real event's `id` must neither be dropped as that event's
-duplicate nor make the real event look handled.
+EventBridge may publish twice, and a retried batch redelivers records already done. It is given
+each body as the handler parsed it, once (`engine.interruption.receive`): the event and its
+Message, or the MalformedEvent it raised. For an event that came through an SNS topic, the event
+inside the notification is the one keyed. A failed `act` leaves no record, so its retry acts
+again. Only bodies that parse as events are keyed: a malformed body that happens to carry a real
+event's `id` must neither be dropped as that event's duplicate nor make the real event look
+handled.
 
 The key is the event's id AND its content (`event_key`), not the id alone: ids are predictable
 (a drain continuation's is `<event id>#<instance>#<attempt>`), and anyone allowed to send to the
@@ -38,11 +40,11 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function,
 )
 
-from nodewright.engine.interruption import MalformedEvent, parse, unwrap_sns
+from nodewright.engine.interruption import MalformedEvent, Message, Received
 from nodewright.engine.interruption.messages import CONTINUATION_SOURCE
 
-# Acts on one SQS body: the raw text when it is not an event, the decoded event otherwise.
-Act = Callable[[str | Mapping[str, Any]], dict[str, Any]]
+# Acts on one SQS body: its Message, or the MalformedEvent it is.
+Act = Callable[[Message | MalformedEvent], dict[str, Any]]
 
 OWNER_ATTRIBUTE = "owner"
 INPROGRESS = "INPROGRESS"
@@ -108,21 +110,20 @@ class EventDeduplicator:
         )(self._run)
 
     def _run(self, keyed: dict[str, Any]) -> dict[str, Any]:
-        return self._act(keyed["event"])
+        message: Message = keyed["message"]
+        return self._act(message)
 
-    def __call__(self, body: str) -> dict[str, Any]:
-        """Handle one SQS body: deduplicated on its event's key when it parses as an event;
-        otherwise passed straight to `act` (which reports it malformed) and never recorded.
+    def __call__(self, parsed: Received | MalformedEvent) -> dict[str, Any]:
+        """Handle one SQS body as the handler parsed it: deduplicated on its event's key when it
+        is an event; otherwise passed straight to `act` (which reports it malformed), never
+        recorded.
         """
-        try:
-            parse(body)
-        except MalformedEvent:
-            return self._act(body)
-        # It parsed, so it is a JSON object (an SNS notification holds an event object).
-        event = dict(unwrap_sns(json.loads(body)))
+        if isinstance(parsed, MalformedEvent):
+            return self._act(parsed)
         self._locks.owner = uuid.uuid4().hex
         try:
-            return self._once(keyed={"key": event_key(event), "event": event})
+            # Only the key is hashed and stored; the Message is handed to `act` as it is.
+            return self._once(keyed={"key": event_key(parsed.event), "message": parsed.message})
         finally:
             self._locks.owner = ""
 

@@ -29,7 +29,7 @@ from nodewright.config.files import expand
 from nodewright.config.workloads import PlanInput, read_workloads
 from nodewright.engine.overlay import apply_overlays
 from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult, solve
-from nodewright.engine.scheduling.usage import pool_usage
+from nodewright.engine.scheduling.inputs import provisioning_input
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodeclass import EC2NodeClass
@@ -37,6 +37,7 @@ from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import CPU, MEMORY, PODS
+from nodewright.model.snapshot import ClusterSnapshot
 
 # The NodePool `--default-nodepool` plans with when the input has none (docs: README, "plan"):
 # Karpenter's getting-started NodePool: Linux, amd64, on-demand, categories c, m and r of
@@ -280,15 +281,9 @@ def build_input(
     for name, why in sorted(overlaid.conflicts.items()):
         # As the provisioner does: a refused overlay is reported and left out, the plan goes on.
         typer.secho(f"NodeOverlay/{name}: not applied: {why}", err=True, fg=typer.colors.YELLOW)
-    used = pool_usage(planned.nodes, (), {})  # files hold no claims: the nodes are all there is
-    return SchedulingInput(
-        pods=planned.pending,
-        pools=overlaid.pools,
-        nodes=planned.nodes,
-        bound_pods=planned.bound,
-        daemonsets=planned.daemonsets,
-        used=used,
-    )
+    # The provisioner's input rules; files hold no claims: the nodes are all there is.
+    snapshot = ClusterSnapshot(nodes=planned.nodes, pods=planned.pending + planned.bound, daemonsets=planned.daemonsets)
+    return provisioning_input(snapshot, pending=planned.pending, pools=overlaid.pools)
 
 
 def to_report(result: SchedulingResult, seconds: float, *, estimated: bool) -> dict[str, Any]:

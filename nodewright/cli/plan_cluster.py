@@ -36,8 +36,8 @@ from nodewright.adapters.offline_catalog import DEFAULT_ZONES, load_catalog, loa
 from nodewright.cli.failures import reason
 from nodewright.config.documents import EC2NODECLASS, NODEPOOL, Loaded
 from nodewright.engine.headroom import Headroom, capacity_type, measure
-from nodewright.engine.scheduling import SchedulingInput, SchedulingResult, solve
-from nodewright.engine.scheduling.usage import pool_usage
+from nodewright.engine.scheduling import SchedulingResult, solve
+from nodewright.engine.scheduling.inputs import provisioning_input
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
@@ -217,20 +217,10 @@ def plan_cluster(
     snapshot = live.snapshot
     now = time.time()
     pending = tuple(snapshot.pending())
-    used = pool_usage(snapshot.nodes, (), {})  # plan reads no claim records: the nodes are all there is
-    bound = tuple(p for p in snapshot.pods if p.node_name)
+    # The provisioner's input rules; plan reads no claim records: the nodes are all there is.
+    inp = provisioning_input(snapshot, pending=pending, pools=pools, now=now)
     started = time.perf_counter()
-    result: SchedulingResult = solve(
-        SchedulingInput(
-            pods=pending,
-            pools=pools,
-            nodes=snapshot.nodes,
-            bound_pods=bound,
-            daemonsets=snapshot.daemonsets,
-            used=used,
-            now=now,
-        )
-    )
+    result: SchedulingResult = solve(inp)
     report = to_report(result, time.perf_counter() - started, estimated=prices["source"] != "aws")
     # Pending means without a node; pods of draining nodes are planned too but said apart, and
     # pods on cordoned nodes still run where they are.

@@ -51,9 +51,9 @@ from nodewright.engine.disruption import (
     DisruptionInput,
     DisruptionOptions,
 )
-from nodewright.engine.disruption.consolidation import EPSILON
+from nodewright.engine.disruption.consolidation import CONSOLIDATION, EPSILON
+from nodewright.engine.disruption.methods.repair import REPAIR
 from nodewright.engine.disruption.repair import diagnoses, due
-from nodewright.engine.disruption.types import CONSOLIDATION, REPAIR
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
 from nodewright.model.event import (

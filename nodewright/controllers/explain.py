@@ -23,8 +23,8 @@ from typing import Any
 from nodewright.controllers.mirror import claim_verdicts
 from nodewright.engine.disruption.engine import compute_commands
 from nodewright.engine.disruption.types import DisruptionInput
-from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, solve
-from nodewright.engine.scheduling.usage import pool_usage
+from nodewright.engine.scheduling import PoolCapacity, solve
+from nodewright.engine.scheduling.inputs import provisioning_input
 from nodewright.model.command import CommandRecord
 from nodewright.model.event import StoredEvent
 from nodewright.model.nodeclaim import NodeClaim
@@ -309,27 +309,14 @@ def _ready_by(claim: NodeClaim, claims: Sequence[NodeClaim]) -> float | None:
 
 
 def _why_unschedulable(src: Sources, key: str, claims: Sequence[NodeClaim]) -> dict[str, Any]:
-    """What a provisioning pass would do with this one pod now: solve() read-only."""
+    """What a provisioning pass would do with this one pod now: solve() read-only, on the
+    provisioner's own input rules (`provisioning_input`).
+    """
     snapshot = src.snapshot
     pod = next(p for p in snapshot.pods if p.key == key)
-    registered = {n.name for n in snapshot.nodes}
-    inflight = tuple(c for c in claims if c.state == "launched" and c.node_name not in registered)
+    blocked = src.store.blocked_offerings(src.now)
     result = solve(
-        SchedulingInput(
-            pods=(pod,),
-            pools=src.pools,
-            nodes=snapshot.nodes,
-            bound_pods=tuple(p for p in snapshot.pods if p.node_name and p.key != key),
-            inflight=inflight,
-            daemonsets=snapshot.daemonsets,
-            blocked=src.store.blocked_offerings(src.now),
-            used=pool_usage(
-                snapshot.nodes,
-                claims,
-                {pc.nodepool.name: {t.name: t for t in pc.instance_types} for pc in src.pools},
-            ),
-            now=src.now,
-        )
+        provisioning_input(snapshot, pending=(pod,), pools=src.pools, claims=claims, blocked=blocked, now=src.now)
     )
     if key in result.unschedulable:
         return {"schedulable": False, "reason": result.unschedulable[key]}

@@ -35,9 +35,10 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 
-from nodewright.controllers.launching import launched_claim, nodes_by_claim
+from nodewright.controllers.launching import launched_claim
 from nodewright.controllers.provisionoptions import ProvisionerOptions
 from nodewright.engine.reservations import ENDED_LABELS, demoted, reserved_node_reservation
+from nodewright.engine.scheduling.inputs import nodes_by_claim
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node

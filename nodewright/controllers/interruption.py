@@ -49,9 +49,7 @@ terminating a terminated instance are all no-ops, so a redelivered message is sa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from nodewright.controllers.drain import Drainer
 from nodewright.controllers.kubeusage import publish_api_usage
@@ -69,10 +67,22 @@ from nodewright.engine.interruption import (
     Message,
     action_for,
     continuation_event,
-    parse,
+    drainstep,
 )
-from nodewright.engine.interruption.actions import DEFAULT_MARGIN, DRAIN_AFTER_REPLACEMENT, NO_DRAIN
-from nodewright.engine.interruption.verification import unverified_drain_over
+from nodewright.engine.interruption.actions import NO_DRAIN
+from nodewright.engine.interruption.drainstep import (
+    EVICT,
+    EVICT_PAST_DEADLINE,
+    EVICT_UNCONFIRMED,
+    KEEP_DO_NOT_DISRUPT,
+    STOP_UNCONFIRMED,
+    TERMINATE,
+    WAIT,
+    DrainNext,
+    forced,
+    taken_at,
+    waits_for_replacement,
+)
 from nodewright.model import labels as wk
 from nodewright.model.event import (
     CAPACITY_RESERVATION_INTERRUPTED,
@@ -101,10 +111,6 @@ from nodewright.ports import (
     StateStore,
 )
 
-# Rebalance policies that stop at the node (as AWS Node Termination Handler does): no termination.
-KEEP_NODE_POLICIES = ("Cordon", "CordonAndDrain")
-# Kinds whose event says when AWS takes the instance: their drains end at that time, not before.
-TAKEN_AT_A_KNOWN_TIME = (SPOT_INTERRUPTION, CAPACITY_RESERVATION, SCHEDULED_CHANGE)
 # SQS caps DelaySeconds at 15 minutes.
 MAX_DELAY = 900.0
 
@@ -118,37 +124,9 @@ DRAIN_RECORD_REFRESH = MAX_DELAY + 600.0
 # How long after a message the node watch is kept current (extended by every message).
 FOLLOW_SECONDS = 30.0
 
-# The wait before a drain's next step (by attempt). An interruption drain has a notice of minutes:
-# a budget-blocked eviction is retried at most every 5 s (the Drainer's own backoff grows to
-# 10 s). bench/crash_points.py's 6-pod strict-PDB spot drain ends 62 s into its 120 s notice with
-# this, 95 s with the Drainer's; the slack is what two crashes (two redeliveries) cost.
-DRAIN_RETRY = (1.0, 2.0, 4.0, 5.0)
-
 # The taint a drain's pods are judged against, and a continuation's cordon when the chain's first
 # invocation died before its own (every drain replaces the node).
 _DRAIN_TAINT = Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule", wk.DISRUPTED_REPLACE)
-
-# What a drain does next (DrainNext.what).
-WAIT = "wait"  # for the replacement capacity (ReplaceThenDrain)
-EVICT = "evict"  # a bounded eviction step, then the successor continues
-EVICT_PAST_DEADLINE = "evict-past-deadline"  # AWS takes the instance later: evict what budgets allow
-FINISH = "finish"  # nothing left to evict, or the deadline: terminate (or keep) and end the chain
-# An unconfirmed message's drain (controllers/verification.py) never terminates with pods left:
-EVICT_UNCONFIRMED = "evict-unconfirmed"  # past its deadline, evict what budgets allow a while longer
-STOP_UNCONFIRMED = "stop-unconfirmed"  # then stop, the node left cordoned, the instance running
-
-
-@dataclass(frozen=True, slots=True)
-class DrainNext:
-    """What a drain does next, chosen from reads before any effect: `delay` is when its successor
-    continuation is due (None: the chain ends with this step); on FINISH, `drained` when nothing
-    was left to evict and `kept` the pods that stay (name -> why).
-    """
-
-    what: str
-    delay: float | None
-    drained: bool = False
-    kept: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,16 +187,16 @@ class InterruptionController:
         """The verification step over this controller's current ports (it keeps no state)."""
         return MessageVerifier(cluster=self.cluster, store=self.store, cloud=self.cloud, observer=self.observer)
 
-    def process(self, body: str | Mapping[str, Any]) -> dict[str, object]:
-        """Parse and handle one SQS body. A body that is not an event is logged and reported,
-        never raised: retrying it could not help, so the record is acknowledged.
+    def process(self, parsed: Message | MalformedEvent) -> dict[str, object]:
+        """Handle one SQS body as the handler parsed it (`engine.interruption.receive`). A body
+        that is not an event is logged and reported, never raised: retrying it could not help, so
+        the record is acknowledged.
         """
-        try:
-            message = parse(body)
-        except MalformedEvent as error:
+        if isinstance(parsed, MalformedEvent):
             self.observer.metric("MalformedMessages", 1)
-            self.observer.decision("interruption-malformed", error=str(error))
-            return {"malformed": str(error)}
+            self.observer.decision("interruption-malformed", error=str(parsed))
+            return {"malformed": str(parsed)}
+        message = parsed
         # Nodes are read from the adapter's watch while messages keep coming (a storm is many
         # messages a minute); pods are read per node, with a field selector.
         self.cluster.follow(FOLLOW_SECONDS)
@@ -360,41 +338,25 @@ class InterruptionController:
         return record
 
     def _next_step(self, cont: Continuation) -> DrainNext:
-        """What the drain `cont` carries does next, decided from reads alone (module docstring)."""
+        """What the drain `cont` carries does next (`engine.interruption.drainstep.next_step`),
+        from reads alone: the replacement's readiness first when it waits for one, then the pods.
+        """
         now = self.clock.now()
-        expired = bool(cont.deadline) and now >= cont.deadline
-        if cont.drain == DRAIN_AFTER_REPLACEMENT and not expired and not self._replaced(cont, now):
+        if waits_for_replacement(cont, now) and not self._replaced(cont, now):
             return DrainNext(WAIT, self.options.replacement_poll)
-        plan = plan_drain(self.cluster.pods_on(cont.node), _DRAIN_TAINT, forced=_forced(cont))
-        if plan.done:
-            return DrainNext(FINISH, None, drained=True, kept=plan.kept)
-        retry = DRAIN_RETRY[min(cont.attempt, len(DRAIN_RETRY)) - 1]
-        if not expired:
-            return DrainNext(EVICT, retry)
-        if not cont.verified:
-            # Unconfirmed: never terminate with pods left on the instance; evict what the budgets
-            # allow until the drain is over, then stop (the node stays cordoned; a real
-            # interruption's state change removes it once EC2 confirms it).
-            if not unverified_drain_over(cont.deadline, cont.started, now):
-                return DrainNext(EVICT_UNCONFIRMED, retry)
-            return DrainNext(STOP_UNCONFIRMED, None, kept=plan.kept)
-        taken_at = _taken_at(cont)
-        if taken_at is not None and now < taken_at:
-            # Past the deadline, but AWS takes the instance only at `taken_at`: terminating now
-            # would kill the pods a budget still holds on it 20 s early. Keep evicting what the
-            # budgets allow until then; the instance goes with whatever is left.
-            return DrainNext(EVICT_PAST_DEADLINE, min(retry, taken_at - now))
-        return DrainNext(FINISH, None, kept=plan.kept)
+        return drainstep.next_step(
+            cont, plan_drain(self.cluster.pods_on(cont.node), _DRAIN_TAINT, forced=forced(cont)), now
+        )
 
     def _drain(self, cont: Continuation, policy: str, next_step: DrainNext) -> dict[str, object]:
         """The drain step `next_step` chose for `cont`; its successor was sent before (`_carry`)."""
         now = self.clock.now()
         if next_step.what == WAIT:
             return {"drain": "waiting for replacement capacity"}
-        forced = _forced(cont)
+        force = forced(cont)
         by = f"{cont.origin} of instance {cont.instance_id}"
         if next_step.what in (EVICT, EVICT_PAST_DEADLINE, EVICT_UNCONFIRMED):
-            step = self.drainer.step(cont.node, _DRAIN_TAINT, forced=forced, attempt=cont.attempt, by=by, now=now)
+            step = self.drainer.step(cont.node, _DRAIN_TAINT, forced=force, attempt=cont.attempt, by=by, now=now)
             record: dict[str, object] = {
                 "evicted": step.evicted,
                 "blocked_by_pdb": sorted(step.blocked),
@@ -404,7 +366,7 @@ class InterruptionController:
                 record["drain"] = f"unconfirmed: evicting what budgets allow, continues in {next_step.delay:g} s"
             elif next_step.what == EVICT_PAST_DEADLINE:
                 record["drain"] = (
-                    f"past its deadline: evicting what budgets allow until the interruption ({_taken_at(cont):.0f})"
+                    f"past its deadline: evicting what budgets allow until the interruption ({taken_at(cont):.0f})"
                 )
             else:
                 # Even when this step emptied the node, its successor (already sent) finishes it.
@@ -417,18 +379,15 @@ class InterruptionController:
         record = {"kept": kept, "drain": "done" if next_step.drained else "deadline reached"}
         if not next_step.drained:
             # The deadline: what the budgets allow still leaves before the instance goes.
-            step = self.drainer.step(cont.node, _DRAIN_TAINT, forced=forced, attempt=cont.attempt, by=by, now=now)
+            step = self.drainer.step(cont.node, _DRAIN_TAINT, forced=force, attempt=cont.attempt, by=by, now=now)
             record.update(evicted=step.evicted, blocked_by_pdb=sorted(step.blocked), kept=step.kept)
             kept = step.kept
         record["drain_seconds"] = round(now - cont.started, 3)
         self.observer.metric("DrainSeconds", now - cont.started, "Seconds")
-        if cont.origin == REBALANCE and policy in KEEP_NODE_POLICIES:
-            pass
-        elif not forced and "do-not-disrupt" in kept.values():
-            # A voluntary drain never takes a do-not-disrupt pod down with the node; the node
-            # stays cordoned until the pod finishes or a real interruption forces the issue.
+        end = drainstep.ending(cont, policy, kept)
+        if end == KEEP_DO_NOT_DISRUPT:
             record["terminated"] = ""
-        else:
+        elif end == TERMINATE:
             node = self.cluster.get_node(cont.node)
             self._retire(cont.instance_id, node, self._claim_of(cont.instance_id, node))
             record["terminated"] = cont.instance_id
@@ -564,15 +523,6 @@ def _interruption_event(node: str, message: Message, why: str) -> Event:
     return interrupted(node, reason, f"{note}: {why}", "Interrupt")
 
 
-def _taken_at(cont: Continuation) -> float | None:
-    """When AWS takes the instance whose drain `cont` carries, if its event said (the deadline is
-    that time minus the margin), else None (a drain bounded only by terminationGracePeriod).
-    """
-    if cont.origin in TAKEN_AT_A_KNOWN_TIME and cont.deadline:
-        return cont.deadline + DEFAULT_MARGIN
-    return None
-
-
 def _chain(cont: Continuation) -> str:
     """The key of the drain chain `cont` belongs to."""
     return _drain_record(cont, 0.0).chain
@@ -591,8 +541,3 @@ def _drain_record(cont: Continuation, expires: float) -> DrainRecord:
         expires=expires,
         verified=cont.verified,
     )
-
-
-def _forced(cont: Continuation) -> bool:
-    """Whether the drain may take do-not-disrupt pods down: only a confirmed, involuntary one."""
-    return cont.origin != REBALANCE and cont.verified

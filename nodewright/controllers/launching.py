@@ -25,21 +25,20 @@ from nodewright.controllers.provisionoptions import (
     pool_capacities,
 )
 from nodewright.engine.buffer import is_virtual
-from nodewright.engine.disruption import template_hash
 from nodewright.engine.scheduling import (
     PlannedClaim,
     SchedulingInput,
     SchedulingResult,
     SolverCache,
 )
-from nodewright.engine.scheduling.usage import charged, pool_usage
+from nodewright.engine.scheduling.inputs import provisioning_input
+from nodewright.engine.scheduling.usage import charged
 from nodewright.model import labels as wk
 from nodewright.model.event import pod_failed_to_schedule, pod_nominated
 from nodewright.model.instance import Instance
-from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodeclass import EC2NodeClass
-from nodewright.model.nodepool import NodePool
+from nodewright.model.nodepool import NodePool, template_hash
 from nodewright.model.pod import Pod
 from nodewright.model.resources import Resources
 from nodewright.model.snapshot import ClusterSnapshot
@@ -97,53 +96,14 @@ class Launcher:
         claims: Sequence[NodeClaim],
         now: float,
     ) -> SchedulingInput:
-        """What the solver plans with: the pods to place, the pools, and the claims in flight."""
+        """The pass's scheduling input (`engine.scheduling.inputs.provisioning_input`'s rules) from
+        the NodePools' capacities and the offerings the capacity-error cache blocks now.
+        """
         overlays = self.config.overlays()
         status = self.config_status
         pools = pool_capacities(nodepools, nodeclasses, self.catalog, overlays, self.observer, status=status)
-        registered = {n.name for n in snapshot.nodes}
-        # A node that registered during this invocation is already in the snapshot as a real Node;
-        # its claim learns its node_name only at the next housekeeping. Counting it in flight too
-        # would plan pods onto an empty phantom copy of the node, where they wait a whole minute.
-        joined = nodes_by_claim(snapshot.nodes)
-        inflight = tuple(
-            c
-            for c in claims
-            if c.state == "launched"
-            and c.node_name not in registered
-            and c.name not in joined
-            and c.provider_id not in joined
-        )
-        # Pods an in-flight claim already holds are bound to it for this plan, not planned again.
-        holder = {pod: c.node_name or c.name for c in inflight for pod in c.pods}
-        # Every pod a claim in flight holds counts on that claim (its room and its topology), not
-        # only this plan's pods: after a capacity error the re-plan's `pending` leaves out the pods
-        # of the claims just launched; a consolidation replacement holds pods still bound to the
-        # tainted candidate, which are not pending at all. Without them those claims look empty.
-        leaving = {
-            n.name for n in snapshot.nodes if n.deleting or any(t.key == wk.DISRUPTED_TAINT_KEY for t in n.taints)
-        }
-        held = tuple(
-            replace(p, node_name=holder[p.key])
-            for p in snapshot.pods
-            if p.key in holder and (not p.node_name or p.node_name in leaving)
-        )
-        # Pods being placed anew (a draining node's) or held elsewhere count there, not where they
-        # are: kube-scheduler will not see them on their old node once evicted.
-        moving = {p.key for p in pending if p.node_name} | {p.key for p in held}
-        return SchedulingInput(
-            pods=tuple(p for p in pending if p.key not in holder),
-            pools=pools,
-            nodes=snapshot.nodes,
-            bound_pods=tuple(p for p in snapshot.pods if p.node_name and p.key not in moving) + held,
-            inflight=inflight,
-            daemonsets=snapshot.daemonsets,
-            blocked=self.store.blocked_offerings(now),
-            used=pool_usage(
-                snapshot.nodes, claims, {pc.nodepool.name: {t.name: t for t in pc.instance_types} for pc in pools}
-            ),
-            now=now,
-        )
+        blocked = self.store.blocked_offerings(now)
+        return provisioning_input(snapshot, pending=pending, pools=pools, claims=claims, blocked=blocked, now=now)
 
     def launch_planned(self, planned: Sequence[PlannedClaim], names: Sequence[str], reason: str) -> PassReport:
         """Launch claims another controller planned (consolidation's replacements) through the same
@@ -342,14 +302,3 @@ def launched_claim(claim: NodeClaim, instance: Instance, now: float) -> NodeClai
         launched_at=instance.launched_at or now,
         image_id=instance.image_id,
     )
-
-
-def nodes_by_claim(nodes: Sequence[Node]) -> dict[str, Node]:
-    """Nodes keyed by their claim label and by their providerID."""
-    out: dict[str, Node] = {}
-    for node in nodes:
-        if node.nodeclaim:
-            out[node.nodeclaim] = node
-        if node.provider_id:
-            out[node.provider_id] = node
-    return out

@@ -36,7 +36,7 @@ from typing import Any
 
 from nodewright.config.noderoles import ROLE_NOT_ALLOWED
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
-from nodewright.engine.disruption.methods import drifted, waiting
+from nodewright.engine.disruption.methods.shared import drifted, waiting
 from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model import labels as wk

@@ -29,7 +29,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from nodewright.engine.scheduling import SchedulingInput, SolverCache, Strategy, solve
+from nodewright.engine.scheduling import SolverCache, Strategy, solve
+from nodewright.engine.scheduling.inputs import existing_nodes_input
 from nodewright.model.capacitybuffer import (
     ACTIVE_CAPACITY,
     BUFFER_LABEL,
@@ -158,11 +159,10 @@ def hold_buffers(
     nodes = tuple(n for n in snapshot.nodes if n.ready and not n.unschedulable and not n.deleting)
     names = {n.name for n in nodes}
     result = solve(
-        SchedulingInput(
-            pods=tuple(virtual),
-            pools=(),
-            nodes=nodes,
-            bound_pods=tuple(p for p in snapshot.pods if p.node_name in names and not p.terminal),
+        existing_nodes_input(
+            virtual,
+            nodes,
+            (p for p in snapshot.pods if p.node_name in names and not p.terminal),
             daemonsets=snapshot.daemonsets,
             now=now,
         ),

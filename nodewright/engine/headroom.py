@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult, solve
+from nodewright.engine.scheduling import PoolCapacity, SchedulingResult, solve
+from nodewright.engine.scheduling.inputs import provisioning_input
 from nodewright.model import labels as wk
 from nodewright.model.node import Node
 from nodewright.model.snapshot import ClusterSnapshot
@@ -56,7 +57,8 @@ def capacity_type(node: Node) -> str:
 def fresh_plan(snapshot: ClusterSnapshot, pools: Sequence[PoolCapacity], now: float) -> SchedulingResult:
     """`solve()` placing every non-daemon pod of `snapshot` on an empty cluster with `pools`."""
     pods = tuple(dataclasses.replace(p, node_name="", unschedulable=True) for p in snapshot.pods if not p.daemon)
-    return solve(SchedulingInput(pods=pods, pools=tuple(pools), daemonsets=snapshot.daemonsets, now=now))
+    empty = ClusterSnapshot(daemonsets=snapshot.daemonsets)
+    return solve(provisioning_input(empty, pending=pods, pools=tuple(pools), now=now))
 
 
 def measure(

@@ -6,6 +6,8 @@ here. Parsing and validation of documents live in `nodewright.config`.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -72,3 +74,25 @@ class NodePool:
     # kubelet settings carried by the template in v1beta1 and by the EC2NodeClass in v1.
     api_version: str = "karpenter.sh/v1"
     resource_version: str = ""
+
+
+def _taints(taints: tuple[Taint, ...]) -> list[list[str]]:
+    return sorted([t.key, t.value, t.effect] for t in taints)
+
+
+def template_hash(pool: NodePool) -> str:
+    """A stable hash (16 hex digits) of what a node takes from its NodePool's template: labels,
+    annotations, taints, startup taints and the node class reference. A claim records it at
+    launch; drift (`engine.disruption.drift`) compares it with the NodePool's hash now. The
+    requirements, weight, limits, disruption settings, `expireAfter` and
+    `terminationGracePeriod` are left out, as Karpenter v1 leaves them out of drift.
+    """
+    document = {
+        "labels": sorted(pool.labels.items()),
+        "annotations": sorted(pool.annotations.items()),
+        "taints": _taints(pool.taints),
+        "startupTaints": _taints(pool.startup_taints),
+        "nodeClassRef": [pool.node_class_ref.group, pool.node_class_ref.kind, pool.node_class_ref.name],
+    }
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

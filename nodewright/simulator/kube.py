@@ -34,7 +34,8 @@ from typing import Any
 import yaml
 
 from nodewright.adapters.kube.cluster import KubeApiError
-from nodewright.engine.scheduling import SchedulingInput, SolverCache, Strategy, solve
+from nodewright.engine.scheduling import SolverCache, Strategy, solve
+from nodewright.engine.scheduling.inputs import existing_nodes_input
 from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
@@ -183,12 +184,8 @@ class KubeScheduler:
         placed: set[str] = set()
         if any(n.ready and not n.unschedulable and not n.deleting for n in nodes):
             result = solve(
-                SchedulingInput(
-                    pods=tuple(pending),
-                    pools=(),
-                    nodes=nodes,
-                    bound_pods=tuple(p for p in snapshot.pods if p.node_name),
-                    now=cluster.clock.now(),
+                existing_nodes_input(
+                    pending, nodes, (p for p in snapshot.pods if p.node_name), now=cluster.clock.now()
                 ),
                 Strategy(),
                 cache=self.solver_cache,

@@ -22,8 +22,10 @@ from nodewright.engine.interruption import (
     REBALANCE,
     SPOT_INTERRUPTION,
     STATE_CHANGE,
+    MalformedEvent,
     Message,
     parse,
+    receive,
 )
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.inmemory.cloud import FakeCloudProvider
@@ -558,7 +560,9 @@ def test_handling_the_same_message_twice_is_harmless() -> None:
 
 def test_a_malformed_body_is_reported_not_raised() -> None:
     world = World()
-    outcome = world.controller.process("{not json")
+    with pytest.raises(MalformedEvent) as parsed:
+        receive("{not json")
+    outcome = world.controller.process(parsed.value)
     assert "malformed" in outcome
     assert world.observer.of("interruption-malformed")
     assert world.observer.total("MalformedMessages") == 1

@@ -340,6 +340,7 @@ def redelivered_events(recorder: Recorder) -> None:
     from moto import mock_aws
 
     from nodewright.adapters.idempotency import EventDeduplicator
+    from nodewright.engine.interruption import receive
 
     event = (REPO_ROOT / "tests" / "events" / "spot_interruption_warning.json").read_text()
     failures = [RuntimeError("first attempt fails")]
@@ -362,7 +363,7 @@ def redelivered_events(recorder: Recorder) -> None:
             warnings.filterwarnings("ignore", message=".*remaining time.*")  # no Lambda context here
             for _ in range(3):
                 with contextlib.suppress(RuntimeError):
-                    once(event)
+                    once(receive(event))
 
 
 def stale_node(recorder: Recorder) -> None:

@@ -4,13 +4,12 @@
 drift, consolidation: the first method that yields a command wins); `validate(command, fresh)`
 re-checks a command against fresher state before the controller acts on it (both take the
 `DisruptionCache` the caller keeps between passes, or none);
-`allowed_disruptions` applies a NodePool's budgets; `template_hash` is what a node claim records
-so drift can be detected later. See `engine.py` and `consolidation.py` for how it works.
+`allowed_disruptions` applies a NodePool's budgets. The methods are `methods/`, one object each.
+See `engine.py` and `consolidation.py` for how it works.
 """
 
 from nodewright.engine.disruption.budgets import allowed_disruptions
 from nodewright.engine.disruption.candidates import eviction_cost
-from nodewright.engine.disruption.drift import template_hash
 from nodewright.engine.disruption.engine import compute_commands, validate
 from nodewright.engine.disruption.simulate import DisruptionCache
 from nodewright.engine.disruption.types import (
@@ -29,6 +28,5 @@ __all__ = [
     "allowed_disruptions",
     "compute_commands",
     "eviction_cost",
-    "template_hash",
     "validate",
 ]

@@ -26,10 +26,12 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from nodewright.engine.disruption.budgets import allowed_disruptions
 from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.scheduling.types import PoolCapacity
 from nodewright.model import labels as wk
 from nodewright.model.blocker import DO_NOT_DISRUPT_NODE, DO_NOT_DISRUPT_POD, PDB, STALLED_DRAIN, Blocker
+from nodewright.model.expiry import lifetime_left
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
@@ -191,6 +193,14 @@ class ClusterView:
         """Candidates every method may take, or with `forceful` also the softly blocked ones."""
         return [c for c in self.candidates.values() if forceful or not c.soft_block]
 
+    def quotas(self, reason: str) -> dict[str, int]:
+        """How many more nodes each NodePool's budgets let go for `reason` now."""
+        out: dict[str, int] = {}
+        for name, pc in self.pools.items():
+            count = self.counts.get(name, PoolCount())
+            out[name] = allowed_disruptions(pc.nodepool, count.nodes, count.disrupting, reason, self.inp.now)
+        return out
+
     # -- building --------------------------------------------------------------------------------
 
     def _count(self, node: Node, in_progress: frozenset[str]) -> None:
@@ -245,7 +255,7 @@ class ClusterView:
         pool = self.pools[claim.nodepool].nodepool
         pods = tuple(self.reschedulable_pods(node.name))
         started = claim.initialized_at or claim.created_at or node.created_at
-        cost = sum(eviction_cost(p) for p in pods) * _lifetime_left(pool, claim, self.inp.now)
+        cost = sum(eviction_cost(p) for p in pods) * lifetime_left(pool, claim, self.inp.now)
         last_change = max(
             [started, self.inp.nominated.get(node.name, 0.0), *(p.created_at for p in pods)],
         )
@@ -260,13 +270,6 @@ class ClusterView:
             instance_type=self.instance_type(claim),
             soft_block=soft,
         )
-
-
-def _lifetime_left(pool: NodePool, claim: NodeClaim, now: float) -> float:
-    if not pool.expire_after:
-        return 1.0
-    born = claim.created_at or claim.launched_at
-    return min(1.0, max(0.0, 1.0 - (now - born) / pool.expire_after))
 
 
 def _claims_by_node(nodes: Sequence[Node], claims: Sequence[NodeClaim]) -> dict[str, NodeClaim]:

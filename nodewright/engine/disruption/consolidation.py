@@ -47,7 +47,7 @@ from dataclasses import dataclass, replace
 from nodewright.engine.disruption.balance import BALANCED, BALANCED_K, PoolTotals, judge, pool_totals
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.disruption.simulate import Simulator
-from nodewright.engine.disruption.types import CONSOLIDATION, REASONS, Command, DisruptionOptions
+from nodewright.engine.disruption.types import Command, DisruptionOptions
 from nodewright.engine.scheduling import PlannedClaim, SchedulingResult
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType, OfferingKey
@@ -55,6 +55,10 @@ from nodewright.model.requirements import Requirements
 from nodewright.model.resources import CPU, MEMORY
 
 EPSILON = 1e-9
+# The consolidation method's name and the budget reason its commands count against (the method
+# object is `methods.consolidation.Consolidation`; the commands are built here).
+CONSOLIDATION = "consolidation"
+UNDERUTILIZED = "Underutilized"
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +160,7 @@ def evaluate(
     return Verdict(
         Command(
             method=CONSOLIDATION,
-            reason=REASONS[CONSOLIDATION],
+            reason=UNDERUTILIZED,
             candidates=tuple(c.name for c in candidates),
             replacements=tuple(replacements),
             savings=savings,

@@ -3,7 +3,7 @@
 Three kinds, as in Karpenter:
 
 * *template*: the claim records the hash of the NodePool template it was launched from
-  (`template_hash`) and the NodePool's hash is different now;
+  (`model.nodepool.template_hash`) and the NodePool's hash is different now;
 * *image*: the claim records the AMI its instance booted and the EC2NodeClass no longer resolves
   to it (the controller passes the AMI ids each EC2NodeClass resolves to now);
 * *requirements*: a label the node has (or its instance type, zone or capacity type fixes) is no
@@ -17,35 +17,13 @@ requirements check. Weight, limits and disruption settings are left out too, and
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
-from nodewright.model.nodepool import NodePool
-from nodewright.model.taints import Taint
-
-
-def _taints(taints: tuple[Taint, ...]) -> list[list[str]]:
-    return sorted([t.key, t.value, t.effect] for t in taints)
-
-
-def template_hash(pool: NodePool) -> str:
-    """A stable hash (16 hex digits) of what a node takes from its NodePool's template: labels,
-    annotations, taints, startup taints and the node class reference (see the module docstring).
-    """
-    document = {
-        "labels": sorted(pool.labels.items()),
-        "annotations": sorted(pool.annotations.items()),
-        "taints": _taints(pool.taints),
-        "startupTaints": _taints(pool.startup_taints),
-        "nodeClassRef": [pool.node_class_ref.group, pool.node_class_ref.kind, pool.node_class_ref.name],
-    }
-    text = json.dumps(document, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+from nodewright.model.nodepool import NodePool, template_hash
 
 
 def node_facts(node: Node, claim: NodeClaim, instance_type: InstanceType | None) -> dict[str, str]:

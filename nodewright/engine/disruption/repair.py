@@ -46,10 +46,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from nodewright.engine.disruption.candidates import Candidate, ClusterView
-from nodewright.engine.disruption.consolidation import names
-from nodewright.engine.disruption.simulate import Simulator
-from nodewright.engine.disruption.types import REASONS, REPAIR, Command, DisruptionInput
+from nodewright.engine.disruption.candidates import ClusterView
+from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.model.duration import format_duration
 from nodewright.model.instance import InstanceStatus
 from nodewright.model.node import Node
@@ -221,52 +219,6 @@ def due(inp: DisruptionInput) -> tuple[str, ...]:
     nothing to do must notice changing even when nothing else did.
     """
     return tuple(sorted(name for name, f in findings(inp).items() if f.due <= inp.now))
-
-
-def repair(view: ClusterView, sim: Simulator, why: dict[str, str]) -> Command | None:
-    """Replace every due node the guards allow, in one forceful command (replacements first)."""
-    selection = select(view)
-    for name, text in selection.held.items():
-        why[name] = text
-    if not selection.chosen:
-        return None
-    now = view.inp.now
-    broken: list[Candidate] = [view.candidate(f.node) for f in selection.chosen]
-    result = sim.run(broken)
-    total = sum(c.price for c in broken)
-    new = result.price_per_hour
-    detail = (
-        f"repair {len(broken)} node(s): "
-        + "; ".join(f"{f.node}: {f.describe(now)}" for f in selection.chosen[:5])
-        + f"; {len(result.claims)} replacement(s) at ${new:.4f}/h launch first ({names(c.describe() for c in broken)})"
-    )
-    if result.unschedulable:
-        detail += f"; {len(result.unschedulable)} pod(s) found no new home and will wait pending"
-    return Command(
-        method=REPAIR,
-        reason=REASONS[REPAIR],
-        candidates=tuple(c.name for c in broken),
-        replacements=result.claims,
-        savings=total - new,
-        detail=detail,
-        budgeted=False,
-        pods=tuple(sorted(p.key for c in broken for p in c.pods)),
-    )
-
-
-def still_due(command: Command, fresh: ClusterView) -> str | None:
-    """Re-check a repair command against fresh state: None when every candidate is still due and
-    the guards still allow it, else why not.
-    """
-    selection = select(fresh, frozenset(command.candidates))
-    chosen = {f.node for f in selection.chosen}
-    present = {n.name for n in fresh.inp.snapshot.nodes}
-    for name in command.candidates:
-        if name not in present:
-            return f"candidate {name} is gone"
-        if name not in chosen:
-            return f"candidate {name}: " + selection.held.get(name, "is healthy again")
-    return None
 
 
 def diagnoses(nodes: Sequence[Node], statuses: Sequence[InstanceStatus]) -> dict[str, Finding]:

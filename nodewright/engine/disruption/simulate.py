@@ -48,6 +48,7 @@ from nodewright.engine.scheduling import (
     Strategy,
     solve,
 )
+from nodewright.engine.scheduling.inputs import existing_nodes_input
 from nodewright.engine.scheduling.topology import Group, spread_group, term_group
 from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model import labels as wk
@@ -394,11 +395,10 @@ def _reserve(view: ClusterView, nodes: Sequence[Node], cache: SolverCache) -> di
     names = {n.name for n in nodes}
     inp = view.inp
     result = solve(
-        SchedulingInput(
-            pods=waiting,
-            pools=(),
-            nodes=tuple(nodes),
-            bound_pods=tuple(p for name in sorted(names) for p in view.pods_by_node.get(name, ())),
+        existing_nodes_input(
+            waiting,
+            nodes,
+            (p for name in sorted(names) for p in view.pods_by_node.get(name, ())),
             daemonsets=inp.snapshot.daemonsets,
             now=inp.now,
         ),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 from nodewright.engine.scheduling.types import PlannedClaim, PoolCapacity
 from nodewright.model.blocker import Blocker
@@ -16,18 +15,6 @@ from nodewright.model.instance import InstanceStatus
 from nodewright.model.instancetype import OfferingKey
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.snapshot import ClusterSnapshot
-
-REPAIR = "repair"
-EMPTINESS = "emptiness"
-EXPIRATION = "expiration"
-DRIFT = "drift"
-CONSOLIDATION = "consolidation"
-METHODS = (REPAIR, EMPTINESS, EXPIRATION, DRIFT, CONSOLIDATION)
-# The budget reason each method's commands count against (repair and expiration are not budgeted;
-# "Unhealthy" is the reason Karpenter's metrics give a repair).
-REASONS = MappingProxyType(
-    {REPAIR: "Unhealthy", EMPTINESS: "Empty", EXPIRATION: "Expired", DRIFT: "Drifted", CONSOLIDATION: "Underutilized"}
-)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from nodewright.engine.interruption.messages import (
     MalformedEvent,
     Message,
 )
-from nodewright.engine.interruption.parse import continuation_event, parse, unwrap_sns
+from nodewright.engine.interruption.parse import Received, continuation_event, parse, receive, unwrap_sns
 
 __all__ = [
     "CAPACITY_BLOCK_EXPIRING",
@@ -37,8 +37,10 @@ __all__ = [
     "Continuation",
     "MalformedEvent",
     "Message",
+    "Received",
     "action_for",
     "continuation_event",
     "parse",
+    "receive",
     "unwrap_sns",
 ]

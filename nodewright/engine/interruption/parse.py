@@ -125,15 +125,33 @@ class Event:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Received:
+    """One SQS message body, parsed once: the event it carries (SNS unwrapped), as decoded, which
+    the deduplicator keys on, and its `Message`, which the controller acts on.
+    """
+
+    event: Mapping[str, Any]
+    message: Message
+
+
+def receive(body: str | bytes | Mapping[str, Any]) -> Received:
+    """The event and the Message in one SQS message body: JSON text (str or bytes) or an already
+    decoded object. Raises MalformedEvent (never anything else) as `parse` does.
+    """
+    raw = unwrap_sns(_decode(body))
+    event = _envelope(raw)
+    reader = PARSERS.get((event.source, event.detail_type, event.version), _unknown)
+    return Received(raw, reader(event))
+
+
 def parse(body: str | bytes | Mapping[str, Any]) -> Message:
     """The Message in one SQS message body: JSON text (str or bytes) or an already decoded object.
 
     Returns a Message of kind UNKNOWN for a well-formed event of a kind we do not handle; raises
     MalformedEvent (never anything else) when the body is not an event or a known kind lacks a field.
     """
-    event = _envelope(unwrap_sns(_decode(body)))
-    reader = PARSERS.get((event.source, event.detail_type, event.version), _unknown)
-    return reader(event)
+    return receive(body).message
 
 
 def unwrap_sns(value: Mapping[str, Any]) -> Mapping[str, Any]:

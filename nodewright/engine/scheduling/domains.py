@@ -22,11 +22,29 @@ from __future__ import annotations
 from nodewright.engine.scheduling.classes import PodClass
 from nodewright.engine.scheduling.fit import capacity_types, fits, pool_tolerates
 from nodewright.engine.scheduling.nodeclaim import claim_target
-from nodewright.engine.scheduling.prepare import tolerated
+from nodewright.engine.scheduling.prepare import Pool, tolerated
 from nodewright.engine.scheduling.state import Pass
 from nodewright.model import labels as wk
 from nodewright.model.pod import SpreadConstraint
 from nodewright.model.requirements import Requirement, Requirements, label_matches
+
+
+def pool_values(pool: Pool, key: str, narrowed: Requirement | None) -> set[str]:
+    """The values of `key` NodePool `pool` can launch a node with, within `narrowed` (what one of
+    a pod's node-affinity alternatives requires of the key; None: anything). A key the NodePool's
+    requirements or template labels decide (a rack, a tier: not well-known) has the pool's own
+    values, whatever the type; any other key, the values its types' offerings carry.
+    """
+    own = pool.requirements.get(key)
+    if own is not None and not own.complement and key not in wk.WELL_KNOWN:
+        return {v for v in own.values if narrowed is None or narrowed.has(v)}
+    found: set[str] = set()
+    for t in pool.types:
+        req = t.offer_reqs.get(key)
+        if req is None or req.complement:
+            continue
+        found |= {v for v in req.values if (narrowed is None or narrowed.has(v)) and (own is None or own.has(v))}
+    return found
 
 
 def counted_domains(p: Pass, cls: PodClass, constraint: SpreadConstraint) -> frozenset[str]:
@@ -50,18 +68,7 @@ def counted_domains(p: Pass, cls: PodClass, constraint: SpreadConstraint) -> fro
             continue
         alts = [a for a in required if pool.requirements.compatible(a)] if honor_affinity else [None]
         for alt in alts:
-            narrowed = alt.get(key) if alt is not None else None
-            own = pool.requirements.get(key)
-            if own is not None and not own.complement and key not in wk.WELL_KNOWN:
-                found |= {v for v in own.values if narrowed is None or narrowed.has(v)}
-                continue
-            for t in pool.types:
-                req = t.offer_reqs.get(key)
-                if req is None or req.complement:
-                    continue
-                found |= {
-                    v for v in req.values if (narrowed is None or narrowed.has(v)) and (own is None or own.has(v))
-                }
+            found |= pool_values(pool, key, alt.get(key) if alt is not None else None)
     for node in p.inp.nodes:
         value = node.labels.get(key)
         if value is None:

@@ -16,7 +16,7 @@ import itertools
 from collections.abc import Callable
 
 from nodewright.engine.scheduling.classes import PodClass
-from nodewright.engine.scheduling.domains import counted_domains, live_domains
+from nodewright.engine.scheduling.domains import counted_domains, live_domains, pool_values
 from nodewright.engine.scheduling.fit import assign_pods, bin_compatible, fits, hostname_bound, pool_tolerates
 from nodewright.engine.scheduling.nodeclaim import drop_claim, open_claim, widen_claim
 from nodewright.engine.scheduling.state import Pass
@@ -138,20 +138,8 @@ def reachable(p: Pass, cls: PodClass, key: str) -> list[str]:
             if not pool_tolerates(p, cls, pool):
                 continue
             for alt in cls.alternatives:
-                if not pool.requirements.compatible(alt):
-                    continue
-                narrowed = alt.get(key)
-                own = pool.requirements.get(key)
-                if own is not None and not own.complement and key not in wk.WELL_KNOWN:
-                    # A key the NodePool's requirements or template labels decide (a rack, a
-                    # tier): its values are the pool's, whatever the type.
-                    found |= {v for v in own.values if narrowed is None or narrowed.has(v)}
-                    continue
-                for t in pool.types:
-                    req = t.offer_reqs.get(key)
-                    if req is None or req.complement:
-                        continue
-                    found |= {v for v in req.values if narrowed is None or narrowed.has(v)}
+                if pool.requirements.compatible(alt):
+                    found |= pool_values(pool, key, alt.get(key))
         for b in p.existing:
             value = b.domain(key)
             if value is not None and any(bin_compatible(p, b, alt) for alt in cls.alternatives):

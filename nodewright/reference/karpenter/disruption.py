@@ -43,20 +43,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from nodewright.engine.disruption.balance import BALANCED, BALANCED_K, judge, pool_totals
-from nodewright.engine.disruption.budgets import allowed_disruptions
-from nodewright.engine.disruption.candidates import Candidate, ClusterView, PoolCount
-from nodewright.engine.disruption.drift import drift_reason
-from nodewright.engine.disruption.types import (
-    CONSOLIDATION,
-    DRIFT,
-    EMPTINESS,
-    EXPIRATION,
-    REASONS,
-    Command,
-    DisruptionInput,
-    DisruptionResult,
-)
+from nodewright.engine.disruption.candidates import Candidate, ClusterView
+from nodewright.engine.disruption.consolidation import CONSOLIDATION, UNDERUTILIZED
+from nodewright.engine.disruption.methods import BY_NAME
+from nodewright.engine.disruption.methods.drift import DRIFT, Drift
+from nodewright.engine.disruption.methods.emptiness import EMPTINESS, Emptiness
+from nodewright.engine.disruption.methods.expiration import EXPIRATION, Expiration
+from nodewright.engine.disruption.methods.shared import drifted
+from nodewright.engine.disruption.types import Command, DisruptionInput, DisruptionResult
 from nodewright.model import labels as wk
+from nodewright.model.expiry import expired as past_expire_after
 from nodewright.model.instancetype import InstanceType, Offering
 from nodewright.model.nodepool import CONSOLIDATION_POLICIES
 from nodewright.model.requirements import Requirement, Requirements
@@ -114,7 +110,7 @@ class Disruption:
         if tuple(sorted(p.key for c in found for p in c.pods)) != tuple(sorted(command.pods)):
             return "the pods on the candidates changed"
         if command.budgeted:
-            quota = _quotas(view, command.reason)
+            quota = view.quotas(command.reason)
             for c in found:
                 quota[c.pool.name] = quota.get(c.pool.name, 0) - 1
                 if quota[c.pool.name] < 0:
@@ -154,15 +150,13 @@ class _Pass:
         now = self.view.inp.now
         expired = []
         for c in self.view.eligible(forceful=True):
-            ttl = c.pool.expire_after
-            born = c.claim.created_at or c.claim.launched_at
-            if ttl is not None and born and now - born >= ttl:
+            if past_expire_after(c.pool, c.claim, now):
                 expired.append(c)
         if not expired:
             return None
         return Command(
             method=EXPIRATION,
-            reason=REASONS[EXPIRATION],
+            reason=Expiration.reason,
             candidates=tuple(c.name for c in _ordered(expired)),
             replacements=(),
             savings=sum(c.price for c in expired),
@@ -177,7 +171,7 @@ class _Pass:
             for c in self.view.eligible()
             if not c.pods and c.pool.disruption.consolidation_policy in CONSOLIDATION_POLICIES and self._settled(c)
         ]
-        kept = self._within_budget(_ordered(empty), REASONS[EMPTINESS])
+        kept = self._within_budget(_ordered(empty), Emptiness.reason)
         if not kept:
             return None
         return _delete(EMPTINESS, kept, f"delete {len(kept)} empty node(s)")
@@ -185,11 +179,11 @@ class _Pass:
     def drift(self) -> Command | None:
         reasons = {}
         for c in self.view.eligible():
-            reason = drift_reason(c.node, c.claim, c.pool, self.view.inp.images, c.instance_type)
+            reason = drifted(self.view, c)
             if reason is not None:
                 reasons[c.name] = reason
-        drifted = [c for c in self.view.eligible() if c.name in reasons]
-        kept = self._within_budget(_ordered(drifted), REASONS[DRIFT])
+        found = [c for c in self.view.eligible() if c.name in reasons]
+        kept = self._within_budget(_ordered(found), Drift.reason)
         empty = [c for c in kept if not c.pods]
         if empty:
             return _delete(DRIFT, empty, f"delete {len(empty)} empty drifted node(s)")
@@ -201,7 +195,7 @@ class _Pass:
             new = sum(r.price for r in result.claims)
             return Command(
                 method=DRIFT,
-                reason=REASONS[DRIFT],
+                reason=Drift.reason,
                 candidates=(c.name,),
                 replacements=result.claims,
                 savings=c.price - new,
@@ -220,7 +214,7 @@ class _Pass:
                 continue
             if self._settled(c):
                 out.append(c)
-        return self._within_budget(_ordered(out), REASONS[CONSOLIDATION])
+        return self._within_budget(_ordered(out), UNDERUTILIZED)
 
     def multi_node(self) -> Command | None:
         candidates = self._consolidatable()[:MAX_MULTI_NODE_CANDIDATES]
@@ -303,7 +297,7 @@ class _Pass:
             return None
         command = Command(
             method=CONSOLIDATION,
-            reason=REASONS[CONSOLIDATION],
+            reason=UNDERUTILIZED,
             candidates=tuple(c.name for c in candidates),
             replacements=(new,),
             savings=savings,
@@ -333,7 +327,7 @@ class _Pass:
         return True
 
     def _within_budget(self, candidates: Sequence[Candidate], reason: str) -> list[Candidate]:
-        left = _quotas(self.view, reason)
+        left = self.view.quotas(reason)
         kept = []
         for c in candidates:
             if left.get(c.pool.name, 0) > 0:
@@ -342,14 +336,6 @@ class _Pass:
             else:
                 self.why.setdefault(c.name, f"NodePool {c.pool.name}'s budgets allow no more {reason} now")
         return kept
-
-
-def _quotas(view: ClusterView, reason: str) -> dict[str, int]:
-    out = {}
-    for name, pc in view.pools.items():
-        count = view.counts.get(name, PoolCount())
-        out[name] = allowed_disruptions(pc.nodepool, count.nodes, count.disrupting, reason, view.inp.now)
-    return out
 
 
 def _ordered(candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -368,7 +354,7 @@ def _delete(
         return None
     return Command(
         method=method,
-        reason=REASONS[method],
+        reason=BY_NAME[method].reason,
         candidates=tuple(c.name for c in candidates),
         replacements=(),
         savings=savings,

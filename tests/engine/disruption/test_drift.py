@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from nodewright.engine.disruption import template_hash
 from nodewright.model import labels as wk
-from nodewright.model.nodepool import Budget, Disruption, NodeClassRef
+from nodewright.model.nodepool import Budget, Disruption, NodeClassRef, template_hash
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.resources import Resources
 from nodewright.model.taints import Taint

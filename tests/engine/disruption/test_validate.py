@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from nodewright.engine.disruption import template_hash, validate
+from nodewright.engine.disruption import validate
 from nodewright.model import labels as wk
-from nodewright.model.nodepool import Budget
+from nodewright.model.nodepool import Budget, template_hash
 from tests.builders import instance_type
 from tests.engine.disruption.scenario import NOW, World, only, pool
 

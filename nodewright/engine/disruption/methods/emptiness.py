@@ -1,0 +1,71 @@
+"""Emptiness: delete every eligible node without reschedulable pods (daemon and mirror pods do
+not count) whose NodePool consolidates (WhenEmpty, WhenEmptyOrUnderutilized or Balanced) and
+whose `consolidateAfter` has passed since its last change, within the "Empty" budgets, in one
+command. Karpenter's emptiness.go. Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nodewright.engine.disruption.candidates import Candidate, ClusterView
+from nodewright.engine.disruption.consolidation import names
+from nodewright.engine.disruption.methods.shared import (
+    STATIC,
+    note,
+    ordered,
+    recheck,
+    still_settled,
+    waiting,
+    within_budget,
+)
+from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
+from nodewright.engine.disruption.types import Command
+from nodewright.model.nodepool import CONSOLIDATION_POLICIES
+
+EMPTINESS = "emptiness"
+
+
+@dataclass(frozen=True, slots=True)
+class Emptiness:
+    """The emptiness method (see the module docstring)."""
+
+    name = EMPTINESS
+    reason = "Empty"
+    budgeted = True
+
+    def compute(self, view: ClusterView, sim: Simulator, why: dict[str, str]) -> Command | None:
+        """Delete the empty nodes the budgets allow, in one command."""
+        now = view.inp.now
+        empty: list[Candidate] = []
+        for c in view.eligible():
+            if c.pods or c.pool.disruption.consolidation_policy not in CONSOLIDATION_POLICIES:
+                continue
+            if c.pool.replicas is not None:
+                note(why, c.name, STATIC)
+                continue
+            reason = waiting(c, now)
+            if reason:
+                note(why, c.name, f"empty, but {reason}")
+                continue
+            empty.append(c)
+        kept = within_budget(ordered(empty), view.quotas(self.reason), self.reason, why, view.blockers)
+        if not kept:
+            return None
+        savings = sum(c.price for c in kept)
+        return Command(
+            method=self.name,
+            reason=self.reason,
+            candidates=tuple(c.name for c in kept),
+            replacements=(),
+            savings=savings,
+            detail=f"delete {len(kept)} empty node(s), {names(c.describe() for c in kept)}; saves ${savings:.4f}/h",
+            pods=(),
+        )
+
+    def still_holds(self, command: Command, view: ClusterView, cache: DisruptionCache | None) -> str | None:
+        """Stale when the shared re-check fails, or a candidate's NodePool no longer consolidates
+        or its `consolidateAfter` has not passed (the pods re-check covers "no longer empty").
+        """
+        candidates, stale = recheck(command, view)
+        return stale or still_settled(candidates, CONSOLIDATION_POLICIES, view.inp.now)

@@ -1,0 +1,117 @@
+"""The scheduling inputs: what each kind of placement hands `solve()`. Pure.
+
+Two kinds of question are asked of the solver outside the disruption simulation (which builds a
+smaller, equivalent cluster of its own, `engine.disruption.simulate`):
+
+* `provisioning_input`: where the pending pods go, on the nodes there are, the claims in flight
+  and new claims of the NodePools. The provisioner's pass asks it; so do `plan` (files or a live
+  cluster, with no claim records) and `explain` (one pod). Its rules:
+
+  - a claim is *in flight* while it is launched and its node has not registered: not under its
+    recorded node name, nor as a node carrying its claim label or its providerID (a node that
+    joined during this invocation is already a real Node in the snapshot while its claim learns
+    its node name only at the next housekeeping: counting it in flight too would plan pods onto
+    an empty phantom copy of the node);
+  - pods an in-flight claim already holds are bound to it for this plan, not planned again; every
+    pod such a claim holds counts on it (its room and its topology), not only this plan's pods: a
+    re-plan after a capacity error leaves out the pods of the claims just launched, and a
+    consolidation replacement holds pods still bound to the tainted candidate (a held pod counts
+    on its claim when it is unbound or its node is leaving: being deleted or tainted disrupted);
+  - pods being placed anew (a draining node's, among `pending`) or held by a claim count there,
+    not where they are: kube-scheduler will not see them on their old node once evicted;
+  - NodePool usage (for limits) counts the nodes and every claim (`pool_usage`).
+
+* `existing_nodes_input`: where pods fit on given nodes alone, no NodePool (what kube-scheduler
+  would do): CapacityBuffers' virtual pods held on nodes, pending pods placed before a
+  disruption simulation, the simulator's kube-scheduler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from nodewright.engine.scheduling.types import PoolCapacity, SchedulingInput
+from nodewright.engine.scheduling.usage import pool_usage
+from nodewright.model import labels as wk
+from nodewright.model.instancetype import OfferingKey
+from nodewright.model.node import Node
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.pod import Pod
+from nodewright.model.snapshot import ClusterSnapshot
+from nodewright.model.workloads import DaemonSet
+
+
+def nodes_by_claim(nodes: Iterable[Node]) -> dict[str, Node]:
+    """Nodes keyed by their claim label and by their providerID."""
+    out: dict[str, Node] = {}
+    for node in nodes:
+        if node.nodeclaim:
+            out[node.nodeclaim] = node
+        if node.provider_id:
+            out[node.provider_id] = node
+    return out
+
+
+def in_flight(nodes: Sequence[Node], claims: Iterable[NodeClaim]) -> tuple[NodeClaim, ...]:
+    """The claims launched whose node has not registered (see the module docstring)."""
+    registered = {n.name for n in nodes}
+    joined = nodes_by_claim(nodes)
+    return tuple(
+        c
+        for c in claims
+        if c.state == "launched"
+        and c.node_name not in registered
+        and c.name not in joined
+        and c.provider_id not in joined
+    )
+
+
+def provisioning_input(
+    snapshot: ClusterSnapshot,
+    *,
+    pending: Sequence[Pod],
+    pools: tuple[PoolCapacity, ...],
+    claims: Sequence[NodeClaim] = (),
+    blocked: frozenset[OfferingKey] = frozenset(),
+    now: float = 0.0,
+) -> SchedulingInput:
+    """Where `pending` go: on `snapshot`'s nodes, `claims` in flight, or new claims of `pools`,
+    offerings in `blocked` aside (the rules are in the module docstring).
+    """
+    inflight = in_flight(snapshot.nodes, claims)
+    holder = {pod: c.node_name or c.name for c in inflight for pod in c.pods}
+    leaving = {n.name for n in snapshot.nodes if n.deleting or any(t.key == wk.DISRUPTED_TAINT_KEY for t in n.taints)}
+    held = tuple(
+        replace(p, node_name=holder[p.key])
+        for p in snapshot.pods
+        if p.key in holder and (not p.node_name or p.node_name in leaving)
+    )
+    moving = {p.key for p in pending if p.node_name} | {p.key for p in held}
+    return SchedulingInput(
+        pods=tuple(p for p in pending if p.key not in holder),
+        pools=pools,
+        nodes=snapshot.nodes,
+        bound_pods=tuple(p for p in snapshot.pods if p.node_name and p.key not in moving) + held,
+        inflight=inflight,
+        daemonsets=snapshot.daemonsets,
+        blocked=blocked,
+        used=pool_usage(
+            snapshot.nodes, claims, {pc.nodepool.name: {t.name: t for t in pc.instance_types} for pc in pools}
+        ),
+        now=now,
+    )
+
+
+def existing_nodes_input(
+    pods: Sequence[Pod],
+    nodes: Sequence[Node],
+    bound_pods: Iterable[Pod],
+    *,
+    daemonsets: tuple[DaemonSet, ...] = (),
+    now: float = 0.0,
+) -> SchedulingInput:
+    """Where `pods` fit on `nodes` alone (no NodePool opens a claim), `bound_pods` on them."""
+    return SchedulingInput(
+        pods=tuple(pods), pools=(), nodes=tuple(nodes), bound_pods=tuple(bound_pods), daemonsets=daemonsets, now=now
+    )
