@@ -95,7 +95,8 @@ class World:
         schedule_first_fit(self.cluster)
 
     def kubelet(self) -> None:
-        """Register every booted instance as a Ready Node."""
+        """Register every booted instance as a Ready Node (over the world's cloud as it is now: a
+        test may swap it for a repricing one)."""
         Kubelet(self.cluster, self.cloud, self.clock, TYPES, boot=BOOT).register_booted()
 
     def tick(self, seconds: float) -> None:
