@@ -6,7 +6,7 @@ A child process holds the cluster: an in-memory cluster (`nodewright.inmemory.cl
 nodes (unmanaged, as a managed node group's: the provisioner leaves them alone) and `--pods`
 Running pods, a few daemonsets and PDBs, served over local HTTP by the project's API server
 emulator (`nodewright.inmemory.apiserver`) with pod manifests dressed as a real EKS cluster's
-(managedFields, env, probes, volumes, container statuses: `bench.kube_snapshot.pod`). While the
+(managedFields, env, probes, volumes, container statuses: `bench.harness.kube_manifests.pod`). While the
 benchmark runs the child changes the cluster as a busy one changes: 1% of the pods are replaced
 per minute (deleted; a new pod created Pending, bound 0.5 s later and Running, as kube-scheduler
 and the kubelet would), and every `--burst-every` seconds a burst of `--burst` pods arrives
@@ -53,7 +53,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from bench import kube_snapshot
+from bench.harness import kube_manifests
 from nodewright.adapters.clock import SystemClock
 from nodewright.adapters.kube.client import from_cluster_info
 from nodewright.adapters.kube.cluster import KubeCluster
@@ -77,7 +77,7 @@ from nodewright.model.selectors import LabelSelector
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
 from nodewright.ports import ApiUsage
 
-ZONES = kube_snapshot.ZONES
+ZONES = kube_manifests.ZONES
 LAMBDA_MB_PER_VCPU = 1769
 BURST_LIFETIME = 90.0
 BIND_DELAY = 0.5
@@ -107,7 +107,7 @@ def _node(i: int) -> Node:
 
 
 def _pod(i: int, node: str, *, pending: bool = False) -> Pod:
-    parsed = Pod.parse(kube_snapshot.pod(i, "" if pending else node))
+    parsed = Pod.parse(kube_manifests.pod(i, "" if pending else node))
     pod = replace(parsed, name=f"{parsed.name}-{i}", uid="", created_at=0.0)
     # A burst pod asks for a NodePool's node, so the existing (node group) nodes cannot take it:
     # it is what kube-scheduler marks Unschedulable and the provisioner must launch for.
@@ -120,7 +120,7 @@ def _dress(kind: str, manifest: dict[str, Any]) -> dict[str, Any]:
         return manifest
     meta = manifest.get("metadata") or {}
     spec = manifest.get("spec") or {}
-    real = kube_snapshot.pod(abs(hash(meta.get("name"))) % 100_000, str(spec.get("nodeName") or ""))
+    real = kube_manifests.pod(abs(hash(meta.get("name"))) % 100_000, str(spec.get("nodeName") or ""))
     meta.setdefault("managedFields", real["metadata"]["managedFields"])
     meta.setdefault("generateName", real["metadata"]["generateName"])
     for key in ("dnsPolicy", "enableServiceLinks", "restartPolicy", "schedulerName", "serviceAccountName", "volumes"):
@@ -240,7 +240,7 @@ def limit_cpu(share: float) -> Callable[[], None]:
 
 
 def _adapter(url: str) -> KubeCluster:
-    info = ClusterInfo("bench", url, kube_snapshot.DUMMY_CA, "1.31")
+    info = ClusterInfo("bench", url, kube_manifests.DUMMY_CA, "1.31")
     return KubeCluster.connect(from_cluster_info(info, lambda: "bench-token"))
 
 

@@ -24,51 +24,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from nodewright.inmemory import cluster as kinds
-from nodewright.simulator.runner import run_scenario
+from bench.harness.scenario_runs import bound_waits, mean_price, percentile, run
 from nodewright.simulator.scenario import load_scenario
-from nodewright.simulator.scenario_model import Scenario
-from nodewright.simulator.world import World
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "examples" / "scenarios"
-
-
-def _percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
-def _bound_waits(world: World, prefix: str) -> list[float]:
-    """Seconds from creation to binding of each pod whose key starts with `prefix`."""
-    created: dict[str, float] = {}
-    waits: list[float] = []
-    for change in world.cluster.changes:
-        if not change.name.startswith(prefix):
-            continue
-        if change.kind == kinds.POD_CREATED and not change.node:
-            created[change.name] = change.at
-        elif change.kind == kinds.POD_BOUND and change.name in created:
-            waits.append(change.at - created.pop(change.name))
-    return waits
-
-
-def _mean_price(world: World, start: float, end: float) -> float:
-    """The cluster's mean $/h between `start` and `end` (seconds after the scenario's start)."""
-    t0, t1 = world.scenario.start + start, world.scenario.start + end
-    total = 0.0
-    for record in world.recorder.instances.values():
-        stop = record.terminated_at if record.terminated_at is not None else t1
-        overlap = max(0.0, min(stop, t1) - max(record.launched_at, t0))
-        total += record.price * overlap
-    return total / (t1 - t0)
-
-
-def _run(scenario: Scenario) -> tuple[World, dict[str, Any]]:
-    result = run_scenario(scenario, None, plots=False)
-    assert result.world is not None
-    return result.world, result.summary
 
 
 def headroom(seed: int | None) -> dict[str, Any]:
@@ -79,14 +38,14 @@ def headroom(seed: int | None) -> dict[str, Any]:
     burst_at = 20 * 60.0
     out: dict[str, Any] = {"scenario": scenario.name, "seed": scenario.seed}
     for label, variant in (("with_buffer", scenario), ("without_buffer", replace(scenario, capacitybuffers=()))):
-        world, summary = _run(variant)
-        waits = _bound_waits(world, "default/burst-")
+        world, summary = run(variant)
+        waits = bound_waits(world, "default/burst-")
         out[label] = {
             "burst_pods": len(waits),
-            "pending_to_bound_p50": _percentile(waits, 0.5),
-            "pending_to_bound_p95": _percentile(waits, 0.95),
+            "pending_to_bound_p50": percentile(waits, 0.5),
+            "pending_to_bound_p95": percentile(waits, 0.95),
             "pending_to_bound_max": max(waits, default=float("nan")),
-            "usd_per_hour_before_burst": round(_mean_price(world, burst_at - 600, burst_at), 4),
+            "usd_per_hour_before_burst": round(mean_price(world, burst_at - 600, burst_at), 4),
             "cost_usd": summary["cost_usd"],
             "nodes_launched": summary["nodes_launched"],
             "pods_lost": summary["pods_lost"],
@@ -104,7 +63,7 @@ def static(seed: int | None) -> dict[str, Any]:
     scenario = load_scenario(SCENARIOS / "static-pool.yaml")
     if seed is not None:
         scenario = scenario.with_seed(seed)
-    world, summary = _run(scenario)
+    world, summary = run(scenario)
     pool = "reserved"
     records = [r for r in world.recorder.instances.values() if r.nodepool == pool]
 

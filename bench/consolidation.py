@@ -4,12 +4,12 @@ Role: check the issue's bound ("a consolidation pass over a 1,000-node cluster t
 <= 512 MB") on a cluster built the same way every run:
 
 * instance types: the scheduling benchmark's 400 (bundled us-east-1 catalog, categories c/m/r,
-  generation > 2, no GPUs or metal; `bench.scheduling.benchmark_types`);
+  generation > 2, no GPUs or metal; `bench.harness.instance_types.benchmark_types`);
 * three NodePools: `general` (spot and on-demand), `on-demand` (on-demand only) and `memory`
   (category r); every pod selects its NodePool with a `karpenter.sh/nodepool` node selector;
 * 1,000 nodes (a third per NodePool), each of an instance type with 4 to 16 vCPUs drawn from its
   NodePool's types, spot on half of `general`'s, in one of three zones, launched 2 to 30 hours ago;
-* about ten pods per node from the microservice shapes (`bench.workloads.MICROSERVICES`), filled to
+* about ten pods per node from the microservice shapes (`bench.harness.workloads.MICROSERVICES`), filled to
   a utilization drawn between 20% and 95% of the node's cpu, so some nodes are nearly empty and
   some full; the services spread over zones keep their spread constraints; one PDB per service
   (maxUnavailable 10%); one small DaemonSet with a pod on every node;
@@ -33,8 +33,8 @@ import time
 import tracemalloc
 from collections.abc import Sequence
 
-from bench.scheduling import benchmark_types
-from bench.workloads import MICROSERVICES, SPREAD_SERVICES
+from bench.harness.instance_types import benchmark_types
+from bench.harness.workloads import MICROSERVICES, SPREAD_SERVICES
 from nodewright.engine.disruption import (
     DisruptionCache,
     DisruptionInput,

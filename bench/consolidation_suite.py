@@ -34,7 +34,7 @@ violations, the longest wait of a pod displaced by consolidation and by an inter
 consolidator's pass CPU seconds (p99 and max of its invocations' own thread CPU), the consolidator
 ticks that found the lease busy, pods moved by consolidation, warning -> drained (max), pods still
 pending at the end, handler errors, wall and CPU seconds, the provisioner's plans checked against
-kube-scheduler's filters and the planned pods it would not bind (`bench.binding_audit`; a goal:
+kube-scheduler's filters and the planned pods it would not bind (`bench.harness.binding_audit`; a goal:
 0); with faults, how many were injected and
 the fault audit's claims with a duplicate instance and orphan instances or claims. Per scenario it
 prints the cost ratio nodewright / karpenter and which goals fall short; in total the ratio's
@@ -95,7 +95,7 @@ def run(task: Task) -> dict[str, Any]:
         )
     else:
         scenario = load_scenario(task.path or "")
-    from bench.binding_audit import audit_plans
+    from bench.harness.binding_audit import audit_plans
 
     with audit_plans() as audit:
         chosen = replace(scenario, consolidation=task.mode, spot_to_spot_consolidation=task.spot_to_spot)

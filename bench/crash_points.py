@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from bench.harness.cluster_actors import Kubelet, node_for, pdb, schedule_first_fit
 from nodewright.config.timings import INTERRUPTION_TIMEOUT_SECONDS, QUEUE_MAX_RECEIVE_COUNT, visibility_seconds
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.interruption import InterruptionController
@@ -51,14 +52,11 @@ from nodewright.inmemory.state import InMemoryStateStore
 from nodewright.model import labels as wk
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType, Offering
-from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.resources import Resources
-from nodewright.model.selectors import LabelSelector
-from nodewright.model.workloads import PodDisruptionBudget
 
 START = 1_800_000_000.0
 NOTICE = 120.0
@@ -202,9 +200,8 @@ class CrashWorld:
         self.provision_requested = False
         self.completed: set[str] = set()
         self.crashes = 0
-        self.pdb = PodDisruptionBudget(
-            "default", "web", LabelSelector.parse({"matchLabels": {"app": "web"}}), min_available=PODS - 1
-        )
+        self.pdb = pdb("web", "web", min_available=PODS - 1)
+        self.kubelet = Kubelet(self.cluster, self.cloud, self.clock, _TYPES, boot=BOOT)
         self.controller = InterruptionController(
             cluster=self.points.wrap("cluster", self.cluster),
             store=self.points.wrap("store", self.store),
@@ -234,8 +231,8 @@ class CrashWorld:
                 self._provision()
             if reclaim <= now < reclaim + 1:
                 self._reclaim()
-            self._kubelet()
-            self._schedule()
+            self.kubelet.register_booted()
+            schedule_first_fit(self.cluster)
             if self._healthy() < self.pdb_min:
                 violations += 1
             self.clock.advance(1.0)
@@ -292,12 +289,6 @@ class CrashWorld:
         changed["detail"] = {"instance-id": "i-spot", "state": "terminated"}
         self.queue.messages.append(Message(changed["id"], changed, self.clock.now()))
 
-    def _kubelet(self) -> None:
-        _kubelet(self.cluster, self.cloud, self.clock)
-
-    def _schedule(self) -> None:
-        _schedule(self.cluster)
-
     def _healthy(self) -> int:
         return sum(1 for p in self.cluster.pods() if p.labels.get("app") == "web" and p.node_name and not p.deleting)
 
@@ -332,7 +323,7 @@ class CrashWorld:
                 created_at=START - 3600,
             )
         )
-        self.cluster.add_node(_node_for(instance, "spot"))
+        self.cluster.add_node(node_for(instance, _TYPES, "spot"))
         self.cluster.add_pdb(self.pdb)
         for i in range(PODS):
             p = self.cluster.add_pod(_pod(f"web-{i}"))
@@ -358,6 +349,7 @@ class ProvisionerCrashWorld:
         self.store = InMemoryStateStore()
         self.points = Points(dict(plan))
         self.crashes = 0
+        self.kubelet = Kubelet(self.cluster, self.cloud, self.clock, _TYPES, boot=BOOT)
         self.provisioner = build_provisioner(
             cluster=self.points.wrap("cluster", self.cluster),
             cloud=self.points.wrap("cloud", self.cloud),
@@ -380,8 +372,8 @@ class ProvisionerCrashWorld:
                     self.provisioner.provision(self.cluster.snapshot())
                 except Crash:
                     self.crashes += 1
-            _kubelet(self.cluster, self.cloud, self.clock)
-            _schedule(self.cluster)
+            self.kubelet.register_booted()
+            schedule_first_fit(self.cluster)
             self.clock.advance(1.0)
         return _outcome(self.cluster, self.cloud, self.store, self.points, self.crashes, violations=0, dead=0)
 
@@ -493,51 +485,6 @@ def _pod(name: str) -> Pod:
     )
 
 
-def _node_for(instance: Instance, name: str) -> Node:
-    capacity = next(t.capacity for t in _TYPES if t.name == instance.instance_type)
-    return Node(
-        name=name,
-        labels={
-            wk.HOSTNAME: name,
-            wk.NW_NODEPOOL: instance.nodepool,
-            wk.NODEPOOL: instance.nodepool,
-            wk.NW_NODECLAIM: instance.nodeclaim,
-            wk.INSTANCE_TYPE: instance.instance_type,
-            wk.ZONE: instance.zone,
-            wk.CAPACITY_TYPE: instance.capacity_type,
-        },
-        capacity=capacity,
-        allocatable=capacity,
-        provider_id=instance.provider_id,
-        ready=True,
-    )
-
-
-def _kubelet(cluster: InMemoryCluster, cloud: FakeCloudProvider, clock: VirtualClock) -> None:
-    """Register each live instance as a Ready Node `BOOT` seconds after its launch."""
-    for instance in cloud.instances():
-        if (
-            instance.live
-            and instance.launched_at + BOOT <= clock.now()
-            and not cluster.node_by_instance(instance.instance_id)
-        ):
-            cluster.add_node(_node_for(instance, f"ip-{instance.instance_id}"))
-
-
-def _schedule(cluster: InMemoryCluster) -> None:
-    """kube-scheduler, first fit: bind pending pods to Ready, schedulable nodes."""
-    for p in cluster.pods():
-        if p.node_name or p.daemon:
-            continue
-        for n in cluster.nodes():
-            if n.ready and not n.unschedulable and _fits(cluster, n, p):
-                cluster.bind(p, n.name)
-                break
-        else:
-            if not p.unschedulable:
-                cluster.mark_unschedulable(p)
-
-
 def _outcome(
     cluster: InMemoryCluster,
     cloud: FakeCloudProvider,
@@ -568,14 +515,6 @@ def _outcome(
         writes=points.count,
         crashes=crashes,
     )
-
-
-def _fits(cluster: InMemoryCluster, node: Node, p: Pod) -> bool:
-    used = Resources()
-    for bound in cluster.pods_on(node.name):
-        used = used + bound.requests
-    total = used + p.requests
-    return all(total[k] <= node.allocatable[k] for k in total)
 
 
 def _spot_warning(now: float) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from bench.scheduling import benchmark_types, default_pool, scheduling_input
+from bench.harness.instance_types import benchmark_types, default_pool, scheduling_input
 from nodewright.engine.scheduling import solve
 from nodewright.model import labels as wk
 from nodewright.model.pod import AffinityTerm, Pod

@@ -63,7 +63,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench.scheduling import benchmark_types, default_pool, machine
+from bench.harness.instance_types import benchmark_types, default_pool, machine
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import PassReport, Provisioner, ProvisionerOptions, StaticConfiguration

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.capacity import _mean_price, _run
+from bench.harness.scenario_runs import mean_price, run
 from nodewright.adapters.aws.reservations import queries
 from nodewright.simulator.scenario import load_scenario
 from nodewright.simulator.scenario_model import Scenario
@@ -51,12 +51,12 @@ def measure(seed: int | None) -> dict[str, Any]:
         scenario = scenario.with_seed(seed)
     out: dict[str, Any] = {"scenario": scenario.name, "seed": scenario.seed}
     for label, variant in (("with_reservations", scenario), ("without_reservations", _unselected(scenario))):
-        world, summary = _run(variant)
+        world, summary = run(variant)
         records = list(world.recorder.instances.values())
         out[label] = {
             "instance_cost_usd": summary["cost_usd"],
-            "usd_per_hour_block_in_use": round(_mean_price(world, *IN_USE), 4),
-            "usd_per_hour_after_block": round(_mean_price(world, *AFTER_BLOCK), 4),
+            "usd_per_hour_block_in_use": round(mean_price(world, *IN_USE), 4),
+            "usd_per_hour_after_block": round(mean_price(world, *AFTER_BLOCK), 4),
             "nodes_launched": dict(sorted(Counter(r.capacity_type for r in records).items())),
             "nodes_on_reserved_capacity": sum(1 for r in records if r.capacity_type == "reserved"),
             # CreateFleet capacity errors met (the ODCR held outside the cluster for 5 minutes).
@@ -70,7 +70,7 @@ def measure(seed: int | None) -> dict[str, Any]:
         }
     # The fee of the reservations the NodeClasses select (another team's is not ours), asked of
     # the simulated EC2 with the adapter's own queries.
-    world, _ = _run(replace(scenario, duration=60.0))
+    world, _ = run(replace(scenario, duration=60.0))
     selected: dict[str, float] = {}
     for nodeclass in scenario.nodeclasses.values():
         for query in queries(nodeclass.capacity_reservation_selector_terms):

@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.capacity import _run
+from bench.harness.scenario_runs import run
 from nodewright.engine.overlay import apply_overlays
 from nodewright.engine.scheduling import PoolCapacity
 from nodewright.simulator.scenario import load_scenario
@@ -59,7 +59,7 @@ def measure(seed: int | None) -> dict[str, Any]:
         scenario = scenario.with_seed(seed)
     out: dict[str, Any] = {"scenario": scenario.name, "seed": scenario.seed}
     for label, variant in (("with_overlays", scenario), ("without_overlays", replace(scenario, nodeoverlays=()))):
-        world, summary = _run(variant)
+        world, summary = run(variant)
         listed, paid, types = _hourly(world, scenario)
         out[label] = {
             "usd_per_hour_list": round(listed, 4),

@@ -3,7 +3,7 @@
 Role: for each workload and size, build one `SchedulingInput` (one NodePool "default" allowing spot
 and on-demand, the benchmark's instance types), then time `nodewright.engine.scheduling.solve`
 and the Karpenter reference (`nodewright.reference.karpenter.scheduler.schedule`) on it, validate both plans
-(`bench.validate`), compute the LP lower bound (`bench.lower_bound`) and print one table.
+(`bench.reference.validate`), compute the LP lower bound (`bench.reference.lower_bound`) and print one table.
 
 Instance types: the bundled us-east-1 catalog (`nodewright.adapters.offline_catalog`), restricted
 the way Karpenter's getting-started NodePool is (categories c, m and r, generation > 2), current
@@ -31,8 +31,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
-import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -42,22 +40,15 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from bench import validate
-from bench.lower_bound import aggregate_bound, lower_bound
-from bench.workloads import WORKLOADS
-from nodewright.adapters.offline_catalog import load_catalog, load_snapshot, read_prices_csv
-from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult, SolverCache, solve
-from nodewright.engine.scheduling.inputs import provisioning_input
-from nodewright.model import labels as wk
+from bench.harness.instance_types import benchmark_types, default_pool, machine, pool_prices, scheduling_input
+from bench.harness.workloads import WORKLOADS
+from bench.reference import validate
+from bench.reference.lower_bound import aggregate_bound, lower_bound
+from nodewright.engine.scheduling import SchedulingInput, SchedulingResult, SolverCache, solve
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodepool import NodePool
-from nodewright.model.pod import Pod
-from nodewright.model.requirements import Requirement, Requirements
-from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.reference.karpenter.scheduler import schedule as karpenter_schedule
 
-KARPENTER_TYPE_COUNT = 400
-CATEGORIES = ("c", "m", "r")
 FULL_CASES: tuple[tuple[str, int], ...] = (
     ("diverse", 100),
     ("diverse", 1_000),
@@ -102,54 +93,6 @@ class Row:
     karpenter_cost: float
     karpenter_unschedulable: int
     cost_vs_karpenter: float
-
-
-def benchmark_types(
-    prices_csv: str | None = None, *, all_types: bool = False, count: int = KARPENTER_TYPE_COUNT
-) -> list[InstanceType]:
-    """The benchmark's instance types (see module doc), sorted by price then name."""
-    prices = read_prices_csv(prices_csv) if prices_csv else None
-    specs = {s.name: s for s in load_snapshot().specs}
-    eligible = []
-    for it in load_catalog(prices=prices):
-        spec = specs[it.name]
-        if not spec.current_generation or spec.gpu_count or spec.accelerator_count or spec.bare_metal:
-            continue
-        generation = it.label(wk.INSTANCE_GENERATION) or "0"
-        if it.label(wk.INSTANCE_CATEGORY) in CATEGORIES and generation.isdigit() and int(generation) > 2:
-            eligible.append(it)
-    eligible.sort(key=lambda it: (_price(it), it.name))
-    if all_types or len(eligible) <= count:
-        return eligible
-    last = len(eligible) - 1
-    return [eligible[round(i * last / (count - 1))] for i in range(count)]
-
-
-def _price(it: InstanceType) -> float:
-    offer = it.cheapest_offering()
-    return offer.price if offer is not None else float("inf")
-
-
-def default_pool(*, on_demand_only: bool = False) -> NodePool:
-    """NodePool "default": any instance type, spot and on-demand (or on-demand only)."""
-    capacity = ["on-demand"] if on_demand_only else ["spot", "on-demand"]
-    return NodePool("default", requirements=Requirements([Requirement.new(wk.CAPACITY_TYPE, "In", capacity)]))
-
-
-def scheduling_input(pods: Sequence[Pod], types: Sequence[InstanceType], pool: NodePool) -> SchedulingInput:
-    """One pass's input: the pods, one pool, no existing nodes."""
-    return provisioning_input(ClusterSnapshot(), pending=pods, pools=(PoolCapacity(pool, tuple(types)),))
-
-
-def pool_prices(types: Sequence[InstanceType], pool: NodePool) -> dict[str, float]:
-    """Each type's cheapest offering the pool's capacity-type requirement allows ($/h)."""
-    ct = pool.requirements.get(wk.CAPACITY_TYPE)
-    out: dict[str, float] = {}
-    for it in types:
-        offers = [o.price for o in it.offerings if o.available and (ct is None or ct.has(o.capacity_type))]
-        if offers:
-            out[it.name] = min(offers)
-    return out
 
 
 def timed(
@@ -210,24 +153,6 @@ def measure(
         karpenter_unschedulable=len(k_result.unschedulable),
         cost_vs_karpenter=cost / k_cost - 1 if karpenter and k_cost else float("nan"),
     )
-
-
-def machine() -> dict[str, str]:
-    """CPU model, cores and Python version of this machine."""
-    model = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "cpu": model,
-        "cores": str(os.cpu_count() or 0),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
 
 
 def table(rows: Sequence[Row], title: str) -> Table:

@@ -16,11 +16,12 @@ from constructs import Construct
 from infra.bundling import function_code
 from infra.config import DeployConfig, VpcAccess
 from infra.constructs.access import ClusterAccess
-from infra.constructs.consolidator import Consolidator
+from infra.constructs.consolidator import CONSOLIDATOR_FUNCTION
 from infra.constructs.interruption import Interruption
 from infra.constructs.monitoring import CONSOLIDATOR, INTERRUPTION, PROVISIONER, Monitoring
 from infra.constructs.network import ClusterNetwork
-from infra.constructs.provisioner import Provisioner
+from infra.constructs.provisioner import PROVISIONER_FUNCTION
+from infra.constructs.scheduled import ScheduledController
 from infra.constructs.state import State
 
 
@@ -80,9 +81,10 @@ class NodewrightStack(cdk.Stack):
             "image_owners": config.image_owner_accounts,
             "instance_profile_arns": profiles,
         }
-        self.provisioner = Provisioner(
+        self.provisioner = ScheduledController(
             self,
             "Provisioner",
+            kind=PROVISIONER_FUNCTION,
             cluster_name=cluster,
             code=code,
             settings=config.provisioner,
@@ -122,9 +124,10 @@ class NodewrightStack(cdk.Stack):
         # Every function learns where the queue is (the interruption function sends itself
         # delayed continuations; the others may report to it), after the queue exists.
         queue_url = self.interruption.queue.queue_url
-        self.consolidator = Consolidator(
+        self.consolidator = ScheduledController(
             self,
             "Consolidator",
+            kind=CONSOLIDATOR_FUNCTION,
             cluster_name=cluster,
             code=code,
             settings=config.consolidator,

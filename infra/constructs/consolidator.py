@@ -9,13 +9,11 @@ itself lets it wait for the node before draining.
 from __future__ import annotations
 
 from infra.constructs import permissions
-from infra.constructs.scheduled import ScheduledController
+from infra.constructs.scheduled import ScheduledFunction
 
-
-class Consolidator(ScheduledController):
-    """Scheduled consolidator function; exposes `function`, `role`, `handler` and `schedule`."""
-
-    NAME = "consolidator"
-    PURPOSE = "removes or replaces idle nodes"
+CONSOLIDATOR_FUNCTION = ScheduledFunction(
+    name="consolidator",
+    purpose="removes or replaces idle nodes",
     # Node repair reads the status checks of the cluster's instances (impaired ones are replaced).
-    EXTRA_DESCRIBE = (permissions.DESCRIBE_INSTANCE_STATUS,)
+    extra_describe=(permissions.DESCRIBE_INSTANCE_STATUS,),
+)

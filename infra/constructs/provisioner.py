@@ -9,13 +9,11 @@ permissions are those of every scheduled controller (`scheduled.py`).
 from __future__ import annotations
 
 from infra.constructs import permissions
-from infra.constructs.scheduled import ScheduledController
+from infra.constructs.scheduled import ScheduledFunction
 
-
-class Provisioner(ScheduledController):
-    """Scheduled provisioner function; exposes `function`, `role`, `handler` and `schedule`."""
-
-    NAME = "provisioner"
-    PURPOSE = "launches nodes for pending pods"
+PROVISIONER_FUNCTION = ScheduledFunction(
+    name="provisioner",
+    purpose="launches nodes for pending pods",
     # Housekeeping lists the cluster's instances: launches that never registered, orphans.
-    EXTRA_DESCRIBE = (permissions.DESCRIBE_INSTANCES,)
+    extra_describe=(permissions.DESCRIBE_INSTANCES,),
+)

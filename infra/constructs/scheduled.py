@@ -12,7 +12,7 @@ item calls they make: `State.grant_controller_access`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from dataclasses import dataclass
 
 import aws_cdk as cdk
 from aws_cdk import aws_events as events
@@ -27,17 +27,23 @@ from infra.constructs.function import NodewrightFunction
 from infra.constructs.state import State
 
 
-class ScheduledController(Construct):
-    """A scheduled controller function; exposes `function`, `role`, `handler` and `schedule`.
-
-    Subclasses name the function (`NAME`, also its handler package under `functions/`) and say
-    what it does (`PURPOSE`, used in descriptions).
+@dataclass(frozen=True, slots=True)
+class ScheduledFunction:
+    """Which scheduled controller: its `name` (also its handler package under `functions/`), what it
+    does (`purpose`, used in descriptions) and the EC2 Describe* calls it makes beyond launching's
+    (`permissions.EC2_DESCRIBE_ACTIONS`).
     """
 
-    NAME: ClassVar[str]
-    PURPOSE: ClassVar[str]
-    # EC2 Describe* beyond launching's (permissions.EC2_DESCRIBE_ACTIONS) the function calls.
-    EXTRA_DESCRIBE: ClassVar[tuple[str, ...]] = ()
+    name: str
+    purpose: str
+    extra_describe: tuple[str, ...] = ()
+
+
+class ScheduledController(Construct):
+    """A scheduled controller function (`kind`: the provisioner's or the consolidator's, see
+    `infra/constructs/provisioner.py` and `consolidator.py`); exposes `function`, `role`, `handler`
+    and `schedule`.
+    """
 
     function: lambda_.Function
     role: iam.Role
@@ -49,6 +55,7 @@ class ScheduledController(Construct):
         scope: Construct,
         construct_id: str,
         *,
+        kind: ScheduledFunction,
         cluster_name: str,
         code: lambda_.Code,
         settings: FunctionConfig,
@@ -71,7 +78,7 @@ class ScheduledController(Construct):
         """
         super().__init__(scope, construct_id)
         policy = permissions.PolicyBuilder()
-        permissions.allow_describe(policy, actions=(*permissions.EC2_DESCRIBE_ACTIONS, *self.EXTRA_DESCRIBE))
+        permissions.allow_describe(policy, actions=(*permissions.EC2_DESCRIBE_ACTIONS, *kind.extra_describe))
         permissions.allow_launch(
             policy,
             cluster_name=cluster_name,
@@ -90,9 +97,9 @@ class ScheduledController(Construct):
         permissions.allow_describe_cluster(policy, cluster_name=cluster_name)
         self.handler = NodewrightFunction(
             self,
-            self.NAME.capitalize(),
-            name=self.NAME,
-            description=f"Nodewright {self.NAME} for EKS cluster {cluster_name}: {self.PURPOSE}",
+            kind.name.capitalize(),
+            name=kind.name,
+            description=f"Nodewright {kind.name} for EKS cluster {cluster_name}: {kind.purpose}",
             code=code,
             settings=settings,
             environment=environment,
@@ -108,7 +115,7 @@ class ScheduledController(Construct):
         self.schedule = events.Rule(
             self,
             "Schedule",
-            description=f"Runs the Nodewright {self.NAME} for {cluster_name} every {rate_minutes} min",
+            description=f"Runs the Nodewright {kind.name} for {cluster_name} every {rate_minutes} min",
             schedule=events.Schedule.rate(cdk.Duration.minutes(rate_minutes)),
             targets=[targets.LambdaFunction(self.function)],
         )

@@ -12,17 +12,18 @@ from pathlib import Path
 import pytest
 
 from bench import scheduling
-from bench.workloads import WORKLOADS
+from bench.harness import instance_types
+from bench.harness.workloads import WORKLOADS
 from nodewright.model.instancetype import InstanceType
 
 
 @pytest.fixture(scope="module")
 def types() -> list[InstanceType]:
-    return scheduling.benchmark_types()
+    return instance_types.benchmark_types()
 
 
 def test_the_benchmark_takes_400_types_from_the_c_m_r_families(types: list[InstanceType]) -> None:
-    assert len(types) == scheduling.KARPENTER_TYPE_COUNT
+    assert len(types) == instance_types.KARPENTER_TYPE_COUNT
     assert {t.label("karpenter.k8s.aws/instance-category") for t in types} == {"c", "m", "r"}
     prices = [o.price for o in (t.cheapest_offering() for t in types) if o is not None]
     assert prices == sorted(prices)
@@ -30,7 +31,7 @@ def test_the_benchmark_takes_400_types_from_the_c_m_r_families(types: list[Insta
 
 @pytest.mark.parametrize("workload", sorted(WORKLOADS))
 def test_every_workload_yields_valid_plans_no_cheaper_than_the_bound(workload: str, types: list[InstanceType]) -> None:
-    row = scheduling.measure(workload, 60, types, scheduling.default_pool(), repeats=1)
+    row = scheduling.measure(workload, 60, types, instance_types.default_pool(), repeats=1)
 
     # measure() raises InvalidPlan for an invalid plan from either scheduler.
     assert row.unschedulable == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.lower_bound import aggregate_bound, lower_bound
+from bench.reference.lower_bound import aggregate_bound, lower_bound
 from nodewright.model import labels as wk
 from nodewright.model.pod import AffinityTerm
 from nodewright.model.selectors import LabelSelector

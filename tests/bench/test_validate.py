@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from bench.validate import InvalidPlan, check, problems
+from bench.reference.validate import InvalidPlan, check, problems
 from nodewright.engine.scheduling import PlannedClaim, SchedulingResult
 from nodewright.model import labels as wk
 from nodewright.model.pod import AffinityTerm

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.workloads import AFFINITY_LABEL, SPREAD_LABEL, WORKLOADS, diverse
+from bench.harness.workloads import AFFINITY_LABEL, SPREAD_LABEL, WORKLOADS, diverse
 from nodewright.model import labels as wk
 
 

@@ -26,7 +26,7 @@ from nodewright.cli import app
 from nodewright.model import labels as wk
 
 
-def _as_group() -> typer.Typer:
+def as_group() -> typer.Typer:
     # A Typer app with one command runs it without its name; `nodewright` gains a group as soon
     # as a second command (or a callback) registers. Mirror that here so `catalog` is addressed
     # by name, as users type it.
@@ -41,7 +41,7 @@ def _as_group() -> typer.Typer:
 
 
 def run(*args: str) -> Result:
-    return CliRunner().invoke(_as_group(), ["catalog", *args])
+    return CliRunner().invoke(as_group(), ["catalog", *args])
 
 
 def run_json(*args: str) -> list[dict[str, Any]]:

@@ -31,7 +31,7 @@ from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import Resources
 from tests.builders import node, pod
-from tests.cli.test_plan_cluster import _kubeconfig
+from tests.cli.test_plan_cluster import write_kubeconfig
 from tests.cli.test_uninstall import REGION, moto  # noqa: F401 - the moto server fixture
 
 pytestmark = pytest.mark.integration
@@ -144,7 +144,7 @@ def _world(endpoint: str, tmp_path: Path) -> tuple[ApiServer, Path, float]:
     cluster.record(pod_nominated("default/web-0", nodeclaim="default-abc"), now - 37)
     cluster.record(disruption_blocked("old-1", "pod default/db-0 is annotated karpenter.sh/do-not-disrupt"), now - 5)
     server = ApiServer(cluster)
-    return server, _kubeconfig(tmp_path / "kubeconfig", server.start()), now
+    return server, write_kubeconfig(tmp_path / "kubeconfig", server.start()), now
 
 
 def _run(*args: str) -> Any:

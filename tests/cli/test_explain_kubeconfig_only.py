@@ -23,7 +23,7 @@ from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model.event import pod_failed_to_schedule
 from tests.builders import node, pod
 from tests.cli.test_failures import no_aws  # noqa: F401 - the fixture
-from tests.cli.test_plan_cluster import _kubeconfig
+from tests.cli.test_plan_cluster import write_kubeconfig
 
 
 def test_explain_and_status_answer_from_the_cluster_and_say_what_aws_would_add(
@@ -36,7 +36,7 @@ def test_explain_and_status_answer_from_the_cluster_and_say_what_aws_would_add(
     cluster.add_pods([pod("web-0", cpu="64", memory="1Gi")])
     cluster.record(pod_failed_to_schedule("default/web-0", "no NodePool fits 64 cpu"), now - 5)
     server = ApiServer(cluster)
-    kubeconfig = _kubeconfig(tmp_path / "kubeconfig", server.start())
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.start())
     try:
         explained = CliRunner().invoke(
             app, ["explain", "pod", "default/web-0", "--kubeconfig", str(kubeconfig), "-o", "json"]

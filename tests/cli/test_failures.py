@@ -27,7 +27,7 @@ from nodewright.cli import commands as _commands  # noqa: F401 - registers the c
 from nodewright.inmemory.apiserver import ApiServer
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.inmemory.cluster import InMemoryCluster
-from tests.cli.test_plan_cluster import _kubeconfig
+from tests.cli.test_plan_cluster import write_kubeconfig
 from tests.cli.test_uninstall import REGION, moto  # noqa: F401 - the moto server fixture
 
 FORBIDDEN = 'nodes is forbidden: User "dev" cannot list resource "nodes" in API group "" at the cluster scope'
@@ -150,7 +150,7 @@ def test_missing_table(moto: str) -> None:  # noqa: F811 - the fixture
 @pytest.mark.integration
 def test_missing_stack(moto: str, tmp_path: Path) -> None:  # noqa: F811 - the fixture
     server = ApiServer(InMemoryCluster(VirtualClock(1_800_000_000.0)))
-    kubeconfig = _kubeconfig(tmp_path / "kubeconfig", server.start())
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.start())
     try:
         result = run("status", "--kubeconfig", str(kubeconfig), "--name", "gone", "-o", "json")
     finally:
@@ -201,7 +201,7 @@ def test_kubernetes_refusals(refusing: ThreadingHTTPServer, tmp_path: Path, stat
             "code": status,
         },
     )
-    kubeconfig = _kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{refusing.server_address[1]}")
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{refusing.server_address[1]}")
 
     result = run("plan", "--kubeconfig", str(kubeconfig))
 

@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from nodewright.cli import commands as _commands  # noqa: F401  (registers the commands)
-from tests.cli.test_catalog_cli import _as_group
+from tests.cli.test_catalog_cli import as_group
 
 SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "savings-plan.yaml"
 runner = CliRunner()
@@ -40,7 +40,7 @@ def manifests(tmp_path: Path) -> dict[str, Path]:
 
 
 def invoke(*args: str | Path) -> Any:
-    result = runner.invoke(_as_group(), [str(a) for a in args])
+    result = runner.invoke(as_group(), [str(a) for a in args])
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -73,7 +73,7 @@ def test_catalog_shows_list_and_effective_prices_and_the_overlay_that_set_them(m
 
 
 def test_catalog_names_a_nodepool_it_cannot_find(manifests: dict[str, Path]) -> None:
-    result = runner.invoke(_as_group(), ["catalog", "-f", str(manifests["pool"]), "--nodepool", "nope"])
+    result = runner.invoke(as_group(), ["catalog", "-f", str(manifests["pool"]), "--nodepool", "nope"])
 
     assert result.exit_code == 2
     assert "--nodepool: NodePool 'nope' is not in the files (general)" in result.output
@@ -85,7 +85,7 @@ def test_a_refused_overlay_is_reported_and_the_rest_still_apply(manifests: dict[
     extra = tmp_path / "clash.yaml"
     extra.write_text(yaml.safe_dump_all(clash))
 
-    result = runner.invoke(_as_group(), ["catalog", "-f", str(manifests["overlays"]), "-f", str(extra), "-o", "json"])
+    result = runner.invoke(as_group(), ["catalog", "-f", str(manifests["overlays"]), "-f", str(extra), "-o", "json"])
 
     assert result.exit_code == 0, result.output
     assert "NodeOverlay/compute-savings-plan: not applied: conflicts with an overlay of the same" in result.stderr

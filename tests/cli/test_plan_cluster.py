@@ -33,7 +33,7 @@ SCENARIO = REPO / "examples" / "scenarios" / "scale-up.yaml"
 NODEPOOLS = REPO / "examples" / "nodepools" / "default.yaml"
 
 
-def _kubeconfig(path: Path, url: str) -> Path:
+def write_kubeconfig(path: Path, url: str) -> Path:
     path.write_text(
         json.dumps(
             {
@@ -70,7 +70,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     try:
         yield {
             "server": server,
-            "kubeconfig": _kubeconfig(tmp_path_factory.mktemp("kube") / "config", url),
+            "kubeconfig": write_kubeconfig(tmp_path_factory.mktemp("kube") / "config", url),
             "expected": expected,
             "snapshot": snapshot,
         }
@@ -135,7 +135,7 @@ def test_pending_pods_get_claims_and_nothing_is_written(served: dict[str, Any]) 
 
 
 def test_an_unreachable_cluster_is_one_readable_line(tmp_path: Path) -> None:
-    config = _kubeconfig(tmp_path / "config", "http://127.0.0.1:9")
+    config = write_kubeconfig(tmp_path / "config", "http://127.0.0.1:9")
     result = CliRunner().invoke(app, ["plan", "--kubeconfig", str(config), "--output", "json"])
     assert result.exit_code == 2  # AWS or the cluster could not be reached (cli.failures)
     assert "cannot list nodes, pods, daemonsets and PDBs" in result.output

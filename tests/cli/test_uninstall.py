@@ -33,7 +33,7 @@ from nodewright.model.resources import Resources
 from nodewright.model.selectors import LabelSelector
 from nodewright.model.workloads import PodDisruptionBudget
 from tests.builders import pod
-from tests.cli.test_plan_cluster import _kubeconfig
+from tests.cli.test_plan_cluster import write_kubeconfig
 
 REGION = "us-east-1"
 CLUSTER = "demo"
@@ -143,7 +143,7 @@ def test_uninstall_drains_what_nodewright_launched_within_pdbs_and_leaves_the_re
     cluster.bind(cluster.add_pod(pod("db-0", labels={"app": "db"})), "nw-protected")
     cluster.add_pdb(PodDisruptionBudget("default", "db", LabelSelector.parse({"matchLabels": {"app": "db"}}), 1))
     server = ApiServer(cluster)
-    config = _kubeconfig(tmp_path / "kubeconfig", server.start())
+    config = write_kubeconfig(tmp_path / "kubeconfig", server.start())
     try:
         result = CliRunner().invoke(
             app,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 import pytest
 
+from bench.harness.cluster_actors import pdb
 from nodewright.controllers.disruption import TAINT, Consolidator, ConsolidatorOptions
 from nodewright.controllers.provisioning import StaticConfiguration
 from nodewright.engine.disruption import DisruptionOptions
@@ -24,7 +25,7 @@ from nodewright.model.pod import Pod
 from nodewright.model.taints import Taint
 from nodewright.ports import Clock, Eviction, LaunchRequest
 from tests.builders import pod
-from tests.controllers.test_interruption import World, _pdb
+from tests.controllers.test_interruption import World
 from tests.controllers.test_provisioning import FixedCatalog
 
 
@@ -131,7 +132,7 @@ def test_a_pdb_slows_the_drain_but_never_breaks() -> None:
     world = ConsolidationWorld()
     world.node_with("a", 4)
     world.node_with("b", 2)
-    world.cluster.add_pdb(_pdb("web", "web", min_available=5))
+    world.cluster.add_pdb(pdb("web", "web", min_available=5))
     world.run(300)
     assert world.cluster.lost_pods() == []
     assert len(world.cluster.nodes()) == 1

@@ -8,10 +8,11 @@ delivered when due, as SQS would. The provisioner is the real one, invoked throu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import pytest
 
+from bench.harness.cluster_actors import Kubelet, node_for, pdb, schedule_first_fit
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.interruption import InterruptionController, InterruptionOptions
@@ -38,9 +39,6 @@ from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
-from nodewright.model.resources import Resources
-from nodewright.model.selectors import LabelSelector
-from nodewright.model.workloads import PodDisruptionBudget
 from nodewright.ports import Configuration
 from tests.builders import node_pool, pod
 from tests.controllers.test_provisioning import TYPES, FixedCatalog
@@ -103,23 +101,13 @@ class World:
         self.provisioner().provision(self.cluster.snapshot())
 
     def schedule(self) -> None:
-        """Bind pending pods first-fit to ready, schedulable nodes; mark the rest unschedulable."""
-        for p in self.cluster.pods():
-            if p.node_name or p.daemon:
-                continue
-            for n in self.cluster.nodes():
-                if n.ready and not n.unschedulable and _fits(self.cluster, n, p):
-                    self.cluster.bind(p, n.name)
-                    break
-            else:
-                if not p.unschedulable:
-                    self.cluster.mark_unschedulable(p)
+        """kube-scheduler, first fit (bench.harness.cluster_actors)."""
+        schedule_first_fit(self.cluster)
 
     def kubelet(self) -> None:
-        for instance in self.cloud.instances():
-            due = instance.launched_at + BOOT
-            if instance.live and due <= self.clock.now() and not self.cluster.node_by_instance(instance.instance_id):
-                self.cluster.add_node(_node_for(instance))
+        """Register every booted instance as a Ready Node (over the world's cloud as it is now: a
+        test may swap it for a repricing one)."""
+        Kubelet(self.cluster, self.cloud, self.clock, TYPES, boot=BOOT).register_booted()
 
     def tick(self, seconds: float) -> None:
         """Advance time one second at a time: kubelet, scheduler, due continuations."""
@@ -173,7 +161,7 @@ class World:
                 pods=tuple(f"default/{app}-{name}-{i}" for i in range(pods)),
             )
         )
-        node = self.cluster.add_node(replace(_node_for(instance), name=name))
+        node = self.cluster.add_node(node_for(instance, TYPES, name))
         for i in range(pods):
             p = self.cluster.add_pod(pod(f"{app}-{name}-{i}", cpu="500m", memory="1Gi", labels={"app": app}))
             self.cluster.bind(p, name)
@@ -202,41 +190,6 @@ class World:
 
     def workload_pods(self) -> list[Pod]:
         return [p for p in self.cluster.pods() if not p.daemon]
-
-
-def _node_for(instance: Instance) -> Node:
-    capacity = next(t.capacity for t in TYPES if t.name == instance.instance_type)
-    name = f"ip-{instance.instance_id}"
-    return Node(
-        name=name,
-        labels={
-            wk.HOSTNAME: name,
-            wk.NW_NODEPOOL: instance.nodepool,
-            wk.NODEPOOL: instance.nodepool,
-            wk.NW_NODECLAIM: instance.nodeclaim,
-            wk.INSTANCE_TYPE: instance.instance_type,
-            wk.ZONE: instance.zone,
-            wk.CAPACITY_TYPE: instance.capacity_type,
-        },
-        capacity=capacity,
-        allocatable=capacity,
-        provider_id=instance.provider_id,
-        ready=True,
-    )
-
-
-def _fits(cluster: InMemoryCluster, node: Node, p: Pod) -> bool:
-    used = Resources()
-    for bound in cluster.pods_on(node.name):
-        used = used + bound.requests
-    total = used + p.requests
-    return all(total[k] <= node.allocatable[k] for k in total)
-
-
-def _pdb(name: str, app: str, min_available: int) -> PodDisruptionBudget:
-    return PodDisruptionBudget(
-        "default", name, LabelSelector.parse({"matchLabels": {"app": app}}), min_available=min_available
-    )
 
 
 # -- spot warning: the issue's "Done when" --------------------------------------------------------
@@ -283,7 +236,7 @@ def test_a_spot_warning_cordons_replaces_drains_and_loses_no_pod() -> None:
 def test_a_pdb_holds_the_drain_and_continuations_finish_it_when_pods_move() -> None:
     world = World()
     world.spot_node(pods=6)
-    world.cluster.add_pdb(_pdb("web", "web", min_available=5))
+    world.cluster.add_pdb(pdb("web", "web", min_available=5))
     world.controller.handle(world.message(SPOT_INTERRUPTION, "i-spot-1"))
     assert len(world.cluster.changes_of("pod_evicted")) == 1
     assert world.cluster.changes_of("eviction_blocked")
@@ -306,7 +259,7 @@ def test_a_pdb_holds_the_drain_and_continuations_finish_it_when_pods_move() -> N
 def test_a_drain_a_pdb_holds_goes_on_past_the_deadline_until_aws_takes_the_instance() -> None:
     world = World()
     world.spot_node(pods=3)
-    world.cluster.add_pdb(_pdb("web", "web", min_available=3))
+    world.cluster.add_pdb(pdb("web", "web", min_available=3))
     world.controller.handle(world.message(SPOT_INTERRUPTION, "i-spot-1"))
     world.tick(110)  # past the deadline (20 s before the interruption), before the interruption
     assert world.cluster.get_node("spot-1") is not None, "terminating now would only kill the held pods sooner"
@@ -323,10 +276,10 @@ def test_a_drain_a_pdb_holds_goes_on_past_the_deadline_until_aws_takes_the_insta
 def test_pods_a_budget_releases_after_the_deadline_are_still_evicted_before_the_interruption() -> None:
     world = World()
     world.spot_node(pods=3)
-    world.cluster.add_pdb(_pdb("web", "web", min_available=3))
+    world.cluster.add_pdb(pdb("web", "web", min_available=3))
     world.controller.handle(world.message(SPOT_INTERRUPTION, "i-spot-1"))
     world.tick(105)  # past the deadline
-    world.cluster.add_pdb(_pdb("web", "web", min_available=0))  # the budget lets go
+    world.cluster.add_pdb(pdb("web", "web", min_available=0))  # the budget lets go
     world.tick(15)
     assert len(world.cluster.changes_of("pod_evicted")) == 3
     assert world.cluster.lost_pods() == []

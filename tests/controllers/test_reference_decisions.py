@@ -6,18 +6,18 @@ Real: the consolidator and provisioner shells over the in-memory cluster, cloud 
 
 from __future__ import annotations
 
+from bench.harness.cluster_actors import pdb
 from nodewright.controllers.algorithms import consolidator_options_for, decisions_for
 from nodewright.controllers.disruption import ConsolidatorOptions
 from nodewright.reference.karpenter.disruption import Disruption
 from tests.controllers.test_disruption import ConsolidationWorld
-from tests.controllers.test_interruption import _pdb
 
 
 def test_the_karpenter_reference_consolidates_two_nodes_into_one_through_the_shell() -> None:
     world = ConsolidationWorld()
     world.node_with("a", 4)
     world.node_with("b", 2)
-    world.cluster.add_pdb(_pdb("web", "web", min_available=5))
+    world.cluster.add_pdb(pdb("web", "web", min_available=5))
     consolidator = world.consolidator()
     consolidator.decisions = decisions_for("karpenter")
     assert isinstance(consolidator.decisions, Disruption)

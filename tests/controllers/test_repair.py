@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import pytest
 
+from bench.harness.cluster_actors import pdb
 from nodewright.controllers.settings import Settings, SettingsError
 from nodewright.model.nodepool import Budget, Disruption
 from tests.builders import node_pool
 from tests.controllers.test_disruption import ConsolidationWorld
-from tests.controllers.test_interruption import _pdb
 
 MINUTE = 60.0
 # Consolidation never acts here (consolidateAfter: Never), and budgets allow nothing: whatever
@@ -88,7 +88,7 @@ def test_a_kernel_condition_from_the_node_monitoring_agent_gets_the_node_repaire
 
 def test_a_pdb_that_refuses_holds_the_repair_only_until_its_drain_deadline() -> None:
     world = world_with(2, pods=2)
-    world.cluster.add_pdb(_pdb("web", "web", min_available=4))  # refuses every eviction
+    world.cluster.add_pdb(pdb("web", "web", min_available=4))  # refuses every eviction
     world.cluster.set_node_ready("n0", False)
     world.tick(31 * MINUTE)
     world.run(400, repair_drain_timeout=120.0)

@@ -15,7 +15,6 @@ from dataclasses import replace
 
 import pytest
 
-from nodewright.controllers.provisioning import Provisioner
 from nodewright.engine.reservations import with_reservations
 from nodewright.model import labels as wk
 from nodewright.model.nodeclass import CapacityReservation
@@ -42,21 +41,22 @@ class Ends:
         return self.gone.intersection(ids)
 
 
-class ReservedWorld(World):
-    ends: Ends = Ends()
-
-    def provisioner(self, **options: float) -> Provisioner:
-        reservation = CapacityReservation(
-            id=RESERVATION, instance_type="m5.large", zone="us-east-1a", owner_id="111122223333", available=1
-        )
-        self.catalog = FixedCatalog(tuple(with_reservations(TYPES, [reservation], START)))
-        self.reservations = self.ends
-        return super().provisioner(**options)
+def reserved_catalog() -> FixedCatalog:
+    """The test types with one m5.large ODCR in us-east-1a."""
+    reservation = CapacityReservation(
+        id=RESERVATION, instance_type="m5.large", zone="us-east-1a", owner_id="111122223333", available=1
+    )
+    return FixedCatalog(tuple(with_reservations(TYPES, [reservation], START)))
 
 
-def launched_into_the_reservation(ends: Ends) -> tuple[ReservedWorld, str]:
-    world = ReservedWorld(pools=(node_pool(requirements=[ANY_CAPACITY]),))
-    world.ends = ends
+def ends_of(world: World) -> Ends:
+    """The reservation-end answers the world's housekeeping asks."""
+    assert isinstance(world.reservations, Ends)
+    return world.reservations
+
+
+def launched_into_the_reservation(ends: Ends) -> tuple[World, str]:
+    world = World(pools=(node_pool(requirements=[ANY_CAPACITY]),), catalog=reserved_catalog(), reservations=ends)
     world.pending(1)
     world.run()
     (claim,) = world.store.claims()
@@ -84,9 +84,9 @@ def test_a_node_whose_reservation_ended_is_relabelled_and_priced_on_demand() -> 
     (decision,) = world.observer.of("reservation-ended")
     assert decision["reservation_id"] == RESERVATION
     # Idempotent: nothing is left labelled reserved, so the next run asks EC2 nothing and changes nothing.
-    asked = len(world.ends.asked)
+    asked = len(ends_of(world).asked)
     world.run(1)
-    assert len(world.ends.asked) == asked
+    assert len(ends_of(world).asked) == asked
     (again,) = world.store.claims()
     assert (again.capacity_type, again.price) == (claim.capacity_type, claim.price)
     assert len(world.observer.of("reservation-ended")) == 1
@@ -95,7 +95,7 @@ def test_a_node_whose_reservation_ended_is_relabelled_and_priced_on_demand() -> 
 def test_a_node_whose_reservation_is_active_stays_reserved() -> None:
     world, name = launched_into_the_reservation(Ends())
     world.run(1)
-    assert world.ends.asked[-1] == [RESERVATION]
+    assert ends_of(world).asked[-1] == [RESERVATION]
     assert world.store.claims()[0].capacity_type == "reserved"
     node = world.cluster.get_node(name)
     assert node is not None

@@ -9,7 +9,6 @@ provisioner reports it could not place.
 
 from __future__ import annotations
 
-from nodewright.controllers.provisioning import Provisioner
 from nodewright.engine.reservations import with_reservations
 from nodewright.model import labels as wk
 from nodewright.model.nodeclass import CapacityReservation
@@ -20,17 +19,16 @@ RESERVATION = "cr-0aaaaaaaaaaaaaaa1"
 ANY_CAPACITY = {"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["reserved", "spot", "on-demand"]}
 
 
-class ReservedCatalogWorld(World):
-    def provisioner(self, **options: float) -> Provisioner:
-        reservation = CapacityReservation(
-            id=RESERVATION, instance_type="m5.large", zone="us-east-1a", owner_id="111122223333", available=1
-        )
-        self.catalog = FixedCatalog(tuple(with_reservations(TYPES, [reservation], START)))
-        return super().provisioner(**options)
+def reserved_catalog() -> FixedCatalog:
+    """The test types with one m5.large ODCR in us-east-1a."""
+    reservation = CapacityReservation(
+        id=RESERVATION, instance_type="m5.large", zone="us-east-1a", owner_id="111122223333", available=1
+    )
+    return FixedCatalog(tuple(with_reservations(TYPES, [reservation], START)))
 
 
 def run_with(requirement: dict[str, object]) -> tuple[list[str], dict[str, object]]:
-    world = ReservedCatalogWorld(pools=(node_pool(requirements=[ANY_CAPACITY, requirement]),))
+    world = World(pools=(node_pool(requirements=[ANY_CAPACITY, requirement]),), catalog=reserved_catalog())
     world.pending(1)
     report = world.run()
     return [c.capacity_type for c in world.store.claims()], report

@@ -21,12 +21,13 @@ from typing import Any
 import boto3
 import pytest
 
+from bench.harness.cluster_actors import pdb
 from functions.interruption import handler as interruption_handler
 from nodewright.adapters.aws.state_store import DynamoStateStore, create_table
 from nodewright.engine.interruption import SPOT_INTERRUPTION, Continuation, continuation_event, parse
 from nodewright.engine.interruption.actions import DRAIN_NOW
 from nodewright.ports import DrainRecord
-from tests.controllers.test_interruption import START, World, _pdb
+from tests.controllers.test_interruption import START, World
 from tests.events import load, sqs_event
 from tests.functions.test_interruption_handler import Context, spot_warning, world
 
@@ -110,7 +111,7 @@ def test_a_forged_continuation_cannot_cut_a_real_drain_short(dynamo_world: World
     # is: a copy of the real pending continuation (same node, instance, origin and start, as if
     # its sender had read it) with the deadline moved into the past, which would terminate at once.
     world.spot_node(pods=4)
-    world.cluster.add_pdb(_pdb("web", "web", min_available=3))
+    world.cluster.add_pdb(pdb("web", "web", min_available=3))
     invoke(spot_warning("i-spot-1"))
     (_, real) = world.continuations.sent[0]
     assert world.store.drain_record(chain_of(real), world.clock.now()) is not None
@@ -132,7 +133,7 @@ def test_a_forged_continuation_cannot_cut_a_real_drain_short(dynamo_world: World
 def test_the_drain_record_is_removed_when_the_drain_ends_and_a_late_copy_is_dropped(dynamo_world: World) -> None:
     world = dynamo_world
     world.spot_node(pods=4)
-    world.cluster.add_pdb(_pdb("web", "web", min_available=3))
+    world.cluster.add_pdb(pdb("web", "web", min_available=3))
     invoke(spot_warning("i-spot-1"))
     chain = chain_of(world.continuations.sent[0][1])
     record = world.store.drain_record(chain, world.clock.now())
@@ -167,7 +168,7 @@ def test_a_later_event_for_the_same_instance_does_not_silence_the_running_drain(
     # rebalance drain starts. Each chain has its own record, so the warning still ends the node.
     world = dynamo_world
     world.spot_node(pods=4)
-    world.cluster.add_pdb(_pdb("web", "web", min_available=3))
+    world.cluster.add_pdb(pdb("web", "web", min_available=3))
     invoke(spot_warning("i-spot-1"))
     invoke(rebalance("i-spot-1"))
     chains = {chain_of(event) for _, event in world.continuations.sent}

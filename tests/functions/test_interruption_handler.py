@@ -17,11 +17,12 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from bench.harness.cluster_actors import pdb
 from functions.interruption import handler as interruption_handler
 from nodewright.adapters.idempotency import EventDeduplicator
 from nodewright.engine.interruption import SPOT_INTERRUPTION
 from nodewright.inmemory.cluster import SimulatedApiError
-from tests.controllers.test_interruption import START, World, _pdb
+from tests.controllers.test_interruption import START, World
 from tests.events import load, sqs_event
 
 TABLE = "nodewright-idempotency"
@@ -124,7 +125,7 @@ def test_one_failing_record_does_not_redeliver_the_others(world: World) -> None:
 def test_a_drain_continues_across_invocations_through_delayed_messages(world: World) -> None:
     world.deliver_continuations = False
     world.spot_node(pods=4)
-    world.cluster.add_pdb(_pdb("web", "web", min_available=3))
+    world.cluster.add_pdb(pdb("web", "web", min_available=3))
     invoke(spot_warning("i-spot-1"))
     assert len(world.cluster.changes_of("pod_evicted")) == 1
     assert len(world.continuations.sent) == 1

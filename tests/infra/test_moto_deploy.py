@@ -2,7 +2,7 @@
 
 What is real: the template the app synthesizes, moto's CloudFormation, EventBridge, SQS and
 DynamoDB over HTTP with boto3, and the interruption function's handler code. What is adapted (in
-this test only, see `_for_moto`): the parts moto's CloudFormation cannot create; the handler's
+this test only, see `for_moto`): the parts moto's CloudFormation cannot create; the handler's
 cluster is the in-memory one (no kube-apiserver here). What is observed: a spot interruption
 warning put on the default event bus arrives in the deployed queue, and the handler, deduplicating
 on the deployed idempotency table, cordons and drains the node of that instance.
@@ -54,7 +54,7 @@ def _references(node: object) -> Iterator[str]:
             yield from _references(item)
 
 
-def _for_moto(document: dict[str, Any]) -> dict[str, Any]:
+def for_moto(document: dict[str, Any]) -> dict[str, Any]:
     """Return a copy of the template that moto's CloudFormation can create."""
     template: dict[str, Any] = json.loads(json.dumps(document))
     resources: dict[str, Any] = template["Resources"]
@@ -110,10 +110,10 @@ def moto_endpoint() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def deployed(moto_endpoint: str, synthesized: Synthesized) -> dict[str, str]:
     """Create the stack in moto; return its outputs."""
-    cloudformation = _client("cloudformation", moto_endpoint)
+    cloudformation = moto_client("cloudformation", moto_endpoint)
     cloudformation.create_stack(
         StackName="nodewright-test",
-        TemplateBody=json.dumps(_for_moto(synthesized.document)),
+        TemplateBody=json.dumps(for_moto(synthesized.document)),
         Capabilities=["CAPABILITY_IAM"],
     )
     (stack,) = cloudformation.describe_stacks(StackName="nodewright-test")["Stacks"]
@@ -121,7 +121,7 @@ def deployed(moto_endpoint: str, synthesized: Synthesized) -> dict[str, str]:
     return {output["OutputKey"]: output["OutputValue"] for output in stack["Outputs"]}
 
 
-def _client(service: str, endpoint: str) -> Any:
+def moto_client(service: str, endpoint: str) -> Any:
     return boto3.client(
         service,
         endpoint_url=endpoint,
@@ -132,11 +132,11 @@ def _client(service: str, endpoint: str) -> Any:
 
 
 def test_stack_creates_tables_and_queues(moto_endpoint: str, deployed: dict[str, str]) -> None:
-    dynamodb = _client("dynamodb", moto_endpoint)
+    dynamodb = moto_client("dynamodb", moto_endpoint)
     table = dynamodb.describe_table(TableName=deployed["StateTableName"])["Table"]
 
     assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
-    attributes = _client("sqs", moto_endpoint).get_queue_attributes(
+    attributes = moto_client("sqs", moto_endpoint).get_queue_attributes(
         QueueUrl=deployed["InterruptionQueueUrl"], AttributeNames=["All"]
     )["Attributes"]
     assert attributes["MessageRetentionPeriod"] == "300"
@@ -147,7 +147,7 @@ def test_spot_interruption_warning_lands_in_the_interruption_queue(
     moto_endpoint: str, deployed: dict[str, str]
 ) -> None:
     detail = {"instance-id": "i-0123456789abcdef0", "instance-action": "terminate"}
-    sent = _client("events", moto_endpoint).put_events(
+    sent = moto_client("events", moto_endpoint).put_events(
         Entries=[
             {
                 "Source": "aws.ec2",
@@ -159,7 +159,7 @@ def test_spot_interruption_warning_lands_in_the_interruption_queue(
     )
     assert sent["FailedEntryCount"] == 0
 
-    sqs = _client("sqs", moto_endpoint)
+    sqs = moto_client("sqs", moto_endpoint)
     received = sqs.receive_message(QueueUrl=deployed["InterruptionQueueUrl"], MaxNumberOfMessages=10, WaitTimeSeconds=2)
     messages = received.get("Messages", [])
     for message in messages:  # leave the queue empty for the other tests
@@ -177,7 +177,7 @@ def test_spot_interruption_warning_lands_in_the_interruption_queue(
     world = World(clock=VirtualClock(sent_at + 1.0))
     world.spot_node("ip-10-0-1-1", pods=3, instance_id="i-0123456789abcdef0")
     table = _idempotency_table(moto_endpoint)
-    once = EventDeduplicator(world.controller.process, table=table, client=_client("dynamodb", moto_endpoint))
+    once = EventDeduplicator(world.controller.process, table=table, client=moto_client("dynamodb", moto_endpoint))
     interruption_handler.configure(once)
     try:
         event = {"Records": [_lambda_record(m, deployed["InterruptionQueueUrl"]) for m in messages]}
@@ -187,13 +187,13 @@ def test_spot_interruption_warning_lands_in_the_interruption_queue(
         interruption_handler.configure(None)
     assert world.cluster.changes_of("node_cordoned")
     assert len(world.cluster.changes_of("pod_evicted")) == 3  # once, not twice
-    records = _client("dynamodb", moto_endpoint).scan(TableName=table)["Items"]
+    records = moto_client("dynamodb", moto_endpoint).scan(TableName=table)["Items"]
     assert len(records) == 1
     assert records[0]["status"]["S"] == "COMPLETED"
 
 
 def test_an_unrelated_event_does_not_reach_the_queue(moto_endpoint: str, deployed: dict[str, str]) -> None:
-    _client("events", moto_endpoint).put_events(
+    moto_client("events", moto_endpoint).put_events(
         Entries=[
             {
                 "Source": "aws.ec2",
@@ -203,7 +203,7 @@ def test_an_unrelated_event_does_not_reach_the_queue(moto_endpoint: str, deploye
         ]
     )
 
-    received = _client("sqs", moto_endpoint).receive_message(
+    received = moto_client("sqs", moto_endpoint).receive_message(
         QueueUrl=deployed["InterruptionQueueUrl"], MaxNumberOfMessages=10, WaitTimeSeconds=1
     )
     assert received.get("Messages", []) == []
@@ -220,7 +220,7 @@ class _Context:
 
 
 def _idempotency_table(endpoint: str) -> str:
-    resources = _client("cloudformation", endpoint).describe_stack_resources(StackName="nodewright-test")
+    resources = moto_client("cloudformation", endpoint).describe_stack_resources(StackName="nodewright-test")
     (table,) = [
         r["PhysicalResourceId"]
         for r in resources["StackResources"]

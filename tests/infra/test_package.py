@@ -19,7 +19,7 @@ from cfnlint.api import ManualArgs, lint
 
 from infra.package import ASSET_BUCKET, ASSET_PREFIX, main
 from tests.infra.test_compliance import CFN_LINT_IGNORED
-from tests.infra.test_moto_deploy import _client, _for_moto, moto_endpoint  # noqa: F401 - fixture
+from tests.infra.test_moto_deploy import for_moto, moto_client, moto_endpoint  # noqa: F401 - fixture
 
 PACKAGED_STACK = "Nodewright-packaged"
 
@@ -65,16 +65,16 @@ def test_cloudformation_creates_the_stack_from_the_bucket(
     moto_endpoint: str,  # noqa: F811 - fixture
 ) -> None:
     template, zips = packaged
-    s3 = _client("s3", moto_endpoint)
+    s3 = moto_client("s3", moto_endpoint)
     s3.create_bucket(Bucket="installs")
     for path in zips:
         s3.upload_file(str(path), "installs", f"nodewright/0.1.0/{path.name}")
     # What moto cannot create is left out as the moto deploy test leaves it out; the code stays S3's.
-    ready = _for_moto(template)
+    ready = for_moto(template)
     for key, resource in ready["Resources"].items():
         if resource["Type"] == "AWS::Lambda::Function":
             resource["Properties"]["Code"] = template["Resources"][key]["Properties"]["Code"]
-    cloudformation = _client("cloudformation", moto_endpoint)
+    cloudformation = moto_client("cloudformation", moto_endpoint)
 
     # A stack name of its own: the moto server is shared with the other deploy tests of this worker.
     cloudformation.create_stack(
@@ -89,7 +89,7 @@ def test_cloudformation_creates_the_stack_from_the_bucket(
 
     (stack,) = cloudformation.describe_stacks(StackName=PACKAGED_STACK)["Stacks"]
     assert stack["StackStatus"] == "CREATE_COMPLETE", stack.get("StackStatusReason")
-    lambdas = _client("lambda", moto_endpoint)
+    lambdas = moto_client("lambda", moto_endpoint)
     names = [
         f["FunctionName"] for f in lambdas.list_functions()["Functions"] if f["FunctionName"].startswith(PACKAGED_STACK)
     ]

@@ -31,14 +31,14 @@ from nodewright.adapters.offline_catalog import estimated_on_demand_prices
 from nodewright.controllers.settings import Settings, SettingsError
 from tests.infra.conftest import CONTEXT, Synthesized
 from tests.infra.test_compliance import CFN_LINT_IGNORED
-from tests.infra.test_moto_deploy import _client, _for_moto, moto_endpoint  # noqa: F401 - fixture
+from tests.infra.test_moto_deploy import for_moto, moto_client, moto_endpoint  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
 FUNCTIONS = ("Provisioner", "Interruption", "Consolidator")
 
 
-def _synth(outdir: Path, **context: str) -> dict[str, Any]:
+def synth_stack(outdir: Path, **context: str) -> dict[str, Any]:
     app = cdk.App(context={**CONTEXT, **context}, outdir=str(outdir))
     stack = nodewright_app.build_app(app, environ={})
     document = app.synth().get_stack_by_name(stack.stack_name).template
@@ -48,17 +48,17 @@ def _synth(outdir: Path, **context: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def private(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The app with vpcAccess=endpoints and every network id discovered at deploy time."""
-    return _synth(tmp_path_factory.mktemp("private.out"), vpcAccess="endpoints")
+    return synth_stack(tmp_path_factory.mktemp("private.out"), vpcAccess="endpoints")
 
 
-def _resources(document: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+def resources_of(document: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
     return {key: value for key, value in document["Resources"].items() if value["Type"] == kind}
 
 
 def _function(document: dict[str, Any], name: str) -> dict[str, Any]:
     (found,) = [
         resource
-        for resource in _resources(document, "AWS::Lambda::Function").values()
+        for resource in resources_of(document, "AWS::Lambda::Function").values()
         if resource["Properties"].get("Handler") == f"functions.{name.lower()}.handler.handler"
     ]
     return found
@@ -68,20 +68,20 @@ def test_the_three_functions_run_in_the_discovered_subnets_behind_their_own_secu
     private: dict[str, Any],
 ) -> None:
     document = private["document"]
-    (discovered,) = _resources(document, "Custom::NodewrightClusterNetwork")
+    (discovered,) = resources_of(document, "Custom::NodewrightClusterNetwork")
     (functions_group,) = [
         key
-        for key, group in _resources(document, "AWS::EC2::SecurityGroup").items()
+        for key, group in resources_of(document, "AWS::EC2::SecurityGroup").items()
         if "HTTPS out only" in group["Properties"]["GroupDescription"]
     ]
     for name in FUNCTIONS:
         vpc = _function(document, name)["Properties"]["VpcConfig"]
         assert vpc["SubnetIds"] == {"Fn::Split": [",", {"Fn::GetAtt": [discovered, "SubnetIds"]}]}
         assert vpc["SecurityGroupIds"] == [{"Fn::GetAtt": [functions_group, "GroupId"]}]
-    egress = _resources(document, "AWS::EC2::SecurityGroup")[functions_group]["Properties"]["SecurityGroupEgress"]
+    egress = resources_of(document, "AWS::EC2::SecurityGroup")[functions_group]["Properties"]["SecurityGroupEgress"]
     assert [(rule["IpProtocol"], rule["FromPort"], rule["ToPort"]) for rule in egress] == [("tcp", 443, 443)]
     # The cluster security group (where EKS puts the private endpoint) admits them on 443 only.
-    (ingress,) = _resources(document, "AWS::EC2::SecurityGroupIngress").values()
+    (ingress,) = resources_of(document, "AWS::EC2::SecurityGroupIngress").values()
     assert ingress["Properties"]["GroupId"] == {"Fn::GetAtt": [discovered, "SecurityGroupId"]}
     assert ingress["Properties"]["SourceSecurityGroupId"] == {"Fn::GetAtt": [functions_group, "GroupId"]}
     assert (ingress["Properties"]["FromPort"], ingress["Properties"]["ToPort"]) == (443, 443)
@@ -91,7 +91,7 @@ def test_endpoints_cover_every_service_the_functions_call_and_pricing_only_where
     private: dict[str, Any],
 ) -> None:
     document = private["document"]
-    endpoints = _resources(document, "AWS::EC2::VPCEndpoint")
+    endpoints = resources_of(document, "AWS::EC2::VPCEndpoint")
     by_type: dict[str, set[str]] = {"Interface": set(), "Gateway": set()}
     conditional = set()
     for resource in endpoints.values():
@@ -133,8 +133,8 @@ def test_the_public_default_is_the_private_template_minus_the_network(
     private: dict[str, Any], synthesized: Synthesized
 ) -> None:
     public = synthesized.document
-    assert not _resources(public, "AWS::EC2::VPCEndpoint")
-    assert not _resources(public, "AWS::EC2::SecurityGroup")
+    assert not resources_of(public, "AWS::EC2::VPCEndpoint")
+    assert not resources_of(public, "AWS::EC2::SecurityGroup")
     assert "Conditions" not in public
     # CDK's logical ids start with the construct path: everything under the stack's "Network".
     network = {key for key in private["document"]["Resources"] if key.startswith("Network")}
@@ -158,31 +158,31 @@ def test_the_public_default_is_the_private_template_minus_the_network(
 
 
 def test_explicit_ids_replace_discovery_and_bad_ones_name_the_key(tmp_path: Path) -> None:
-    document = _synth(
+    document = synth_stack(
         tmp_path,
         vpcAccess="existing",
         vpcSubnetIds="subnet-0aaaaaaaaaaaaaaa1,subnet-0aaaaaaaaaaaaaaa2",
         vpcSecurityGroupIds="sg-0bbbbbbbbbbbbbbb1",
     )["document"]
-    assert not _resources(document, "Custom::NodewrightClusterNetwork")
-    assert not _resources(document, "AWS::EC2::VPCEndpoint")  # existing: NAT or endpoints made elsewhere
+    assert not resources_of(document, "Custom::NodewrightClusterNetwork")
+    assert not resources_of(document, "AWS::EC2::VPCEndpoint")  # existing: NAT or endpoints made elsewhere
     vpc = _function(document, "Provisioner")["Properties"]["VpcConfig"]
     assert vpc == {
         "SubnetIds": ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0aaaaaaaaaaaaaaa2"],
         "SecurityGroupIds": ["sg-0bbbbbbbbbbbbbbb1"],
     }
     with pytest.raises(ConfigError) as raised:
-        _synth(tmp_path / "bad", vpcSubnetIds="subnet-1", vpcAccess="nowhere")
+        synth_stack(tmp_path / "bad", vpcSubnetIds="subnet-1", vpcAccess="nowhere")
     assert "context key 'vpcAccess'" in str(raised.value)
     with pytest.raises(ConfigError) as raised:
-        _synth(tmp_path / "bad2", vpcAccess="existing", vpcSubnetIds="subnet-1")
+        synth_stack(tmp_path / "bad2", vpcAccess="existing", vpcSubnetIds="subnet-1")
     assert "context key 'vpcSubnetIds': 'subnet-1' is not a subnet id" in str(raised.value)
 
 
 @pytest.fixture
 def network(moto_endpoint: str) -> dict[str, Any]:  # noqa: F811 - the imported fixture
     """A VPC in moto shaped like an EKS one: a public and a private subnet in each of two zones."""
-    ec2 = _client("ec2", moto_endpoint)
+    ec2 = moto_client("ec2", moto_endpoint)
     vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
     igw = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
     ec2.attach_internet_gateway(InternetGatewayId=igw, VpcId=vpc)
@@ -204,7 +204,7 @@ def network(moto_endpoint: str) -> dict[str, Any]:  # noqa: F811 - the imported 
 
 def _eks_cluster(endpoint: str, network: dict[str, Any], name: str) -> Any:
     """An EKS cluster in moto over all four subnets, with a private endpoint; its EKS client."""
-    eks = _client("eks", endpoint)
+    eks = moto_client("eks", endpoint)
     eks.create_cluster(
         name=name,
         roleArn="arn:aws:iam::123456789012:role/eks",
@@ -238,7 +238,7 @@ def test_discovery_reads_the_clusters_private_subnets_group_and_route_tables(
 
 def _answered(document: dict[str, Any], answer: dict[str, str]) -> dict[str, Any]:
     """The template as CloudFormation resolves it once the discovery resource has answered `answer`."""
-    (custom,) = _resources(document, "Custom::NodewrightClusterNetwork")
+    (custom,) = resources_of(document, "Custom::NodewrightClusterNetwork")
 
     def resolve(node: Any) -> Any:
         if isinstance(node, dict):
@@ -263,10 +263,10 @@ def test_private_template_deploys_into_moto_with_its_endpoints_and_rules(
     # moto's CloudFormation cannot run the discovery function: its code runs here against moto,
     # and its answer goes where CloudFormation would put it.
     answer = discover(eks, network["ec2"], "demo")
-    cloudformation = _client("cloudformation", moto_endpoint)
+    cloudformation = moto_client("cloudformation", moto_endpoint)
     cloudformation.create_stack(
         StackName="nodewright-private",
-        TemplateBody=json.dumps(_for_moto(_answered(private["document"], answer))),
+        TemplateBody=json.dumps(for_moto(_answered(private["document"], answer))),
         Capabilities=["CAPABILITY_IAM"],
     )
     (stack,) = cloudformation.describe_stacks(StackName="nodewright-private")["Stacks"]
@@ -290,7 +290,7 @@ def test_private_template_deploys_into_moto_with_its_endpoints_and_rules(
     assert [
         (p["FromPort"], [pair["GroupId"] for pair in p["UserIdGroupPairs"]]) for p in endpoint_group["IpPermissions"]
     ] == [(443, [functions["GroupId"]])]
-    lambdas = _client("lambda", moto_endpoint).list_functions()["Functions"]
+    lambdas = moto_client("lambda", moto_endpoint).list_functions()["Functions"]
     placed = [f for f in lambdas if f.get("VpcConfig", {}).get("SubnetIds")]
     assert len(placed) == 3
     for function in placed:

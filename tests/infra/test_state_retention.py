@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from tests.infra.conftest import Synthesized
-from tests.infra.test_private_network import _resources, _synth
+from tests.infra.test_private_network import resources_of, synth_stack
 
 
 def _tables(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {key[: key.index("Table") + 5]: value for key, value in _resources(document, "AWS::DynamoDB::Table").items()}
+    return {
+        key[: key.index("Table") + 5]: value for key, value in resources_of(document, "AWS::DynamoDB::Table").items()
+    }
 
 
 def test_the_config_table_is_kept_by_default(synthesized: Synthesized) -> None:
@@ -26,7 +28,7 @@ def test_the_config_table_is_kept_by_default(synthesized: Synthesized) -> None:
 
 
 def test_retain_config_table_false_lets_destroy_delete_it(tmp_path: Path) -> None:
-    tables = _tables(_synth(tmp_path, retainConfigTable="false")["document"])
+    tables = _tables(synth_stack(tmp_path, retainConfigTable="false")["document"])
     config = tables["StateConfigTable"]
     assert config["DeletionPolicy"] == "Delete"
     assert config["UpdateReplacePolicy"] == "Delete"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bench import validate
+from bench.reference import validate
 from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.capacity import _mean_price, _run
+from bench.harness.scenario_runs import mean_price, run
 from nodewright.simulator.scenario import load_scenario
 
 SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "capacity-reservation-ended.yaml"
@@ -23,7 +23,7 @@ M5_2XLARGE_ON_DEMAND = 0.384
 
 
 def test_nodes_of_an_expired_reservation_become_on_demand_and_are_consolidated_onto_spot() -> None:
-    world, summary = _run(load_scenario(SCENARIO))
+    world, summary = run(load_scenario(SCENARIO))
     ended = world.observers["provisioner"].of("reservation-ended")
     assert len(ended) == 2
     assert {d["reservation_id"] for d in ended} == {"cr-0d1e2f3a4b5c60721"}
@@ -36,7 +36,7 @@ def test_nodes_of_an_expired_reservation_become_on_demand_and_are_consolidated_o
     assert all(r.terminated_at is not None and r.terminated_at - world.scenario.start > 20 * 60 for r in reserved)
     live = [r for r in records if r.terminated_at is None]
     assert {r.capacity_type for r in live} == {"spot"}
-    assert _mean_price(world, 35 * 60.0, 45 * 60.0) < 2 * M5_2XLARGE_ON_DEMAND
+    assert mean_price(world, 35 * 60.0, 45 * 60.0) < 2 * M5_2XLARGE_ON_DEMAND
     assert (summary["pods_lost"], summary["pdb_violations"], summary["limit_violations"]) == (0, 0, 0)
     assert (summary["do_not_disrupt_violations"], summary["pods_pending_at_end"]) == (0, 0)
     assert summary["warnings"] == []

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from bench.capacity import _run
+from bench.harness.scenario_runs import run
 from nodewright.model import labels as wk
 from nodewright.simulator.reservations import SimulatedReservations
 from nodewright.simulator.scenario import load_scenario, parse_scenario
@@ -37,7 +37,7 @@ def test_pods_land_on_an_interruptible_reservation_labelled_as_such() -> None:
     scenario = replace(
         scenario, duration=10 * 60.0, capacity_reservations=(replace(spec, interruptible=True, end=None),)
     )
-    world, summary = _run(scenario)
+    world, summary = run(scenario)
     records = list(world.recorder.instances.values())
     assert [r.capacity_type for r in records] == ["reserved", "reserved"]
     nodes = world.cluster.nodes()

@@ -78,14 +78,14 @@ from nodewright.adapters.aws.fleet import (
     FleetErrors,
     FleetPlan,
     Override,
-    _price,
-    _tag_list,
     candidate_overrides,
     classify_errors,
     client_token,
     fleet_request,
+    offering_price,
     plan_fleet,
     resource_tags,
+    tag_list,
 )
 from nodewright.adapters.aws.instance_profiles import InstanceProfiles
 from nodewright.adapters.aws.launch_template import NOT_FOUND_CODES, LaunchTemplates, reservation_fields, template_data
@@ -273,7 +273,7 @@ class Ec2CloudProvider:
             if self._claim_label:
                 self._drop_templates(templates.values())
         if isinstance(outcome, Instance):
-            price = _price(request.options, outcome.capacity_type, outcome.instance_type, outcome.zone)
+            price = offering_price(request.options, outcome.capacity_type, outcome.instance_type, outcome.zone)
             instance = replace(outcome, nodepool=request.nodepool.name, price=price)
         else:
             try:
@@ -418,7 +418,7 @@ class Ec2CloudProvider:
             )
             # CreateFleet cannot tag network interfaces, a launch template can; claim-free tags
             # keep one shared template per NodePool when the claim label is off.
-            data["TagSpecifications"] = [{"ResourceType": "network-interface", "Tags": _tag_list(static_tags)}]
+            data["TagSpecifications"] = [{"ResourceType": "network-interface", "Tags": tag_list(static_tags)}]
             try:
                 names[key] = self._templates.ensure(data, nodeclass=nodeclass)
             except Exception as error:
@@ -486,7 +486,7 @@ class Ec2CloudProvider:
                 launched_at=self._clock.now(),
                 nodeclaim=claim.name,
                 nodepool=request.nodepool.name,
-                price=_price(request.options, capacity_type, instance_type, zone),
+                price=offering_price(request.options, capacity_type, instance_type, zone),
             )
         if errors.capacity:
             raise InsufficientCapacity(errors.capacity, errors.reason)

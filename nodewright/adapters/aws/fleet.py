@@ -232,7 +232,8 @@ def resource_tags(cluster: str, request: LaunchRequest) -> dict[str, str]:
     }
 
 
-def _tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
+def tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
+    """`tags` as EC2's TagSpecifications want them: `[{"Key": k, "Value": v}]`, sorted by key."""
     return [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
 
 
@@ -273,7 +274,7 @@ def fleet_request(
         "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": target_type},
         "LaunchTemplateConfigs": configs,
         "TagSpecifications": [
-            {"ResourceType": kind, "Tags": _tag_list(tags)} for kind in ("instance", "volume", "fleet")
+            {"ResourceType": kind, "Tags": tag_list(tags)} for kind in ("instance", "volume", "fleet")
         ],
     }
     if plan.capacity_type == "spot":
@@ -333,7 +334,8 @@ def classify_errors(errors: Iterable[Mapping[str, Any]], plan: FleetPlan) -> Fle
     )
 
 
-def _price(options: Sequence[InstanceType], capacity_type: str, instance_type: str, zone: str) -> float:
+def offering_price(options: Sequence[InstanceType], capacity_type: str, instance_type: str, zone: str) -> float:
+    """$/h of the offering (`capacity_type`, `zone`) of `instance_type` among `options`; 0.0 when absent."""
     for option in options:
         if option.name == instance_type:
             for offer in option.offerings:

@@ -10,7 +10,7 @@ assorted shapes often mixes a compute type (cheap cpu) with a general-purpose or
   sum_t cap_t[r] x_t >= demand[r] for every resource r. It lets one pod's cpu come from one node
   and its memory from another, so it only nominates types; the assignment below decides.
 * `assign(items, columns, allowed)`: the assignment LP the benchmark's lower bound also solves
-  (bench/lower_bound.py), over a handful of candidate types: x_t nodes of type t, y_kt pods of
+  (bench/reference/lower_bound.py), over a handful of candidate types: x_t nodes of type t, y_kt pods of
   item k on type t (only where `allowed`), every pod placed, and per type and resource the pods'
   requests at most x_t times its capacity. Its y says which pods share which type, so nodes of a
   type can be filled with a slice of exactly the pods the plan gives that type. With node counts

@@ -202,12 +202,12 @@ async def test_a_cluster_without_the_crd_turns_the_mirror_off(kmock: KubernetesE
 
 
 async def test_the_api_emulator_serves_the_mirror_and_a_client_reads_it_back() -> None:
+    from bench.harness.kube_manifests import DUMMY_CA
     from nodewright.adapters.kube.client import from_cluster_info
     from nodewright.inmemory.apiserver import ApiServer
     from nodewright.inmemory.claimobjects import InMemoryClaimObjects
     from nodewright.inmemory.cluster import InMemoryCluster
     from nodewright.model.cluster import ClusterInfo
-    from nodewright.simulator.kubehttp import _CA
 
     objects = InMemoryClaimObjects(clock=VirtualClock(NOW))
     server = ApiServer(InMemoryCluster(), tokens=["t0k3n"])
@@ -215,7 +215,7 @@ async def test_the_api_emulator_serves_the_mirror_and_a_client_reads_it_back() -
     url = server.start()
 
     def exercise() -> tuple[Any, ...]:
-        api_client = from_cluster_info(ClusterInfo("emulated", url, _CA, "1.31"), lambda: "t0k3n")
+        api_client = from_cluster_info(ClusterInfo("emulated", url, DUMMY_CA, "1.31"), lambda: "t0k3n")
         ready, launching = claims()
         _, first = sync(api_client, (ready, launching))
         _, second = sync(api_client, (launching.with_changes(state="registered", node_name="ip-2", registered_at=NOW),))

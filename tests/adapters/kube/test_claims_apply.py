@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from kubernetes.client import CustomObjectsApi
 
+from bench.harness.kube_manifests import DUMMY_CA
 from nodewright.adapters.kube.claims import KubeClaimObjects
 from nodewright.adapters.kube.client import from_cluster_info
 from nodewright.adapters.kube.cluster import KubeCluster
@@ -31,7 +32,6 @@ from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.snapshot import ClusterSnapshot
-from nodewright.simulator.kubehttp import _CA
 from tests.adapters.kube.test_claims import CRD, NOW, claims
 from tests.builders import node, node_pool
 
@@ -63,7 +63,7 @@ async def test_an_update_is_one_apply_that_keeps_the_judges_verdicts() -> None:
         )
 
     def exercise() -> tuple[Any, ...]:
-        api_client = from_cluster_info(ClusterInfo("emulated", url, _CA, "1.31"), lambda: "t0k3n")
+        api_client = from_cluster_info(ClusterInfo("emulated", url, DUMMY_CA, "1.31"), lambda: "t0k3n")
         writer_cluster, judge_cluster = KubeCluster.connect(api_client), KubeCluster.connect(api_client)
         writer = ClaimMirror(KubeClaimObjects(writer_cluster, api_client), VirtualClock(NOW), RecordingObserver())
         judge = ClaimMirror(

@@ -83,10 +83,11 @@ class ClusterBuffers:
 
 @dataclass
 class ClusterBufferWorld(BufferWorld):
-    """tests/controllers/test_capacity_buffers.py's world, its buffers read from the API server."""
+    """tests/controllers/test_capacity_buffers.py's world, its buffers read from the API server
+    (made with `buffers=()`: none given directly).
+    """
 
     api_client: kubernetes.client.ApiClient | None = None
-    buffers: tuple[CapacityBuffer, ...] = ()
 
     def configuration(self) -> Any:
         def read() -> list[Document]:
@@ -296,7 +297,7 @@ async def test_the_consolidator_keeps_the_room_of_a_buffer_applied_in_the_cluste
     kmock: KubernetesEmulator, api_client: kubernetes.client.ApiClient
 ) -> None:
     apply_buffer(kmock)
-    world = ClusterBufferWorld(api_client=api_client)
+    world = ClusterBufferWorld(buffers=(), api_client=api_client)
     await asyncio.to_thread(world.provision)
     await asyncio.to_thread(world.provision)  # housekeeping marks the claims initialized
     nodes = sorted(n.name for n in world.cluster.nodes())
@@ -316,7 +317,7 @@ async def test_a_status_the_api_server_refuses_is_reported_and_provisioning_goes
     kmock: KubernetesEmulator, api_client: kubernetes.client.ApiClient
 ) -> None:
     apply_buffer(kmock)
-    world = ClusterBufferWorld(api_client=api_client)
+    world = ClusterBufferWorld(buffers=(), api_client=api_client)
     # The role was applied without `patch capacitybuffers/status`: the API server answers 403.
     kmock["patch", "/apis/autoscaling.x-k8s.io/v1beta1/namespaces/default/capacitybuffers/burst/status"] << 403
     status = ConfigStatus(KubeConfigStatus(KubeCluster.connect(api_client)), world.clock, world.observer)

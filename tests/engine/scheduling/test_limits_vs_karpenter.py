@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench import validate
-from bench.workloads import WORKLOADS
+from bench.harness.workloads import WORKLOADS
+from bench.reference import validate
 from nodewright.adapters.offline_catalog import load_catalog
 from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SchedulingResult, solve
 from nodewright.model import labels as wk
