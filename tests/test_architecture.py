@@ -40,15 +40,6 @@ AWAITING_RECOMPOSITION: frozenset[str] = frozenset(
         # KubeCluster over its transport (adapters/kube/cluster.py)
         # Provisioner(launcher, housekeeping, static capacity)
         # InMemoryCluster holding its store, events and workloads
-        "nodewright.inmemory.clusterstore.ClusterStore <- nodewright.inmemory.cluster.InMemoryCluster",
-        "nodewright.inmemory.clusterstore.ClusterStore <- nodewright.inmemory.clusterevents.ClusterEvents",
-        "nodewright.inmemory.clusterstore.ClusterStore <- nodewright.inmemory.clusterworkloads.ClusterWorkloads",
-        "nodewright.inmemory.clusterstore.ClusterStore <- nodewright.simulator.kube.SimulatedCluster",
-        "nodewright.inmemory.clusterworkloads.ClusterWorkloads <- nodewright.inmemory.cluster.InMemoryCluster",
-        "nodewright.inmemory.cluster -> nodewright.inmemory.clusterstore._Failure",
-        "nodewright.inmemory.cluster -> nodewright.inmemory.clusterstore._IGNORES_BUDGETS",
-        "nodewright.inmemory.cluster -> nodewright.inmemory.clusterstore._key",
-        "nodewright.inmemory.clusterworkloads -> nodewright.inmemory.clusterstore._healthy",
         # The simulator's World as components (nodewright/simulator/world/)
         "nodewright.simulator.world_changes.Changes <- nodewright.simulator.world_wiring.Wiring",
         "nodewright.simulator.world_kubelet.Kubelet <- nodewright.simulator.world_wiring.Wiring",

@@ -1,6 +1,8 @@
 """The in-memory cluster's Events: those recorded, created and patched, and kube-scheduler's.
 
-Role: the `ClusterEvents` part of `InMemoryCluster` (`nodewright.inmemory.cluster`). Nodewright's
+Role: `ClusterEvents`, the Events an `InMemoryCluster` (`nodewright.inmemory.cluster`) holds: it
+owns them, their series and their counts, and reads the cluster's store only for pods' uids and
+to tell the store's listeners. Nodewright's
 Events go through the real adapter's correlator (`record`), so series and rate limits are what a
 cluster would hold; an API client's arrive as `create_event` / `patch_event_series`; kube-
 scheduler's (Scheduled, FailedScheduling) fold into series of their own. The API server's event
@@ -31,20 +33,33 @@ from nodewright.model.event import (
 from nodewright.model.pod import Pod
 
 
-class ClusterEvents(ClusterStore):
-    """Stored Events and their series (module docstring)."""
+class ClusterEvents:
+    """Stored Events and their series (module docstring), over the cluster's `store`."""
+
+    def __init__(self, store: ClusterStore) -> None:
+        self.store = store
+        # Events by namespace/name; Nodewright's go through the real adapter's correlator.
+        self._events: dict[str, StoredEvent] = {}
+        self.event_correlator = EventCorrelator()
+        # kube-scheduler's events fold into series too (it uses client-go's broadcaster), unlimited.
+        self._scheduler_events = EventCorrelator(object_burst=1 << 30, invocation_budget=1 << 30)
+        self._events_swept = store.clock.now()
+        # Occurrences and Event objects ever stored, by (reporting controller, reason): the TTL
+        # deletes Events, not these.
+        self._event_occurrences: dict[tuple[str, str], int] = {}
+        self._event_objects: dict[tuple[str, str], int] = {}
 
     def record(self, event: Event, now: float) -> None:
         """Store what the adapter would write for this occurrence (see `events`); a pod's
         reference gets the stored pod's uid, as the adapter's does.
         """
         ref = event.regarding
-        known = self._pods.get(f"{ref.namespace}/{ref.name}") if ref.kind == "Pod" and not ref.uid else None
+        known = self.store.pods.get(f"{ref.namespace}/{ref.name}") if ref.kind == "Pod" and not ref.uid else None
         if known is not None and known.uid:
             event = replace(event, regarding=replace(ref, uid=known.uid))
         write = self._store_event(self.event_correlator, event, now, "nodewright", "nodewright")
         if write is not None:  # a request the adapter would have sent (never fails here: best effort)
-            self.calls.append(Call("record", f"{write.namespace}/{write.name}"))
+            self.store.calls.append(Call("record", f"{write.namespace}/{write.name}"))
 
     def events(self, regarding: ObjectRef | None = None) -> list[StoredEvent]:
         """The stored Events (about `regarding`'s kind, namespace and name when given), oldest first."""
@@ -62,7 +77,7 @@ class ClusterEvents(ClusterStore):
         key = f"{stored.namespace}/{stored.name}"
         if key in self._events:
             return False
-        now = self.clock.now()
+        now = self.store.clock.now()
         if now - self._events_swept >= EVENT_SWEEP:  # a long simulation's Events stay bounded
             self._events_swept = now
             self.expire_events(now - EVENT_TTL)
@@ -70,7 +85,7 @@ class ClusterEvents(ClusterStore):
         by = (stored.reporting_controller, stored.event.reason)
         self._event_objects[by] = self._event_objects.get(by, 0) + 1
         self._event_occurrences[by] = self._event_occurrences.get(by, 0) + stored.count
-        self._notify("event", ADDED, stored)
+        self.store.notify("event", ADDED, stored)
         return True
 
     def patch_event_series(self, namespace: str, name: str, count: int, last: float) -> StoredEvent | None:
@@ -82,7 +97,7 @@ class ClusterEvents(ClusterStore):
         by = (current.reporting_controller, current.event.reason)
         self._event_occurrences[by] = self._event_occurrences.get(by, 0) + max(0, count - current.count)
         self._events[f"{namespace}/{name}"] = patched
-        self._notify("event", MODIFIED, patched)
+        self.store.notify("event", MODIFIED, patched)
         return patched
 
     def event_summary(self) -> dict[str, dict[str, dict[str, int]]]:
@@ -101,7 +116,7 @@ class ClusterEvents(ClusterStore):
         """
         gone = [key for key, e in self._events.items() if max(e.first, e.last) < last_before]
         for key in gone:
-            self._notify("event", DELETED, self._events.pop(key))
+            self.store.notify("event", DELETED, self._events.pop(key))
         return len(gone)
 
     def _store_event(
@@ -116,6 +131,9 @@ class ClusterEvents(ClusterStore):
             correlator.forget(event)  # expired, as the adapter does on a 404
         return write
 
-    def _scheduler_event(self, pod: Pod, kind: str, reason: str, note: str, action: str) -> None:
+    def scheduler_event(self, pod: Pod, kind: str, reason: str, note: str, action: str) -> None:
+        """Store kube-scheduler's Event about `pod` (Scheduled, FailedScheduling), in its own series."""
         event = Event(ObjectRef.pod(pod.key, pod.uid), kind, reason, note, action)
-        self._store_event(self._scheduler_events, event, self.clock.now(), "default-scheduler", "default-scheduler")
+        self._store_event(
+            self._scheduler_events, event, self.store.clock.now(), "default-scheduler", "default-scheduler"
+        )

@@ -16,10 +16,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from nodewright.inmemory.clock import VirtualClock
-from nodewright.model.event import (
-    EventCorrelator,
-    StoredEvent,
-)
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
 from nodewright.model.snapshot import needs_capacity, reschedulable
@@ -70,7 +66,7 @@ EVICTION_BLOCKED = "eviction_blocked"
 
 # Owners whose controllers recreate a deleted pod (when `recreate_owned_pods` is on).
 _RECREATING_OWNERS = frozenset({"ReplicaSet", "StatefulSet", "Job", "ReplicationController"})
-_IGNORES_BUDGETS = frozenset({"Pending", "Succeeded", "Failed"})
+IGNORES_BUDGETS = frozenset({"Pending", "Succeeded", "Failed"})
 MULTIPLE_BUDGETS = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
 BUDGET_REFUSES = "Cannot evict pod as it would violate the pod's disruption budget."
 
@@ -110,7 +106,7 @@ class Change:
 
 
 @dataclass(slots=True)
-class _Failure:
+class Failure:
     times: int
     error: BaseException
 
@@ -123,67 +119,57 @@ class ClusterStore:
         self.recreate_owned_pods = recreate_owned_pods
         self.calls: list[Call] = []
         self.changes: list[Change] = []
-        self._failures: dict[str, _Failure] = {}
-        self._nodes: dict[str, Node] = {}
-        self._pods: dict[str, Pod] = {}
-        self._pods_by_node: dict[str, dict[str, Pod]] = {}
-        self._pods_by_namespace: dict[str, dict[str, Pod]] = {}
-        self._daemonsets: dict[str, DaemonSet] = {}
-        self._pdbs: dict[str, PodDisruptionBudget] = {}
-        self._pdbs_by_namespace: dict[str, dict[str, PodDisruptionBudget]] = {}
+        self.failures: dict[str, Failure] = {}
+        self.nodes: dict[str, Node] = {}
+        self.pods: dict[str, Pod] = {}
+        self.pods_by_node: dict[str, dict[str, Pod]] = {}
+        self.pods_by_namespace: dict[str, dict[str, Pod]] = {}
+        self.daemonsets: dict[str, DaemonSet] = {}
+        self.pdbs: dict[str, PodDisruptionBudget] = {}
+        self.pdbs_by_namespace: dict[str, dict[str, PodDisruptionBudget]] = {}
         # [healthy, expected] per PDB key, kept current on every pod write so an eviction costs
         # O(budgets in the namespace), not O(pods).
-        self._budget_counts: dict[str, list[int]] = {}
-        self._versions: dict[tuple[str, str], int] = {}
-        self._revision = 0
+        self.budget_counts: dict[str, list[int]] = {}
+        self.versions: dict[tuple[str, str], int] = {}
+        self.revision = 0
         self.listeners: list[Listener] = []
         # Bumped when the pods needing capacity may have changed (the port's `version`).
-        self._pending_version = 0
-        self._usage_from = 0
+        self.pending_version = 0
+        self.usage_from = 0
         self._uids = itertools.count(1)
         self._suffixes = itertools.count(1)
         # Sorted lists handed out by snapshot(), rebuilt only after a write to that kind.
-        self._node_list: tuple[Node, ...] | None = None
-        self._pod_list: tuple[Pod, ...] | None = None
-        self._daemonset_list: tuple[DaemonSet, ...] | None = None
-        self._pdb_list: tuple[PodDisruptionBudget, ...] | None = None
-        # Events by namespace/name; Nodewright's go through the real adapter's correlator.
-        self._events: dict[str, StoredEvent] = {}
-        self.event_correlator = EventCorrelator()
-        # kube-scheduler's events fold into series too (it uses client-go's broadcaster), unlimited.
-        self._scheduler_events = EventCorrelator(object_burst=1 << 30, invocation_budget=1 << 30)
-        self._events_swept = self.clock.now()
-        # Occurrences and Event objects ever stored, by (reporting controller, reason): the TTL
-        # deletes Events, not these.
-        self._event_occurrences: dict[tuple[str, str], int] = {}
-        self._event_objects: dict[tuple[str, str], int] = {}
+        self.node_list: tuple[Node, ...] | None = None
+        self.pod_list: tuple[Pod, ...] | None = None
+        self.daemonset_list: tuple[DaemonSet, ...] | None = None
+        self.pdb_list: tuple[PodDisruptionBudget, ...] | None = None
 
     def add_pod(self, pod: Pod) -> Pod:
         """Create a pod (uid and creationTimestamp stamped when unset); returns it as stored."""
-        if pod.key in self._pods:
+        if pod.key in self.pods:
             raise ValueError(f"pod {pod.key} already exists")
         if not pod.uid or not pod.created_at:
             pod = replace(pod, uid=pod.uid or f"uid-{next(self._uids)}", created_at=pod.created_at or self.clock.now())
-        self._put_pod(pod)
-        self._log(POD_CREATED, pod.key, node=pod.node_name)
+        self.put_pod(pod)
+        self.log(POD_CREATED, pod.key, node=pod.node_name)
         return pod
 
-    def _bound(self, node: str) -> list[Pod]:
-        bound = self._pods_by_node.get(node, {})
+    def bound(self, node: str) -> list[Pod]:
+        bound = self.pods_by_node.get(node, {})
         return [bound[k] for k in sorted(bound)]
 
-    # ------------------------------------------------------------------ internals
+    # ------------------------------------------------------------------ writes the other parts make
 
-    def _enter(self, method: str, target: str = "") -> None:
+    def enter(self, method: str, target: str = "") -> None:
         self.calls.append(Call(method, target))
-        failure = self._failures.get(method)
+        failure = self.failures.get(method)
         if failure is not None:
             failure.times -= 1
             if failure.times <= 0:
-                del self._failures[method]
+                del self.failures[method]
             raise failure.error
 
-    def _log(
+    def log(
         self,
         kind: str,
         name: str,
@@ -195,90 +181,90 @@ class ClusterStore:
     ) -> None:
         self.changes.append(Change(self.clock.now(), kind, name, node, pods, grace_seconds, message))
 
-    def _bump(self, kind: str, key: str) -> None:
-        self._revision += 1
-        self._versions[(kind, key)] = self._revision
+    def bump(self, kind: str, key: str) -> None:
+        self.revision += 1
+        self.versions[(kind, key)] = self.revision
 
-    def _notify(self, kind: str, event: str, obj: object) -> None:
+    def notify(self, kind: str, event: str, obj: object) -> None:
         for listener in self.listeners:
-            listener(kind, event, obj, self._revision)
+            listener(kind, event, obj, self.revision)
 
-    def _draining(self, node: str) -> bool:
-        stored = self._nodes.get(node) if node else None
+    def draining(self, node: str) -> bool:
+        stored = self.nodes.get(node) if node else None
         return stored is not None and stored.draining
 
-    def _require_node(self, name: str) -> Node:
-        node = self._nodes.get(name)
+    def require_node(self, name: str) -> Node:
+        node = self.nodes.get(name)
         if node is None:
             raise KeyError(f"no node {name}")
         return node
 
-    def _require_pod(self, key: str) -> Pod:
-        pod = self._pods.get(key)
+    def require_pod(self, key: str) -> Pod:
+        pod = self.pods.get(key)
         if pod is None:
             raise KeyError(f"no pod {key}")
         return pod
 
-    def _put_node(self, node: Node) -> bool:
+    def put_node(self, node: Node) -> bool:
         """Store `node`; False (and no new resourceVersion) when nothing changed."""
-        old = self._nodes.get(node.name)
+        old = self.nodes.get(node.name)
         if old == node:
             return False
-        self._nodes[node.name] = node
-        self._bump("node", node.name)
-        self._node_list = None
+        self.nodes[node.name] = node
+        self.bump("node", node.name)
+        self.node_list = None
         if old is None or old.draining != node.draining:
-            self._pending_version += 1
-        self._notify("node", ADDED if old is None else MODIFIED, node)
+            self.pending_version += 1
+        self.notify("node", ADDED if old is None else MODIFIED, node)
         return True
 
-    def _put_pod(self, pod: Pod) -> None:
+    def put_pod(self, pod: Pod) -> None:
         key = pod.key
-        old = self._pods.get(key)
+        old = self.pods.get(key)
         if old == pod:
             return
         if old is not None:
             self._unindex(old)
-        self._pods[key] = pod
-        self._pods_by_namespace.setdefault(pod.namespace, {})[key] = pod
+        self.pods[key] = pod
+        self.pods_by_namespace.setdefault(pod.namespace, {})[key] = pod
         if pod.node_name:
-            self._pods_by_node.setdefault(pod.node_name, {})[key] = pod
+            self.pods_by_node.setdefault(pod.node_name, {})[key] = pod
         self._count(pod, 1)
-        self._bump("pod", key)
-        self._pod_list = None
-        self._pdb_list = None
-        if (old is not None and needs_capacity(old, self._draining(old.node_name))) or needs_capacity(
-            pod, self._draining(pod.node_name)
+        self.bump("pod", key)
+        self.pod_list = None
+        self.pdb_list = None
+        if (old is not None and needs_capacity(old, self.draining(old.node_name))) or needs_capacity(
+            pod, self.draining(pod.node_name)
         ):
-            self._pending_version += 1
-        self._notify("pod", ADDED if old is None else MODIFIED, pod)
+            self.pending_version += 1
+        self.notify("pod", ADDED if old is None else MODIFIED, pod)
 
     def _unindex(self, pod: Pod) -> None:
         key = pod.key
         self._count(pod, -1)
         if pod.node_name:
-            on_node = self._pods_by_node.get(pod.node_name)
+            on_node = self.pods_by_node.get(pod.node_name)
             if on_node is not None:
                 on_node.pop(key, None)
                 if not on_node:
-                    del self._pods_by_node[pod.node_name]
-        in_namespace = self._pods_by_namespace.get(pod.namespace)
+                    del self.pods_by_node[pod.node_name]
+        in_namespace = self.pods_by_namespace.get(pod.namespace)
         if in_namespace is not None:
             in_namespace.pop(key, None)
             if not in_namespace:
-                del self._pods_by_namespace[pod.namespace]
+                del self.pods_by_namespace[pod.namespace]
 
-    def _delete_pod(self, pod: Pod, kind: str, why: str) -> None:
+    def delete_pod(self, pod: Pod, kind: str, why: str) -> None:
         self._unindex(pod)
-        del self._pods[pod.key]
-        self._versions.pop(("pod", pod.key), None)
-        self._pod_list = None
-        self._pdb_list = None
-        if needs_capacity(pod, self._draining(pod.node_name)):
-            self._pending_version += 1
-        self._revision += 1
-        self._notify("pod", DELETED, pod)
-        self._log(kind, pod.key, node=pod.node_name, grace_seconds=pod.termination_grace_seconds, message=why)
+        del self.pods[pod.key]
+        self.versions.pop(("pod", pod.key), None)
+        self.pod_list = None
+        self.pdb_list = None
+        if needs_capacity(pod, self.draining(pod.node_name)):
+            self.pending_version += 1
+        self.revision += 1
+        self.notify("pod", DELETED, pod)
+        self.log(kind, pod.key, node=pod.node_name, grace_seconds=pod.termination_grace_seconds, message=why)
         if self.recreate_owned_pods and pod.owner_kind in _RECREATING_OWNERS and not pod.terminal:
             self._recreate(pod)
 
@@ -302,53 +288,53 @@ class ClusterStore:
             )
         )
 
-    def _remove_node(self, name: str, why: str) -> None:
-        node = self._nodes.get(name)
+    def remove_node(self, name: str, why: str) -> None:
+        node = self.nodes.get(name)
         if node is None:
             return
-        on_node = self._bound(name)
+        on_node = self.bound(name)
         lost = tuple(p.key for p in on_node if reschedulable(p))
-        self._log(NODE_DELETED, name, pods=lost, message=why)
+        self.log(NODE_DELETED, name, pods=lost, message=why)
         # The pods first, while their node is still known (whether it was draining matters for
         # `version`), then the node: the pod GC deletes them as the node goes.
         for pod in on_node:
-            self._delete_pod(pod, POD_DELETED, f"node {name} was deleted")
-        del self._nodes[name]
-        self._versions.pop(("node", name), None)
-        self._node_list = None
-        self._pending_version += 1
-        self._revision += 1
-        self._notify("node", DELETED, node)
+            self.delete_pod(pod, POD_DELETED, f"node {name} was deleted")
+        del self.nodes[name]
+        self.versions.pop(("node", name), None)
+        self.node_list = None
+        self.pending_version += 1
+        self.revision += 1
+        self.notify("node", DELETED, node)
 
-    def _refusal(self, pod: Pod) -> str:
+    def refusal(self, pod: Pod) -> str:
         """Why the budgets covering `pod` refuse its eviction now, or ''."""
-        budgets = covering(self._pdbs_by_namespace.get(pod.namespace, {}).values(), pod)
+        budgets = covering(self.pdbs_by_namespace.get(pod.namespace, {}).values(), pod)
         if len(budgets) > 1:
             names = ", ".join(sorted(b.name for b in budgets))
             return f"{MULTIPLE_BUDGETS} ({names}) (500)"
-        if budgets and self._allowed(budgets[0]) <= 0:
+        if budgets and self.allowed(budgets[0]) <= 0:
             return f"{BUDGET_REFUSES} The disruption budget {budgets[0].name} needs more healthy pods. (429)"
         return ""
 
-    def _allowed(self, pdb: PodDisruptionBudget) -> int:
-        healthy, expected = self._budget_counts[f"{pdb.namespace}/{pdb.name}"]
+    def allowed(self, pdb: PodDisruptionBudget) -> int:
+        healthy, expected = self.budget_counts[f"{pdb.namespace}/{pdb.name}"]
         return pdb.allowed(healthy, expected)
 
     def _count(self, pod: Pod, sign: int) -> None:
         """Add (sign 1) or take away (sign -1) `pod` from the counts of the budgets selecting it."""
         if pod.terminal:
             return
-        for key, pdb in self._pdbs_by_namespace.get(pod.namespace, {}).items():
+        for key, pdb in self.pdbs_by_namespace.get(pod.namespace, {}).items():
             if pdb.selector.matches(pod.labels):
-                counts = self._budget_counts[key]
-                counts[0] += sign * _healthy(pod)
+                counts = self.budget_counts[key]
+                counts[0] += sign * healthy(pod)
                 counts[1] += sign
 
 
-def _healthy(pod: Pod) -> int:
+def healthy(pod: Pod) -> int:
     """1 when the pod counts as healthy for a budget: Running, bound and not being deleted."""
     return int(pod.phase == "Running" and bool(pod.node_name) and not pod.deleting)
 
 
-def _key(pod: Pod | str) -> str:
+def pod_key(pod: Pod | str) -> str:
     return pod if isinstance(pod, str) else pod.key

@@ -1,6 +1,7 @@
 """The in-memory cluster's DaemonSets and PodDisruptionBudgets, and the DaemonSet controller.
 
-Role: the `ClusterWorkloads` part of `InMemoryCluster` (`nodewright.inmemory.cluster`): creating and
+Role: `ClusterWorkloads`, what an `InMemoryCluster` (`nodewright.inmemory.cluster`) does with them, over
+the cluster's store (which holds every object, so a pod write keeps the budgets' counts): creating and
 deleting DaemonSets (with their pods, as the garbage collector does) and PDBs (with their
 healthy/expected counts, which `ClusterStore` keeps current on every pod write), each PDB's
 disruptionsAllowed, and `reconcile_daemonsets`, which plays the DaemonSet controller.
@@ -16,7 +17,7 @@ from nodewright.inmemory.clusterstore import (
     MODIFIED,
     POD_DELETED,
     ClusterStore,
-    _healthy,
+    healthy,
 )
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import label_matches
@@ -24,71 +25,76 @@ from nodewright.model.taints import tolerates_all
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
 
 
-class ClusterWorkloads(ClusterStore):
-    """DaemonSets, PDBs and the DaemonSet controller (module docstring)."""
+class ClusterWorkloads:
+    """DaemonSets, PDBs and the DaemonSet controller (module docstring), over the cluster's `store`."""
+
+    def __init__(self, store: ClusterStore) -> None:
+        self.store = store
 
     def add_daemonset(self, daemonset: DaemonSet) -> None:
         """Create or overwrite a DaemonSet (its pods appear on `reconcile_daemonsets`)."""
         key = f"{daemonset.namespace}/{daemonset.name}"
-        added = key not in self._daemonsets
-        self._daemonsets[key] = daemonset
-        self._bump("daemonset", key)
-        self._daemonset_list = None
-        self._notify("daemonset", ADDED if added else MODIFIED, daemonset)
+        added = key not in self.store.daemonsets
+        self.store.daemonsets[key] = daemonset
+        self.store.bump("daemonset", key)
+        self.store.daemonset_list = None
+        self.store.notify("daemonset", ADDED if added else MODIFIED, daemonset)
 
     def remove_daemonset(self, namespace: str, name: str) -> None:
         """Delete a DaemonSet and, as the garbage collector would, the pods it owns."""
         key = f"{namespace}/{name}"
-        gone = self._daemonsets.pop(key, None)
+        gone = self.store.daemonsets.pop(key, None)
         if gone is None:
             return
-        self._versions.pop(("daemonset", key), None)
-        self._daemonset_list = None
-        self._revision += 1
-        self._notify("daemonset", DELETED, gone)
-        owned = [p for p in self._pods_by_namespace.get(namespace, {}).values() if p.daemon and p.owner_name == name]
+        self.store.versions.pop(("daemonset", key), None)
+        self.store.daemonset_list = None
+        self.store.revision += 1
+        self.store.notify("daemonset", DELETED, gone)
+        owned = [
+            p for p in self.store.pods_by_namespace.get(namespace, {}).values() if p.daemon and p.owner_name == name
+        ]
         for pod in owned:
-            self._delete_pod(pod, POD_DELETED, f"daemonset {key} was deleted")
+            self.store.delete_pod(pod, POD_DELETED, f"daemonset {key} was deleted")
 
     def add_pdb(self, pdb: PodDisruptionBudget) -> None:
         """Create or overwrite a PodDisruptionBudget."""
         key = f"{pdb.namespace}/{pdb.name}"
-        added = key not in self._pdbs
+        added = key not in self.store.pdbs
         self._remove_pdb(pdb.namespace, pdb.name)
-        self._pdbs[key] = pdb
-        self._pdbs_by_namespace.setdefault(pdb.namespace, {})[key] = pdb
+        self.store.pdbs[key] = pdb
+        self.store.pdbs_by_namespace.setdefault(pdb.namespace, {})[key] = pdb
         counts = [0, 0]
-        for pod in self._pods_by_namespace.get(pdb.namespace, {}).values():
+        for pod in self.store.pods_by_namespace.get(pdb.namespace, {}).values():
             if not pod.terminal and pdb.selector.matches(pod.labels):
-                counts[0] += _healthy(pod)
+                counts[0] += healthy(pod)
                 counts[1] += 1
-        self._budget_counts[key] = counts
-        self._bump("pdb", key)
-        self._pdb_list = None
-        self._notify("pdb", ADDED if added else MODIFIED, pdb)
+        self.store.budget_counts[key] = counts
+        self.store.bump("pdb", key)
+        self.store.pdb_list = None
+        self.store.notify("pdb", ADDED if added else MODIFIED, pdb)
 
     def remove_pdb(self, namespace: str, name: str) -> None:
         """Delete a PodDisruptionBudget; a missing one is fine."""
         gone = self._remove_pdb(namespace, name)
         if gone is not None:
-            self._revision += 1
-            self._notify("pdb", DELETED, gone)
+            self.store.revision += 1
+            self.store.notify("pdb", DELETED, gone)
 
     def budget_allowed(self, pdb: PodDisruptionBudget) -> int:
         """How many disruptions the budget allows now (its status.disruptionsAllowed)."""
-        return self._allowed(pdb)
+        return self.store.allowed(pdb)
 
     def _remove_pdb(self, namespace: str, name: str) -> PodDisruptionBudget | None:
         key = f"{namespace}/{name}"
-        gone = self._pdbs.pop(key, None)
+        gone = self.store.pdbs.pop(key, None)
         if gone is None:
             return None
-        del self._pdbs_by_namespace[namespace][key]
-        if not self._pdbs_by_namespace[namespace]:
-            del self._pdbs_by_namespace[namespace]
-        del self._budget_counts[key]
-        self._versions.pop(("pdb", key), None)
-        self._pdb_list = None
+        del self.store.pdbs_by_namespace[namespace][key]
+        if not self.store.pdbs_by_namespace[namespace]:
+            del self.store.pdbs_by_namespace[namespace]
+        del self.store.budget_counts[key]
+        self.store.versions.pop(("pdb", key), None)
+        self.store.pdb_list = None
         return gone
 
     def reconcile_daemonsets(self) -> list[Pod]:
@@ -103,23 +109,23 @@ class ClusterWorkloads(ClusterStore):
         add daemon pods by hand.
         """
         wanted: dict[str, tuple[DaemonSet, str]] = {}
-        for daemonset in self._daemonsets.values():
+        for daemonset in self.store.daemonsets.values():
             requirements = daemonset.template.node_requirements()
-            for node in self._nodes.values():
+            for node in self.store.nodes.values():
                 if node.deleting or not tolerates_all(daemonset.template.tolerations, node.taints):
                     continue
                 if any(label_matches(r, node.labels) for r in requirements):
                     wanted[f"{daemonset.namespace}/{daemonset.name}-{node.name}"] = (daemonset, node.name)
         stale = [
             p
-            for p in self._pods.values()
-            if p.daemon and p.key not in wanted and f"{p.namespace}/{p.owner_name}" in self._daemonsets
+            for p in self.store.pods.values()
+            if p.daemon and p.key not in wanted and f"{p.namespace}/{p.owner_name}" in self.store.daemonsets
         ]
         for pod in stale:
-            self._delete_pod(pod, POD_DELETED, "its daemonset no longer wants it on this node")
+            self.store.delete_pod(pod, POD_DELETED, "its daemonset no longer wants it on this node")
         created = []
         for key, (daemonset, node_name) in wanted.items():
-            if key in self._pods:
+            if key in self.store.pods:
                 continue
             template = daemonset.template
             pod = replace(
@@ -135,5 +141,5 @@ class ClusterWorkloads(ClusterStore):
                 unschedulable=False,
                 deleting=False,
             )
-            created.append(self.add_pod(pod))
+            created.append(self.store.add_pod(pod))
         return created
