@@ -64,8 +64,6 @@ AWAITING_RECOMPOSITION: frozenset[str] = frozenset(
         "nodewright.simulator.report -> nodewright.simulator.report_render._seconds",
         "nodewright.simulator.report -> nodewright.simulator.report_render._usd",
         # The disruption engine's destinations (engine/disruption)
-        "tests.engine.disruption.test_simulate_destinations -> nodewright.engine.disruption.simulate._Destinations",
-        "tests.engine.disruption.test_simulate_destinations -> nodewright.engine.disruption.simulate._prepare",
     }
 )
 

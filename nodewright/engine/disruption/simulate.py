@@ -29,7 +29,7 @@ Results are cached by the candidate names (and whether types were cut), so the m
 pass and the searches inside consolidation never solve the same question twice. What outlives a
 pass is in the `DisruptionCache` the caller owns (the consolidator keeps one per warm container):
 each node's destination summary, remembered while the node and its pods are the same objects
-(`_Destinations`), so a pass only re-reads the nodes that changed, and the solver's `SolverCache`.
+(`Destinations`), so a pass only re-reads the nodes that changed, and the solver's `SolverCache`.
 """
 
 from __future__ import annotations
@@ -76,9 +76,9 @@ Combo = tuple[str, tuple[tuple[str, str], ...]]  # (namespace, sorted labels): w
 
 
 @dataclass(slots=True)
-class _Destination:
+class Destination:
     """A node that can take the moving pods, with its free room and its pods as topology counts
-    them. Shared by the passes that see the same node and pods (`_Destinations`): never changed.
+    them. Shared by the passes that see the same node and pods (`Destinations`): never changed.
     """
 
     node: Node
@@ -91,7 +91,7 @@ class _Destination:
     anti_used: Resources
 
 
-def _prepare(node: Node, pods: Sequence[Pod]) -> _Destination:
+def prepare_destination(node: Node, pods: Sequence[Pod]) -> Destination:
     """The node as a destination: its free room, and its pods by combo (or with anti-affinity)."""
     # Sums are kept in plain dicts and made Resources once: the same values, in the same key
     # order, as adding Resources pod by pod, without a new Resources per pod.
@@ -110,7 +110,7 @@ def _prepare(node: Node, pods: Sequence[Pod]) -> _Destination:
         combos.setdefault(combo, []).append(p)
         _accumulate(combo_used.setdefault(combo, {}), p.requests)
     free = (node.allocatable - Resources(used)).clamped()
-    return _Destination(
+    return Destination(
         node,
         free,
         combos,
@@ -120,8 +120,8 @@ def _prepare(node: Node, pods: Sequence[Pod]) -> _Destination:
     )
 
 
-class _Destinations:
-    """`_prepare(node, pods)`, remembered across passes.
+class Destinations:
+    """`prepare_destination(node, pods)`, remembered across passes.
 
     Every pass prepares every node that can take pods, but from one pass to the next most nodes
     are the same object holding the same pod objects (the cluster hands out unchanged objects, as
@@ -134,10 +134,10 @@ class _Destinations:
 
     def __init__(self, limit: int = 20_000) -> None:
         self.limit = limit
-        self._known: dict[str, tuple[Node, tuple[Pod, ...], _Destination]] = {}
+        self._known: dict[str, tuple[Node, tuple[Pod, ...], Destination]] = {}
 
-    def get(self, node: Node, pods: Sequence[Pod]) -> _Destination:
-        """`_prepare(node, pods)`."""
+    def get(self, node: Node, pods: Sequence[Pod]) -> Destination:
+        """`prepare_destination(node, pods)`."""
         known = self._known.get(node.name)
         if (
             known is not None
@@ -146,7 +146,7 @@ class _Destinations:
             and all(map(operator.is_, known[1], pods))
         ):
             return known[2]
-        d = _prepare(node, pods)
+        d = prepare_destination(node, pods)
         if len(self._known) >= self.limit:
             self._known.clear()
         self._known[node.name] = (node, tuple(pods), d)
@@ -155,13 +155,13 @@ class _Destinations:
 
 class DisruptionCache:
     """What disruption passes may reuse from one pass to the next, owned by the caller: the node
-    destinations (`_Destinations`) and the solver's memos (`SolverCache`). Every entry is a pure
+    destinations (`Destinations`) and the solver's memos (`SolverCache`). Every entry is a pure
     function of its key, so a pass with a warm cache decides exactly what it decides with a fresh
     one; `compute_commands` and `validate` without one use a fresh one for the call.
     """
 
     def __init__(self) -> None:
-        self.destinations = _Destinations()
+        self.destinations = Destinations()
         self.solver = SolverCache()
 
 
@@ -180,7 +180,7 @@ class Simulator:
         self.view = view
         self.cache = cache = cache if cache is not None else DisruptionCache()
         inp = view.inp
-        self.destinations: list[_Destination] = []
+        self.destinations: list[Destination] = []
         self.combos: dict[Combo, tuple[str, Mapping[str, str]]] = {}
         nodes = sorted(inp.snapshot.nodes, key=lambda n: n.name)
         open_nodes = [n for n in nodes if self._destination(n, inp.in_progress)]
@@ -334,7 +334,7 @@ class Simulator:
         return tuple(nodes), tuple(bound)
 
     def _mine(
-        self, d: _Destination, relevant: set[Combo], shared: frozenset[Combo]
+        self, d: Destination, relevant: set[Combo], shared: frozenset[Combo]
     ) -> tuple[tuple[Pod, ...], Resources]:
         """The destination's pods a topology constraint counts (required anti-affinity, or in a
         `relevant` combo), and what they request; remembered per node and relevant set.

@@ -28,7 +28,7 @@ def _cold(world: World) -> tuple[Any, Any]:
 
     def nothing_kept() -> DisruptionCache:
         cache = DisruptionCache()
-        cache.destinations = simulate_module._Destinations(limit=0)
+        cache.destinations = simulate_module.Destinations(limit=0)
         cache.solver = SolverCache(prepared=0, pod_facts=0, node_facts=0, bound_runs=0)
         return cache
 
@@ -108,13 +108,13 @@ def test_passes_over_a_changing_cluster_see_what_a_cold_pass_sees() -> None:
 def test_an_unchanged_node_is_prepared_once_and_a_changed_one_again(monkeypatch: pytest.MonkeyPatch) -> None:
     world = _world()
     prepared: list[str] = []
-    real = simulate_module._prepare
+    real = simulate_module.prepare_destination
 
     def counting(node: Any, pods: Any) -> Any:
         prepared.append(node.name)
         return real(node, pods)
 
-    monkeypatch.setattr(simulate_module, "_prepare", counting)
+    monkeypatch.setattr(simulate_module, "prepare_destination", counting)
     cache = DisruptionCache()
     _seen(world, cache)
     assert sorted(prepared) == [f"n{i}" for i in range(6)]
@@ -129,10 +129,10 @@ def test_an_unchanged_node_is_prepared_once_and_a_changed_one_again(monkeypatch:
 
 def test_the_remembered_destinations_are_bounded() -> None:
     world = _world()
-    cache = simulate_module._Destinations(limit=2)
+    cache = simulate_module.Destinations(limit=2)
     pods: dict[str, list[Pod]] = {}
     for p in world.pods:
         pods.setdefault(p.node_name, []).append(p)
     for n in world.nodes:
-        assert cache.get(n, pods.get(n.name, [])) == simulate_module._prepare(n, pods.get(n.name, []))
+        assert cache.get(n, pods.get(n.name, [])) == simulate_module.prepare_destination(n, pods.get(n.name, []))
         assert len(cache._known) <= 2
