@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nodewright.simulator.bill import bill
-from nodewright.simulator.lambdas import REGION
-from nodewright.simulator.metrics import percentiles
-from nodewright.simulator.motofast import moto_faster
+from nodewright.simulator.report.bill import bill
+from nodewright.simulator.report.metrics import percentiles
+from nodewright.simulator.report.selfcost import AwsCalls, Invocation, self_cost
 from nodewright.simulator.scenario import Scenario
-from nodewright.simulator.selfcost import AwsCalls, Invocation, self_cost
-from nodewright.simulator.timewarp import moto_follows
+from nodewright.simulator.standins.lambdas import REGION
+from nodewright.simulator.standins.motofast import moto_faster
+from nodewright.simulator.standins.timewarp import moto_follows
 from nodewright.simulator.world import HANDLERS, World, functions_importable
 
 # Environment of the simulated functions: fake credentials for moto, and Powertools quiet (the

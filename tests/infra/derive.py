@@ -10,11 +10,11 @@ What is observed:
   * AWS: a botocore `before-parameter-build` handler added to botocore's built-in handlers, so
     every client of every session created while recording is seen (the simulator's, Powertools',
     the cold start's). A call belongs to the function whose invocation thread made it (the
-    simulator names each thread `<function>-<request id>`, nodewright.simulator.lambdas), or to
+    simulator names each thread `<function>-<request id>`, nodewright.simulator.standins.lambdas), or to
     the function a probe runs as (`Recorder.acting_as`). The world's own calls (creating the
     account, polling the queue) run on no function's thread and are not counted.
   * Kubernetes: `RESTClientObject.request` of the kubernetes client, wrapped; a request belongs to
-    the function whose adapter (one per function, nodewright.simulator.kubehttp) owns the client,
+    the function whose adapter (one per function, nodewright.simulator.standins.kubehttp) owns the client,
     watch threads included.
 
 Where the simulator stands in for a real call to keep a day's run fast, the stand-in is wrapped
@@ -147,15 +147,15 @@ class Recorder:
         from nodewright.adapters.kube.events import KubeEvents
         from nodewright.controllers.provisioning import StaticConfiguration
         from nodewright.model.nodeclass import AMISelectorTerm
-        from nodewright.simulator import kubehttp
-        from nodewright.simulator.aws import (
+        from nodewright.simulator.standins import kubehttp
+        from nodewright.simulator.standins.account import (
             MirroredCloud,
             MirroredStateStore,
             PublicParameters,
             SimulatedEc2,
             SimulatedLambda,
         )
-        from nodewright.simulator.catalog import SimCatalog
+        from nodewright.simulator.standins.catalog import SimCatalog
         from nodewright.simulator.world import World
 
         recorder = self

@@ -14,8 +14,8 @@ from moto import mock_aws
 from nodewright.engine.interruption.rules import interruption_rules
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.nodeclass import AMIAlias, AMISelectorTerm, EC2NodeClass, SelectorTerm
-from nodewright.simulator.aws import Account, Ec2Hooks, Launched, SimulatedEc2, instance_arn
-from nodewright.simulator.timewarp import moto_follows
+from nodewright.simulator.standins.account import Account, Ec2Hooks, Launched, SimulatedEc2, instance_arn
+from nodewright.simulator.standins.timewarp import moto_follows
 
 START = 1_800_000_000.0
 NODECLASS = EC2NodeClass(

@@ -19,16 +19,16 @@ from unittest import mock
 
 import pytest
 
-import nodewright.simulator.world_wiring as world_wiring
+import nodewright.simulator.world.wiring as world_wiring
 from nodewright.adapters.kube.cluster import parse_timestamp
 from nodewright.model.manifests import daemonset_manifest, node_manifest, pdb_manifest, pod_manifest
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
 from nodewright.ports import Clock
-from nodewright.simulator.kube import SimulatedCluster
 from nodewright.simulator.runner import run_scenario
 from nodewright.simulator.scenario import load_scenario
+from nodewright.simulator.standins.kube import SimulatedCluster
 
 SCENARIOS = sorted((Path(__file__).parents[2] / "examples" / "scenarios").glob("*.yaml"))
 # Long enough for scale-up's burst (at 30 s) to launch nodes that boot (35 s) and take pods.

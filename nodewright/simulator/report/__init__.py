@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nodewright.model.duration import format_duration
-from nodewright.simulator import metrics
+from nodewright.simulator.report import metrics
 
 if TYPE_CHECKING:
     from nodewright.simulator.world import World
-from nodewright.simulator.report_explain import (
+from nodewright.simulator.report.explain import (
     EVICTED,
     EXPLAINED,
     NODES_EXPLAINED,
@@ -32,12 +32,12 @@ from nodewright.simulator.report_explain import (
     _node_explanations,
     _status_at_end,
 )
-from nodewright.simulator.report_plots import (
+from nodewright.simulator.report.plots import (
     COLORS,
     PLOTS,
     draw,
 )
-from nodewright.simulator.report_render import (
+from nodewright.simulator.report.render import (
     Block,
     _counts,
     _iso,
@@ -538,7 +538,7 @@ def _method(world: World, end: float) -> list[Block]:
         "The kube-scheduler stand-in binds pods with the scheduling engine's predicates; a kubelet stand-in turns "
         "each instance into a Ready node after the boot delay, with the labels and taints of its user data.",
         "Prices are the bundled catalog's estimates (on-demand per family; spot at 35% of on-demand).",
-        "CreateFleet chose what to launch as EC2 does (nodewright/simulator/fleet.py): on-demand lowest-price "
+        "CreateFleet chose what to launch as EC2 does (nodewright/simulator/standins/fleet.py): on-demand lowest-price "
         "across every override of every launch-template config, spot price-capacity-optimized over a capacity "
         "depth drawn per (instance type, zone) pool from the seed; pools that run short fail with "
         "InsufficientInstanceCapacity.",

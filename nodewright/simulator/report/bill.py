@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from nodewright.reference import automode
-from nodewright.simulator.metrics import InstanceRecord
+from nodewright.simulator.report.metrics import InstanceRecord
 
 HOURS_PER_MONTH = 730.0
 KARPENTER_HOST_TYPE = "m5.large"

@@ -15,7 +15,7 @@ from nodewright.model.duration import format_duration
 
 if TYPE_CHECKING:
     from nodewright.simulator.world import World
-from nodewright.simulator.report_render import (
+from nodewright.simulator.report.render import (
     Block,
 )
 

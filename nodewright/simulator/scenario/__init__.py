@@ -82,7 +82,7 @@ position, so a seed replays the same faults for the same calls:
 `verbs` are list, watch, evict and patch (default all four). With `kube_api: inmemory` the
 in-memory cluster does with those answers what the real adapter does (retries, then raises its
 error); watch faults need `kube_api: http`, where the API emulator answers them to the real
-adapter. How each kind enters and what is counted: nodewright/simulator/faults.py. summary.json's
+adapter. How each kind enters and what is counted: nodewright/simulator/standins/faults.py. summary.json's
 `faults` block has, per kind, what was injected and what it cost, and an audit of duplicate and
 orphan instances and claims 15 minutes after the last fault window (`Scenario.faults_end`).
 
@@ -110,7 +110,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nodewright.config.problems import Problem
-from nodewright.simulator.scenario_model import (
+from nodewright.simulator.scenario.model import (
     CONSOLIDATION_MODES,
     DEFAULT_SPOT_POOL_DEPTH,
     DEFAULT_START,
@@ -131,9 +131,9 @@ from nodewright.simulator.scenario_model import (
     Scenario,
     ScenarioError,
 )
-from nodewright.simulator.scenario_reader import ScenarioReader, unsupported
-from nodewright.simulator.scenario_workloads import REPLICATED
-from nodewright.simulator.workload import Diurnal, Segment, Workload
+from nodewright.simulator.scenario.reader import ScenarioReader, unsupported
+from nodewright.simulator.scenario.workload import Diurnal, Segment, Workload
+from nodewright.simulator.scenario.workloads import REPLICATED
 
 __all__ = [
     "CONSOLIDATION_MODES",

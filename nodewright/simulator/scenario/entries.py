@@ -15,8 +15,8 @@ from typing import Any
 
 from nodewright.config import fields as f
 from nodewright.config.problems import At, show
-from nodewright.simulator.scenario_fields import read_choices, read_duration, read_number
-from nodewright.simulator.scenario_model import (
+from nodewright.simulator.scenario.fields import read_choices, read_duration, read_number
+from nodewright.simulator.scenario.model import (
     DEPLOYED_CONSOLIDATOR,
     DEPLOYED_INTERRUPTION,
     DEPLOYED_PROVISIONER,

@@ -18,8 +18,8 @@ from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
-from nodewright.simulator.fleet import depth
-from nodewright.simulator.workload import Workload
+from nodewright.simulator.scenario.workload import Workload
+from nodewright.simulator.standins.fleet import depth
 
 DEFAULT_START = "2026-01-05T00:00:00Z"
 DEFAULT_ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
@@ -260,7 +260,7 @@ class Scenario:
     consolidation_min_savings: float = 0.0
     consolidation_min_savings_percent: float = 0.0
     # Spot capacity of each (instance type, zone) pool: log-uniform in [min, max], drawn from the
-    # seed (nodewright.simulator.fleet.depth); what price-capacity-optimized weighs against price.
+    # seed (nodewright.simulator.standins.fleet.depth); what price-capacity-optimized weighs against price.
     spot_pool_depth: tuple[int, int] = DEFAULT_SPOT_POOL_DEPTH
     # How the functions reach the cluster: "inmemory" (the in-memory cluster directly) or "http"
     # (the real KubeCluster adapter, watching the cluster served by nodewright.inmemory.apiserver).

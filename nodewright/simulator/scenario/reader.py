@@ -26,7 +26,7 @@ from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import parse_timestamp
-from nodewright.simulator.scenario_entries import (
+from nodewright.simulator.scenario.entries import (
     read_capacity_error,
     read_capacity_reservation,
     read_fault,
@@ -35,8 +35,8 @@ from nodewright.simulator.scenario_entries import (
     read_interruption,
     read_node_failure,
 )
-from nodewright.simulator.scenario_fields import read_duration, read_number
-from nodewright.simulator.scenario_model import (
+from nodewright.simulator.scenario.fields import read_duration, read_number
+from nodewright.simulator.scenario.model import (
     CONSOLIDATION_MODES,
     DEFAULT_SPOT_POOL_DEPTH,
     DEFAULT_START,
@@ -49,7 +49,7 @@ from nodewright.simulator.scenario_model import (
     NodePoolChange,
     Scenario,
 )
-from nodewright.simulator.scenario_workloads import read_pdb, read_workloads
+from nodewright.simulator.scenario.workloads import read_pdb, read_workloads
 
 # The top-level keys a scenario may have.
 _TOP = (

@@ -19,8 +19,8 @@ from nodewright.config.problems import At, show
 from nodewright.model.errors import InvalidValue
 from nodewright.model.pod import Pod
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
-from nodewright.simulator.scenario_fields import read_duration
-from nodewright.simulator.workload import Diurnal, Segment, Workload
+from nodewright.simulator.scenario.fields import read_duration
+from nodewright.simulator.scenario.workload import Diurnal, Segment, Workload
 
 # kind -> the owner kind of its pods (whose controller recreates a deleted pod)
 REPLICATED = {"Deployment": "ReplicaSet", "ReplicaSet": "ReplicaSet", "StatefulSet": "StatefulSet"}

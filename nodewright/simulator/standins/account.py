@@ -8,7 +8,7 @@ retention and visibility timeout) and EventBridge (the five interruption rules, 
 
 What is added on top, because moto does not have it:
 * `SimulatedEc2` wraps the EC2 client: CreateFleet chooses what to launch as EC2 does
-  (`nodewright.simulator.fleet`: on-demand `lowest-price` or `prioritized` across every override
+  (`nodewright.simulator.standins.fleet`: on-demand `lowest-price` or `prioritized` across every override
   of every config, spot `price-capacity-optimized` over the scenario's per-pool spot depth, prices
   from the scenario's price table, weighted capacity, partial fulfilment) where moto would take
   the first override; it answers with EC2's documented `InsufficientInstanceCapacity` Errors
@@ -54,20 +54,20 @@ from nodewright.config.timings import (
 from nodewright.engine.interruption.rules import interruption_rules
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.nodeclass import EC2NodeClass
-from nodewright.simulator.aws_ec2 import (
+from nodewright.simulator.standins.ec2 import (
     CAPACITY_MESSAGE,
     Ec2Hooks,
     FleetCall,
     Launched,
     SimulatedEc2,
 )
-from nodewright.simulator.aws_mirrors import (
+from nodewright.simulator.standins.lambdas import ACCOUNT, REGION
+from nodewright.simulator.standins.mirrors import (
     MirroredCloud,
     MirroredStateStore,
     PublicParameters,
     SimulatedLambda,
 )
-from nodewright.simulator.lambdas import ACCOUNT, REGION
 
 __all__ = [
     "CAPACITY_MESSAGE",

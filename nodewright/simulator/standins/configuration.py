@@ -16,7 +16,7 @@ from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
 from nodewright.ports import Clock
-from nodewright.simulator.scenario_model import NodePoolChange
+from nodewright.simulator.scenario.model import NodePoolChange
 
 
 class ScenarioConfiguration:

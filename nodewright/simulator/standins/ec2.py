@@ -1,7 +1,7 @@
 """The simulated account's EC2: moto's client with CreateFleet, capacity and status checks as EC2 does them.
 
-Role: `SimulatedEc2` (described in `nodewright.simulator.aws`'s docstring) wraps moto's EC2
-client: CreateFleet chooses what to launch as EC2 does (`nodewright.simulator.fleet`), answers
+Role: `SimulatedEc2` (described in `nodewright.simulator.standins.account`'s docstring) wraps moto's EC2
+client: CreateFleet chooses what to launch as EC2 does (`nodewright.simulator.standins.fleet`), answers
 with EC2's capacity errors for the offerings a scenario declares out of capacity and for spot
 pools that ran short, and reports each launch, fleet call and termination to the world through
 `Ec2Hooks`; DescribeInstanceStatus answers the impaired checks the world injects.
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from nodewright.simulator.fleet import LOWEST_PRICE, Pool, allocate
-from nodewright.simulator.reservations import SimulatedReservations
+from nodewright.simulator.standins.fleet import LOWEST_PRICE, Pool, allocate
+from nodewright.simulator.standins.reservations import SimulatedReservations
 
 CAPACITY_MESSAGE = (
     "We currently do not have sufficient {type} capacity in the Availability Zone you requested ({zone}). "
@@ -107,7 +107,7 @@ class SimulatedEc2:
     ) -> None:
         self._client = client
         self.hooks = hooks
-        # The scenario's capacity reservations (nodewright.simulator.reservations), on `clock`.
+        # The scenario's capacity reservations (nodewright.simulator.standins.reservations), on `clock`.
         self.reservations = reservations
         self._now = clock or (lambda: 0.0)
         self._targets: dict[str, str] = {}  # launch template name -> the reservation it targets

@@ -59,9 +59,9 @@ from typing import Any
 from nodewright.adapters.kube.cluster import RETRIES, KubeApiError, retry_delay
 from nodewright.inmemory.apiserver import FAULT_MESSAGES
 from nodewright.model.nodeclaim import NodeClaim
-from nodewright.simulator.lambdas import Invocation, Lambdas, Stopped
-from nodewright.simulator.metrics import InstanceRecord
+from nodewright.simulator.report.metrics import InstanceRecord
 from nodewright.simulator.scenario import Fault, Scenario
+from nodewright.simulator.standins.lambdas import Invocation, Lambdas, Stopped
 
 # AWS operations that change something: the effects a crash may follow.
 _WRITES = ("Create", "Delete", "Put", "Update", "Terminate", "Send", "Run", "Modify", "TransactWrite", "BatchWrite")

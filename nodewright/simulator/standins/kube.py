@@ -41,7 +41,7 @@ from nodewright.model.pod import Pod
 from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.model.taints import Taint
 from nodewright.ports import Clock, Eviction
-from nodewright.simulator.workload import Workload
+from nodewright.simulator.scenario.workload import Workload
 
 _FLAG_LABELS = re.compile(r"--node-labels=\"?([^\"\s']*)")
 _FLAG_TAINTS = re.compile(r"--register-with-taints=\"?([^\"\s']*)")

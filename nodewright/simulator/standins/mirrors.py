@@ -3,7 +3,7 @@
 Role: `PublicParameters` (AWS's public AMI parameters), `MirroredCloud` and `MirroredStateStore`
 (the real EC2 provider and DynamoDB state store with reads answered from a write-through mirror,
 checked against moto at the end of a run) and `SimulatedLambda` (an asynchronous invoke starts a
-provisioner invocation); why each exists is in `nodewright.simulator.aws`'s docstring.
+provisioner invocation); why each exists is in `nodewright.simulator.standins.account`'s docstring.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from nodewright.simulator.scenario_model import CapacityReservationSpec
+from nodewright.simulator.scenario.model import CapacityReservationSpec
 
 FULL = "ReservationCapacityExceeded"
 _EC2_TYPE = {"default": "odcr", "capacity-block": "capacity-block"}

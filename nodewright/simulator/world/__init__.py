@@ -1,7 +1,7 @@
 """The simulated world: one EKS cluster, its AWS account and Nodewright's three functions, on a
 virtual clock.
 
-Theory of operation. Everything happens on the `EventLoop` (nodewright.simulator.lambdas):
+Theory of operation. Everything happens on the `EventLoop` (nodewright.simulator.standins.lambdas):
 
 * EventBridge schedules invoke the provisioner and the consolidator handlers (the real
   `functions.*.handler.handler`, through their `configure` seam) at their rates. Each invocation
@@ -18,7 +18,7 @@ Theory of operation. Everything happens on the `EventLoop` (nodewright.simulator
   lost) and EC2's state-change events (shutting-down, terminated) are put on the bus.
 * Spot interruptions are put on EventBridge as EC2 does (rebalance recommendation, interruption
   warning, and after `notice` the instance is terminated); the rules route them to the queue.
-* Capacity errors come from `SimulatedEc2` (nodewright.simulator.aws).
+* Capacity errors come from `SimulatedEc2` (nodewright.simulator.standins.account).
 
 Functions that do not exist yet in this tree (`functions/interruption/handler.py`,
 `functions/consolidator/handler.py`) are skipped with a warning in the report.
@@ -52,10 +52,10 @@ Kubernetes in `kube.py` and `kubehttp.py`, the Lambda runtime in `lambdas.py`, f
 
 from __future__ import annotations
 
-from nodewright.simulator.catalog import SimCatalog
-from nodewright.simulator.foreign import add_initial_nodes
-from nodewright.simulator.world_clock import Clockwork
-from nodewright.simulator.world_wiring import HANDLERS, functions_importable
+from nodewright.simulator.standins.catalog import SimCatalog
+from nodewright.simulator.world.foreign import add_initial_nodes
+from nodewright.simulator.world.schedule import Clockwork
+from nodewright.simulator.world.wiring import HANDLERS, functions_importable
 
 __all__ = ["HANDLERS", "SimCatalog", "World", "functions_importable"]
 

@@ -22,16 +22,16 @@ from nodewright.model.pod import Pod
 from nodewright.model.resources import Resources
 from nodewright.model.snapshot import reschedulable
 from nodewright.ports import Eviction
-from nodewright.simulator.aws import (
-    FleetCall,
-)
-from nodewright.simulator.faults import audit_claims
-from nodewright.simulator.metrics import (
+from nodewright.simulator.report.metrics import (
     LaunchAudit,
     ReplaceAudit,
     Violation,
 )
-from nodewright.simulator.world_state import WorldState
+from nodewright.simulator.standins.account import (
+    FleetCall,
+)
+from nodewright.simulator.standins.faults import audit_claims
+from nodewright.simulator.world.state import WorldState
 
 
 class Audits(WorldState):

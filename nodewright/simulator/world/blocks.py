@@ -12,9 +12,9 @@ from functools import partial
 
 from nodewright.engine.interruption.rules import CAPACITY_BLOCK_EXPIRATION_WARNING, SOURCE_EC2
 from nodewright.engine.reservations import EXPIRY_LEAD_SECONDS, reclaim_time
-from nodewright.simulator.lambdas import ACCOUNT, REGION
-from nodewright.simulator.scenario_model import CapacityReservationSpec
-from nodewright.simulator.world_state import WorldState
+from nodewright.simulator.scenario.model import CapacityReservationSpec
+from nodewright.simulator.standins.lambdas import ACCOUNT, REGION
+from nodewright.simulator.world.state import WorldState
 
 BLOCK_RECLAIMED = "capacity-block-reclaimed"
 

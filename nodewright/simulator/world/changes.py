@@ -15,13 +15,13 @@ import time
 
 from nodewright.inmemory import cluster as kinds
 from nodewright.model import labels as wk
-from nodewright.simulator.metrics import (
+from nodewright.simulator.report.metrics import (
     Sample,
 )
-from nodewright.simulator.world_audits import Audits
-from nodewright.simulator.world_repair import NodeFailures
-from nodewright.simulator.world_spot import SpotInterruptions
-from nodewright.simulator.world_sqs import QueueSource
+from nodewright.simulator.world.audits import Audits
+from nodewright.simulator.world.failures import NodeFailures
+from nodewright.simulator.world.queue import QueueSource
+from nodewright.simulator.world.spot import SpotInterruptions
 
 _POD_GONE = (kinds.POD_DELETED, kinds.POD_EVICTED)
 

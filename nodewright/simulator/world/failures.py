@@ -30,9 +30,9 @@ from nodewright.model.node import READY
 from nodewright.model.pod import Pod
 from nodewright.model.snapshot import reschedulable
 from nodewright.model.taints import Taint
-from nodewright.simulator.metrics import RepairRecord
-from nodewright.simulator.scenario_model import NodeFailure
-from nodewright.simulator.world_state import WorldState
+from nodewright.simulator.report.metrics import RepairRecord
+from nodewright.simulator.scenario.model import NodeFailure
+from nodewright.simulator.world.state import WorldState
 
 # Kubernetes' taints for a NotReady node, by its Ready status, and the DefaultTolerationSeconds.
 NODE_LIFECYCLE_TAINTS = {"Unknown": "node.kubernetes.io/unreachable", "False": "node.kubernetes.io/not-ready"}

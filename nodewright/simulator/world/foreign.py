@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from nodewright.model import labels as wk
-from nodewright.simulator.kube import node_for
-from nodewright.simulator.lambdas import REGION
+from nodewright.simulator.standins.kube import node_for
+from nodewright.simulator.standins.lambdas import REGION
 
 if TYPE_CHECKING:
     from nodewright.simulator.world import World

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from nodewright.simulator.lambdas import ACCOUNT, REGION, Invocation
-from nodewright.simulator.world_state import WorldState
+from nodewright.simulator.standins.lambdas import ACCOUNT, REGION, Invocation
+from nodewright.simulator.world.state import WorldState
 
 ASYNC_INVOKE_DELAY = 0.2  # seconds from an asynchronous invoke to the handler starting
 

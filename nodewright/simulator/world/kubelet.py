@@ -13,17 +13,17 @@ from nodewright.engine.interruption.rules import (
     STATE_CHANGE_NOTIFICATION,
 )
 from nodewright.model import labels as wk
-from nodewright.simulator.aws import (
+from nodewright.simulator.report.metrics import (
+    InstanceRecord,
+)
+from nodewright.simulator.standins.account import (
     Ec2Hooks,
     Launched,
 )
-from nodewright.simulator.kube import node_for, registration
-from nodewright.simulator.lambdas import REGION
-from nodewright.simulator.metrics import (
-    InstanceRecord,
-)
-from nodewright.simulator.world_audits import Audits
-from nodewright.simulator.world_spot import SpotInterruptions
+from nodewright.simulator.standins.kube import node_for, registration
+from nodewright.simulator.standins.lambdas import REGION
+from nodewright.simulator.world.audits import Audits
+from nodewright.simulator.world.spot import SpotInterruptions
 
 TERMINATED_BY = {"provisioner": "provisioner", "interruption": "interruption", "consolidator": "consolidation"}
 

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from nodewright.simulator.lambdas import REGION, Invocation
-from nodewright.simulator.world_invoke import Invocations
+from nodewright.simulator.standins.lambdas import REGION, Invocation
+from nodewright.simulator.world.invocations import Invocations
 
 
 class QueueSource(Invocations):

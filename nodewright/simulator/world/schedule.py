@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from nodewright.simulator.aws import launched_roles
-from nodewright.simulator.faults import ORPHAN_GRACE_SECONDS
-from nodewright.simulator.world_reservations import CapacityBlocks
-from nodewright.simulator.world_wiring import Wiring
+from nodewright.simulator.standins.account import launched_roles
+from nodewright.simulator.standins.faults import ORPHAN_GRACE_SECONDS
+from nodewright.simulator.world.blocks import CapacityBlocks
+from nodewright.simulator.world.wiring import Wiring
 
 
 class Clockwork(Wiring, CapacityBlocks):

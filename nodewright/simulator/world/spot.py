@@ -20,14 +20,14 @@ from nodewright.engine.interruption.rules import (
 )
 from nodewright.model import labels as wk
 from nodewright.model.snapshot import reschedulable
-from nodewright.simulator.aws import (
-    instance_arn,
-)
-from nodewright.simulator.metrics import (
+from nodewright.simulator.report.metrics import (
     InterruptionRecord,
 )
 from nodewright.simulator.scenario import Interruption
-from nodewright.simulator.world_state import WorldState
+from nodewright.simulator.standins.account import (
+    instance_arn,
+)
+from nodewright.simulator.world.state import WorldState
 
 
 class SpotInterruptions(WorldState):

@@ -12,22 +12,22 @@ from typing import Any
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.nodepool import NodePool
-from nodewright.simulator.aws import (
+from nodewright.simulator.report.metrics import (
+    InterruptionRecord,
+    Recorder,
+)
+from nodewright.simulator.scenario import Scenario
+from nodewright.simulator.standins.account import (
     Account,
     MirroredCloud,
     MirroredStateStore,
     SimulatedEc2,
 )
-from nodewright.simulator.catalog import SimCatalog
-from nodewright.simulator.faults import Faults
-from nodewright.simulator.kube import Deployments, KubeScheduler, SimulatedCluster
-from nodewright.simulator.kubehttp import HttpCluster
-from nodewright.simulator.lambdas import EventLoop, Lambdas
-from nodewright.simulator.metrics import (
-    InterruptionRecord,
-    Recorder,
-)
-from nodewright.simulator.scenario import Scenario
+from nodewright.simulator.standins.catalog import SimCatalog
+from nodewright.simulator.standins.faults import Faults
+from nodewright.simulator.standins.kube import Deployments, KubeScheduler, SimulatedCluster
+from nodewright.simulator.standins.kubehttp import HttpCluster
+from nodewright.simulator.standins.lambdas import EventLoop, Lambdas
 
 
 class WorldState:

@@ -42,7 +42,12 @@ from nodewright.model.instance import Instance
 from nodewright.model.nodepool import NodePool
 from nodewright.ports import Cluster
 from nodewright.reference import automode
-from nodewright.simulator.aws import (
+from nodewright.simulator.report.metrics import (
+    InterruptionRecord,
+    Recorder,
+)
+from nodewright.simulator.scenario import Scenario
+from nodewright.simulator.standins.account import (
     CLUSTER,
     IDEMPOTENCY_TABLE,
     NODE_INSTANCE_PROFILE,
@@ -56,20 +61,15 @@ from nodewright.simulator.aws import (
     SimulatedEc2,
     SimulatedLambda,
 )
-from nodewright.simulator.catalog import SimCatalog
-from nodewright.simulator.configuration import ScenarioConfiguration
-from nodewright.simulator.faults import Faults
-from nodewright.simulator.kube import Deployments, KubeScheduler, SimulatedCluster
-from nodewright.simulator.kubehttp import HttpCluster
-from nodewright.simulator.lambdas import ACCOUNT, REGION, EventLoop, Lambdas
-from nodewright.simulator.metrics import (
-    InterruptionRecord,
-    Recorder,
-)
-from nodewright.simulator.reservations import SimulatedReservations
-from nodewright.simulator.scenario import Scenario
-from nodewright.simulator.world_changes import Changes
-from nodewright.simulator.world_kubelet import Kubelet
+from nodewright.simulator.standins.catalog import SimCatalog
+from nodewright.simulator.standins.configuration import ScenarioConfiguration
+from nodewright.simulator.standins.faults import Faults
+from nodewright.simulator.standins.kube import Deployments, KubeScheduler, SimulatedCluster
+from nodewright.simulator.standins.kubehttp import HttpCluster
+from nodewright.simulator.standins.lambdas import ACCOUNT, REGION, EventLoop, Lambdas
+from nodewright.simulator.standins.reservations import SimulatedReservations
+from nodewright.simulator.world.changes import Changes
+from nodewright.simulator.world.kubelet import Kubelet
 
 HANDLERS = {
     "provisioner": "functions.provisioner.handler",

@@ -207,7 +207,7 @@ async def test_the_api_emulator_serves_the_mirror_and_a_client_reads_it_back() -
     from nodewright.inmemory.claimobjects import InMemoryClaimObjects
     from nodewright.inmemory.cluster import InMemoryCluster
     from nodewright.model.cluster import ClusterInfo
-    from nodewright.simulator.kubehttp import _CA
+    from nodewright.simulator.standins.kubehttp import _CA
 
     objects = InMemoryClaimObjects(clock=VirtualClock(NOW))
     server = ApiServer(InMemoryCluster(), tokens=["t0k3n"])

@@ -31,7 +31,7 @@ from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.snapshot import ClusterSnapshot
-from nodewright.simulator.kubehttp import _CA
+from nodewright.simulator.standins.kubehttp import _CA
 from tests.adapters.kube.test_claims import CRD, NOW, claims
 from tests.builders import node, node_pool
 
