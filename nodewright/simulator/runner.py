@@ -182,8 +182,12 @@ def _self_cost(world: World, calls: AwsCalls) -> dict[str, Any]:
         hours=world.scenario.duration / 3600,
         invocations=invocations,
         calls=calls,
-        decisions={name: observer.decisions for name, observer in world.observers.items() if name in world.handlers},
-        metrics={name: observer.metrics for name, observer in world.observers.items() if name in world.handlers},
+        decisions={
+            name: observer.decisions for name, observer in world.observers.items() if world.invocations.deployed(name)
+        },
+        metrics={
+            name: observer.metrics for name, observer in world.observers.items() if world.invocations.deployed(name)
+        },
         compute={name: (seconds, lambdas.memory.get(name, 1024)) for name, seconds in lambdas.wall.items()},
     )
 

@@ -21,7 +21,7 @@ Where the simulator stands in for a real call to keep a day's run fast, the stan
 so that the first time a function reaches it, the real adapter's method runs too and its calls
 are recorded (against moto or the emulator; a failure after the call was sent is fine, the call
 is what needs the grant):
-  * MirroredCloud.instances -> Ec2CloudProvider.instances (DescribeInstances);
+  * MirroredCloud.instances -> the Ec2CloudProvider it decorates (DescribeInstances);
   * MirroredStateStore's reads -> DynamoStateStore's (Query);
   * SimCatalog -> LiveCatalog (instance types, offerings, spot and on-demand prices);
   * StaticConfiguration -> the config table (ConfigStore.list) and the CRDs (read_config);
@@ -141,9 +141,7 @@ class Recorder:
             yield
 
     def _wrappers(self, request: Callable[..., Any]) -> list[tuple[Any, str, Any]]:
-        from nodewright.adapters.aws.ec2 import Ec2CloudProvider
         from nodewright.adapters.aws.nodeclass_resolver import NodeClassResolver
-        from nodewright.adapters.aws.state_store import DynamoStateStore
         from nodewright.adapters.kube.events import KubeEvents
         from nodewright.controllers.provisioning import StaticConfiguration
         from nodewright.model.nodeclass import AMISelectorTerm
@@ -156,7 +154,8 @@ class Recorder:
             SimulatedLambda,
         )
         from nodewright.simulator.standins.catalog import SimCatalog
-        from nodewright.simulator.world import World
+        from nodewright.simulator.world.kubelet import Kubelet
+        from nodewright.simulator.world.signals import Ec2Signals
 
         recorder = self
 
@@ -217,14 +216,17 @@ class Recorder:
             (rest.RESTClientObject, "request", request),
             (kubehttp.HttpCluster, "adapter", adapter),
             (KubeEvents, "_send", send_event),
-            (MirroredCloud, "instances", also(MirroredCloud.instances, Ec2CloudProvider.instances, "instances")),
+            (MirroredCloud, "instances", also(MirroredCloud.instances, MirroredCloud.described, "instances")),
             (PublicParameters, "get_parameter", get_parameter),
             (SimulatedLambda, "invoke", invoke),
             (SimCatalog, "instance_types", also(SimCatalog.instance_types, _live_catalog, "catalog")),
             (StaticConfiguration, "load", also(StaticConfiguration.load, self._stored_config, "config")),
         ]
-        hooks = ("capacity_error", "price", "spot_depth", "launched", "fleet", "terminating", "terminated", "_put")
-        wrappers.extend((World, name, aside(getattr(World, name))) for name in hooks)
+        # EC2's hooks (the kubelet answers them) and EC2's own events run on a function's thread
+        # when its call set them off.
+        hooks = ("capacity_error", "price", "spot_depth", "launched", "fleet", "terminating", "terminated")
+        wrappers.extend((Kubelet, name, aside(getattr(Kubelet, name))) for name in hooks)
+        wrappers.append((Ec2Signals, "put_event", aside(Ec2Signals.put_event)))
         wrappers.append((SimulatedEc2, "_zone", aside(SimulatedEc2._zone)))
         original_images = NodeClassResolver.images
 
@@ -234,7 +236,7 @@ class Recorder:
         wrappers.append((NodeClassResolver, "images", also(original_images, by_name, "images")))
         for name in ("claims", "blocked_offerings", "commands"):
             stand_in = getattr(MirroredStateStore, name)
-            wrappers.append((MirroredStateStore, name, also(stand_in, getattr(DynamoStateStore, name), name)))
+            wrappers.append((MirroredStateStore, name, also(stand_in, _table_read(name), name)))
         return wrappers
 
     def _stored_config(self, _: Any) -> None:
@@ -271,6 +273,17 @@ class Recorder:
                     status.put_status("NodeOverlay", "karpenter.sh/v1alpha1", None, "probe", {})
 
 
+def _table_read(name: str) -> Callable[..., Any]:
+    """The DynamoDB store's own read `name`, under the mirror that answers it in a simulation."""
+
+    def read(mirrored: Any, *args: Any, **kwargs: Any) -> Any:
+        from nodewright.adapters.aws.state_store import DynamoStateStore
+
+        return getattr(DynamoStateStore, name)(mirrored, *args, **kwargs)
+
+    return read
+
+
 def _live_catalog(_: Any, nodeclass: Any) -> None:
     """What the functions' LiveCatalog calls for a NodeClass (moto has no Price List API: the
     GetProducts call is still sent, and recorded, before it fails)."""
@@ -295,8 +308,8 @@ def _live_catalog(_: Any, nodeclass: Any) -> None:
 
 @contextlib.contextmanager
 def _patched(target: Any, name: str, value: Any) -> Iterator[None]:
-    # The attribute may be inherited (the simulator's World is composed of one base class per
-    # concern): shadow it on `target` and remove the shadow after, rather than copy it down.
+    # The attribute may be inherited (e.g. a hook `Ec2Hooks` answers by default): shadow it on
+    # `target` and remove the shadow after, rather than copy it down.
     own = name in target.__dict__
     original = target.__dict__.get(name)
     setattr(target, name, value)

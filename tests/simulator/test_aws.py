@@ -110,7 +110,7 @@ class Recorded(Ec2Hooks):
     def launched(self, instance: Launched) -> None:
         self.launches.append(instance)
 
-    def terminated(self, instance_ids: Sequence[str]) -> None:
+    def terminated(self, instance_ids: Sequence[str], reason: str | None) -> None:
         self.terminations.append(instance_ids)
 
 

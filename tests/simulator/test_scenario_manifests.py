@@ -19,7 +19,7 @@ from unittest import mock
 
 import pytest
 
-import nodewright.simulator.world.wiring as world_wiring
+import nodewright.simulator.world as world_module
 from nodewright.adapters.kube.cluster import parse_timestamp
 from nodewright.model.manifests import daemonset_manifest, node_manifest, pdb_manifest, pod_manifest
 from nodewright.model.node import Node
@@ -65,7 +65,7 @@ def test_every_object_a_scenario_creates_reads_back_equal_from_its_manifest(path
 
     scenario = load_scenario(path)
     scenario = replace(scenario, duration=min(scenario.duration, MINUTES * 60))
-    with mock.patch.object(world_wiring, "SimulatedCluster", Recorded):
+    with mock.patch.object(world_module, "SimulatedCluster", Recorded):
         run_scenario(scenario, None, plots=False)
 
     pods = [o for o in stored if isinstance(o, Pod)]

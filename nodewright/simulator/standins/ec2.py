@@ -70,11 +70,13 @@ class Ec2Hooks:
     def fleet(self, call: FleetCall) -> None:
         """A CreateFleet call was answered (after `launched` for each of its instances)."""
 
-    def terminating(self, instance_ids: Sequence[str]) -> None:
-        """These instances are about to be terminated (their nodes still hold their pods)."""
+    def terminating(self, instance_ids: Sequence[str], reason: str | None) -> None:
+        """These instances are about to be terminated (their nodes still hold their pods); `reason`
+        is EC2's own (`SimulatedEc2.reclaim`), None for a caller's TerminateInstances.
+        """
 
-    def terminated(self, instance_ids: Sequence[str]) -> None:
-        """These instances were terminated."""
+    def terminated(self, instance_ids: Sequence[str], reason: str | None) -> None:
+        """These instances were terminated (`reason` as for `terminating`)."""
 
     def short_fleet(self) -> bool:
         """True when this CreateFleet comes back short (a fault): fewer instances, plus Errors."""
@@ -257,8 +259,17 @@ class SimulatedEc2:
 
     def terminate_instances(self, **request: Any) -> dict[str, Any]:
         """TerminateInstances, reported to the world before and after; the pools get their room back."""
+        return self._terminate(request, None)
+
+    def reclaim(self, instance_ids: Sequence[str], reason: str) -> None:
+        """EC2 itself terminates the instances (a spot reclaim, a capacity block's end): as
+        TerminateInstances, reported to the world with `reason`.
+        """
+        self._terminate({"InstanceIds": list(instance_ids)}, reason)
+
+    def _terminate(self, request: Mapping[str, Any], reason: str | None) -> dict[str, Any]:
         ids = [str(i) for i in request.get("InstanceIds", [])]
-        self.hooks.terminating(ids)
+        self.hooks.terminating(ids, reason)
         response: dict[str, Any] = self._client.terminate_instances(**request)
         gone = [str(c["InstanceId"]) for c in response.get("TerminatingInstances", []) if c.get("InstanceId")]
         for instance_id in gone:
@@ -267,7 +278,7 @@ class SimulatedEc2:
                 self._in_pool[key] -= 1
         if self.reservations is not None:
             self.reservations.released(gone)
-        self.hooks.terminated(gone)
+        self.hooks.terminated(gone, reason)
         self.hooks.effect("TerminateInstances")
         return response
 

@@ -1,64 +1,63 @@
 """Capacity blocks ending, as EC2 ends them: 40 minutes before a block's end EC2 puts its
 "Capacity Block Reservation Expiration Warning" on EventBridge (the stack's rule routes it to the
 interruption queue), and 30 minutes before the end it terminates whatever still runs in the block
-(pods still on those nodes are lost). The counts and launches are `reservations.py`'s.
+(pods still on those nodes are lost). The counts and launches are `standins/reservations.py`'s.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from functools import partial
 
-from nodewright.engine.interruption.rules import CAPACITY_BLOCK_EXPIRATION_WARNING, SOURCE_EC2
+from nodewright.engine.interruption.rules import CAPACITY_BLOCK_EXPIRATION_WARNING
 from nodewright.engine.reservations import EXPIRY_LEAD_SECONDS, reclaim_time
+from nodewright.simulator.report.metrics import Recorder
+from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.scenario.model import CapacityReservationSpec
-from nodewright.simulator.standins.lambdas import ACCOUNT, REGION
-from nodewright.simulator.world.state import WorldState
+from nodewright.simulator.standins.ec2 import SimulatedEc2
+from nodewright.simulator.standins.lambdas import ACCOUNT, REGION, EventLoop
+from nodewright.simulator.world.signals import Ec2Signals
 
 BLOCK_RECLAIMED = "capacity-block-reclaimed"
 
 
-class CapacityBlocks(WorldState):
+class CapacityBlocks:
     """The end of each capacity block of the scenario (module docstring)."""
 
-    def _schedule_capacity_blocks(self) -> None:
+    def __init__(
+        self, scenario: Scenario, loop: EventLoop, ec2: SimulatedEc2, signals: Ec2Signals, recorder: Recorder
+    ) -> None:
+        self._scenario = scenario
+        self._loop = loop
+        self._ec2 = ec2
+        self._signals = signals
+        self._recorder = recorder
+
+    def schedule(self) -> None:
         """Put each block's expiration warning and EC2's reclaim on the virtual clock."""
-        for spec in self.scenario.capacity_reservations:
+        for spec in self._scenario.capacity_reservations:
             if spec.reservation_type != "capacity-block" or spec.end is None:
                 continue
-            end = self.scenario.start + spec.end
-            self.loop.at(max(self.scenario.start, end - EXPIRY_LEAD_SECONDS), partial(self._block_warning, spec, end))
-            self.loop.at(reclaim_time(end), partial(self._block_reclaim, spec))
+            end = self._scenario.start + spec.end
+            self._loop.at(max(self._scenario.start, end - EXPIRY_LEAD_SECONDS), partial(self._warning, spec, end))
+            self._loop.at(reclaim_time(end), partial(self._reclaim, spec))
 
-    def _block_warning(self, spec: CapacityReservationSpec, end: float) -> None:
+    def _warning(self, spec: CapacityReservationSpec, end: float) -> None:
         owner = spec.owner_id or ACCOUNT
-        self.account.events.put_events(
-            Entries=[
-                {
-                    "Time": datetime.fromtimestamp(self.clock.now(), UTC),
-                    "Source": SOURCE_EC2,
-                    "DetailType": CAPACITY_BLOCK_EXPIRATION_WARNING,
-                    "Detail": json.dumps(
-                        {
-                            "capacity-reservation-id": spec.id,
-                            "end-date": datetime.fromtimestamp(end, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                        }
-                    ),
-                    "Resources": [f"arn:aws:ec2:{REGION}:{owner}:capacity-reservation/{spec.id}"],
-                }
-            ]
+        self._signals.put_event(
+            CAPACITY_BLOCK_EXPIRATION_WARNING,
+            {
+                "capacity-reservation-id": spec.id,
+                "end-date": datetime.fromtimestamp(end, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            },
+            f"arn:aws:ec2:{REGION}:{owner}:capacity-reservation/{spec.id}",
         )
 
-    def _block_reclaim(self, spec: CapacityReservationSpec) -> None:
-        if self.ec2.reservations is None:
+    def _reclaim(self, spec: CapacityReservationSpec) -> None:
+        if self._ec2.reservations is None:
             return
-        left = self.ec2.reservations.instances(spec.id)
+        left = self._ec2.reservations.instances(spec.id)
         if not left:
             return
-        self.recorder.warnings.append(f"capacity block {spec.id}: EC2 reclaimed {len(left)} instance(s) still in it")
-        self._reason = BLOCK_RECLAIMED
-        try:
-            self.ec2.terminate_instances(InstanceIds=left)
-        finally:
-            self._reason = ""
+        self._recorder.warnings.append(f"capacity block {spec.id}: EC2 reclaimed {len(left)} instance(s) still in it")
+        self._ec2.reclaim(left, BLOCK_RECLAIMED)

@@ -15,29 +15,31 @@ the catalog, the usual well-known labels, then the group's labels). Returns the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from nodewright.model import labels as wk
-from nodewright.simulator.standins.kube import node_for
+from nodewright.simulator.scenario import Scenario
+from nodewright.simulator.standins.account import Account
+from nodewright.simulator.standins.catalog import SimCatalog
+from nodewright.simulator.standins.kube import SimulatedCluster, node_for
 from nodewright.simulator.standins.lambdas import REGION
-
-if TYPE_CHECKING:
-    from nodewright.simulator.world import World
 
 # How Karpenter tags the instances it launches (its cluster ownership tag), so the EC2 side looks
 # like a real migration's: instances of the account Nodewright does not own.
 OTHER_OWNER_TAG = "karpenter.sh/managed-by"
 
 
-def add_initial_nodes(world: World) -> list[str]:
-    """Launch and register the scenario's `initial_nodes` (see the module docstring)."""
+def add_initial_nodes(
+    scenario: Scenario, account: Account, catalog: SimCatalog, cluster: SimulatedCluster
+) -> list[str]:
+    """Launch the scenario's `initial_nodes` in `account` and register them in `cluster` (see the
+    module docstring); their names.
+    """
     names: list[str] = []
-    ec2 = world.account.ec2
-    for group in world.scenario.initial_nodes:
-        instance_type = world.catalog.find(group.instance_type, None)
+    ec2 = account.ec2
+    for group in scenario.initial_nodes:
+        instance_type = catalog.find(group.instance_type, None)
         if instance_type is None:
             raise ValueError(f"initial_nodes: {group.instance_type} is not in the catalog")
-        image = world.account.images.get("arm64" if instance_type.arch == "arm64" else "x86_64", "")
+        image = account.images.get("arm64" if instance_type.arch == "arm64" else "x86_64", "")
         for _ in range(group.count):
             launched = ec2.run_instances(
                 ImageId=image,
@@ -67,7 +69,7 @@ def add_initial_nodes(world: World) -> list[str]:
                 wk.CAPACITY_TYPE: group.capacity_type,
                 **group.labels,
             }
-            world.cluster.add_node(
+            cluster.add_node(
                 node_for(
                     name,
                     labels=labels,
@@ -80,5 +82,5 @@ def add_initial_nodes(world: World) -> list[str]:
             )
             names.append(name)
     if names:
-        world.cluster.reconcile_daemonsets()
+        cluster.reconcile_daemonsets()
     return names

@@ -12,37 +12,64 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from nodewright.simulator.standins.lambdas import REGION, Invocation
+from nodewright.inmemory.clock import VirtualClock
+from nodewright.simulator.scenario import Scenario
+from nodewright.simulator.standins.account import QUEUE, Account
+from nodewright.simulator.standins.faults import Faults
+from nodewright.simulator.standins.lambdas import ACCOUNT, REGION, EventLoop, Invocation, Lambdas
 from nodewright.simulator.world.invocations import Invocations
 
 
-class QueueSource(Invocations):
-    """The event source mapping (module docstring)."""
+class QueueSource:
+    """The event source mapping (module docstring): it polls once the interruption function is
+    deployed.
+    """
 
-    def _poll_queue(self) -> bool:
+    def __init__(
+        self,
+        *,
+        scenario: Scenario,
+        clock: VirtualClock,
+        loop: EventLoop,
+        lambdas: Lambdas,
+        faults: Faults,
+        account: Account,
+        invocations: Invocations,
+    ) -> None:
+        self._scenario = scenario
+        self._clock = clock
+        self._loop = loop
+        self._lambdas = lambdas
+        self._faults = faults
+        self._account = account
+        self._invocations = invocations
+        self._queue: Any = None  # moto's queue, once the interruption function is deployed
+        self._check: float | None = None  # the wake-up on the loop for the next due message
+
+    def poll(self) -> bool:
         """Invoke the interruption handler with due messages; True when it ran."""
-        queue = self._queue
+        queue = self._moto_queue()
         if queue is None or not queue._messages:
             return False
-        now = self.clock.now()
+        now = self._clock.now()
         # Long polling, as the event source mapping's pollers do: a message is received the
         # moment it is due (sent, its delay over, or its visibility deadline passed), whatever
-        # else is in flight. `_queue_check` only keeps one wake-up per due time on the loop.
+        # else is in flight. `_check` only keeps one wake-up per due time on the loop.
         due = self._next_delivery()
         if due is None:
-            self._queue_check = None
+            self._check = None
             return False
         if due > now:
-            if self._queue_check is None or due < self._queue_check or self._queue_check <= now:
-                self._queue_check = due
-                self.loop.at(due, lambda: None)  # a step at `due`, so _after_step polls then
+            if self._check is None or due < self._check or self._check <= now:
+                self._check = due
+                self._loop.at(due, lambda: None)  # a step at `due`, so the world polls again then
             return False
-        settings = self.scenario.interruption
-        running = sum(1 for i in self.lambdas.running if i.function == "interruption")
+        settings = self._scenario.interruption
+        running = sum(1 for i in self._lambdas.running if i.function == "interruption")
         if running >= settings.concurrency:
             return False
-        response = self.account.sqs.receive_message(
-            QueueUrl=self.account.queue_url,
+        response = self._account.sqs.receive_message(
+            QueueUrl=self._account.queue_url,
             MaxNumberOfMessages=settings.batch_size,
             AttributeNames=["All"],
             MessageAttributeNames=["All"],
@@ -59,26 +86,36 @@ class QueueSource(Invocations):
                 "messageAttributes": {},
                 "md5OfBody": m.get("MD5OfBody", ""),
                 "eventSource": "aws:sqs",
-                "eventSourceARN": self.account.queue_arn,
+                "eventSourceARN": self._account.queue_arn,
                 "awsRegion": REGION,
             }
             for m in messages
         ]
-        records, duplicates = self.faults.deliveries(records, self._hold)
+        records, duplicates = self._faults.deliveries(records, self._hold)
         for delay, record in duplicates:
             # A second delivery of the same message: nothing to acknowledge (its receipt is spent).
-            self.loop.at(now + delay, partial(self._start, "interruption", {"Records": [record]}))
+            self._loop.at(now + delay, partial(self._invocations.start, "interruption", {"Records": [record]}))
         if not records:
             return False
         batch = records
-        self._invoke("interruption", {"Records": list(batch)}, lambda done: self._acknowledge(done, batch))
+        self._invocations.invoke("interruption", {"Records": list(batch)}, lambda done: self._acknowledge(done, batch))
         return True
+
+    def _moto_queue(self) -> Any:
+        """moto's interruption queue (its messages' due times are read there), once the
+        interruption function is deployed; None before.
+        """
+        if self._queue is None and self._invocations.deployed("interruption"):
+            from moto.sqs.models import sqs_backends
+
+            self._queue = sqs_backends[ACCOUNT][REGION].queues[QUEUE]
+        return self._queue
 
     def _hold(self, record: Mapping[str, Any], seconds: float) -> None:
         """Deliver a received message `seconds` later instead, after others: put back as a delayed
         copy, so holding it does not count as a receive (the redrive policy counts those).
         """
-        sqs, queue = self.account.sqs, self.account.queue_url
+        sqs, queue = self._account.sqs, self._account.queue_url
         sqs.delete_message(QueueUrl=queue, ReceiptHandle=str(record["receiptHandle"]))
         sqs.send_message(QueueUrl=queue, MessageBody=str(record["body"]), DelaySeconds=min(900, round(seconds)))
 
@@ -102,4 +139,4 @@ class QueueSource(Invocations):
             if record["messageId"] not in failed
         ]
         if entries:
-            self.account.sqs.delete_message_batch(QueueUrl=self.account.queue_url, Entries=entries)
+            self._account.sqs.delete_message_batch(QueueUrl=self._account.queue_url, Entries=entries)

@@ -6,42 +6,71 @@ each interrupted node (cordoned, drained, replaced, reclaimed) feed the summary'
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Mapping
-from datetime import UTC, datetime
+import random
 from functools import partial
-from typing import Any
 
-from nodewright.engine.interruption.rules import (
-    REBALANCE_RECOMMENDATION,
-    SOURCE_EC2,
-    SPOT_INTERRUPTION_WARNING,
-)
+from nodewright.engine.interruption.rules import REBALANCE_RECOMMENDATION, SPOT_INTERRUPTION_WARNING
+from nodewright.inmemory.clock import VirtualClock
 from nodewright.model import labels as wk
 from nodewright.model.snapshot import reschedulable
-from nodewright.simulator.report.metrics import (
-    InterruptionRecord,
-)
+from nodewright.simulator.report.metrics import InterruptionRecord, Recorder
 from nodewright.simulator.scenario import Interruption
-from nodewright.simulator.standins.account import (
-    instance_arn,
-)
-from nodewright.simulator.world.state import WorldState
+from nodewright.simulator.standins.ec2 import SimulatedEc2
+from nodewright.simulator.standins.kube import SimulatedCluster
+from nodewright.simulator.standins.lambdas import EventLoop
+from nodewright.simulator.world.feed import ChangeFeed, EvictionRefused, NodeCordoned, NodeGone, PodGone
+from nodewright.simulator.world.signals import Ec2Signals
+
+SPOT_RECLAIMED = "spot-reclaimed"
 
 
-class SpotInterruptions(WorldState):
-    """Spot interruptions and what became of each interrupted node (module docstring)."""
+class SpotInterruptions:
+    """Spot interruptions and what became of each interrupted node (module docstring).
 
-    def _interrupt(self, spec: Interruption, index: int) -> None:
-        now = self.clock.now()
+    `rng` draws which nodes are interrupted; the world shares it with the node failures, as one
+    seeded stream of draws in the order the scenario's events come.
+    """
+
+    def __init__(
+        self,
+        *,
+        cluster: SimulatedCluster,
+        recorder: Recorder,
+        clock: VirtualClock,
+        loop: EventLoop,
+        rng: random.Random,
+        signals: Ec2Signals,
+        ec2: SimulatedEc2,
+        feed: ChangeFeed,
+    ) -> None:
+        self._cluster = cluster
+        self._recorder = recorder
+        self._clock = clock
+        self._loop = loop
+        self._rng = rng
+        self._signals = signals
+        self._ec2 = ec2
+        self._forced: set[str] = set()  # nodes under a spot interruption warning
+        self._watched: dict[str, InterruptionRecord] = {}  # interrupted nodes by name
+        self._refused: dict[str, float] = {}  # pod -> when a PodDisruptionBudget last refused its eviction
+        feed.subscribe(NodeCordoned, self._cordoned)
+        feed.subscribe(PodGone, self._pod_gone)
+        feed.subscribe(NodeGone, self._node_gone)
+        feed.subscribe(EvictionRefused, self._eviction_refused)
+
+    def interrupt(self, spec: Interruption, index: int) -> None:
+        """The scenario's `interruptions[index]` strikes now: draw its nodes and schedule each
+        one's signals and reclaim.
+        """
+        now = self._clock.now()
         candidates = sorted(
             (
                 n
-                for n in self.cluster.nodes()
+                for n in self._cluster.nodes()
                 if n.labels.get(wk.CAPACITY_TYPE) == "spot"
                 and n.instance_id
-                and n.instance_id not in self.recorder.interruptions
+                and n.instance_id not in self._recorder.interruptions
                 and (spec.nodepool is None or n.nodepool == spec.nodepool)
                 and (spec.zone is None or n.labels.get(wk.ZONE) == spec.zone)
             ),
@@ -50,7 +79,7 @@ class SpotInterruptions(WorldState):
         wanted = spec.count if spec.count is not None else math.ceil((spec.fraction or 0.0) * len(candidates))
         wanted = min(wanted, len(candidates))
         if wanted < (spec.count or 0):
-            self.recorder.warnings.append(
+            self._recorder.warnings.append(
                 f"interruptions[{index}]: {spec.count} spot nodes asked for, {len(candidates)} running"
             )
         victims = self._rng.sample(candidates, wanted) if wanted else []
@@ -66,42 +95,60 @@ class SpotInterruptions(WorldState):
                 reclaim_at=warning + spec.notice,
                 rebalance_at=first if spec.rebalance else None,
             )
-            self.recorder.interruptions[node.instance_id] = record
+            self._recorder.interruptions[node.instance_id] = record
             self._watched[node.name] = record
             if spec.rebalance:
-                self.loop.at(first, partial(self._rebalance, record))
-            self.loop.at(warning, partial(self._warn, record))
-            self.loop.at(warning + spec.notice, partial(self._reclaim, record))
+                self._loop.at(first, partial(self._rebalance, record))
+            self._loop.at(warning, partial(self._warn, record))
+            self._loop.at(warning + spec.notice, partial(self._reclaim, record))
+
+    def forced(self, node: str) -> bool:
+        """True when `node` is under a spot interruption warning (EC2 takes it, whatever budgets say)."""
+        return node in self._forced
+
+    def interrupted(self, node: str) -> bool:
+        """True when `node` was chosen for a spot interruption."""
+        return node in self._watched
+
+    def held_by_budget(self, node: str, pod: str) -> bool:
+        """True when `pod`, lost with interrupted `node`, had its eviction refused by a budget
+        since the node's first signal (so it stayed until EC2 took the instance).
+        """
+        interrupted = self._watched.get(node)
+        return interrupted is not None and self._refused.get(pod, -math.inf) >= interrupted.first_signal
 
     def _rebalance(self, record: InterruptionRecord) -> None:
-        self._put(REBALANCE_RECOMMENDATION, record.instance_id, {"instance-id": record.instance_id})
+        self._signals.put(REBALANCE_RECOMMENDATION, record.instance_id, {"instance-id": record.instance_id})
 
     def _warn(self, record: InterruptionRecord) -> None:
         self._forced.add(record.node)
-        self._put(
+        self._signals.put(
             SPOT_INTERRUPTION_WARNING,
             record.instance_id,
             {"instance-id": record.instance_id, "instance-action": "terminate"},
         )
 
     def _reclaim(self, record: InterruptionRecord) -> None:
-        instance = self.recorder.instances.get(record.instance_id)
+        instance = self._recorder.instances.get(record.instance_id)
         if instance is None or instance.terminated_at is not None:
             return
-        if self.cluster.get_node(record.node) is not None:
-            record.pods_at_reclaim = sum(1 for p in self.cluster.pods_on(record.node) if reschedulable(p))
+        if self._cluster.get_node(record.node) is not None:
+            record.pods_at_reclaim = sum(1 for p in self._cluster.pods_on(record.node) if reschedulable(p))
         record.reclaimed = True
-        self._reason = "spot-reclaimed"
-        try:
-            self.ec2.terminate_instances(InstanceIds=[record.instance_id])
-        finally:
-            self._reason = ""
+        self._ec2.reclaim([record.instance_id], SPOT_RECLAIMED)
 
-    def _cordoned(self, node: str, at: float) -> None:
-        record = self._watched.get(node)
-        if record is not None and record.cordoned_at is None and at >= record.first_signal:
-            record.cordoned_at = at
+    def _eviction_refused(self, change: EvictionRefused) -> None:
+        self._refused[change.pod] = change.at
+
+    def _cordoned(self, change: NodeCordoned) -> None:
+        record = self._watched.get(change.node)
+        if record is not None and record.cordoned_at is None and change.at >= record.first_signal:
+            record.cordoned_at = change.at
             record.replacement_at = self._replacement_after(record.first_signal)
+
+    def _pod_gone(self, change: PodGone) -> None:
+        if change.node in self._watched:
+            self._check_drained(change.node, change.at)
 
     def _check_drained(self, node: str, at: float) -> None:
         record = self._watched.get(node)
@@ -109,29 +156,16 @@ class SpotInterruptions(WorldState):
             return
         if record.replacement_at is None:
             record.replacement_at = self._replacement_after(record.first_signal)
-        gone = self.cluster.get_node(node) is None or not any(reschedulable(p) for p in self.cluster.pods_on(node))
+        gone = self._cluster.get_node(node) is None or not any(reschedulable(p) for p in self._cluster.pods_on(node))
         if gone and not record.reclaimed:
             record.drained_at = at
 
     def _replacement_after(self, first: float) -> float | None:
         """The first provisioner invoke or CreateFleet at or after `first`."""
-        requests = [t for t in (*self.recorder.replacement_requests, *self.recorder.launches) if t >= first]
+        requests = [t for t in (*self._recorder.replacement_requests, *self._recorder.launches) if t >= first]
         return min(requests) if requests else None
 
-    def _put(self, detail_type: str, instance_id: str, detail: Mapping[str, Any]) -> None:
-        self.account.events.put_events(
-            Entries=[
-                {
-                    "Time": datetime.fromtimestamp(self.clock.now(), UTC),
-                    "Source": SOURCE_EC2,
-                    "DetailType": detail_type,
-                    "Detail": json.dumps(dict(detail)),
-                    "Resources": [instance_arn(instance_id)],
-                }
-            ]
-        )
-
-    def _node_gone(self, name: str, at: float) -> None:
-        interrupted = self._watched.get(name)
+    def _node_gone(self, change: NodeGone) -> None:
+        interrupted = self._watched.get(change.node)
         if interrupted is not None and interrupted.drained_at is None:
-            self._check_drained(name, at)
+            self._check_drained(change.node, change.at)

@@ -1,10 +1,8 @@
-"""The world's wiring: the stand-ins and the functions connected to them.
-
-`Wiring.__init__` builds the virtual clock and event loop, the in-memory cluster (or, with
-`kube_api: http`, the API emulator in front of it), the faults, the moto-backed AWS account and
-the catalog; `_wire` builds the controllers on the simulated EC2, SSM, DynamoDB and SQS and hands
-them to the real handlers (`functions.*.handler`, through their `configure` seam), and `release`
-hands the handlers back their own. A function missing from this tree is skipped with a warning.
+"""The functions wired to the stand-ins: `Functions` builds the controllers on the simulated EC2,
+SSM, DynamoDB, SQS and the cluster (or each function's own adapter over HTTP), hands them to the
+real handlers (`functions.*.handler`, through their `configure` seam) and deploys each handler
+(`Invocations.deploy`); `release` hands the handlers back their own. A function missing from this
+tree is skipped with a warning.
 """
 
 from __future__ import annotations
@@ -12,9 +10,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
-import random
 import sys
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -39,37 +36,28 @@ from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions,
 from nodewright.inmemory.claimobjects import InMemoryClaimObjects
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.instance import Instance
-from nodewright.model.nodepool import NodePool
 from nodewright.ports import Cluster
 from nodewright.reference import automode
-from nodewright.simulator.report.metrics import (
-    InterruptionRecord,
-    Recorder,
-)
+from nodewright.simulator.report.metrics import Recorder
 from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.standins.account import (
     CLUSTER,
     IDEMPOTENCY_TABLE,
     NODE_INSTANCE_PROFILE,
     NODE_ROLE,
-    QUEUE,
-    STATE_TABLE,
     Account,
-    MirroredCloud,
-    MirroredStateStore,
     PublicParameters,
-    SimulatedEc2,
     SimulatedLambda,
 )
 from nodewright.simulator.standins.catalog import SimCatalog
 from nodewright.simulator.standins.configuration import ScenarioConfiguration
+from nodewright.simulator.standins.ec2 import SimulatedEc2
 from nodewright.simulator.standins.faults import Faults
-from nodewright.simulator.standins.kube import Deployments, KubeScheduler, SimulatedCluster
+from nodewright.simulator.standins.kube import SimulatedCluster
 from nodewright.simulator.standins.kubehttp import HttpCluster
-from nodewright.simulator.standins.lambdas import ACCOUNT, REGION, EventLoop, Lambdas
-from nodewright.simulator.standins.reservations import SimulatedReservations
-from nodewright.simulator.world.changes import Changes
-from nodewright.simulator.world.kubelet import Kubelet
+from nodewright.simulator.standins.lambdas import REGION, Lambdas
+from nodewright.simulator.standins.mirrors import MirroredCloud, MirroredStateStore
+from nodewright.simulator.world.invocations import Invocations
 
 HANDLERS = {
     "provisioner": "functions.provisioner.handler",
@@ -102,93 +90,78 @@ def _import(name: str) -> ModuleType | None:
         raise
 
 
-class Wiring(Kubelet, Changes):
-    """Building the world and wiring the functions to it (module docstring)."""
+class Functions:
+    """The three functions wired to the stand-ins (module docstring). `wire` runs once, after the
+    account exists; `cloud` is the functions' EC2 provider from then on.
+    """
 
-    def __init__(self, scenario: Scenario, session: Any) -> None:
-        self.scenario = scenario
-        self.clock = VirtualClock(scenario.start)
-        self.end = scenario.start + scenario.duration
-        self.loop = EventLoop(self.clock)
-        self.loop.after_step = self._after_step
-        self.lambdas = Lambdas(self.loop, {name: getattr(scenario, name).memory_mb for name in HANDLERS})
-        self.cluster = SimulatedCluster(self.clock)
-        self.cluster.before_evict = self._before_evict
-        self.cluster.after_evict = self._after_evict
-        self.cluster.before_delete_node = lambda name: self._audit_node(name, "Node deleted through the API")
-        # The scenario's faults meet the functions at the cluster's and AWS's edges (faults.py).
-        self.faults = Faults(scenario, self.lambdas)
-        self.cluster.before_request = self.faults.kube
-        self.cluster.after_effect = self.faults.effect
-        # With `kube_api: http` the functions reach the cluster through the real adapter over HTTP.
-        self.http = (
-            HttpCluster(
-                self.cluster,
-                fault=self.faults.api_fault,
-                alive=self.faults.check_alive,
-                effect=self.faults.effect,
-                sleep=self.faults.kube_sleep,
-            )
-            if scenario.kube_api == "http"
-            else None
-        )
-        # The NodeClaim objects the functions mirror their claims into (served over HTTP too).
-        self.claim_objects = InMemoryClaimObjects(clock=self.clock)
-        if self.http is not None:
-            self.http.server.claims = self.claim_objects
-        self.scheduler = KubeScheduler(self.cluster)
-        self.deployments = Deployments(self.cluster, scenario.workloads)
-        self.account = Account(session)
-        self.catalog = SimCatalog(scenario.zones, scenario.nodepools)
-        self.recorder = Recorder(start=scenario.start)
-        self.observers = {name: RecordingObserver() for name in HANDLERS}
-        self.pools: dict[str, NodePool] = {p.name: p for p in scenario.nodepools}
-        self.handlers: dict[str, Callable[[dict[str, Any], Any], Any]] = {}
+    def __init__(
+        self,
+        *,
+        scenario: Scenario,
+        clock: VirtualClock,
+        lambdas: Lambdas,
+        faults: Faults,
+        account: Account,
+        catalog: SimCatalog,
+        cluster: SimulatedCluster,
+        http: HttpCluster | None,
+        claim_objects: InMemoryClaimObjects,
+        observers: Mapping[str, RecordingObserver],
+        recorder: Recorder,
+        ec2: SimulatedEc2,
+        store: MirroredStateStore,
+        invocations: Invocations,
+    ) -> None:
+        self._scenario = scenario
+        self._clock = clock
+        self._lambdas = lambdas
+        self._faults = faults
+        self._account = account
+        self._catalog = catalog
+        self._cluster = cluster
+        self._http = http
+        self._claim_objects = claim_objects
+        self._observers = observers
+        self._recorder = recorder
+        self._ec2 = ec2
+        self._store = store
+        self._invocations = invocations
         self.modules: dict[str, ModuleType] = {}
-        self._levels: dict[str, int] = {}
-        self.store: MirroredStateStore | None = None
-        self._seen = 0
-        self._dirty = False
-        self._unbound: set[str] = set()
-        self._forced: set[str] = set()  # nodes under a spot interruption warning
-        self._watched: dict[str, InterruptionRecord] = {}  # interrupted nodes by name
-        self._refused: dict[str, float] = {}  # pod -> when a PodDisruptionBudget last refused its eviction
-        self._booting: dict[str, float] = {}
-        self._node_instance: dict[str, str] = {}
-        self._reason = ""
-        self._queue_check: float | None = None
-        self._queue: Any = None
-        self._observed: dict[str, int] = dict.fromkeys(HANDLERS, 0)
-        self._rng = random.Random(scenario.seed)
-        self._impaired: dict[str, tuple[tuple[str, ...], float]] = {}
-        self._waiting_on: dict[str, str] = {}
+        self._levels: dict[str, int] = {}  # each handler's log level before the run
+        self._cloud: MirroredCloud | None = None
 
-    def _wire(self) -> None:
-        scenario = self.scenario
-        reservations = SimulatedReservations(
-            scenario.capacity_reservations, start=scenario.start, account=ACCOUNT, region=REGION
-        )
-        ec2 = SimulatedEc2(self.account.ec2, self, reservations=reservations, clock=self.clock.now)
-        backoff = Backoff(sleep=self.faults.sleep, random=self.faults.jitter)
+    @property
+    def cloud(self) -> MirroredCloud:
+        """The functions' EC2 cloud provider (once wired)."""
+        if self._cloud is None:
+            raise RuntimeError("the functions are not wired yet")
+        return self._cloud
+
+    def wire(self) -> None:
+        """Build the controllers and hand them to the handlers (module docstring)."""
+        scenario = self._scenario
+        ec2 = self._ec2
+        backoff = Backoff(sleep=self._faults.sleep, random=self._faults.jitter)
         # One count of each reservation, shared by the catalog and the cloud provider, as one
         # Lambda container shares it (nodewright.controllers.assembly).
-        counts = CapacityReservations(ec2, self.clock, backoff=backoff)
-        self.catalog.reserve(counts, self.clock)
-        ssm = PublicParameters(self.account.ssm, self.account.images)
-        clients = {"ec2": self.account.ec2, "dynamodb": self.account.dynamodb, "sqs": self.account.sqs}
-        self.faults.install(clients, lambda: ec2.quiet)
+        counts = CapacityReservations(ec2, self._clock, backoff=backoff)
+        self._catalog.reserve(counts, self._clock)
+        ssm = PublicParameters(self._account.ssm, self._account.images)
+        clients = {"ec2": self._account.ec2, "dynamodb": self._account.dynamodb, "sqs": self._account.sqs}
+        self._faults.install(clients, lambda: ec2.quiet)
         # The deploy key nodeRoles (scenario `node_roles`): profiles kept in the simulated IAM.
         roles = NodeRoles.of(NODE_ROLE, scenario.node_roles or ())
         profiles = (
             None
             if scenario.node_roles is None
             else InstanceProfiles(
-                self.account.iam,
+                self._account.iam,
                 cluster=CLUSTER.name,
                 region=REGION,
                 roles=roles,
                 own_profile=NODE_INSTANCE_PROFILE,
-                clock=self.clock,
+                clock=self._clock,
                 backoff=backoff,
             )
         )
@@ -198,14 +171,13 @@ class Wiring(Kubelet, Changes):
             CLUSTER,
             instance_profile=NODE_INSTANCE_PROFILE,
             profiles=profiles,
-            clock=self.clock,
-            registry=self._live_instances,
+            clock=self._clock,
+            registry=lambda: live_instances(self._recorder),
             backoff=backoff,
             reservations=counts,
         )
-        self.ec2 = ec2
-        self.cloud = cloud
-        self.store = store = MirroredStateStore(self.account.dynamodb, STATE_TABLE)
+        self._cloud = cloud
+        store = self._store
         mode = scenario.consolidation
         config = ScenarioConfiguration(
             StaticConfiguration(
@@ -216,11 +188,11 @@ class Wiring(Kubelet, Changes):
                 nodeoverlays=scenario.nodeoverlays,
             ),
             scenario.nodepool_changes,
-            self.clock,
+            self._clock,
             scenario.start,
         )
-        if self.http is not None:
-            self.http.start()
+        if self._http is not None:
+            self._http.start()
 
         def provisioner(observer: RecordingObserver) -> Provisioner:
             cluster = self._cluster_for("provisioner")
@@ -228,14 +200,14 @@ class Wiring(Kubelet, Changes):
                 cluster=cluster,
                 cloud=cloud,
                 store=store,
-                clock=self.clock,
+                clock=self._clock,
                 config=config
                 if profiles is None
-                else RoleCheckedConfiguration(config, roles, cluster, self.clock, observer),
-                catalog=self.catalog,
+                else RoleCheckedConfiguration(config, roles, cluster, self._clock, observer),
+                catalog=self._catalog,
                 observer=observer,
-                sleep=self.lambdas.sleep,
-                wait=self.lambdas.sleep,
+                sleep=self._lambdas.sleep,
+                wait=self._lambdas.sleep,
                 options=provisioner_options_for(mode, ProvisionerOptions(idle_exit=scenario.provisioner.idle_exit)),
                 mirror=self._mirror(observer),
                 reservations=counts,
@@ -243,24 +215,26 @@ class Wiring(Kubelet, Changes):
             )
 
         module = importlib.import_module(HANDLERS["provisioner"])
-        module.configure(provisioner(self.observers["provisioner"]))
+        module.configure(provisioner(self._observers["provisioner"]))
         self._use("provisioner", module)
 
         interruption = _import(HANDLERS["interruption"])
         if interruption is None:
-            self.recorder.warnings.append("functions/interruption/handler.py is missing: interruptions are not handled")
+            self._recorder.warnings.append(
+                "functions/interruption/handler.py is missing: interruptions are not handled"
+            )
         else:
             try:
                 self._wire_interruption(interruption, cloud, store, config)
             except (ImportError, TypeError, AttributeError) as error:
-                self.recorder.warnings.append(f"the interruption function could not be wired: {error}")
+                self._recorder.warnings.append(f"the interruption function could not be wired: {error}")
 
         if scenario.consolidation == "off":
-            self.recorder.warnings.append("consolidation is off in this scenario")
+            self._recorder.warnings.append("consolidation is off in this scenario")
             return
         consolidator = _import(HANDLERS["consolidator"])
         if consolidator is None:
-            self.recorder.warnings.append("functions/consolidator/handler.py is missing: nothing is consolidated")
+            self._recorder.warnings.append("functions/consolidator/handler.py is missing: nothing is consolidated")
             return
         try:
             from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
@@ -277,63 +251,60 @@ class Wiring(Kubelet, Changes):
                     )
                 ),
             )
-            observer = self.observers["consolidator"]
+            observer = self._observers["consolidator"]
             controller = Consolidator(
                 cluster=self._cluster_for("consolidator"),
                 cloud=cloud,
                 store=store,
-                clock=self.clock,
+                clock=self._clock,
                 config=config,
-                catalog=self.catalog,
+                catalog=self._catalog,
                 observer=observer,
                 launcher=provisioner(observer),
                 options=options,
-                sleep=self.lambdas.sleep,
+                sleep=self._lambdas.sleep,
                 decisions=decisions_for(mode),
             )
             consolidator.configure(controller)
             self._use("consolidator", consolidator)
         except (ImportError, TypeError, AttributeError) as error:
-            self.recorder.warnings.append(f"the consolidator could not be wired: {error}")
+            self._recorder.warnings.append(f"the consolidator could not be wired: {error}")
 
     def _wire_interruption(self, module: ModuleType, cloud: MirroredCloud, store: Any, config: Any) -> None:
         from nodewright.adapters.aws.signals import LambdaProvisionerTrigger, SqsContinuations
         from nodewright.adapters.idempotency import EventDeduplicator
         from nodewright.controllers.interruption import InterruptionController
 
-        lambda_client = SimulatedLambda(self._async_invoke, self.faults.effect)
+        lambda_client = SimulatedLambda(self._invocations.invoke_async, self._faults.effect)
         controller = InterruptionController(
             cluster=self._cluster_for("interruption", (NODES,)),
             store=store,
             cloud=cloud,
-            clock=self.clock,
+            clock=self._clock,
             config=config,
-            observer=self.observers["interruption"],
-            continuations=SqsContinuations(self.account.sqs, self.account.queue_url),
+            observer=self._observers["interruption"],
+            continuations=SqsContinuations(self._account.sqs, self._account.queue_url),
             provisioner=LambdaProvisionerTrigger(lambda_client, "nodewright-provisioner"),
         )
-        module.configure(EventDeduplicator(controller.process, table=IDEMPOTENCY_TABLE, client=self.account.dynamodb))
+        module.configure(EventDeduplicator(controller.process, table=IDEMPOTENCY_TABLE, client=self._account.dynamodb))
         self._use("interruption", module)
-        from moto.sqs.models import sqs_backends
-
-        self._queue = sqs_backends[ACCOUNT][REGION].queues[QUEUE]
 
     def _mirror(self, observer: RecordingObserver) -> ClaimMirror:
         """The NodeClaim mirror of the function `observer` is (the consolidator's judges): through
         that function's own adapter over HTTP (its requests are that function's), else straight
         into the objects.
         """
-        function = next(name for name, known in self.observers.items() if known is observer)
-        objects = self.claim_objects if self.http is None else KubeClaimObjects(self.http.adapter(function))
-        return ClaimMirror(objects, self.clock, observer, judge=function == "consolidator")
+        function = next(name for name, known in self._observers.items() if known is observer)
+        objects = self._claim_objects if self._http is None else KubeClaimObjects(self._http.adapter(function))
+        return ClaimMirror(objects, self._clock, observer, judge=function == "consolidator")
 
     def _cluster_for(self, function: str, kinds: tuple[str, ...] = KINDS) -> Cluster:
         """The cluster as `function` reaches it: directly, or through its own adapter over HTTP."""
-        return self.cluster if self.http is None else self.http.adapter(function, kinds)
+        return self._cluster if self._http is None else self._http.adapter(function, kinds)
 
     def _use(self, name: str, module: ModuleType) -> None:
         self.modules[name] = module
-        self.handlers[name] = module.handler
+        self._invocations.deploy(name, module.handler)
         logger = getattr(module, "logger", None)
         if logger is not None and hasattr(logger, "setLevel"):
             self._levels[name] = logger.log_level if hasattr(logger, "log_level") else logging.INFO
@@ -341,28 +312,29 @@ class Wiring(Kubelet, Changes):
 
     def release(self) -> None:
         """Hand the functions back their own controllers (built from the environment on next use)."""
-        if self.http is not None:
-            self.http.stop()
-        self.faults.close()
         for name, module in self.modules.items():
             module.configure(None)
             logger = getattr(module, "logger", None)
             if name in self._levels and logger is not None:
                 logger.setLevel(self._levels[name])
 
-    def _live_instances(self) -> list[Instance]:
-        return [
-            Instance(
-                instance_id=r.instance_id,
-                instance_type=r.instance_type,
-                zone=r.zone,
-                capacity_type=r.capacity_type,
-                state="running",
-                launched_at=r.launched_at,
-                nodeclaim=r.nodeclaim,
-                nodepool=r.nodepool,
-                image_id=r.image_id,
-            )
-            for r in self.recorder.instances.values()
-            if r.terminated_at is None
-        ]
+
+def live_instances(recorder: Recorder) -> list[Instance]:
+    """The instances running now, from the world's records (the registry the mirrored EC2
+    provider answers `instances()` from).
+    """
+    return [
+        Instance(
+            instance_id=r.instance_id,
+            instance_type=r.instance_type,
+            zone=r.zone,
+            capacity_type=r.capacity_type,
+            state="running",
+            launched_at=r.launched_at,
+            nodeclaim=r.nodeclaim,
+            nodepool=r.nodepool,
+            image_id=r.image_id,
+        )
+        for r in recorder.instances.values()
+        if r.terminated_at is None
+    ]
