@@ -22,7 +22,7 @@ so that the first time a function reaches it, the real adapter's method runs too
 are recorded (against moto or the emulator; a failure after the call was sent is fine, the call
 is what needs the grant):
   * MirroredCloud.instances -> the Ec2CloudProvider it decorates (DescribeInstances);
-  * MirroredStateStore's reads -> DynamoStateStore's (Query);
+  * MirroredStateStore's reads -> the DynamoStateStore it decorates (Query);
   * SimCatalog -> LiveCatalog (instance types, offerings, spot and on-demand prices);
   * StaticConfiguration -> the config table (ConfigStore.list) and the CRDs (read_config);
   * PublicParameters for /aws/service/ names -> ssm GetParameter;
@@ -277,9 +277,7 @@ def _table_read(name: str) -> Callable[..., Any]:
     """The DynamoDB store's own read `name`, under the mirror that answers it in a simulation."""
 
     def read(mirrored: Any, *args: Any, **kwargs: Any) -> Any:
-        from nodewright.adapters.aws.state_store import DynamoStateStore
-
-        return getattr(DynamoStateStore, name)(mirrored, *args, **kwargs)
+        return getattr(mirrored.store, name)(*args, **kwargs)
 
     return read
 

@@ -1,4 +1,4 @@
-"""The simulated EC2's CreateFleet chooses as EC2 does (nodewright/simulator/standins/fleet.py, aws.py).
+"""The simulated EC2's CreateFleet chooses as EC2 does (nodewright/simulator/standins/fleet.py, standins/ec2.py).
 
 Real: the EC2 cloud provider (`Ec2CloudProvider`, the production adapter: its fleet plan, launch
 templates and request) and moto (in-process) for templates, subnets, AMIs and instances.

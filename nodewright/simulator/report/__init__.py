@@ -2,12 +2,12 @@
 
 The Markdown and HTML versions are rendered from the same list of blocks (headings, paragraphs,
 tables, images, lists, preformatted text), so they always say the same thing. Plots use
-matplotlib's Agg backend, imported in `report_plots.draw` only, so the simulator runs without a
+matplotlib's Agg backend, imported in `plots.draw` only, so the simulator runs without a
 display.
 
 Files: this one writes the report (`write_report`) and builds its content (the run, faults,
-decisions, fidelity, method); `report_explain.py` the explanations of pods and nodes and the
-status at the end; `report_render.py` the blocks and their Markdown and HTML; `report_plots.py`
+decisions, fidelity, method); `explain.py` the explanations of pods and nodes and the
+status at the end; `render.py` the blocks and their Markdown and HTML; `plots.py`
 the PNG plots.
 """
 
@@ -28,9 +28,9 @@ from nodewright.simulator.report.explain import (
     EVICTED,
     EXPLAINED,
     NODES_EXPLAINED,
-    _explanations,
-    _node_explanations,
-    _status_at_end,
+    node_explanations,
+    pod_explanations,
+    status_at_end,
 )
 from nodewright.simulator.report.plots import (
     COLORS,
@@ -39,13 +39,13 @@ from nodewright.simulator.report.plots import (
 )
 from nodewright.simulator.report.render import (
     Block,
-    _counts,
-    _iso,
-    _moves,
-    _number,
-    _relative,
-    _seconds,
-    _usd,
+    as_number,
+    format_counts,
+    format_iso,
+    format_moves,
+    format_relative,
+    format_seconds,
+    format_usd,
     to_html,
     to_markdown,
 )
@@ -110,11 +110,11 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
             "pending -> CreateFleet (p50 / p95 / p99)",
             f"{launch['p50']:.1f} / {launch['p95']:.1f} / {launch['p99']:.1f} s over {launch['count']} pods",
         ),
-        ("nodes launched", f"{summary['nodes_launched']} ({_counts(summary['nodes_launched_by'])})"),
-        ("nodes terminated", _counts(summary["nodes_terminated"]) or "0"),
-        ("cost", _usd(summary["cost_usd"])),
+        ("nodes launched", f"{summary['nodes_launched']} ({format_counts(summary['nodes_launched_by'])})"),
+        ("nodes terminated", format_counts(summary["nodes_terminated"]) or "0"),
+        ("cost", format_usd(summary["cost_usd"])),
         ("cost without consolidation", _without_consolidation(summary, saved)),
-        ("pods moved by consolidation", _moves(summary["consolidation_moves"])),
+        ("pods moved by consolidation", format_moves(summary["consolidation_moves"])),
         (
             "simulated EC2 fidelity (did the simulated EC2 launch what real EC2 would?)",
             f"{fidelity['launches']} launches, {fidelity['launches_not_cheapest']} not the cheapest allowed "
@@ -126,7 +126,7 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
     for reporter, reasons in (summary.get("kube_events") or {}).items():
         # Event objects the cluster got, and the occurrences their series counted, by reason.
         shown = {f"{reason} ({n['occurrences']})": n["events"] for reason, n in reasons.items()}
-        figures.append((f"Kubernetes Events from {reporter}: objects (occurrences)", _counts(shown)))
+        figures.append((f"Kubernetes Events from {reporter}: objects (occurrences)", format_counts(shown)))
     displaced = summary["displaced_pending_seconds"]
     for cause, label in (("interruption", "interrupted nodes"), ("other", "other removed nodes")):
         waited = displaced[cause]
@@ -152,8 +152,10 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
         )
     own = summary.get("self_cost")
     if own:
-        items = ", ".join(f"{name} {_usd(usd)}" for name, usd in own["by_item_usd_per_month"].items())
-        figures.append(("Nodewright's own AWS bill, per month at this pace", f"{_usd(own['usd_per_month'])} ({items})"))
+        items = ", ".join(f"{name} {format_usd(usd)}" for name, usd in own["by_item_usd_per_month"].items())
+        figures.append(
+            ("Nodewright's own AWS bill, per month at this pace", f"{format_usd(own['usd_per_month'])} ({items})")
+        )
     api = summary.get("kube_api")
     if api:
         figures.append(
@@ -173,9 +175,9 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
     if interruption["instances"]:
         figures[4:4] = [
             ("spot instances interrupted", str(interruption["instances"])),
-            ("warning -> cordon (max)", _seconds(interruption["cordon_seconds_max"])),
-            ("warning -> replacement requested (max)", _seconds(interruption["replacement_request_seconds_max"])),
-            ("warning -> drained (max)", _seconds(interruption["drain_seconds_max"])),
+            ("warning -> cordon (max)", format_seconds(interruption["cordon_seconds_max"])),
+            ("warning -> replacement requested (max)", format_seconds(interruption["replacement_request_seconds_max"])),
+            ("warning -> drained (max)", format_seconds(interruption["drain_seconds_max"])),
         ]
     repair = summary.get("repair") or {}
     if repair.get("nodes_broken"):
@@ -184,7 +186,7 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
             ("nodes broken (not recovered)", f"{repair['nodes_broken']} ({repair['not_recovered']})"),
             (
                 "failure -> pods running elsewhere (p50 / max)",
-                f"{_seconds(recovery['p50'])} / {_seconds(recovery['max'])}",
+                f"{format_seconds(recovery['p50'])} / {format_seconds(recovery['max'])}",
             ),
         ]
     blocks += [Block("h2", "Key figures"), Block("table", rows=(("figure", "value"), *figures))]
@@ -214,9 +216,9 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
                     record.instance_id,
                     record.node,
                     format_duration(round(record.warning_at - scenario.start)),
-                    _relative(record.cordoned_at, record.warning_at),
-                    _relative(record.replacement_at, record.warning_at),
-                    _relative(record.drained_at, record.warning_at),
+                    format_relative(record.cordoned_at, record.warning_at),
+                    format_relative(record.replacement_at, record.warning_at),
+                    format_relative(record.drained_at, record.warning_at),
                     str(record.pods_at_reclaim),
                 )
             )
@@ -234,9 +236,9 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
                     broken.cause,
                     format_duration(round(broken.broke_at - scenario.start)),
                     str(broken.pods),
-                    _relative(broken.removed_at, broken.broke_at),
+                    format_relative(broken.removed_at, broken.broke_at),
                     broken.removed_by or "-",
-                    _relative(broken.recovered_at, broken.broke_at),
+                    format_relative(broken.recovered_at, broken.broke_at),
                 )
             )
         blocks += [
@@ -273,9 +275,9 @@ def build(world: World, summary: dict[str, Any], images: Sequence[str]) -> list[
             Block("table", rows=tuple(rows)),
         ]
     blocks += _faults(summary)
-    blocks += _status_at_end(world)
-    blocks += _explanations(world)
-    blocks += _node_explanations(world)
+    blocks += status_at_end(world)
+    blocks += pod_explanations(world)
+    blocks += node_explanations(world)
     if recorder.errors:
         blocks.append(Block("h2", f"Handler errors ({len(recorder.errors)})"))
         for error in recorder.errors[:3]:
@@ -328,7 +330,7 @@ def _faults(summary: dict[str, Any]) -> list[Block]:
 def _what_ran(world: World) -> list[Block]:
     scenario = world.scenario
     items = [
-        f"virtual time: {format_duration(scenario.duration)} from {_iso(scenario.start)} (seed {scenario.seed})",
+        f"virtual time: {format_duration(scenario.duration)} from {format_iso(scenario.start)} (seed {scenario.seed})",
         f"zones: {', '.join(scenario.zones)}; node boot delay {format_duration(scenario.boot_delay)}",
         "NodePools: "
         + ", ".join(
@@ -416,10 +418,10 @@ DECISION_WORDS = {
 
 def _without_consolidation(summary: dict[str, Any], saved: float) -> str:
     """What the run would have cost without consolidation, and the saving only when it consolidated."""
-    cost = _usd(summary["cost_without_consolidation_usd"])
+    cost = format_usd(summary["cost_without_consolidation_usd"])
     if not summary["consolidation_moves"]["pods_moved"] and not summary["nodes_terminated"].get("consolidation"):
         return f"{cost} (nothing was consolidated: no saving to claim)"
-    return f"{cost} (saved {_usd(saved)})"
+    return f"{cost} (saved {format_usd(saved)})"
 
 
 def _decisions(world: World) -> list[Block]:
@@ -457,7 +459,7 @@ def _decisions(world: World) -> list[Block]:
             options = decision.get("instance_type_options") or []
             items.append(
                 f"{decision.get('nodeclaim')}: {decision.get('instance_type')} {decision.get('capacity_type')} in "
-                f"{decision.get('zone')} at ${_number(decision.get('price')):.4f}/h for "
+                f"{decision.get('zone')} at ${as_number(decision.get('price')):.4f}/h for "
                 f"{len(pods) if isinstance(pods, list) else 0} pods, "
                 f"out of {len(options) if isinstance(options, list) else 0} instance-type options"
             )

@@ -28,7 +28,7 @@ EXPLAINED = 12
 EVICTED = 3
 
 
-def _explanations(world: World) -> list[Block]:
+def pod_explanations(world: World) -> list[Block]:
     """`nodewright explain pod` for the pods a reader asks about, as the run left the world: each
     linked from a list naming why it was picked (lost, held, still pending, waited longest).
     """
@@ -84,7 +84,7 @@ NODES_EXPLAINED = 3
 _NODE_VERDICTS = ("Unconsolidatable", "DisruptionBlocked")
 
 
-def _node_explanations(world: World) -> list[Block]:
+def node_explanations(world: World) -> list[Block]:
     """`nodewright explain node` for a few of Nodewright's nodes still running at the end: those
     the consolidator considered and left (an Unconsolidatable or DisruptionBlocked Event) first,
     then the newest, so a reader sees why each stays and what happens to it next.
@@ -143,7 +143,7 @@ def _node_explained(answer: dict[str, Any], start: float) -> list[str]:
     return lines
 
 
-def _status_at_end(world: World) -> list[Block]:
+def status_at_end(world: World) -> list[Block]:
     """`nodewright status` as the run left the world, and the NodeClaim objects `kubectl get
     nodeclaims` would list then.
     """

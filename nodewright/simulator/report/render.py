@@ -32,33 +32,33 @@ class Block:
     items: tuple[str, ...] = ()
 
 
-def _seconds(value: Any) -> str:
+def format_seconds(value: Any) -> str:
     return "-" if value is None else f"{float(value):.1f} s"
 
 
-def _usd(value: float) -> str:
+def format_usd(value: float) -> str:
     return f"${value:,.2f}"
 
 
-def _moves(moves: dict[str, Any]) -> str:
+def format_moves(moves: dict[str, Any]) -> str:
     per = moves["pods_moved_per_dollar_saved"]
     rate = f"{per:g} per dollar saved" if per is not None else "nothing saved"
-    return f"{moves['pods_moved']} ({rate}; saved {_usd(moves['saved_usd'])})"
+    return f"{moves['pods_moved']} ({rate}; saved {format_usd(moves['saved_usd'])})"
 
 
-def _counts(values: dict[str, int]) -> str:
+def format_counts(values: dict[str, int]) -> str:
     return ", ".join(f"{count} {name}" for name, count in values.items())
 
 
-def _number(value: object) -> float:
+def as_number(value: object) -> float:
     return float(value) if isinstance(value, (int, float)) else 0.0
 
 
-def _relative(at: float | None, warning: float) -> str:
+def format_relative(at: float | None, warning: float) -> str:
     return "-" if at is None else f"{at - warning:+.1f} s"
 
 
-def _iso(t: float) -> str:
+def format_iso(t: float) -> str:
     from datetime import UTC, datetime
 
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -30,7 +30,7 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
       - {at: 10m, fraction: 0.3, within: 5m}   # or count: 3; optional nodepool, zone
     capacity_errors:
       - {instance_type: "*", zone: us-east-1a, capacity_type: spot, from: 0s, until: 2h}
-    node_failures:                        # nodes that break (world_repair.py); optional count,
+    node_failures:                        # nodes that break (world/failures.py); optional count,
       - {at: 5m, condition: Ready, status: Unknown}   # nodepool, zone; Ready False or Unknown is
       - {at: 9m, condition: KernelReady, status: "False"}   # NotReady; others the node
       - {at: 12m, status_check: system}   # monitoring agent's; or an impaired EC2 status check
@@ -92,17 +92,18 @@ the same parsers as `nodewright nodepool validate`. Pure apart from reading the 
 
 Which file does what
 --------------------
-    scenario.py            this format, `load_scenario` and `parse_scenario` (the entry points)
-    scenario_model.py      the schema: `Scenario` and its entries as frozen dataclasses, defaults
-    scenario_reader.py     the document: top-level keys, NodePools/EC2NodeClasses, cross-checks,
-                           every problem with its file, document, field and line
-    scenario_workloads.py  reading `workloads` and `pdbs` manifests and replica schedules
-    scenario_entries.py    reading interruptions, initial nodes, capacity errors, faults, functions
-    scenario_fields.py     durations, bounded numbers, lists of known names
-    workload.py            the expansion: a workload's replica schedule (fixed segments, diurnal
-                           curves) into the times its wanted count changes and the count then
+    __init__.py   this format, `load_scenario` and `parse_scenario` (the entry points)
+    model.py      the schema: `Scenario` and its entries as frozen dataclasses, defaults
+    reader.py     the document: top-level keys, NodePools/EC2NodeClasses, cross-checks,
+                  every problem with its file, document, field and line
+    workloads.py  reading `workloads` and `pdbs` manifests and replica schedules
+    entries.py    reading interruptions, initial nodes, capacity errors, faults, functions
+    fields.py     durations, bounded numbers, lists of known names
+    workload.py   the expansion: a workload's replica schedule (fixed segments, diurnal
+                  curves) into the times its wanted count changes and the count then
+    generate.py   a seeded draw of a realistic day, as a scenario document (`--generate SEED`)
 
-The world (`world.py`) turns the result into events on the virtual clock.
+The world (`nodewright.simulator.world`) turns the result into events on the virtual clock.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 One reader per entry kind, each given the entry's `At` (`interruptions[2]`, ...) and its raw
 value; it reports every problem there and returns the entry, or None when it is invalid. What
 needs the whole scenario (a zone or NodePool an entry names) is checked by
-`scenario_reader.py`'s cross-check. Pure.
+`reader.py`'s cross-check. Pure.
 """
 
 from __future__ import annotations

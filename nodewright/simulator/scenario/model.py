@@ -1,5 +1,5 @@
-"""The validated scenario: `Scenario` and the entries it holds, the schema `scenario_reader.py`
-fills in (the YAML format itself is described in `scenario.py`'s docstring).
+"""The validated scenario: `Scenario` and the entries it holds, the schema `reader.py`
+fills in (the YAML format itself is described in the package's docstring, `__init__.py`).
 
 Plain frozen dataclasses with the defaults a key left out takes, and the few questions the world
 asks of them (`CapacityError.matches`, `Fault.active`/`throttles`, `Scenario.pool_depth`,
@@ -78,7 +78,7 @@ class NodeFailure:
     node condition `condition` goes to `status` (Ready Unknown or False: NotReady; another, such
     as the EKS node monitoring agent's KernelReady, False), or with `status_check` ("system",
     "instance" or "ebs") their instance's EC2 status check is impaired. They stay broken until
-    they go (world_repair.py).
+    they go (world/failures.py).
     """
 
     at: float

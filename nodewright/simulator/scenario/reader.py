@@ -2,7 +2,7 @@
 names, and the checks that need the whole scenario.
 
 `ScenarioReader.read` walks the document once, handing each list to its entry reader
-(`scenario_workloads.py` for workloads and PodDisruptionBudgets, `scenario_entries.py` for
+(`workloads.py` for workloads and PodDisruptionBudgets, `entries.py` for
 interruptions, initial nodes, capacity errors, faults and functions) and collecting every problem
 with the file, the document (`Scenario/<name>`), the field and its line (from the YAML node tree,
 `_lines`). NodePools and EC2NodeClasses go through `nodewright.config.documents`, the parsers of

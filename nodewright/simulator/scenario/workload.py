@@ -6,7 +6,7 @@ turn it into pod arrivals: `change_times` (when the wanted count may change; the
 scale event at each) and `replicas_at` (the count then; `kube.Deployments` creates or deletes pods
 to reach it). Pure: the same schedule always gives the same times and counts.
 
-The reader of the YAML that produces these is `scenario_workloads.py`.
+The reader of the YAML that produces these is `workloads.py`.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ What is added on top, because moto does not have it:
   calls: an asynchronous invoke starts a provisioner invocation in the world.
 
 Files: this one sets the account up (`Account`: tables, network, images, queue and rules) and
-names its resources; `aws_ec2.py` is `SimulatedEc2` with its hooks and records; `aws_mirrors.py`
+names its resources; `ec2.py` is `SimulatedEc2` with its hooks and records; `mirrors.py`
 holds `PublicParameters`, `MirroredCloud`, `MirroredStateStore` and `SimulatedLambda`.
 """
 

@@ -31,40 +31,44 @@ from nodewright.adapters.kube.store import KINDS
 from nodewright.inmemory.apiserver import ApiServer
 from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model.cluster import ClusterInfo
+from nodewright.model.event import Event
+from nodewright.model.node import Node
 from nodewright.model.pod import Pod
+from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.model.taints import Taint
-from nodewright.ports import Eviction
+from nodewright.ports import ApiUsage, Cluster, Eviction
 
 # The emulator speaks plain HTTP: the CA is never used, only parsed.
 _CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").decode()
 
 
-class EffectsKubeCluster(KubeCluster):
-    """The real adapter, telling `effect(what)` after each write it made and asking `alive()`
-    before (see the module docstring).
+class EffectsKubeCluster:
+    """A function's `Cluster` (the real adapter's port, decorated): asks `alive()` before each
+    write and tells `effect(what)` after it was made (see the module docstring); every read is the
+    adapter's.
     """
 
-    def __init__(self, *args: Any, alive: Callable[[], None], effect: Callable[[str], None], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, cluster: Cluster, *, alive: Callable[[], None], effect: Callable[[str], None]) -> None:
+        self._cluster = cluster
         self._alive = alive
         self._effect = effect
 
     def cordon(self, name: str, taint: Taint | None = None) -> None:
         """The adapter's cordon, then the effect."""
         self._alive()
-        super().cordon(name, taint)
+        self._cluster.cordon(name, taint)
         self._effect("cordon")
 
     def uncordon(self, name: str, taint_key: str | None = None) -> None:
         """The adapter's uncordon, then the effect."""
         self._alive()
-        super().uncordon(name, taint_key)
+        self._cluster.uncordon(name, taint_key)
         self._effect("uncordon")
 
     def evict(self, pod: Pod) -> Eviction:
         """The adapter's eviction, then the effect (when one was made)."""
         self._alive()
-        result = super().evict(pod)
+        result = self._cluster.evict(pod)
         if result.outcome == "evicted":
             self._effect("evict")
         return result
@@ -72,8 +76,48 @@ class EffectsKubeCluster(KubeCluster):
     def delete_node(self, name: str) -> None:
         """The adapter's node deletion, then the effect."""
         self._alive()
-        super().delete_node(name)
+        self._cluster.delete_node(name)
         self._effect("delete node")
+
+    def record(self, event: Event, now: float) -> None:
+        """The adapter's Event."""
+        self._cluster.record(event, now)
+
+    def follow(self, seconds: float) -> None:
+        """The adapter's watches, kept for `seconds`."""
+        self._cluster.follow(seconds)
+
+    def snapshot(self) -> ClusterSnapshot:
+        """The adapter's snapshot."""
+        return self._cluster.snapshot()
+
+    def pending(self) -> list[Pod]:
+        """The adapter's pending pods."""
+        return self._cluster.pending()
+
+    def version(self) -> int:
+        """The adapter's version."""
+        return self._cluster.version()
+
+    def usage(self) -> list[ApiUsage]:
+        """The adapter's API usage."""
+        return self._cluster.usage()
+
+    def get_node(self, name: str) -> Node | None:
+        """The adapter's node."""
+        return self._cluster.get_node(name)
+
+    def node_by_instance(self, instance_id: str) -> Node | None:
+        """The adapter's node of the instance."""
+        return self._cluster.node_by_instance(instance_id)
+
+    def pods_on(self, node: str) -> list[Pod]:
+        """The adapter's pods on the node."""
+        return self._cluster.pods_on(node)
+
+    def label_node(self, name: str, labels: Mapping[str, str | None]) -> None:
+        """The adapter's label patch (not a write a fault crashes after)."""
+        self._cluster.label_node(name, labels)
 
 
 class HttpCluster:
@@ -90,7 +134,8 @@ class HttpCluster:
     ) -> None:
         self.server = ApiServer(cluster)
         self.server.fault = fault
-        self.adapters: dict[str, KubeCluster] = {}
+        self.adapters: dict[str, KubeCluster] = {}  # each function's real adapter
+        self._clusters: dict[str, EffectsKubeCluster] = {}
         self._alive = alive
         self._effect = effect
         self._sleep = sleep
@@ -99,8 +144,15 @@ class HttpCluster:
         """Serve the cluster (its objects so far become the first LIST)."""
         self.server.start()
 
+    def cluster(self, function: str, kinds: tuple[str, ...] = KINDS) -> Cluster:
+        """The cluster as one function reaches it: its adapter, with the faults' hooks around its writes."""
+        if function not in self._clusters:
+            adapter = self.adapter(function, kinds)
+            self._clusters[function] = EffectsKubeCluster(adapter, alive=self._alive, effect=self._effect)
+        return self._clusters[function]
+
     def adapter(self, function: str, kinds: tuple[str, ...] = KINDS) -> KubeCluster:
-        """The adapter of one function (one per function, as one per warm container)."""
+        """The real adapter of one function (one per function, as one per warm container)."""
         if function not in self.adapters:
             info = ClusterInfo("simulated", self.server.url, _CA, "1.31")
             server = self.server
@@ -108,13 +160,8 @@ class HttpCluster:
             def latest() -> Mapping[str, int]:
                 return {kind: server.latest(kind) for kind in kinds}
 
-            self.adapters[function] = EffectsKubeCluster(
-                from_cluster_info(info, lambda: "simulator"),
-                kinds=kinds,
-                barrier=latest,
-                alive=self._alive,
-                effect=self._effect,
-                sleep=self._sleep,
+            self.adapters[function] = KubeCluster(
+                from_cluster_info(info, lambda: "simulator"), kinds=kinds, barrier=latest, sleep=self._sleep
             )
         return self.adapters[function]
 

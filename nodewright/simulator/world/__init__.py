@@ -58,6 +58,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from nodewright.adapters.aws.state_store import DynamoStateStore
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.inmemory.claimobjects import InMemoryClaimObjects
 from nodewright.inmemory.clock import VirtualClock
@@ -135,7 +136,7 @@ class World:
         self.recorder = Recorder(start=scenario.start)
         self.observers = {name: RecordingObserver() for name in HANDLERS}
         self.pools: dict[str, NodePool] = {p.name: p for p in scenario.nodepools}
-        self.store = MirroredStateStore(self.account.dynamodb, STATE_TABLE)
+        self.store = MirroredStateStore(DynamoStateStore(self.account.dynamodb, STATE_TABLE))
         self.foreign_nodes: list[str] = []  # nodes another autoscaler launched before the run
         # -- the components, each on its collaborators; hooks are subscriptions on the feed
         self.feed = ChangeFeed()

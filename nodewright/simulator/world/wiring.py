@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from nodewright.adapters.aws.ec2 import Ec2CloudProvider
 from nodewright.adapters.aws.instance_profiles import InstanceProfiles
 from nodewright.adapters.aws.reservations import CapacityReservations
 from nodewright.adapters.aws.retry import Backoff
@@ -166,15 +167,17 @@ class Functions:
             )
         )
         cloud = MirroredCloud(
-            ec2,
-            ssm,
-            CLUSTER,
-            instance_profile=NODE_INSTANCE_PROFILE,
-            profiles=profiles,
-            clock=self._clock,
+            Ec2CloudProvider(
+                ec2,
+                ssm,
+                CLUSTER,
+                instance_profile=NODE_INSTANCE_PROFILE,
+                profiles=profiles,
+                clock=self._clock,
+                backoff=backoff,
+                reservations=counts,
+            ),
             registry=lambda: live_instances(self._recorder),
-            backoff=backoff,
-            reservations=counts,
         )
         self._cloud = cloud
         store = self._store
@@ -300,7 +303,7 @@ class Functions:
 
     def _cluster_for(self, function: str, kinds: tuple[str, ...] = KINDS) -> Cluster:
         """The cluster as `function` reaches it: directly, or through its own adapter over HTTP."""
-        return self._cluster if self._http is None else self._http.adapter(function, kinds)
+        return self._cluster if self._http is None else self._http.cluster(function, kinds)
 
     def _use(self, name: str, module: ModuleType) -> None:
         self.modules[name] = module
