@@ -1,7 +1,7 @@
 """The consolidation suite: generated scenarios (and the shipped ones) under each autoscaler.
 
 Role: the bill against the real alternatives, on days nobody tuned. Each seed's scenario is drawn
-by `nodewright.simulator.generate` and run, as `nodewright simulate` runs it (the simulator's
+by `nodewright.simulator.scenario.generate` and run, as `nodewright simulate` runs it (the simulator's
 `run_scenario`, real handlers on moto and the in-memory cluster), once per mode
 (`nodewright.controllers.algorithms`): `nodewright`; `karpenter`, the Karpenter v1.14 reference
 (its scheduler, batching and disruption); `automode`, EKS Auto Mode (the reference with its
@@ -14,7 +14,7 @@ their own length (`--scenario FILE`, repeatable: those files instead).
         [--no-shipped | --scenario FILE...] [--faults] [--spot-to-spot on|off]
 
 Full-length days (`--full`, 12-24 h) are the judge; `--hours` is for quick checks. The bill of a
-run (summary.json's `bill`, `nodewright.simulator.bill`): compute $, Auto Mode's fee $, and the
+run (summary.json's `bill`, `nodewright.simulator.report.bill`): compute $, Auto Mode's fee $, and the
 autoscaler's own cost (Nodewright's `self_cost` prorated; Karpenter's controller on two m5.large
 on-demand nodes; nothing for Auto Mode). The bill table gives, per seed and mode and in total,
 those, the pods moved by consolidation, the pods lost and pending -> bound p50/p99; the ratios
@@ -85,9 +85,9 @@ class Task:
 
 def run(task: Task) -> dict[str, Any]:
     """Run one task in this process and return its row (the figures the module docstring lists)."""
-    from nodewright.simulator.generate import generate, load
     from nodewright.simulator.runner import run_scenario
     from nodewright.simulator.scenario import load_scenario
+    from nodewright.simulator.scenario.generate import generate, load
 
     if task.seed is not None:
         scenario = load(

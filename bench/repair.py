@@ -27,10 +27,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from nodewright.simulator.metrics import percentiles
+from nodewright.simulator.report.metrics import percentiles
 from nodewright.simulator.runner import run_scenario
 from nodewright.simulator.scenario import load_scenario
-from nodewright.simulator.scenario_model import NodeFailure, Scenario
+from nodewright.simulator.scenario.model import NodeFailure, Scenario
 
 SCENARIO = Path(__file__).resolve().parents[1] / "examples" / "scenarios" / "node-repair.yaml"
 CAUSES = (

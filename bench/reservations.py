@@ -28,7 +28,7 @@ from typing import Any
 from bench.harness.scenario_runs import mean_price, run
 from nodewright.adapters.aws.reservations import queries
 from nodewright.simulator.scenario import load_scenario
-from nodewright.simulator.scenario_model import Scenario
+from nodewright.simulator.scenario.model import Scenario
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "examples" / "scenarios"
 IN_USE = (15 * 60.0, 50 * 60.0)

@@ -26,7 +26,7 @@ from bench.harness.scenario_runs import run
 from nodewright.engine.overlay import apply_overlays
 from nodewright.engine.scheduling import PoolCapacity
 from nodewright.simulator.scenario import load_scenario
-from nodewright.simulator.scenario_model import Scenario
+from nodewright.simulator.scenario.model import Scenario
 from nodewright.simulator.world import World
 
 SCENARIO = Path(__file__).resolve().parents[1] / "examples" / "scenarios" / "savings-plan.yaml"

@@ -6,7 +6,7 @@ Each row is a simulated run (`nodewright simulate`: the real handlers against mo
 in-memory cluster) of a cluster held steady at a size: idle (a NodePool and no pods), 1,000 pods
 and 10,000 pods (one Deployment of 500m/512Mi pods, scaled at the start and then left alone),
 with a function setting: the provisioner's memory, and the economy key `idle_exit`. The run's
-`self_cost` block (nodewright.simulator.selfcost: what was invoked for how long, which DynamoDB
+`self_cost` block (nodewright.simulator.report.selfcost: what was invoked for how long, which DynamoDB
 and SQS calls were made, what was logged and which metrics were emitted, priced at us-east-1
 list prices and scaled to a 730-hour month) is the row. `--quick` runs 20-minute days instead of
 the default hour (less accurate: the start-up burst weighs more).

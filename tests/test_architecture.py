@@ -8,10 +8,7 @@ over every project file (`tests/architecture.py` says how they are found, with `
 * an import or attribute access of another module's `_private` name: the underscore says "not an
   interface", and a caller that ignores it freezes the internals it reaches.
 
-There is no exception list. `AWAITING_RECOMPOSITION` names what the recomposition under way still
-has to clear (the simulator's world, the provisioner, the in-memory cluster, the Kubernetes
-adapter, the disruption engine): it must be empty when that work is merged, and
-`test_nothing_awaits_recomposition` keeps it from hiding anything already fixed.
+There is no exception list: a finding is fixed, not listed.
 """
 
 from __future__ import annotations
@@ -32,41 +29,6 @@ from tests.architecture import (
     shared_state,
 )
 
-# Temporary: must be empty once the recomposition of the simulator, the provisioner, the in-memory
-# cluster, the Kubernetes adapter and the disruption engine is merged. Keys are
-# `SharedState.key` ("base <- subclass") and `PrivateReach.key` ("module -> target.name").
-AWAITING_RECOMPOSITION: frozenset[str] = frozenset(
-    {
-        # KubeCluster over its transport (adapters/kube/cluster.py)
-        # Provisioner(launcher, housekeeping, static capacity)
-        # InMemoryCluster holding its store, events and workloads
-        # The simulator's World as components (nodewright/simulator/world/)
-        "nodewright.simulator.world_changes.Changes <- nodewright.simulator.world_wiring.Wiring",
-        "nodewright.simulator.world_kubelet.Kubelet <- nodewright.simulator.world_wiring.Wiring",
-        "nodewright.simulator.world_spot.SpotInterruptions <- nodewright.simulator.world_wiring.Wiring",
-        "nodewright.simulator.world_sqs.QueueSource <- nodewright.simulator.world_wiring.Wiring",
-        "nodewright.simulator.world_state.WorldState <- nodewright.simulator.world.World",
-        "nodewright.simulator.world_state.WorldState <- nodewright.simulator.world_changes.Changes",
-        "nodewright.simulator.world_state.WorldState <- nodewright.simulator.world_kubelet.Kubelet",
-        "nodewright.simulator.world_state.WorldState <- nodewright.simulator.world_reservations.CapacityBlocks",
-        "nodewright.simulator.world_state.WorldState <- nodewright.simulator.world_spot.SpotInterruptions",
-        "nodewright.simulator.world_state.WorldState <- nodewright.simulator.world_sqs.QueueSource",
-        "nodewright.simulator.world_state.WorldState <- nodewright.simulator.world_wiring.Wiring",
-        # The simulator's report (nodewright/simulator/report/)
-        "nodewright.simulator.report -> nodewright.simulator.report_explain._explanations",
-        "nodewright.simulator.report -> nodewright.simulator.report_explain._node_explanations",
-        "nodewright.simulator.report -> nodewright.simulator.report_explain._status_at_end",
-        "nodewright.simulator.report -> nodewright.simulator.report_render._counts",
-        "nodewright.simulator.report -> nodewright.simulator.report_render._iso",
-        "nodewright.simulator.report -> nodewright.simulator.report_render._moves",
-        "nodewright.simulator.report -> nodewright.simulator.report_render._number",
-        "nodewright.simulator.report -> nodewright.simulator.report_render._relative",
-        "nodewright.simulator.report -> nodewright.simulator.report_render._seconds",
-        "nodewright.simulator.report -> nodewright.simulator.report_render._usd",
-        # The disruption engine's destinations (engine/disruption)
-    }
-)
-
 
 @pytest.fixture(scope="module")
 def modules() -> dict[str, Module]:
@@ -79,7 +41,7 @@ def found_classes(modules: dict[str, Module]) -> dict[str, ClassInfo]:
 
 
 def test_no_class_declares_state_that_a_subclass_in_another_file_sets(found_classes: dict[str, ClassInfo]) -> None:
-    pairs = [p for p in shared_state(found_classes) if p.key not in AWAITING_RECOMPOSITION]
+    pairs = shared_state(found_classes)
     assert pairs == [], (
         "compose instead: the subclass's part becomes an object of its own that owns these attributes "
         "and takes its collaborators in its constructor:\n"
@@ -88,18 +50,11 @@ def test_no_class_declares_state_that_a_subclass_in_another_file_sets(found_clas
 
 
 def test_no_module_takes_another_modules_private_name(modules: dict[str, Module]) -> None:
-    reaches = [r for r in private_reaches(modules) if r.key not in AWAITING_RECOMPOSITION]
+    reaches = private_reaches(modules)
     assert reaches == [], (
         "make the name public (it is an interface now: name it and document it) or move the code that "
         "needs it next to it:\n" + "\n".join(f"  {r.path}:{r.line}: {r.target}.{r.name}" for r in reaches)
     )
-
-
-def test_nothing_awaits_recomposition_that_is_already_done(
-    modules: dict[str, Module], found_classes: dict[str, ClassInfo]
-) -> None:
-    current = {p.key for p in shared_state(found_classes)} | {r.key for r in private_reaches(modules)}
-    assert sorted(AWAITING_RECOMPOSITION - current) == [], "fixed: remove these from AWAITING_RECOMPOSITION"
 
 
 # -- the checks themselves, on throwaway code -----------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 
 from nodewright.inmemory import cluster as kinds
 from nodewright.simulator.runner import run_scenario
-from nodewright.simulator.scenario_model import Scenario
+from nodewright.simulator.scenario.model import Scenario
 from nodewright.simulator.world import World
 
 

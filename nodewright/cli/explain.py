@@ -290,7 +290,7 @@ def _cost(src: Sources, invocations: Sequence[Any], notes: Mapping[str, str]) ->
     """Lambda's bill for the window's invocations and CloudWatch Logs' for the bytes read
     (`notes["log_bytes"]`), scaled to a month (see the module docstring).
     """
-    from nodewright.simulator.selfcost import LAMBDA_GB_SECOND_ARM, LAMBDA_REQUEST, LOGS_PER_GB
+    from nodewright.simulator.report.selfcost import LAMBDA_GB_SECOND_ARM, LAMBDA_REQUEST, LOGS_PER_GB
 
     if not invocations:
         return {"lambda_month": None, "why": "no REPORT lines in the window"}

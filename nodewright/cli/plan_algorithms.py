@@ -13,7 +13,7 @@ Role: "what would Karpenter launch for these pods, and what would it cost me?" O
 
 `plan_report` gives `plan`'s JSON shape for one algorithm, plus `algorithm`, `fee_per_hour` and
 `autoscaler_per_hour` (what hosting the autoscaler costs: Karpenter's two m5.large on-demand
-nodes, as `nodewright.simulator.bill` prices them; Nodewright's own cost is a monthly Lambda and
+nodes, as `nodewright.simulator.report.bill` prices them; Nodewright's own cost is a monthly Lambda and
 DynamoDB figure the simulator measures (README), not per plan, so 0 here; Auto Mode's is its fee).
 `compare_plans` gives the three reports and a side-by-side summary.
 """
@@ -36,7 +36,7 @@ from nodewright.reference.karpenter.launch import launch
 from nodewright.reference.karpenter.scheduler import schedule
 
 ALGORITHMS = ("nodewright", "karpenter", "automode")
-HOST_TYPE = "m5.large"  # nodewright.simulator.bill: Karpenter's controller nodes
+HOST_TYPE = "m5.large"  # nodewright.simulator.report.bill: Karpenter's controller nodes
 HOST_NODES = 2
 
 ToReport = Callable[..., dict[str, Any]]

@@ -158,8 +158,8 @@ def _scenario(
     try:
         if scenario_file is not None:
             return load_scenario(scenario_file)
-        from nodewright.simulator.generate import generate as draw
-        from nodewright.simulator.generate import load, to_yaml
+        from nodewright.simulator.scenario.generate import generate as draw
+        from nodewright.simulator.scenario.generate import load, to_yaml
 
         document = draw(generate or 0, hours=hours, scale=scale, faults=faults)
         if write is None:

@@ -1,10 +1,10 @@
 """`nodewright simulate`: the whole autoscaler on one machine, on a virtual clock.
 
-scenario.py reads and validates scenario files; world.py runs one (the real Lambda handlers
-against moto and the in-memory cluster, with kube-scheduler, kubelet, EC2 interruptions and
-capacity errors emulated); lambdas.py runs invocations concurrently on the event loop; aws.py sets
-up the moto account; kube.py holds the Kubernetes stand-ins; timewarp.py puts moto and the
-handlers on the virtual clock; motofast.py makes moto give the same answers faster; metrics.py and
-report.py measure and report; runner.py ties them together. moto and matplotlib are imported only
+`scenario/` reads, validates and generates scenario files; `world/` runs one (the real Lambda
+handlers against moto and the in-memory cluster, with kube-scheduler, kubelet, EC2 interruptions
+and capacity errors emulated) on the stand-ins of `standins/` (the moto account and EC2, the
+Kubernetes stand-ins, the Lambda runtime on the event loop, moto put on the virtual clock and made
+faster, the faults); `report/` measures and reports; `runner.py` ties them together and `serve.py`
+serves a run to kubectl (docs/design/simulator.md maps each package). moto and matplotlib are imported only
 when a simulation runs.
 """

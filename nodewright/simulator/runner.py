@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nodewright.simulator.bill import bill
-from nodewright.simulator.lambdas import REGION
-from nodewright.simulator.metrics import percentiles
-from nodewright.simulator.motofast import moto_faster
+from nodewright.simulator.report.bill import bill
+from nodewright.simulator.report.metrics import percentiles
+from nodewright.simulator.report.selfcost import AwsCalls, Invocation, self_cost
 from nodewright.simulator.scenario import Scenario
-from nodewright.simulator.selfcost import AwsCalls, Invocation, self_cost
-from nodewright.simulator.timewarp import moto_follows
+from nodewright.simulator.standins.lambdas import REGION
+from nodewright.simulator.standins.motofast import moto_faster
+from nodewright.simulator.standins.timewarp import moto_follows
 from nodewright.simulator.world import HANDLERS, World, functions_importable
 
 # Environment of the simulated functions: fake credentials for moto, and Powertools quiet (the
@@ -182,8 +182,12 @@ def _self_cost(world: World, calls: AwsCalls) -> dict[str, Any]:
         hours=world.scenario.duration / 3600,
         invocations=invocations,
         calls=calls,
-        decisions={name: observer.decisions for name, observer in world.observers.items() if name in world.handlers},
-        metrics={name: observer.metrics for name, observer in world.observers.items() if name in world.handlers},
+        decisions={
+            name: observer.decisions for name, observer in world.observers.items() if world.invocations.deployed(name)
+        },
+        metrics={
+            name: observer.metrics for name, observer in world.observers.items() if world.invocations.deployed(name)
+        },
         compute={name: (seconds, lambdas.memory.get(name, 1024)) for name, seconds in lambdas.wall.items()},
     )
 

@@ -20,9 +20,9 @@ from typer.testing import CliRunner
 from bench import consolidation_suite
 from nodewright.cli import app
 from nodewright.cli import commands as _commands  # noqa: F401  (registers the commands)
-from nodewright.simulator.generate import generate, load, to_yaml
 from nodewright.simulator.runner import run_scenario
 from nodewright.simulator.scenario import load_scenario
+from nodewright.simulator.scenario.generate import generate, load, to_yaml
 
 SEEDS = range(40)
 runner = CliRunner()

@@ -10,19 +10,19 @@ What is observed:
   * AWS: a botocore `before-parameter-build` handler added to botocore's built-in handlers, so
     every client of every session created while recording is seen (the simulator's, Powertools',
     the cold start's). A call belongs to the function whose invocation thread made it (the
-    simulator names each thread `<function>-<request id>`, nodewright.simulator.lambdas), or to
+    simulator names each thread `<function>-<request id>`, nodewright.simulator.standins.lambdas), or to
     the function a probe runs as (`Recorder.acting_as`). The world's own calls (creating the
     account, polling the queue) run on no function's thread and are not counted.
   * Kubernetes: `RESTClientObject.request` of the kubernetes client, wrapped; a request belongs to
-    the function whose adapter (one per function, nodewright.simulator.kubehttp) owns the client,
+    the function whose adapter (one per function, nodewright.simulator.standins.kubehttp) owns the client,
     watch threads included.
 
 Where the simulator stands in for a real call to keep a day's run fast, the stand-in is wrapped
 so that the first time a function reaches it, the real adapter's method runs too and its calls
 are recorded (against moto or the emulator; a failure after the call was sent is fine, the call
 is what needs the grant):
-  * MirroredCloud.instances -> Ec2CloudProvider.instances (DescribeInstances);
-  * MirroredStateStore's reads -> DynamoStateStore's (Query);
+  * MirroredCloud.instances -> the Ec2CloudProvider it decorates (DescribeInstances);
+  * MirroredStateStore's reads -> the DynamoStateStore it decorates (Query);
   * SimCatalog -> LiveCatalog (instance types, offerings, spot and on-demand prices);
   * StaticConfiguration -> the config table (ConfigStore.list) and the CRDs (read_config);
   * PublicParameters for /aws/service/ names -> ssm GetParameter;
@@ -141,22 +141,21 @@ class Recorder:
             yield
 
     def _wrappers(self, request: Callable[..., Any]) -> list[tuple[Any, str, Any]]:
-        from nodewright.adapters.aws.ec2 import Ec2CloudProvider
         from nodewright.adapters.aws.nodeclass_resolver import NodeClassResolver
-        from nodewright.adapters.aws.state_store import DynamoStateStore
         from nodewright.adapters.kube.events import KubeEvents
         from nodewright.controllers.provisioning import StaticConfiguration
         from nodewright.model.nodeclass import AMISelectorTerm
-        from nodewright.simulator import kubehttp
-        from nodewright.simulator.aws import (
+        from nodewright.simulator.standins import kubehttp
+        from nodewright.simulator.standins.account import (
             MirroredCloud,
             MirroredStateStore,
             PublicParameters,
             SimulatedEc2,
             SimulatedLambda,
         )
-        from nodewright.simulator.catalog import SimCatalog
-        from nodewright.simulator.world import World
+        from nodewright.simulator.standins.catalog import SimCatalog
+        from nodewright.simulator.world.kubelet import Kubelet
+        from nodewright.simulator.world.signals import Ec2Signals
 
         recorder = self
 
@@ -217,14 +216,17 @@ class Recorder:
             (rest.RESTClientObject, "request", request),
             (kubehttp.HttpCluster, "adapter", adapter),
             (KubeEvents, "_send", send_event),
-            (MirroredCloud, "instances", also(MirroredCloud.instances, Ec2CloudProvider.instances, "instances")),
+            (MirroredCloud, "instances", also(MirroredCloud.instances, MirroredCloud.described, "instances")),
             (PublicParameters, "get_parameter", get_parameter),
             (SimulatedLambda, "invoke", invoke),
             (SimCatalog, "instance_types", also(SimCatalog.instance_types, _live_catalog, "catalog")),
             (StaticConfiguration, "load", also(StaticConfiguration.load, self._stored_config, "config")),
         ]
-        hooks = ("capacity_error", "price", "spot_depth", "launched", "fleet", "terminating", "terminated", "_put")
-        wrappers.extend((World, name, aside(getattr(World, name))) for name in hooks)
+        # EC2's hooks (the kubelet answers them) and EC2's own events run on a function's thread
+        # when its call set them off.
+        hooks = ("capacity_error", "price", "spot_depth", "launched", "fleet", "terminating", "terminated")
+        wrappers.extend((Kubelet, name, aside(getattr(Kubelet, name))) for name in hooks)
+        wrappers.append((Ec2Signals, "put_event", aside(Ec2Signals.put_event)))
         wrappers.append((SimulatedEc2, "_zone", aside(SimulatedEc2._zone)))
         original_images = NodeClassResolver.images
 
@@ -234,7 +236,7 @@ class Recorder:
         wrappers.append((NodeClassResolver, "images", also(original_images, by_name, "images")))
         for name in ("claims", "blocked_offerings", "commands"):
             stand_in = getattr(MirroredStateStore, name)
-            wrappers.append((MirroredStateStore, name, also(stand_in, getattr(DynamoStateStore, name), name)))
+            wrappers.append((MirroredStateStore, name, also(stand_in, _table_read(name), name)))
         return wrappers
 
     def _stored_config(self, _: Any) -> None:
@@ -271,6 +273,15 @@ class Recorder:
                     status.put_status("NodeOverlay", "karpenter.sh/v1alpha1", None, "probe", {})
 
 
+def _table_read(name: str) -> Callable[..., Any]:
+    """The DynamoDB store's own read `name`, under the mirror that answers it in a simulation."""
+
+    def read(mirrored: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(mirrored.store, name)(*args, **kwargs)
+
+    return read
+
+
 def _live_catalog(_: Any, nodeclass: Any) -> None:
     """What the functions' LiveCatalog calls for a NodeClass (moto has no Price List API: the
     GetProducts call is still sent, and recorded, before it fails)."""
@@ -295,8 +306,8 @@ def _live_catalog(_: Any, nodeclass: Any) -> None:
 
 @contextlib.contextmanager
 def _patched(target: Any, name: str, value: Any) -> Iterator[None]:
-    # The attribute may be inherited (the simulator's World is composed of one base class per
-    # concern): shadow it on `target` and remove the shadow after, rather than copy it down.
+    # The attribute may be inherited (e.g. a hook `Ec2Hooks` answers by default): shadow it on
+    # `target` and remove the shadow after, rather than copy it down.
     own = name in target.__dict__
     original = target.__dict__.get(name)
     setattr(target, name, value)

@@ -14,8 +14,8 @@ from moto import mock_aws
 from nodewright.engine.interruption.rules import interruption_rules
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.nodeclass import AMIAlias, AMISelectorTerm, EC2NodeClass, SelectorTerm
-from nodewright.simulator.aws import Account, Ec2Hooks, Launched, SimulatedEc2, instance_arn
-from nodewright.simulator.timewarp import moto_follows
+from nodewright.simulator.standins.account import Account, Ec2Hooks, Launched, SimulatedEc2, instance_arn
+from nodewright.simulator.standins.timewarp import moto_follows
 
 START = 1_800_000_000.0
 NODECLASS = EC2NodeClass(
@@ -103,6 +103,7 @@ class Recorded(Ec2Hooks):
     def __init__(self) -> None:
         self.launches: list[Launched] = []
         self.terminations: list[Sequence[str]] = []
+        self.reasons: list[str | None] = []
 
     def capacity_error(self, instance_type: str, zone: str, capacity_type: str) -> str | None:
         return "InsufficientInstanceCapacity" if (zone, capacity_type) == ("us-east-1a", "spot") else None
@@ -110,8 +111,9 @@ class Recorded(Ec2Hooks):
     def launched(self, instance: Launched) -> None:
         self.launches.append(instance)
 
-    def terminated(self, instance_ids: Sequence[str]) -> None:
+    def terminated(self, instance_ids: Sequence[str], reason: str | None) -> None:
         self.terminations.append(instance_ids)
+        self.reasons.append(reason)
 
 
 def fleet(acc: Account, zones: Sequence[str]) -> dict[str, Any]:
@@ -157,3 +159,24 @@ def test_capacity_errors_answer_as_ec2_does_and_launch_from_the_rest(account: tu
     assert ec2.create_fleet(**only_1a)["Instances"] == []
     ec2.terminate_instances(InstanceIds=[launched.instance_id])
     assert hooks.terminations == [[launched.instance_id]]
+
+
+def test_ec2s_own_reclaim_tells_the_world_why_and_a_callers_termination_does_not(
+    account: tuple[Account, VirtualClock],
+) -> None:
+    acc, _ = account
+    hooks = Recorded()
+    ec2 = SimulatedEc2(acc.ec2, hooks)
+    request = fleet(acc, ("us-east-1b",))
+    first = ec2.create_fleet(**request)["Instances"][0]["InstanceIds"][0]
+    second = ec2.create_fleet(**request)["Instances"][0]["InstanceIds"][0]
+    ec2.reclaim([first], "spot-reclaimed")
+    ec2.terminate_instances(InstanceIds=[second])
+    assert hooks.terminations == [[first], [second]]
+    assert hooks.reasons == ["spot-reclaimed", None]
+    states = {
+        i["InstanceId"]: i["State"]["Name"]
+        for r in acc.ec2.describe_instances(InstanceIds=[first, second])["Reservations"]
+        for i in r["Instances"]
+    }
+    assert states == {first: "terminated", second: "terminated"}

@@ -18,9 +18,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from bench.reservations import measure
-from nodewright.simulator.reservations import SimulatedReservations
 from nodewright.simulator.scenario import ScenarioError, load_scenario, parse_scenario
-from nodewright.simulator.scenario_model import CapacityReservationSpec
+from nodewright.simulator.scenario.model import CapacityReservationSpec
+from nodewright.simulator.standins.reservations import SimulatedReservations
 from tests.simulator.conftest import NODECLASS, nodepool
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "examples" / "scenarios"

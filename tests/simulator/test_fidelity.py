@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nodewright.simulator.metrics import Recorder
+from nodewright.simulator.report.metrics import Recorder
 from nodewright.simulator.runner import run_scenario
 from nodewright.simulator.scenario import Scenario
 from tests.simulator.conftest import NODECLASS, deployment

@@ -1,4 +1,4 @@
-"""The simulated EC2's CreateFleet chooses as EC2 does (nodewright/simulator/fleet.py, aws.py).
+"""The simulated EC2's CreateFleet chooses as EC2 does (nodewright/simulator/standins/fleet.py, standins/ec2.py).
 
 Real: the EC2 cloud provider (`Ec2CloudProvider`, the production adapter: its fleet plan, launch
 templates and request) and moto (in-process) for templates, subnets, AMIs and instances.
@@ -25,7 +25,7 @@ from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.requirements import Requirements
 from nodewright.ports import LaunchRequest
-from nodewright.simulator.aws import (
+from nodewright.simulator.standins.account import (
     CLUSTER,
     NODE_INSTANCE_PROFILE,
     Account,
@@ -35,14 +35,14 @@ from nodewright.simulator.aws import (
     PublicParameters,
     SimulatedEc2,
 )
-from nodewright.simulator.fleet import (
+from nodewright.simulator.standins.fleet import (
     PRICE_CAPACITY_OPTIMIZED,
     PRIORITIZED,
     Pool,
     allocate,
     depth,
 )
-from nodewright.simulator.timewarp import moto_follows
+from nodewright.simulator.standins.timewarp import moto_follows
 from tests.builders import instance_type, node_pool
 from tests.simulator.test_aws import NODECLASS, START
 

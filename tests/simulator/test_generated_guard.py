@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from nodewright.simulator.generate import generate, load
 from nodewright.simulator.runner import run_scenario
+from nodewright.simulator.scenario.generate import generate, load
 
 SEEDS = (1, 2, 3, 4)
 HOURS = 0.5

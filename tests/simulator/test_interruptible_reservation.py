@@ -15,8 +15,8 @@ from pathlib import Path
 
 from bench.harness.scenario_runs import run
 from nodewright.model import labels as wk
-from nodewright.simulator.reservations import SimulatedReservations
 from nodewright.simulator.scenario import load_scenario, parse_scenario
+from nodewright.simulator.standins.reservations import SimulatedReservations
 
 SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "scenarios" / "capacity-reservation-ended.yaml"
 

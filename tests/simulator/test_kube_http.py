@@ -1,5 +1,5 @@
 """The shipped scale-up and spot-storm scenarios with `kube_api: http`: every function reads and
-writes the cluster through the real Kubernetes adapter over local HTTP (nodewright.simulator.kubehttp).
+writes the cluster through the real Kubernetes adapter over local HTTP (nodewright.simulator.standins.kubehttp).
 
 Real: the handlers, the controllers, moto, the kubernetes client, HTTP on 127.0.0.1, the
 adapters' watch threads, the API emulator over the simulated cluster. Observed: the summary of

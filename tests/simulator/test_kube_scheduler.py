@@ -12,7 +12,7 @@ from nodewright.inmemory.clock import VirtualClock
 from nodewright.model import labels as wk
 from nodewright.model.pod import SpreadConstraint
 from nodewright.model.selectors import LabelSelector
-from nodewright.simulator.kube import KubeScheduler, SimulatedCluster
+from nodewright.simulator.standins.kube import KubeScheduler, SimulatedCluster
 from tests.builders import ZONES, node, pod
 
 SPREAD = SpreadConstraint(1, wk.ZONE, "DoNotSchedule", LabelSelector((("app", "mem"),)))

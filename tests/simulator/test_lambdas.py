@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodewright.inmemory.clock import VirtualClock
-from nodewright.simulator.lambdas import EventLoop, Invocation, Lambdas
+from nodewright.simulator.standins.lambdas import EventLoop, Invocation, Lambdas
 
 START = 1_800_000_000.0
 

@@ -15,7 +15,7 @@ from moto.ec2.models.core import TaggedEC2Resource
 from moto.events.utils import EventTemplateParser
 from werkzeug.datastructures import CombinedMultiDict, ImmutableMultiDict, MultiDict
 
-from nodewright.simulator.motofast import moto_faster
+from nodewright.simulator.standins.motofast import moto_faster
 
 
 def _fleet_request() -> dict[str, Any]:

@@ -5,7 +5,7 @@ them.
 Real: the provisioner, consolidator and interruption handlers with their controllers, the
 disruption engine, the EC2 adapter (DescribeInstanceStatus included) on moto, the DynamoDB state
 store on moto, and the in-memory cluster (or, with `kube_api: http`, the Kubernetes adapter over
-the API emulator), on the virtual clock. Faked: what breaks the nodes (world_repair.py: the
+the API emulator), on the virtual clock. Faked: what breaks the nodes (nodewright/simulator/world/failures.py: the
 condition written as the kubelet, the node lifecycle controller or the node monitoring agent
 would, the impaired status check in DescribeInstanceStatus's answer). Observed: summary.json's
 `repair` block, the consolidator's decisions, lost pods and violations.

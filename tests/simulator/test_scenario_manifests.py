@@ -19,16 +19,16 @@ from unittest import mock
 
 import pytest
 
-import nodewright.simulator.world_wiring as world_wiring
+import nodewright.simulator.world as world_module
 from nodewright.adapters.kube.cluster import parse_timestamp
 from nodewright.model.manifests import daemonset_manifest, node_manifest, pdb_manifest, pod_manifest
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
 from nodewright.ports import Clock
-from nodewright.simulator.kube import SimulatedCluster
 from nodewright.simulator.runner import run_scenario
 from nodewright.simulator.scenario import load_scenario
+from nodewright.simulator.standins.kube import SimulatedCluster
 
 SCENARIOS = sorted((Path(__file__).parents[2] / "examples" / "scenarios").glob("*.yaml"))
 # Long enough for scale-up's burst (at 30 s) to launch nodes that boot (35 s) and take pods.
@@ -65,7 +65,7 @@ def test_every_object_a_scenario_creates_reads_back_equal_from_its_manifest(path
 
     scenario = load_scenario(path)
     scenario = replace(scenario, duration=min(scenario.duration, MINUTES * 60))
-    with mock.patch.object(world_wiring, "SimulatedCluster", Recorded):
+    with mock.patch.object(world_module, "SimulatedCluster", Recorded):
         run_scenario(scenario, None, plots=False)
 
     pods = [o for o in stored if isinstance(o, Pod)]

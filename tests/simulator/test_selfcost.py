@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nodewright.simulator.runner import run_scenario
-from nodewright.simulator.scenario import load_scenario
-from nodewright.simulator.selfcost import (
+from nodewright.simulator.report.selfcost import (
     HOURS_PER_MONTH,
     LAMBDA_GB_SECOND_ARM,
     LAMBDA_REQUEST,
@@ -21,6 +19,8 @@ from nodewright.simulator.selfcost import (
     Invocation,
     self_cost,
 )
+from nodewright.simulator.runner import run_scenario
+from nodewright.simulator.scenario import load_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 

@@ -1,0 +1,49 @@
+"""The configuration the simulated functions read: the scenario's documents as of the virtual time.
+
+`ScenarioConfiguration` is a Configuration (`nodewright.controllers.provisioning`) over a fixed
+one, with the scenario's `nodepool_changes` applied once their time has come, as `kubectl
+apply` or `kubectl scale nodepool` would change what the config table or the CRDs hold: a
+static NodePool's `replicas` raised or lowered, a template changed so its nodes drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nodewright.controllers.provisioning import StaticConfiguration
+from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
+from nodewright.model.nodeclass import EC2NodeClass
+from nodewright.model.nodeoverlay import NodeOverlay
+from nodewright.model.nodepool import NodePool
+from nodewright.ports import Clock
+from nodewright.simulator.scenario.model import NodePoolChange
+
+
+class ScenarioConfiguration:
+    """`base`'s documents with each change in `changes` applied from `start + change.at` on."""
+
+    def __init__(
+        self, base: StaticConfiguration, changes: Sequence[NodePoolChange], clock: Clock, start: float
+    ) -> None:
+        self.base = base
+        self.changes = tuple(sorted(changes, key=lambda c: c.at))
+        self.clock = clock
+        self.start = start
+
+    def load(self) -> tuple[list[NodePool], dict[str, EC2NodeClass]]:
+        """The NodePools as of now (changes whose time has come replace the pool of their name)."""
+        nodepools, nodeclasses = self.base.load()
+        now = self.clock.now() - self.start
+        current = {p.name: p for p in nodepools}
+        for change in self.changes:
+            if change.at <= now:
+                current[change.nodepool.name] = change.nodepool
+        return [current[p.name] for p in nodepools], nodeclasses
+
+    def overlays(self) -> list[NodeOverlay]:
+        """The scenario's NodeOverlays."""
+        return self.base.overlays()
+
+    def buffers(self) -> tuple[tuple[CapacityBuffer, ...], tuple[PodTemplate, ...]]:
+        """The scenario's CapacityBuffers and PodTemplates."""
+        return self.base.buffers()

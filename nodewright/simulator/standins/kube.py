@@ -1,0 +1,346 @@
+"""The Kubernetes side of the simulated cluster: the API server, kube-scheduler, kubelets, controllers.
+
+* `SimulatedCluster` is `nodewright.inmemory.cluster.InMemoryCluster` (with owned pods recreated, as
+  the ReplicaSet and StatefulSet controllers do) plus two things the simulator needs: its
+  `snapshot()` keeps the list of pending pods with the snapshot and hands out the same snapshot
+  until something changes (the provisioner polls every second; most polls find the cluster as it
+  was), and it reports every eviction and Node deletion to the world's audit *before* it happens
+  (what was on the node, which budgets allowed what), which is where PDB and do-not-disrupt
+  violations are counted. For the scenario's faults it asks `before_request(verb, call)` before
+  each request the real adapter would send (list, evict, patch), which may raise the adapter's
+  `KubeApiError` (a 429 on an eviction is "blocked", as the adapter maps it), and tells
+  `after_effect(what)` after each write, where a crash may stop the caller.
+* `KubeScheduler` binds pending pods to Ready, schedulable nodes with the engine's own
+  predicates: `nodewright.engine.scheduling.solve` with no NodePools, only the existing nodes and
+  their bound pods; what it places on a node is bound there, the rest is marked Unschedulable
+  (which makes it provisionable).
+* `registration` reads the labels and taints a node registers with from its instance's user data
+  (AL2023 NodeConfig, AL2 bootstrap flags or Bottlerocket TOML), as its kubelet would.
+* `Deployments` keeps each workload at its wanted replica count (scale-down removes pending pods
+  first, then the newest, as the ReplicaSet controller does).
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import re
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from email import message_from_string
+from typing import Any
+
+import yaml
+
+from nodewright.adapters.kube.cluster import KubeApiError
+from nodewright.engine.scheduling import SolverCache, Strategy, solve
+from nodewright.engine.scheduling.inputs import existing_nodes_input
+from nodewright.inmemory.cluster import InMemoryCluster
+from nodewright.model.node import Node
+from nodewright.model.pod import Pod
+from nodewright.model.snapshot import ClusterSnapshot
+from nodewright.model.taints import Taint
+from nodewright.ports import Clock, Eviction
+from nodewright.simulator.scenario.workload import Workload
+
+_FLAG_LABELS = re.compile(r"--node-labels=\"?([^\"\s']*)")
+_FLAG_TAINTS = re.compile(r"--register-with-taints=\"?([^\"\s']*)")
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot(ClusterSnapshot):
+    """A snapshot that carries its pending pods, computed once."""
+
+    waiting: tuple[Pod, ...] = ()
+
+    def pending(self) -> list[Pod]:
+        """The pods that need capacity (computed when the snapshot was taken)."""
+        return list(self.waiting)
+
+
+class SimulatedCluster(InMemoryCluster):
+    """The in-memory API server, audited and with cached snapshots (see the module docstring).
+
+    `before_evict(pod)` and `before_delete_node(name)` are called before an eviction or a Node
+    deletion through the API; the world sets them.
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__(clock, recreate_owned_pods=True)
+        self._snapshot: _Snapshot | None = None
+        self.before_evict: Callable[[Pod], None] = lambda pod: None
+        self.after_evict: Callable[[Pod, Eviction], None] = lambda pod, result: None
+        self.before_delete_node: Callable[[str], None] = lambda name: None
+        self.before_request: Callable[[str, str], None] = lambda verb, call: None
+        self.after_effect: Callable[[str], None] = lambda what: None
+
+    def snapshot_unrecorded(self) -> ClusterSnapshot:
+        """The API server's snapshot, the same object until something in it changes."""
+        base = super().snapshot_unrecorded()
+        cached = self._snapshot
+        if (
+            cached is not None
+            and cached.nodes is base.nodes
+            and cached.pods is base.pods
+            and cached.daemonsets is base.daemonsets
+            and cached.pdbs is base.pdbs
+        ):
+            return cached
+        self._snapshot = _Snapshot(
+            nodes=base.nodes,
+            pods=base.pods,
+            daemonsets=base.daemonsets,
+            pdbs=base.pdbs,
+            nodeclaims=base.nodeclaims,
+            waiting=tuple(base.pending()),
+        )
+        return self._snapshot
+
+    def evict(self, pod: Pod) -> Eviction:
+        """The Eviction API, audited."""
+        try:
+            self.before_request("evict", f"evict pod {pod.key}")
+        except KubeApiError as error:
+            if error.status == 429:
+                return Eviction(pod.key, "blocked", f"{error.message} (429)")
+            raise
+        current = self.get_pod(pod.key)
+        if current is not None:
+            self.before_evict(current)
+        result = super().evict(pod)
+        if current is not None:
+            self.after_evict(current, result)
+        if result.outcome == "evicted":
+            self.after_effect("evict")
+        return result
+
+    def delete_node(self, name: str) -> None:
+        """Delete the Node (its pods go with it), audited."""
+        existed = self.get_node(name) is not None
+        if existed:
+            self.before_delete_node(name)
+        super().delete_node(name)
+        if existed:
+            self.after_effect("delete node")
+
+    def cordon(self, name: str, taint: Taint | None = None) -> None:
+        """Cordon (a node patch)."""
+        self.before_request("patch", f"cordon node {name}")
+        super().cordon(name, taint)
+        self.after_effect("cordon")
+
+    def uncordon(self, name: str, taint_key: str | None = None) -> None:
+        """Uncordon (a node patch)."""
+        self.before_request("patch", f"uncordon node {name}")
+        super().uncordon(name, taint_key)
+        self.after_effect("uncordon")
+
+    def pods_on(self, node: str) -> list[Pod]:
+        """The pods on a node (a LIST with a field selector, for the adapter)."""
+        self.before_request("list", "list pods")
+        return super().pods_on(node)
+
+    def remove_pods(self, pods: Sequence[Pod]) -> None:
+        """Delete pods for good (a scale-down): their controller does not recreate them."""
+        recreate, self.recreate_owned_pods = self.recreate_owned_pods, False
+        try:
+            for pod in pods:
+                self.remove_pod(pod)
+        finally:
+            self.recreate_owned_pods = recreate
+
+    def forget_calls(self) -> None:
+        """Drop the recorded port calls (the simulator does not read them; they only grow)."""
+        self.calls.clear()
+
+
+class KubeScheduler:
+    """Binds pending pods where the engine's predicates say they fit (see the module docstring)."""
+
+    def __init__(self, cluster: SimulatedCluster) -> None:
+        self.cluster = cluster
+        self.runs = 0
+        self.solver_cache = SolverCache()  # the same nodes and bound pods run after run
+
+    def schedule(self, keys: Sequence[str]) -> int:
+        """Try to place the unbound pods `keys`; returns how many were bound."""
+        cluster = self.cluster
+        pending = []
+        for key in keys:
+            pod = cluster.get_pod(key)
+            if pod is not None and not pod.node_name and not pod.daemon and not pod.terminal and not pod.deleting:
+                pending.append(pod)
+        if not pending:
+            return 0
+        self.runs += 1
+        snapshot = cluster.snapshot()
+        # Every node counts for topology spread, as kube-scheduler counts it (nodeTaintsPolicy
+        # Ignore: cordoned, deleting and not-ready nodes' pods stay in their zone's count); only
+        # Ready, schedulable ones take pods (the solver places nothing on a cordoned node). Leaving
+        # cordoned nodes out entirely made a zone that a drain was emptying look emptier than it
+        # is, so this scheduler refused the zone the provisioner had launched for.
+        nodes = tuple(n if n.ready else replace(n, unschedulable=True) for n in snapshot.nodes)
+        placed: set[str] = set()
+        if any(n.ready and not n.unschedulable and not n.deleting for n in nodes):
+            result = solve(
+                existing_nodes_input(
+                    pending, nodes, (p for p in snapshot.pods if p.node_name), now=cluster.clock.now()
+                ),
+                Strategy(),
+                cache=self.solver_cache,
+            )
+            for node, pods in sorted(result.existing.items()):
+                for key in pods:
+                    cluster.bind(key, node)
+                    placed.add(key)
+        for pod in pending:
+            if pod.key not in placed and not pod.unschedulable:
+                cluster.mark_unschedulable(pod)
+        return len(placed)
+
+
+# --- kubelet --------------------------------------------------------------------------------------
+
+
+def registration(user_data_b64: str) -> tuple[dict[str, str], tuple[Taint, ...]]:
+    """The labels and taints a kubelet registers with, read from the instance's user data."""
+    try:
+        text = base64.b64decode(user_data_b64).decode()
+    except (ValueError, UnicodeDecodeError):
+        return {}, ()
+    if text.lstrip().startswith("MIME-Version") or "Content-Type: multipart" in text[:500]:
+        labels: dict[str, str] = {}
+        taints: list[Taint] = []
+        for part in message_from_string(text).walk():
+            if part.is_multipart():
+                continue
+            payload = part.get_payload(decode=True)
+            body = payload.decode() if isinstance(payload, bytes) else str(part.get_payload())
+            if part.get_content_type() == "application/node.eks.aws":
+                found_labels, found_taints = _nodeconfig(body)
+            else:
+                found_labels, found_taints = _flags(body)
+            labels.update(found_labels)
+            taints.extend(t for t in found_taints if t not in taints)
+        return labels, tuple(taints)
+    if "[settings" in text:
+        return _bottlerocket(text)
+    return _flags(text)
+
+
+def _nodeconfig(text: str) -> tuple[dict[str, str], tuple[Taint, ...]]:
+    try:
+        document = yaml.safe_load(text) or {}
+    except yaml.YAMLError:
+        return {}, ()
+    kubelet = ((document.get("spec") or {}).get("kubelet") or {}) if isinstance(document, Mapping) else {}
+    labels: dict[str, str] = {}
+    for flag in kubelet.get("flags") or ():
+        labels.update(_pairs(_FLAG_LABELS, str(flag)))
+    taints = tuple(Taint.parse(t) for t in (kubelet.get("config") or {}).get("registerWithTaints") or ())
+    return labels, taints
+
+
+def _flags(text: str) -> tuple[dict[str, str], tuple[Taint, ...]]:
+    labels = _pairs(_FLAG_LABELS, text)
+    taints: list[Taint] = []
+    for match in _FLAG_TAINTS.finditer(text):
+        for item in filter(None, match[1].split(",")):
+            key_value, _, effect = item.rpartition(":")
+            key, _, value = key_value.partition("=")
+            taints.append(Taint(key, effect, value))
+    return labels, tuple(taints)
+
+
+def _pairs(pattern: re.Pattern[str], text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for match in pattern.finditer(text):
+        for pair in filter(None, match[1].split(",")):
+            key, _, value = pair.partition("=")
+            out[key] = value
+    return out
+
+
+def _bottlerocket(text: str) -> tuple[dict[str, str], tuple[Taint, ...]]:
+    try:
+        kubernetes: Any = tomllib.loads(text).get("settings", {}).get("kubernetes", {})
+    except tomllib.TOMLDecodeError:
+        return {}, ()
+    labels = {str(k): str(v) for k, v in (kubernetes.get("node-labels") or {}).items()}
+    taints = []
+    for key, values in (kubernetes.get("node-taints") or {}).items():
+        for item in values:
+            value, _, effect = str(item).rpartition(":")
+            taints.append(Taint(str(key), effect, value))
+    return labels, tuple(taints)
+
+
+# --- workload controllers -------------------------------------------------------------------------
+
+
+class Deployments:
+    """Keeps each workload at its wanted number of pods (see the module docstring)."""
+
+    def __init__(self, cluster: SimulatedCluster, workloads: Sequence[Workload]) -> None:
+        self.cluster = cluster
+        self.workloads = {w.key: w for w in workloads}
+        self._names = itertools.count(1)
+
+    def owned(self, workload: Workload) -> list[Pod]:
+        """The workload's live pods."""
+        owner = workload.template.owner_name
+        return [
+            p
+            for p in self.cluster.snapshot().pods
+            if p.namespace == workload.namespace and p.owner_name == owner and not p.daemon and not p.terminal
+        ]
+
+    def scale(self, workload: Workload, replicas: int) -> int:
+        """Create or delete pods so the workload has `replicas`; returns the change."""
+        pods = self.owned(workload)
+        change = replicas - len(pods)
+        if change > 0:
+            if workload.kind == "StatefulSet":
+                taken = {p.name for p in pods}
+                names = [n for n in (f"{workload.name}-{i}" for i in range(replicas)) if n not in taken][:change]
+            else:
+                names = [f"{workload.name}-r{next(self._names)}" for _ in range(change)]
+            for name in names:
+                self.cluster.add_pod(replace(workload.template, name=name))
+        elif change < 0:
+            if workload.kind == "StatefulSet":
+                victims = sorted(pods, key=lambda p: _ordinal(p.name), reverse=True)[:-change]
+            else:
+                # Unscheduled first, then the newest (the ReplicaSet controller's preference).
+                victims = sorted(pods, key=lambda p: (bool(p.node_name), -p.created_at, p.name))[:-change]
+            self.cluster.remove_pods(victims)
+        return change
+
+
+def _ordinal(name: str) -> int:
+    tail = name.rpartition("-")[2]
+    return int(tail) if tail.isdigit() else -1
+
+
+def node_for(
+    name: str,
+    *,
+    labels: Mapping[str, str],
+    taints: Sequence[Taint],
+    startup_taints: Sequence[Taint],
+    capacity: Any,
+    allocatable: Any,
+    provider_id: str,
+) -> Node:
+    """A Ready Node as its kubelet registers it once its startup taints are gone."""
+    startup = {(t.key, t.effect) for t in startup_taints}
+    return Node(
+        name=name,
+        labels=dict(labels),
+        taints=tuple(t for t in taints if (t.key, t.effect) not in startup),
+        capacity=capacity,
+        allocatable=allocatable,
+        provider_id=provider_id,
+        ready=True,
+    )
