@@ -248,6 +248,8 @@ def plan_cluster(
         "nodepools": [pool.name for pool in nodepools],
         "nodepools_from": nodepool_source,
         "config_problems": [str(p) for p in live.config.problems],
+        # Warnings: fields Nodewright ignores, and Karpenter's NodePools left to a running Karpenter.
+        "config_warnings": [str(w) for w in live.config.warnings],
     }
     report["prices"] = prices
     return with_notices(report, notices, default_nodepool=default_nodepool)

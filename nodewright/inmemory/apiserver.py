@@ -133,7 +133,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
-from nodewright.inmemory.apicustom import CustomResources
+from nodewright.inmemory.apicustom import CustomResources, dry_run
 from nodewright.inmemory.apidiscovery import Discovery
 from nodewright.inmemory.apifeed import ClusterFeed
 from nodewright.inmemory.apihttp import Handler, HttpServer, Usage
@@ -147,6 +147,7 @@ from nodewright.inmemory.apiwire import (
     CLAIMS_PATH,
     CRDS,
     FAULT_MESSAGES,
+    LEASES,
     RESOURCES,
     STRATEGIC_MERGE_PATCH,
     Failure,
@@ -197,7 +198,7 @@ class ApiServer:
         # Serves apps/v1 deployments and statefulsets with their scale subresource when set
         # (`nodewright.inmemory.apiscale.Scaler`: a simulation's workload controller).
         self.scale: Scaler | None = None
-        self._store = ObjectStore((*RESOURCES, CRDS), history=history)
+        self._store = ObjectStore((*RESOURCES, CRDS, LEASES), history=history)
         self._feed = ClusterFeed(cluster, self._store, dress)
         self._usage = Usage()
         self._tables = Tables(cluster.clock.now)
@@ -435,11 +436,17 @@ class ApiServer:
         resource = route.resource
         kind = resource.kind
         content_type = handler.headers.get("Content-Type") or ""
-        if method == "PUT":
+        custom = kind in (CRDS.kind, LEASES.kind) or bool(resource.crd)
+        if method == "DELETE" and body:
+            # A DELETE carries its dryRun in the DeleteOptions body too (kubectl sends it there).
+            options = json_loads(body).get("dryRun")
+            if isinstance(options, list) and options:
+                query = {**query, "dryRun": ",".join(str(o) for o in options)}
+        dry = method != "GET" and dry_run(query)
+        if dry and not custom and not (kind == "node" and method in ("PATCH", "PUT")):
+            raise Failure(400, f"dryRun is not supported by this emulator on {resource.plural}")
+        if method == "PUT" and not (custom or (kind == "node" and not route.subresource)):
             raise Failure(405, f"PUT (update) is not supported by this emulator on {resource.plural}; use PATCH")
-        if (query.get("dryRun") or "") and method != "GET":
-            raise Failure(400, "dryRun is not supported by this emulator")
-        custom = kind == CRDS.kind or bool(resource.crd)
         if route.subresource == "status" and kind == "node" and method == "PATCH" and route.name:
             return 200, self._writes.patch_node_status(route.name, content_type, body)
         if route.subresource == "eviction" and kind == "pod" and route.name:
@@ -456,14 +463,18 @@ class ApiServer:
             return 201, self._custom.create(route, body, query)
         if custom and method == "PATCH" and route.name:
             return self._custom.patch(route, content_type, body, query)
+        if custom and method == "PUT" and route.name:
+            return 200, self._custom.replace(route, body, query)
         if custom and method == "DELETE" and route.name and not route.subresource:
-            return 200, self._custom.delete(route)
+            return 200, self._custom.delete(route, query)
+        if kind == "node" and method == "PUT" and route.name:
+            return 200, self._writes.replace_node(route.name, body, dry=dry)
         if kind == "event" and method == "POST" and not route.name:
             return 201, self._writes.create_event(route, body)
         if kind == "event" and method == "PATCH" and route.name:
             return 200, self._writes.patch_event(route, content_type, body)
         if kind == "node" and method == "PATCH" and route.name:
-            return 200, self._writes.patch_node(route.name, content_type, body)
+            return 200, self._writes.patch_node(route.name, content_type, body, dry=dry)
         if kind in ("node", "pod") and method == "DELETE" and route.name:
             return 200, self._writes.delete(route, body)
         target = f"{resource.plural}/{route.name}" if route.name else f"a list of {resource.plural}"
