@@ -19,6 +19,7 @@ from nodewright.simulator.aws import (
     SimulatedEc2,
 )
 from nodewright.simulator.catalog import SimCatalog
+from nodewright.simulator.configuration import ScenarioConfiguration
 from nodewright.simulator.faults import Faults
 from nodewright.simulator.kube import Deployments, KubeScheduler, SimulatedCluster
 from nodewright.simulator.kubehttp import HttpCluster
@@ -52,6 +53,7 @@ class WorldState:
     ec2: SimulatedEc2
     cloud: MirroredCloud
     store: MirroredStateStore | None
+    configuration: ScenarioConfiguration  # what the functions read; `simulate --serve` adds the cluster's
     pools: dict[str, NodePool]
     foreign_nodes: list[str]  # nodes another autoscaler launched before the run
     # -- the functions: their handlers, modules, observers and saved log levels

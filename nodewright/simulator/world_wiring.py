@@ -219,6 +219,7 @@ class Wiring(Kubelet, Changes):
             self.clock,
             scenario.start,
         )
+        self.configuration = config
         if self.http is not None:
             self.http.start()
 
