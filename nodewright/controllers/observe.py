@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
 @dataclass
 class RecordingObserver:
-    """An Observer (nodewright.ports) that keeps every decision and metric in lists."""
+    """An Observer (nodewright.ports) that keeps every decision and metric in lists.
+
+    With `now`, a decision that does not say when (`at`) is stamped with `now()` as it is kept,
+    as CloudWatch stamps each log line the functions write (`adapters.aws.logs` reads it back as
+    `at`): the simulator's `nodewright status` then knows when every function last decided.
+    """
 
     decisions: list[dict[str, object]] = field(default_factory=list)
     metrics: list[tuple[str, float, str, dict[str, str]]] = field(default_factory=list)
+    now: Callable[[], float] | None = None
 
     def decision(self, kind: str, **fields: object) -> None:
         """Keep one decision as a dict with its kind."""
-        self.decisions.append({"decision": kind, **fields})
+        record: dict[str, object] = {"decision": kind, **fields}
+        if self.now is not None and "at" not in record:
+            record["at"] = self.now()
+        self.decisions.append(record)
 
     def metric(self, name: str, value: float, unit: str = "Count", **dimensions: str) -> None:
         """Keep one data point."""

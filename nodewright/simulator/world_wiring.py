@@ -141,7 +141,7 @@ class Wiring(Kubelet, Changes):
         self.account = Account(session)
         self.catalog = SimCatalog(scenario.zones, scenario.nodepools)
         self.recorder = Recorder(start=scenario.start)
-        self.observers = {name: RecordingObserver() for name in HANDLERS}
+        self.observers = {name: RecordingObserver(now=self.clock.now) for name in HANDLERS}
         self.pools: dict[str, NodePool] = {p.name: p for p in scenario.nodepools}
         self.handlers: dict[str, Callable[[dict[str, Any], Any], Any]] = {}
         self.modules: dict[str, ModuleType] = {}

@@ -80,6 +80,7 @@ BUFFER_RESOURCES = (
     CustomResource("autoscaling.x-k8s.io", "v1alpha1", "capacitybuffers", CAPACITYBUFFER),
 )
 PODTEMPLATES = CustomResource("", "v1", "podtemplates", PODTEMPLATE)
+NODECLAIMS = CustomResource("nodewright.io", "v1", "nodeclaims", "NodeClaim")
 
 
 def _list_all(api: CustomObjectsApi | CoreV1Api, resource: CustomResource) -> list[dict[str, Any]] | None:
@@ -179,6 +180,13 @@ def read_buffers(api_client: ApiClient) -> list[Loaded]:
 def list_podtemplates(api_client: ApiClient) -> list[dict[str, Any]] | None:
     """Every core/v1 PodTemplate in the cluster, as the API server returns them (one paged list)."""
     return _list_all(CoreV1Api(api_client), PODTEMPLATES)
+
+
+def list_nodeclaim_objects(api_client: ApiClient) -> list[dict[str, Any]] | None:
+    """The cluster's NodeClaim objects (`nodeclaims.nodewright.io`, the claims' mirror) as the API
+    server returns them; None when their CRD is not installed.
+    """
+    return _list_all(CustomObjectsApi(api_client), NODECLAIMS)
 
 
 def _identity(raw: dict[str, Any]) -> tuple[str, str]:
