@@ -107,11 +107,15 @@ Deviations from kube-apiserver, chosen for a small emulator
     spec.taints, labels and annotations take effect, other fields are dropped), nodes and pods
     deleted (at once: no finalizers, the grace period is accepted, not waited for). Pods, DaemonSets
     and PDBs cannot be created or updated through the API (405): the simulation owns them. PUT
-    answers 405 everywhere, `dryRun` 400. Objects carry no managedFields or uid beyond the
+    (replace) is served for nodes (the fields a patch carries, `apiwrites.replace_node`), CRDs,
+    custom objects and Leases, 405 elsewhere; `dryRun=All` for writes of those and node patches
+    (admitted and answered, nothing stored), 400 for other writes. Objects carry no managedFields or uid beyond the
     model's (a pod's ownerReferences get a stable uid) unless `dress` adds them.
   * Server-side apply merges (no field ownership, no conflicts); a CRD's served versions keep
     their objects apart (no conversion); no CEL rules (`apicustom`, `apischema`).
-  * Not served: Leases (`kubectl describe node` says it cannot get one), namespaces as objects,
+  * Leases (`coordination.k8s.io/v1`) are stored as sent (`apicustom`): no kubelet writes node
+    Leases, so `kubectl describe node` shows none.
+  * Not served: namespaces as objects,
     RBAC, `/openapi/v2` beyond an empty document; Deployments and StatefulSets only when `scale`
     is set (a simulation's workloads: list, get and the scale subresource, no watch).
 
