@@ -373,6 +373,14 @@ class StatusWrites(Protocol):
         ...
 
 
+class NodeProfiles(Protocol):
+    """The instance profiles Nodewright created for the cluster's node roles (uninstall removes them)."""
+
+    def remove(self) -> list[str]:
+        """Delete them (roles taken out first); the names deleted. Safe to call twice."""
+        ...
+
+
 class FunctionSwitch(Protocol):
     """Stops the installation's functions; returns what it stopped (names, for the report)."""
 

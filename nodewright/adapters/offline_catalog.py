@@ -30,7 +30,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from nodewright.engine.catalog import InstanceSpec, KubeletConfiguration, build_instance_type
+from nodewright.engine.catalog import InstanceSpec, KubeletConfiguration, build_instance_type, region_of
 from nodewright.model.instancetype import InstanceType, Offering
 
 SNAPSHOT = "us-east-1-instance-types.json.gz"
@@ -162,8 +162,12 @@ def load_catalog(
     kubelet: KubeletConfiguration | None = None,
     *,
     spot_fraction: float | None = SPOT_FRACTION,
+    as_zones: Mapping[str, str] | None = None,
 ) -> list[InstanceType]:
     """The schedulable instance types offered in `zones`, sorted by name.
+
+    `as_zones` maps snapshot zones to the zones of another region to offer them in (an offline
+    plan for a region the snapshot does not cover: its types and estimated prices assumed there).
 
     Each type gets an on-demand offering (and a spot one at `spot_fraction` x on-demand, unless
     `spot_fraction` is None or the type is not sold as spot) in every requested zone that offers
@@ -190,11 +194,12 @@ def load_catalog(
             price = round(rate.estimate(spec), 6) if rate is not None else None
         if price is None:
             continue
+        if as_zones:
+            offered = [as_zones.get(z, z) for z in offered]
         offerings = _offerings(spec, offered, price, spot_fraction)
+        region = region_of(offered[0]) if as_zones else snapshot.region
         if offerings:
-            out.append(
-                build_instance_type(spec, offerings, kubelet, region=snapshot.region, price_estimated=prices is None)
-            )
+            out.append(build_instance_type(spec, offerings, kubelet, region=region, price_estimated=prices is None))
     return out
 
 
@@ -207,3 +212,25 @@ def _offerings(spec: InstanceSpec, zones: Sequence[str], price: float, spot_frac
         if spot_fraction is not None and "spot" in usage:
             out.append(Offering(zone, "spot", round(price * spot_fraction, 6)))
     return out
+
+
+def zones_for_region(zones: Sequence[str]) -> dict[str, str]:
+    """For zones of a region the snapshot does not cover, the snapshot zone standing in for each
+    (the one with the same letter: eu-west-1b <- us-east-1b); {} when they are the snapshot's own.
+    Raises ValueError naming a zone whose letter the snapshot has no zone for, or zones of two regions.
+    """
+    snapshot = load_snapshot()
+    regions = {region_of(z) for z in zones}
+    if len(regions) > 1:
+        raise ValueError(f"zones of several regions: {', '.join(sorted(zones))}")
+    if not regions or regions == {snapshot.region}:
+        return {}
+    (region,) = regions
+    standing: dict[str, str] = {}
+    for zone in zones:
+        letter = zone[len(region) :]
+        stand_in = f"{snapshot.region}{letter}"
+        if stand_in not in snapshot.all_zones:
+            raise ValueError(f"zone {zone}: the offline catalog ({snapshot.region}) has no zone {letter!r} to stand in")
+        standing[stand_in] = zone
+    return standing

@@ -181,6 +181,7 @@ def read_sources(where: Where, about: tuple[str, str, str] | None = None) -> tup
     catalog, prices = catalog_for(live.snapshot, aws)
     where.notes["prices"] = str(prices.get("source"))
     now = time.time()
+    claim_objects: list[dict[str, Any]] = []
     if where.cluster or where.name or where.stack or where.state_table:
         store = _state_store(where)
         decisions, invocations = _logs(where, now)
@@ -193,9 +194,11 @@ def read_sources(where: Where, about: tuple[str, str, str] | None = None) -> tup
         decisions, invocations = [], []
         where.notes["state_table"] = NO_STATE_TABLE
         where.notes["logs"] = NO_LOGS
+        claim_objects = _claim_objects(live.api_client, where)
     events = _events(live.api_client, about, where) if about is not None else []
     src = Sources(
         store=store,
+        claim_objects=claim_objects,
         events=events,
         snapshot=live.snapshot,
         pools=pool_capacities(nodepools, nodeclasses, catalog),
@@ -236,6 +239,24 @@ def _stack_resource(where: Where, kind: str, logical: str) -> str:
     if not found:
         raise LookupError(f"stack {stack} has no {kind} named {logical}...")
     return str(found[0])
+
+
+def _claim_objects(api_client: Any, where: Where) -> list[dict[str, Any]]:
+    """The cluster's NodeClaim objects (the state table's mirror), read when the table is not."""
+    from nodewright.adapters.kube.crd_config import list_nodeclaim_objects
+
+    try:
+        objects = list_nodeclaim_objects(api_client)
+    except Exception as error:  # no right to list them: the rest still answers
+        where.notes["nodeclaims"] = f"not read: {reason(error)}"
+        return []
+    if objects is None:
+        where.notes["nodeclaims"] = (
+            "not read: the NodeClaim CRD (deploy/crds/nodewright.io_nodeclaims.yaml) is not installed"
+        )
+        return []
+    where.notes["nodeclaims"] = f"{len(objects)} NodeClaim objects (nodeclaims.nodewright.io)"
+    return objects
 
 
 def _events(api_client: Any, about: tuple[str, str, str], where: Where) -> list[dict[str, Any]]:

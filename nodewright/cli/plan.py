@@ -20,7 +20,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from nodewright.adapters.offline_catalog import DEFAULT_ZONES, PricesFileError, load_catalog, read_prices_csv
+from nodewright.adapters.offline_catalog import (
+    DEFAULT_ZONES,
+    PricesFileError,
+    load_catalog,
+    read_prices_csv,
+    zones_for_region,
+)
 from nodewright.cli import app
 from nodewright.cli.failures import exit_code
 from nodewright.cli.plan_algorithms import ALGORITHMS, Printer, plan_with
@@ -84,7 +90,10 @@ def plan(  # noqa: PLR0917 - Typer maps each parameter to an option
         str | None, typer.Option("--kubeconfig", help="Read the cluster of this kubeconfig; changes nothing.")
     ] = None,
     context: Annotated[str | None, typer.Option("--context", help="The kubeconfig context to read.")] = None,
-    region: Annotated[str | None, typer.Option("--region", help="AWS region of --cluster.")] = None,
+    region: Annotated[
+        str | None,
+        typer.Option("--region", help="AWS region of --cluster; offline: plan in its zones a, b, c (unless --zones)."),
+    ] = None,
     default_nodepool: Annotated[
         bool,
         typer.Option("--default-nodepool", help="With no NodePool in the input, plan with the default NodePool."),
@@ -138,10 +147,18 @@ def plan(  # noqa: PLR0917 - Typer maps each parameter to an option
     try:
         price_list = read_prices_csv(prices) if prices is not None else None
         zone_list = tuple(z.strip() for z in zones.split(",") if z.strip())
+        if region and zones == ",".join(DEFAULT_ZONES):
+            zone_list = tuple(f"{region}{letter}" for letter in "abc")
+        standing = zones_for_region(zone_list)
         scheduling = build_input(planned, price_list, zone_list, default_nodepool=default_nodepool)
     except (PricesFileError, ValueError) as error:
         _fail(str(error))
     notices = nodepool_notices(planned)
+    if standing:
+        notices.append(
+            f"the bundled catalog is us-east-1's: its instance types and estimated prices are assumed offered "
+            f"in {', '.join(zone_list)}"
+        )
     if compare or algorithm != "nodewright":  # nodewright.cli.plan_algorithms
 
         def shaped(result: SchedulingResult, seconds: float, *, estimated: bool) -> dict[str, Any]:
@@ -274,7 +291,10 @@ def build_input(
         kubelet = nodeclass.kubelet if nodeclass is not None else None
         key = repr(kubelet)  # kubelet settings hold dicts: key the cache by their repr
         if key not in catalogs:
-            catalogs[key] = load_catalog(zones, prices, kubelet)
+            # Zones of a region the bundled catalog does not cover: its own zones stand in for them.
+            standing = zones_for_region(zones)
+            bundled = tuple(standing) if standing else zones
+            catalogs[key] = load_catalog(bundled, prices, kubelet, as_zones=standing or None)
         pools.append(PoolCapacity(pool, tuple(catalogs[key])))
     overlays = [d.model for d in planned.config.of_kind(NODEOVERLAY) if isinstance(d.model, NodeOverlay)]
     overlaid = apply_overlays(pools, overlays)

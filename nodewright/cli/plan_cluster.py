@@ -32,9 +32,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nodewright.adapters.offline_catalog import DEFAULT_ZONES, load_catalog, load_snapshot
+from nodewright.adapters.offline_catalog import DEFAULT_ZONES, load_catalog, load_snapshot, zones_for_region
 from nodewright.cli.failures import reason
 from nodewright.config.documents import EC2NODECLASS, NODEPOOL, Loaded
+from nodewright.engine.catalog import region_of
 from nodewright.engine.headroom import Headroom, capacity_type, measure
 from nodewright.engine.scheduling import SchedulingResult, solve
 from nodewright.engine.scheduling.inputs import provisioning_input
@@ -64,8 +65,10 @@ class LiveInput:
 class OfflineCatalog:
     """The controllers' Catalog over the bundled snapshot: one build per kubelet configuration."""
 
-    def __init__(self, zones: Sequence[str]) -> None:
+    def __init__(self, zones: Sequence[str], standing: Mapping[str, str] | None = None) -> None:
         self.zones = tuple(zones)
+        # For zones of another region: the bundled zone standing in for each (`zones_for_region`).
+        self.standing = dict(standing or {})
         self._built: dict[str, list[InstanceType]] = {}
 
     def instance_types(self, nodeclass: EC2NodeClass | None) -> Sequence[InstanceType]:
@@ -73,7 +76,8 @@ class OfflineCatalog:
         kubelet = nodeclass.kubelet if nodeclass is not None else None
         key = repr(kubelet)  # kubelet settings hold dicts: key by their repr
         if key not in self._built:
-            self._built[key] = load_catalog(self.zones, kubelet=kubelet)
+            bundled = tuple(self.standing) if self.standing else self.zones
+            self._built[key] = load_catalog(bundled, kubelet=kubelet, as_zones=self.standing or None)
         return self._built[key]
 
 
@@ -151,7 +155,18 @@ def catalog_for(snapshot: ClusterSnapshot, aws: Mapping[str, Any]) -> tuple[Any,
     known = load_snapshot().all_zones
     zones = sorted({node.labels[wk.ZONE] for node in snapshot.nodes if node.labels.get(wk.ZONE)})
     note = ""
-    if not zones or not set(zones) <= known:
+    standing: dict[str, str] = {}
+    if zones and not set(zones) <= known:
+        try:
+            standing = zones_for_region(zones)
+        except ValueError:
+            standing = {}
+        if standing:
+            note = (
+                f"the bundled catalog is us-east-1's: its instance types and estimated prices are assumed "
+                f"offered in the nodes' zones ({', '.join(zones)})"
+            )
+    if not zones or (not set(zones) <= known and not standing):
         note = (
             f"the nodes' zones ({', '.join(zones) or 'none'}) are not in the bundled catalog; "
             f"planned in {', '.join(DEFAULT_ZONES)}"
@@ -159,7 +174,7 @@ def catalog_for(snapshot: ClusterSnapshot, aws: Mapping[str, Any]) -> tuple[Any,
         zones = list(DEFAULT_ZONES)
     described = {
         "source": "bundled",
-        "region": load_snapshot().region,
+        "region": region_of(zones[0]) if standing else load_snapshot().region,
         "on_demand": "estimates",
         "spot": "estimates (35% of on-demand)",
         "zones": zones,
@@ -168,7 +183,7 @@ def catalog_for(snapshot: ClusterSnapshot, aws: Mapping[str, Any]) -> tuple[Any,
         described["live_prices_failed"] = reason
     if note:
         described["note"] = note
-    return OfflineCatalog(zones), described
+    return OfflineCatalog(zones, standing), described
 
 
 def node_price(catalog: Any, nodeclasses: Mapping[str, EC2NodeClass]) -> Any:
@@ -238,6 +253,8 @@ def plan_cluster(
         "nodepools": [pool.name for pool in nodepools],
         "nodepools_from": nodepool_source,
         "config_problems": [str(p) for p in live.config.problems],
+        # Warnings: fields Nodewright ignores, and Karpenter's NodePools left to a running Karpenter.
+        "config_warnings": [str(w) for w in live.config.warnings],
     }
     report["prices"] = prices
     return with_notices(report, notices, default_nodepool=default_nodepool)

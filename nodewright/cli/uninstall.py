@@ -43,6 +43,7 @@ def uninstall(  # noqa: PLR0917 - Typer maps each parameter to an option
     from nodewright.adapters.aws import session
     from nodewright.adapters.aws.ec2 import Ec2CloudProvider
     from nodewright.adapters.aws.eks import EksTokenSource, describe_cluster
+    from nodewright.adapters.aws.instance_profiles import CreatedProfiles
     from nodewright.adapters.aws.stack import StackFunctions
     from nodewright.adapters.clock import SystemClock
     from nodewright.adapters.kube.client import from_cluster_info, from_kubeconfig
@@ -78,6 +79,7 @@ def uninstall(  # noqa: PLR0917 - Typer maps each parameter to an option
         ),
         clock=clock,
         sleep=time.sleep,
+        profiles=CreatedProfiles(session.client("iam", region=region), cluster=cluster),
     )
     report = uninstaller.run(deadline)
     if output == "json":
@@ -89,6 +91,8 @@ def uninstall(  # noqa: PLR0917 - Typer maps each parameter to an option
             f"terminated {len(report.terminated)} instance(s)"
         )
         typer.echo(f"not Nodewright's, untouched: {len(report.untouched)} node(s)")
+        if report.removed_profiles:
+            typer.echo(f"deleted the instance profile(s) it created: {', '.join(report.removed_profiles)}")
         for node, pods in report.left.items():
             typer.echo(f"LEFT {node}: {len(pods)} pod(s) a PodDisruptionBudget kept: {', '.join(pods[:5])}")
     if not report.complete:

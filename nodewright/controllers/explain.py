@@ -54,6 +54,9 @@ class Sources:
     # Kubernetes Events as dicts: kind, namespace, name (of the object regarded), type, reason,
     # note, first, last, count (`event_rows` turns the in-memory cluster's into these).
     events: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+    # The cluster's NodeClaim objects (`nodeclaims.nodewright.io`, the mirror of the state table's
+    # claims) as the API server returns them: what answers with a kubeconfig alone.
+    claim_objects: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
 
     def about(self, kind: str, name: str, namespace: str = "") -> list[dict[str, Any]]:
         """The Events regarding one object, oldest first."""
@@ -157,7 +160,15 @@ def explain_node(src: Sources, name: str) -> dict[str, Any]:
     if events:
         answer["events"] = events
     if claim is None:
+        mirrored = _claim_object(src, name, node.nodeclaim if node is not None else "")
         answer["claim"] = None
+        if mirrored is not None:
+            # The state table was not read (a kubeconfig only): its mirror in the cluster answers.
+            answer["nodeclaim_object"] = mirrored
+            answer["next"] = (
+                "launched by Nodewright (its NodeClaim object); what consolidation makes of it needs the state table"
+            )
+            return answer
         answer["next"] = "nothing: Nodewright did not launch this node and will not disrupt it"
         return answer
     answer["claim"] = _claim_summary(claim)
@@ -221,7 +232,7 @@ def status(src: Sources, *, hour: float = 3600.0) -> dict[str, Any]:
         if record.get("decision") == "kube-api-usage":
             requests += sum(int(c.get("requests", 0)) for c in record.get("calls") or ())
     blocked = sorted("/".join(o) for o in src.store.blocked_offerings(src.now))
-    return {
+    answer: dict[str, Any] = {
         "functions": last,
         "claims_in_flight": [_claim_summary(c) for c in claims if c.state in IN_FLIGHT],
         "claims": len(claims),
@@ -231,6 +242,18 @@ def status(src: Sources, *, hour: float = 3600.0) -> dict[str, Any]:
         "kube_requests_last_hour": requests,
         "hourly_cost": round(sum(c.price for c in claims if c.state != "pending"), 4),
     }
+    if src.claim_objects:
+        # The cluster's mirror of the claims: what `kubectl get nwnc` shows, read without AWS.
+        answer["nodeclaim_objects"] = {
+            "total": len(src.claim_objects),
+            "ready": sum(
+                1
+                for o in src.claim_objects
+                for c in (o.get("status") or {}).get("conditions") or ()
+                if c.get("type") == "Ready" and c.get("status") == "True"
+            ),
+        }
+    return answer
 
 
 def _unique(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -334,3 +357,30 @@ def _why_unschedulable(src: Sources, key: str, claims: Sequence[NodeClaim]) -> d
             },
         }
     return {"schedulable": True}
+
+
+def _claim_object(src: Sources, node: str, nodeclaim: str) -> dict[str, Any] | None:
+    """The cluster's NodeClaim object for a node (by `status.nodeName`, or the node's
+    `nodewright.io/nodeclaim` label), summed up as `kubectl get nodeclaims -o wide` shows it, with
+    its conditions; None when there is none.
+    """
+    for obj in src.claim_objects:
+        metadata = obj.get("metadata") or {}
+        status = obj.get("status") or {}
+        if status.get("nodeName") != node and not (nodeclaim and metadata.get("name") == nodeclaim):
+            continue
+        labels = metadata.get("labels") or {}
+        return {
+            "name": metadata.get("name"),
+            "nodepool": labels.get("karpenter.sh/nodepool"),
+            "instance_type": labels.get("node.kubernetes.io/instance-type"),
+            "capacity_type": labels.get("karpenter.sh/capacity-type"),
+            "zone": labels.get("topology.kubernetes.io/zone"),
+            "provider_id": status.get("providerID"),
+            "created": metadata.get("creationTimestamp"),
+            "conditions": [
+                {k: c.get(k) for k in ("type", "status", "reason", "message") if c.get(k) is not None}
+                for c in status.get("conditions") or ()
+            ],
+        }
+    return None

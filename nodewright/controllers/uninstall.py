@@ -19,6 +19,10 @@ Order, and why:
      kept running: cutting through a PDB is the user's decision, taken with `kubectl drain
      --disable-eviction` or by raising the deadline.
 
+  5. Only when nothing is left: the instance profiles Nodewright created for `nodeRoles` roles
+     (`profiles`, only those named, pathed and tagged as its own for this cluster) are deleted,
+     their roles taken out first. While a node is left, its instance may still use one.
+
 Idempotent: running it again resumes (cordons and deletions already done are no-ops; terminating
 a terminated instance is one).
 """
@@ -30,7 +34,7 @@ from dataclasses import dataclass, field
 
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
-from nodewright.ports import Clock, CloudProvider, Cluster, FunctionSwitch
+from nodewright.ports import Clock, CloudProvider, Cluster, FunctionSwitch, NodeProfiles
 
 
 @dataclass
@@ -43,6 +47,7 @@ class UninstallReport:
     evicted: int = 0
     left: dict[str, list[str]] = field(default_factory=dict)  # node -> pods still on it
     untouched: list[str] = field(default_factory=list)  # nodes Nodewright did not launch
+    removed_profiles: list[str] = field(default_factory=list)  # instance profiles it had created
 
     @property
     def complete(self) -> bool:
@@ -67,6 +72,7 @@ class Uninstaller:
         clock: Clock,
         sleep: Callable[[float], None],
         poll: float = 10.0,
+        profiles: NodeProfiles | None = None,
     ) -> None:
         self.cluster = cluster
         self.cloud = cloud
@@ -74,6 +80,7 @@ class Uninstaller:
         self.clock = clock
         self.sleep = sleep
         self.poll = poll
+        self.profiles = profiles
 
     def run(self, deadline_seconds: float) -> UninstallReport:
         """Uninstall within `deadline_seconds`; the report says what is left."""
@@ -102,6 +109,8 @@ class Uninstaller:
         if strays:
             self.cloud.terminate(strays)
             report.terminated.extend(sorted(strays))
+        if report.complete and self.profiles is not None:
+            report.removed_profiles = self.profiles.remove()
         return report
 
     def _evict_from(self, name: str, report: UninstallReport) -> list[str]:

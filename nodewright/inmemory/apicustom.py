@@ -8,11 +8,18 @@ store, so its objects are listed, watched, selected and printed (its
 patched (JSON merge, JSON patch, server-side apply; a strategic merge patch answers 415 as for
 any custom resource), their `/status` patched when the CRD declares that subresource (a write to
 the main resource then keeps the stored status, one to `/status` changes only the status), and
-deleted. Each write goes through the version's schema (`apischema.admit`: defaults, pruning,
+deleted, or replaced (PUT: the whole object, as `kubectl replace` sends it; a missing object 404,
+a body naming another object 400). Each write goes through the version's schema (`apischema.admit`: defaults, pruning,
 validation, unknown fields refused with `fieldValidation=Strict`, 422 naming the field). The
 server stamps uid, creationTimestamp, generation (moved by a spec change) and resourceVersion
 (optimistic concurrency: a body's resourceVersion that is not the stored one answers 409).
-Deleting a CRD deletes its objects.
+Deleting a CRD deletes its objects. With `dryRun=All` every write is admitted, defaulted and
+answered as it would be, and nothing is stored (no resourceVersion moves, no watch event), as
+kube-apiserver does; any other `dryRun` value answers 400.
+
+Leases (`coordination.k8s.io/v1`, `apiwire.LEASES`) are kept here too, as objects the server
+stores as sent under a small built-in schema (`apiwire.LEASE_SCHEMA`): what leader election
+writes and reads.
 
 Deviations: each served version keeps its own objects (no conversion between versions); no
 finalizers, owner references or garbage collection; `metadata.generateName` is not supported (422).
@@ -29,7 +36,18 @@ from typing import Any
 from nodewright.inmemory.apipatch import APPLY_PATCH, media_type, patched
 from nodewright.inmemory.apischema import admit
 from nodewright.inmemory.apistore import ObjectStore
-from nodewright.inmemory.apiwire import CRDS, Failure, Resource, Route, Stored, json_object, not_found
+from nodewright.inmemory.apiwire import (
+    CRDS,
+    LEASE_SCHEMA,
+    LEASES,
+    Failure,
+    Resource,
+    Route,
+    Stored,
+    encode,
+    json_object,
+    not_found,
+)
 from nodewright.model.manifests import format_timestamp
 
 CRD_KIND = CRDS.kind
@@ -83,11 +101,11 @@ class CustomResources:
         self._store = store
         self._lock = lock
         self._now = now
-        self._schemas: dict[str, Mapping[str, Any]] = {}  # kind -> openAPIV3Schema
+        self._schemas: dict[str, Mapping[str, Any]] = {LEASES.kind: LEASE_SCHEMA}  # kind -> openAPIV3Schema
         self._uids = itertools.count(1)
 
     def schema(self, kind: str) -> Mapping[str, Any] | None:
-        """The openAPIV3Schema of a served custom kind (None for a built-in one)."""
+        """The openAPIV3Schema of a served custom kind or of Leases (None for another built-in one)."""
         return self._schemas.get(kind)
 
     def create(self, route: Route, body: bytes, query: Mapping[str, str]) -> bytes:
@@ -120,6 +138,55 @@ class CustomResources:
             stored = self._write(route.resource, obj, None, query)
         return stored.body
 
+    def replace(self, route: Route, body: bytes, query: Mapping[str, str]) -> bytes:
+        """PUT of a CRD or a custom object (or its /status): the object as sent replaces the stored
+        one (its status kept on the main resource when the CRD has a status subresource; only the
+        status replaced on /status); 200 with the stored object.
+        """
+        resource = route.resource
+        if route.subresource and (route.subresource != "status" or not resource.status_subresource):
+            raise not_found(resource, route.name)
+        obj = json_object(body)
+        named = str((obj.get("metadata") or {}).get("name") or "")
+        if named != route.name:
+            raise Failure(400, "the name of the object does not match the name on the URL")
+        with self._lock, self._store.condition:
+            current = self._store.get(resource.kind, route.key)
+            if current is None:
+                raise not_found(resource, route.name)
+            return self._update(route, current, obj, query).body
+
+    def _update(self, route: Route, current: Stored, merged: dict[str, Any], query: Mapping[str, str]) -> Stored:
+        """Write `merged` over `current` (a patch's result or a PUT's body), holding the lock: the
+        resourceVersion precondition, status kept apart, fixed metadata, generation.
+        """
+        resource = route.resource
+        wanted = (merged.get("metadata") or {}).get("resourceVersion")
+        if wanted and str(wanted) != str(current.rv):
+            raise Failure(
+                409,
+                f'Operation cannot be fulfilled on {self._qualified(resource)} "{route.name}": the object has been '
+                "modified; please apply your changes to the latest version and try again",
+                {"name": route.name, "group": resource.group, "kind": resource.plural},
+            )
+        if resource.status_subresource:
+            if route.subresource == "status":
+                merged = dict(current.manifest, status=merged.get("status"))
+            else:
+                merged["status"] = current.manifest.get("status")
+                if merged["status"] is None:
+                    merged.pop("status")
+        metadata = dict(merged.get("metadata") or {})
+        for fixed in ("name", "namespace", "uid", "creationTimestamp"):
+            if fixed in (current.manifest.get("metadata") or {}):
+                metadata[fixed] = current.manifest["metadata"][fixed]
+        generation = int((current.manifest.get("metadata") or {}).get("generation") or 1)
+        if merged.get("spec") != current.manifest.get("spec"):
+            generation += 1
+        metadata["generation"] = generation
+        merged["metadata"] = metadata
+        return self._write(resource, merged, current, query)
+
     def patch(self, route: Route, content_type: str, body: bytes, query: Mapping[str, str]) -> tuple[int, bytes]:
         """PATCH of a CRD or a custom object (or its /status): 200; server-side apply of a missing
         object creates it (201).
@@ -135,37 +202,20 @@ class CustomResources:
                 if media_type(content_type) != APPLY_PATCH or route.subresource:
                     raise not_found(resource, route.name)
                 return 201, self.create(route, json.dumps(patched({}, content_type, body, {})).encode(), query)
-            merged = patched(current.manifest, content_type, body, {}, strategic=resource.kind == CRD_KIND)
-            wanted = (merged.get("metadata") or {}).get("resourceVersion")
-            if wanted and str(wanted) != str(current.rv):
-                raise Failure(
-                    409,
-                    f'Operation cannot be fulfilled on {self._qualified(resource)} "{route.name}": the object has been '
-                    "modified; please apply your changes to the latest version and try again",
-                    {"name": route.name, "group": resource.group, "kind": resource.plural},
-                )
-            if resource.status_subresource:
-                if route.subresource == "status":
-                    merged = dict(current.manifest, status=merged.get("status"))
-                else:
-                    merged["status"] = current.manifest.get("status")
-                    if merged["status"] is None:
-                        merged.pop("status")
-            metadata = dict(merged.get("metadata") or {})
-            for fixed in ("name", "namespace", "uid", "creationTimestamp"):
-                if fixed in (current.manifest.get("metadata") or {}):
-                    metadata[fixed] = current.manifest["metadata"][fixed]
-            generation = int((current.manifest.get("metadata") or {}).get("generation") or 1)
-            if merged.get("spec") != current.manifest.get("spec"):
-                generation += 1
-            metadata["generation"] = generation
-            merged["metadata"] = metadata
-            return 200, self._write(resource, merged, current, query).body
+            merged = patched(
+                current.manifest, content_type, body, {}, strategic=resource.kind in (CRD_KIND, LEASES.kind)
+            )
+            return 200, self._update(route, current, merged, query).body
 
-    def delete(self, route: Route) -> bytes:
+    def delete(self, route: Route, query: Mapping[str, str]) -> bytes:
         """DELETE of a CRD (its objects go with it) or a custom object: the last state."""
         resource = route.resource
         with self._lock, self._store.condition:
+            if dry_run(query):
+                current = self._store.get(resource.kind, route.key)
+                if current is None:
+                    raise not_found(resource, route.name)
+                return current.body
             gone = self._store.delete(resource.kind, route.key)
             if gone is None:
                 raise not_found(resource, route.name)
@@ -200,6 +250,13 @@ class CustomResources:
                     },
                 )
             served = []
+        if dry_run(query):
+            # Admitted and answered as stored, but not stored: the resourceVersion stays the current one.
+            rv = current.rv if current is not None else 0
+            obj.setdefault("metadata", {})["resourceVersion"] = str(current.rv) if current is not None else ""
+            if current is None:
+                obj["metadata"].pop("resourceVersion")
+            return Stored(rv, obj, encode(obj), {}, obj)
         stored = self._store.put(resource.kind, obj, obj)
         if current is not None and resource.kind == CRD_KIND:
             for old, _ in crd_resources(current.manifest):
@@ -267,3 +324,13 @@ def _cause(error: str) -> dict[str, str]:
     field, _, message = error.partition(": ")
     reason = "FieldValueRequired" if message == "Required value" else "FieldValueInvalid"
     return {"reason": reason, "message": message, "field": field}
+
+
+def dry_run(query: Mapping[str, str]) -> bool:
+    """Whether a write asks for `dryRun=All` (kube-apiserver's only dry-run value; another is a 400)."""
+    value = query.get("dryRun")
+    if value is None or value == "":
+        return False
+    if value != "All":
+        raise Failure(400, f'dryRun: Unsupported value: "{value}": supported values: "All"')
+    return True

@@ -30,7 +30,7 @@ KUBERNETES_VERSION = ("1", "36", "v1.36.0")
 OPENAPI_V2 = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 _BUILTIN_VERBS = {
-    "node": ["delete", "get", "list", "patch", "watch"],
+    "node": ["delete", "get", "list", "patch", "update", "watch"],
     "pod": ["delete", "get", "list", "watch"],
     "daemonset": ["get", "list", "watch"],
     "pdb": ["get", "list", "watch"],
@@ -38,9 +38,9 @@ _BUILTIN_VERBS = {
     "coreevent": ["get", "list", "watch"],
     "deployment": ["get", "list"],
     "statefulset": ["get", "list"],
-    "customresourcedefinition": ["create", "delete", "get", "list", "patch", "watch"],
+    "customresourcedefinition": ["create", "delete", "get", "list", "patch", "update", "watch"],
 }
-_CUSTOM_VERBS = ["create", "delete", "get", "list", "patch", "watch"]
+_CUSTOM_VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 _BUILTIN_NAMES = {
     "node": ("node", ("no",)),
     "pod": ("pod", ("po",)),

@@ -107,11 +107,15 @@ Deviations from kube-apiserver, chosen for a small emulator
     spec.taints, labels and annotations take effect, other fields are dropped), nodes and pods
     deleted (at once: no finalizers, the grace period is accepted, not waited for). Pods, DaemonSets
     and PDBs cannot be created or updated through the API (405): the simulation owns them. PUT
-    answers 405 everywhere, `dryRun` 400. Objects carry no managedFields or uid beyond the
+    (replace) is served for nodes (the fields a patch carries, `apiwrites.replace_node`), CRDs,
+    custom objects and Leases, 405 elsewhere; `dryRun=All` for writes of those and node patches
+    (admitted and answered, nothing stored), 400 for other writes. Objects carry no managedFields or uid beyond the
     model's (a pod's ownerReferences get a stable uid) unless `dress` adds them.
   * Server-side apply merges (no field ownership, no conflicts); a CRD's served versions keep
     their objects apart (no conversion); no CEL rules (`apicustom`, `apischema`).
-  * Not served: Leases (`kubectl describe node` says it cannot get one), namespaces as objects,
+  * Leases (`coordination.k8s.io/v1`) are stored as sent (`apicustom`): no kubelet writes node
+    Leases, so `kubectl describe node` shows none.
+  * Not served: namespaces as objects,
     RBAC, `/openapi/v2` beyond an empty document; Deployments and StatefulSets only when `scale`
     is set (a simulation's workloads: list, get and the scale subresource, no watch).
 
@@ -133,7 +137,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
-from nodewright.inmemory.apicustom import CustomResources
+from nodewright.inmemory.apicustom import CustomResources, dry_run
 from nodewright.inmemory.apidiscovery import Discovery
 from nodewright.inmemory.apifeed import ClusterFeed
 from nodewright.inmemory.apihttp import Handler, HttpServer, Usage
@@ -147,6 +151,7 @@ from nodewright.inmemory.apiwire import (
     CLAIMS_PATH,
     CRDS,
     FAULT_MESSAGES,
+    LEASES,
     RESOURCES,
     STRATEGIC_MERGE_PATCH,
     Failure,
@@ -197,7 +202,7 @@ class ApiServer:
         # Serves apps/v1 deployments and statefulsets with their scale subresource when set
         # (`nodewright.inmemory.apiscale.Scaler`: a simulation's workload controller).
         self.scale: Scaler | None = None
-        self._store = ObjectStore((*RESOURCES, CRDS), history=history)
+        self._store = ObjectStore((*RESOURCES, CRDS, LEASES), history=history)
         self._feed = ClusterFeed(cluster, self._store, dress)
         self._usage = Usage()
         self._tables = Tables(cluster.clock.now)
@@ -435,11 +440,17 @@ class ApiServer:
         resource = route.resource
         kind = resource.kind
         content_type = handler.headers.get("Content-Type") or ""
-        if method == "PUT":
+        custom = kind in (CRDS.kind, LEASES.kind) or bool(resource.crd)
+        if method == "DELETE" and body:
+            # A DELETE carries its dryRun in the DeleteOptions body too (kubectl sends it there).
+            options = json_loads(body).get("dryRun")
+            if isinstance(options, list) and options:
+                query = {**query, "dryRun": ",".join(str(o) for o in options)}
+        dry = method != "GET" and dry_run(query)
+        if dry and not custom and not (kind == "node" and method in ("PATCH", "PUT")):
+            raise Failure(400, f"dryRun is not supported by this emulator on {resource.plural}")
+        if method == "PUT" and not (custom or (kind == "node" and not route.subresource)):
             raise Failure(405, f"PUT (update) is not supported by this emulator on {resource.plural}; use PATCH")
-        if (query.get("dryRun") or "") and method != "GET":
-            raise Failure(400, "dryRun is not supported by this emulator")
-        custom = kind == CRDS.kind or bool(resource.crd)
         if route.subresource == "status" and kind == "node" and method == "PATCH" and route.name:
             return 200, self._writes.patch_node_status(route.name, content_type, body)
         if route.subresource == "eviction" and kind == "pod" and route.name:
@@ -456,14 +467,18 @@ class ApiServer:
             return 201, self._custom.create(route, body, query)
         if custom and method == "PATCH" and route.name:
             return self._custom.patch(route, content_type, body, query)
+        if custom and method == "PUT" and route.name:
+            return 200, self._custom.replace(route, body, query)
         if custom and method == "DELETE" and route.name and not route.subresource:
-            return 200, self._custom.delete(route)
+            return 200, self._custom.delete(route, query)
+        if kind == "node" and method == "PUT" and route.name:
+            return 200, self._writes.replace_node(route.name, body, dry=dry)
         if kind == "event" and method == "POST" and not route.name:
             return 201, self._writes.create_event(route, body)
         if kind == "event" and method == "PATCH" and route.name:
             return 200, self._writes.patch_event(route, content_type, body)
         if kind == "node" and method == "PATCH" and route.name:
-            return 200, self._writes.patch_node(route.name, content_type, body)
+            return 200, self._writes.patch_node(route.name, content_type, body, dry=dry)
         if kind in ("node", "pod") and method == "DELETE" and route.name:
             return 200, self._writes.delete(route, body)
         target = f"{resource.plural}/{route.name}" if route.name else f"a list of {resource.plural}"

@@ -188,6 +188,44 @@ CRDS = Resource(
     short_names=("crd", "crds"),
     categories=("api-extensions",),
 )
+# Leader-election Leases (kubectl prints Holder as kube-apiserver does): stored as sent, under
+# LEASE_SCHEMA, by `apicustom.CustomResources`.
+LEASES = Resource(
+    "leases.coordination.k8s.io/v1",
+    "leases",
+    "Lease",
+    "coordination.k8s.io/v1",
+    "/apis/coordination.k8s.io/v1",
+    True,
+    ("metadata.name", "metadata.namespace"),
+    singular="lease",
+    columns=(
+        ("Holder", "string", ".spec.holderIdentity", 0, "The holder of the lease."),
+        ("Age", "date", ".metadata.creationTimestamp", 0, ""),
+    ),
+)
+LEASE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "Lease defines a lease concept.",
+    "properties": {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+        "spec": {
+            "type": "object",
+            "description": "LeaseSpec is a specification of a Lease.",
+            "properties": {
+                "holderIdentity": {"type": "string", "description": "The identity of the holder of a current lease."},
+                "leaseDurationSeconds": {"type": "integer", "format": "int32"},
+                "acquireTime": {"type": "string", "format": "date-time"},
+                "renewTime": {"type": "string", "format": "date-time"},
+                "leaseTransitions": {"type": "integer", "format": "int32"},
+                "strategy": {"type": "string"},
+                "preferredHolder": {"type": "string"},
+            },
+        },
+    },
+}
 BY_NAME = {name: r for r in RESOURCES for name in (r.kind, r.plural)}
 
 # A `fieldSelector` or `labelSelector` term.
@@ -426,7 +464,11 @@ def status_body(code: int, message: str, details: Mapping[str, Any] | None = Non
 
 
 def not_found(resource: Resource, name: str) -> Failure:
-    return Failure(404, f'{resource.plural} "{name}" not found', {"name": name, "kind": resource.plural})
+    """404 as kube-apiserver words it: the resource qualified by its group (`daemonsets.apps`)."""
+    qualified = f"{resource.plural}.{resource.group}" if resource.group else resource.plural
+    return Failure(
+        404, f'{qualified} "{name}" not found', {"name": name, "group": resource.group, "kind": resource.plural}
+    )
 
 
 def integer_param(query: Mapping[str, str], name: str) -> int:

@@ -12,7 +12,7 @@ which the cluster's listener has updated by then.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -26,6 +26,7 @@ from nodewright.inmemory.apiwire import (
     Failure,
     Route,
     Stored,
+    encode,
     json_object,
     not_found,
     status_body,
@@ -51,13 +52,46 @@ class Writes:
         with self._store.condition:
             return self._store.get(kind, key)
 
-    def patch_node(self, name: str, content_type: str, body: bytes) -> bytes:
-        """Any of the four patch types; what changed goes to the cluster (`_apply_node`)."""
+    def patch_node(self, name: str, content_type: str, body: bytes, *, dry: bool = False) -> bytes:
+        """Any of the four patch types; what changed goes to the cluster (`_apply_node`). `dry`
+        (`dryRun=All`) answers the patched object without changing anything.
+        """
+        merging = media_type(content_type) in (MERGE_PATCH, STRATEGIC_MERGE_PATCH)
+        named = set((json_object(body).get("spec") or {}) if body and merging else ())
+        return self._write_node(
+            name, lambda current: patched(current, content_type, body, BUILTIN_LIST_KEYS), named, dry=dry
+        )
+
+    def replace_node(self, name: str, body: bytes, *, dry: bool = False) -> bytes:
+        """PUT of a whole Node (`kubectl replace`): the fields that take effect on a patch
+        (`spec.unschedulable`, `spec.taints`, labels, annotations) as sent, a field left out
+        cleared; the status stays the cluster's. 400 when the body names another node.
+        """
+        obj = json_object(body)
+        if str((obj.get("metadata") or {}).get("name") or "") != name:
+            raise Failure(400, "the name of the object does not match the name on the URL")
+
+        def replaced(current: Mapping[str, Any]) -> dict[str, Any]:
+            return dict(obj, status=current.get("status"))
+
+        return self._write_node(name, replaced, set(), dry=dry)
+
+    def _write_node(
+        self,
+        name: str,
+        change: Callable[[Mapping[str, Any]], dict[str, Any]],
+        named: set[str],
+        *,
+        dry: bool,
+    ) -> bytes:
+        """The node's manifest changed by `change`, checked (resourceVersion precondition) and,
+        unless `dry`, carried into the cluster; `named` are spec fields the request named.
+        """
         with self._lock:
             stored = self._stored("node", name)
             if stored is None:
                 raise not_found(RESOURCES[0], name)
-            merged = patched(stored.manifest, content_type, body, BUILTIN_LIST_KEYS)
+            merged = change(stored.manifest)
             wanted = (merged.get("metadata") or {}).get("resourceVersion")
             if wanted and str(wanted) != str(stored.rv):
                 raise Failure(
@@ -66,10 +100,11 @@ class Writes:
                     "please apply your changes to the latest version and try again",
                     {"name": name, "kind": "nodes"},
                 )
+            if dry:
+                metadata = dict(merged.get("metadata") or {}, resourceVersion=str(stored.rv))
+                return encode(dict(merged, metadata=metadata))
             before, after = stored.manifest.get("spec") or {}, merged.get("spec") or {}
-            touched = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
-            if media_type(content_type) in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
-                touched |= set((json_object(body).get("spec") or {}) if body else ())
+            touched = {k for k in set(before) | set(after) if before.get(k) != after.get(k)} | named
             self._apply_node(stored.model, merged, touched)
             current = self._stored("node", name)
         if current is None:

@@ -7,6 +7,12 @@ the simulated Deployments' scale subresource (`kubectl scale deployment`), and w
 kubeconfig for it. `pace(done)`, the run's progress callback, holds virtual time to `speed`
 virtual seconds per real second.
 
+configSource=crd: the functions read, besides the scenario's NodePools, the NodePools and
+EC2NodeClasses applied to the served cluster with kubectl (`kubectl apply -f deploy/crds/`, then
+Karpenter's or Nodewright's manifests), through the functions' own reader
+(`adapters.kube.crd_config.read_config` over the official client, a StoredConfiguration keeping
+the last good set while one is invalid) at each of their passes.
+
 Concurrency: the simulation changes the cluster from the main thread; kubectl's writes arrive on
 the server's threads and take `server.lock`. The main thread holds that lock for the whole run
 and lets go only while `pace` waits for real time to catch up, so a kubectl write lands between
@@ -21,6 +27,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nodewright.controllers.configuration import StoredConfiguration
+from nodewright.controllers.observe import RecordingObserver
 from nodewright.inmemory.apiserver import ApiServer
 from nodewright.inmemory.apiwire import Failure
 
@@ -53,6 +61,7 @@ class ServedCluster:
         url = server.start()
         self.server = server
         write_kubeconfig(self.kubeconfig, url)
+        world.configuration.from_cluster = _applied_config(self.kubeconfig)
         server.lock.acquire()
         self._held = True
         self._started = time.monotonic()
@@ -128,3 +137,16 @@ def write_kubeconfig(path: Path, url: str) -> None:
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
+def _applied_config(kubeconfig: Path) -> StoredConfiguration:
+    """The NodePools and EC2NodeClasses applied to the served cluster, as configSource=crd reads them.
+
+    Reads take only the store's condition, never `server.lock`: the main thread may read while it
+    holds the lock.
+    """
+    from nodewright.adapters.kube.client import from_kubeconfig
+    from nodewright.adapters.kube.crd_config import read_config
+
+    api_client = from_kubeconfig(str(kubeconfig), None)
+    return StoredConfiguration(lambda: list(read_config(api_client).require()), RecordingObserver())

@@ -24,9 +24,13 @@ from nodewright.cli import commands as _commands  # noqa: F401 - registers the c
 from nodewright.controllers.provisioning import pool_capacities
 from nodewright.engine.headroom import measure
 from nodewright.inmemory.apiserver import ApiServer
+from nodewright.inmemory.cluster import InMemoryCluster
+from nodewright.model import labels as wk
 from nodewright.model.node import Node
+from nodewright.model.resources import Resources
 from nodewright.simulator.runner import run_scenario
 from nodewright.simulator.scenario import load_scenario
+from tests.builders import pod
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "examples" / "scenarios" / "scale-up.yaml"
@@ -224,3 +228,29 @@ def test_cluster_flag_connects_as_the_functions_do(
     assert report["repack"]["current_price_per_hour"] == pytest.approx(served["expected"].current, abs=1e-6)
     assert report["prices"]["source"] == "bundled"
     assert report["prices"]["live_prices_failed"]
+
+
+def test_a_cluster_in_another_region_is_planned_in_its_own_zones(tmp_path: Path) -> None:
+    cluster = InMemoryCluster()
+    capacity = Resources.parse({"cpu": "2", "memory": "8Gi", "pods": "29"})
+    cluster.add_node(
+        Node(
+            name="ip-10-1-0-1",
+            labels={wk.HOSTNAME: "ip-10-1-0-1", wk.ZONE: "eu-west-1b", wk.INSTANCE_TYPE: "m5.large"},
+            capacity=capacity,
+            allocatable=capacity,
+            ready=True,
+        )
+    )
+    cluster.add_pods([pod("big-0", cpu="6", memory="1Gi")])
+    server = ApiServer(cluster)
+    config = write_kubeconfig(tmp_path / "config", server.start())
+    try:
+        report = _plan("--kubeconfig", str(config), "-f", str(NODEPOOLS))
+    finally:
+        server.stop()
+
+    assert report["prices"]["region"] == "eu-west-1"
+    assert report["prices"]["zones"] == ["eu-west-1b"]
+    assert "assumed offered in the nodes' zones (eu-west-1b)" in report["prices"]["note"]
+    assert [claim["zone"] for claim in report["nodeclaims"]] == ["eu-west-1b"]

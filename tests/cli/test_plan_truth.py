@@ -143,3 +143,26 @@ spec:
         by_pool.setdefault(claim["nodepool"], []).extend(claim["pods"])
     assert sorted(by_pool["arm64"]) == ["default/graviton-0", "default/graviton-1"]
     assert by_pool["default"]  # everything else
+
+
+def test_an_offline_plan_in_another_region_plans_in_its_zones_and_says_whose_catalog(tmp_path: Path) -> None:
+    (tmp_path / "app.yaml").write_text(APP)
+    (tmp_path / "nodepool.yaml").write_text((EXAMPLES / "nodepools" / "default.yaml").read_text())
+
+    code, stdout, stderr = plan("-f", str(tmp_path), "--region", "eu-west-1", "-o", "json")
+
+    assert code == 0, stderr
+    report = json.loads(stdout)
+    assert report["notices"] == [
+        "the bundled catalog is us-east-1's: its instance types and estimated prices are assumed offered in "
+        "eu-west-1a, eu-west-1b, eu-west-1c"
+    ]
+    assert report["nodeclaims"]
+    assert {claim["zone"] for claim in report["nodeclaims"]} <= {"eu-west-1a", "eu-west-1b", "eu-west-1c"}
+    # The same with the zones named, and a refusal naming a zone nothing can stand in for.
+    code, stdout, _ = plan("-f", str(tmp_path), "--zones", "eu-west-1b", "-o", "json")
+    assert code == 0
+    assert {claim["zone"] for claim in json.loads(stdout)["nodeclaims"]} == {"eu-west-1b"}
+    code, _, stderr = plan("-f", str(tmp_path), "--zones", "eu-west-1z", "-o", "json")
+    assert code != 0
+    assert "zone eu-west-1z: the offline catalog (us-east-1) has no zone 'z' to stand in" in stderr

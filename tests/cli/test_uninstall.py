@@ -23,6 +23,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 from typer.testing import CliRunner
 
+from nodewright.adapters.aws.instance_profiles import profile_name, profile_path
 from nodewright.cli import app
 from nodewright.cli import commands as _commands  # noqa: F401 - registers the commands
 from nodewright.inmemory.apiserver import ApiServer
@@ -131,6 +132,7 @@ def test_uninstall_drains_what_nodewright_launched_within_pdbs_and_leaves_the_re
         name=CLUSTER, roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": []}
     )
     _client("cloudformation").create_stack(StackName=f"Nodewright-{CLUSTER}", TemplateBody=json.dumps(STACK))
+    created = _profiles()
 
     cluster = InMemoryCluster()
     nodewright_labels = {wk.NW_NODEPOOL: "default", wk.NODEPOOL: "default"}
@@ -182,9 +184,58 @@ def test_uninstall_drains_what_nodewright_launched_within_pdbs_and_leaves_the_re
     assert concurrency["ReservedConcurrentExecutions"] == 0
     (rule,) = _client("events").list_rules()["Rules"]
     assert rule["State"] == "DISABLED"
+    # A node is left, so its instance may still use the profile Nodewright created: kept.
+    assert report["removed_profiles"] == []
+    assert created in _profile_names()
 
 
-def test_without_yes_nothing_is_changed(moto: str) -> None:
-    result = CliRunner().invoke(app, ["uninstall", "--cluster", CLUSTER])
-    assert result.exit_code == 1
-    assert "--yes" in result.output
+def _profiles(cluster: str = CLUSTER) -> str:
+    """Three profiles holding the same role: the one Nodewright created for `cluster` (its path,
+    name and tag), one under its path tagged for another cluster, and Karpenter's; returns the first.
+    """
+    iam = _client("iam")
+    role = f"KarpenterNodeRole-{cluster}"
+    iam.create_role(RoleName=role, AssumeRolePolicyDocument="{}")
+    ours = profile_name(cluster, REGION, role)
+    for name, path, tagged in (
+        (ours, profile_path(cluster), cluster),
+        (f"nodewright_{cluster}_0000000000000000", profile_path(cluster), "another"),
+        (f"KarpenterNodeInstanceProfile-{cluster}", "/", cluster),
+    ):
+        iam.create_instance_profile(
+            InstanceProfileName=name, Path=path, Tags=[{"Key": "nodewright.io/cluster", "Value": tagged}]
+        )
+        iam.add_role_to_instance_profile(InstanceProfileName=name, RoleName=role)
+    return ours
+
+
+def _profile_names() -> set[str]:
+    return {p["InstanceProfileName"] for p in _client("iam").list_instance_profiles()["InstanceProfiles"]}
+
+
+def test_uninstall_deletes_only_the_instance_profiles_nodewright_created_once_nothing_is_left(
+    moto: str, tmp_path: Path
+) -> None:
+    cluster = "drained"  # the moto server's state outlives a test: a cluster of its own
+    _client("eks").create_cluster(
+        name=cluster, roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": []}
+    )
+    _client("cloudformation").create_stack(StackName=f"Nodewright-{cluster}", TemplateBody=json.dumps(STACK))
+    ours = _profiles(cluster)
+    others = {f"nodewright_{cluster}_0000000000000000", f"KarpenterNodeInstanceProfile-{cluster}"}
+    server = ApiServer(InMemoryCluster())
+    config = write_kubeconfig(tmp_path / "kubeconfig", server.start())
+    command = ["uninstall", "--cluster", cluster, "--kubeconfig", str(config), "--yes", "-o", "json"]
+    try:
+        first = CliRunner().invoke(app, command)
+        again = CliRunner().invoke(app, command)
+    finally:
+        server.stop()
+
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout[: first.stdout.rindex("}") + 1])["removed_profiles"] == [ours]
+    assert ours not in _profile_names()
+    assert others <= _profile_names()
+    assert f"KarpenterNodeRole-{cluster}" in {r["RoleName"] for r in _client("iam").list_roles()["Roles"]}
+    assert again.exit_code == 0, again.output  # a second run: nothing more to delete
+    assert json.loads(again.stdout[: again.stdout.rindex("}") + 1])["removed_profiles"] == []

@@ -109,9 +109,13 @@ def kubeconfig(tmp_path: Path) -> Iterator[Path]:
 
 
 def _listed() -> set[tuple[str, str]]:
-    """(kind, name) of every object in deploy/'s files, read without kustomize."""
+    """(kind, name) of every object in deploy/'s files but Karpenter's own CRDs, read without
+    kustomize: Karpenter's NodePool and EC2NodeClass CRDs (deploy/crds/karpenter.*) are applied
+    with `-f` on a cluster without Karpenter, never by the kustomization, which must not replace
+    the CRDs an installed Karpenter owns.
+    """
     found = set()
-    for path in (DEPLOY / "rbac.yaml", *sorted((DEPLOY / "crds").glob("*.yaml"))):
+    for path in (DEPLOY / "rbac.yaml", *sorted((DEPLOY / "crds").glob("nodewright.io_*.yaml"))):
         for document in yaml.safe_load_all(path.read_text()):
             if document:
                 found.add((document["kind"], document["metadata"]["name"]))
@@ -147,9 +151,17 @@ def test_kubectl_apply_k_deploy_dry_run_client_creates_every_object(kubeconfig: 
     assert "customresourcedefinition.apiextensions.k8s.io/nodeclaims.nodewright.io created (dry run)" in lines
 
 
+def test_the_kustomization_leaves_karpenters_own_crds_out() -> None:
+    resources = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]
+    shipped = {f"crds/{path.name}" for path in (DEPLOY / "crds").glob("karpenter.*.yaml")}
+
+    assert shipped == {"crds/karpenter.sh_nodepools.yaml", "crds/karpenter.k8s.aws_ec2nodeclasses.yaml"}
+    assert not shipped & set(resources)
+
+
 def test_the_nodewright_crds_do_not_answer_to_karpenters_short_names() -> None:
     karpenter = {"ec2nc", "ec2ncs", "nodeclaim", "nodepool"}  # Karpenter's short names and singulars
-    for path in sorted((DEPLOY / "crds").glob("*.yaml")):
+    for path in sorted((DEPLOY / "crds").glob("nodewright.io_*.yaml")):
         names = yaml.safe_load(path.read_text())["spec"]["names"]
         assert names["shortNames"], path.name
         assert not set(names["shortNames"]) & karpenter, path.name

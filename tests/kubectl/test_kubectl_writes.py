@@ -84,7 +84,10 @@ def test_delete_pod_and_node(kubectl: Kubectl, cluster: InMemoryCluster) -> None
 
 
 def test_writes_the_emulator_does_not_support_are_refused(kubectl: Kubectl) -> None:
-    replaced = kubectl("replace", "-f", "-", stdin='{"apiVersion":"v1","kind":"Node","metadata":{"name":"node-1"}}')
+    # Pods belong to the simulation: replacing one is refused (nodes and custom objects can be
+    # replaced: tests/kubectl/test_kubectl_karpenter_kinds.py).
+    pod = '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"solo-1","namespace":"default"},"spec":{"containers":[]}}'
+    replaced = kubectl("replace", "-f", "-", stdin=pod)
     assert replaced.code == 1
     assert "MethodNotAllowed" in replaced.err or "not supported" in replaced.err
     created = kubectl("run", "web-3", "--image=nginx")

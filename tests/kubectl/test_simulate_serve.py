@@ -94,3 +94,59 @@ def test_kubectl_scales_cordons_and_deletes_in_a_served_simulation(binary: str, 
         code = process.wait(timeout=60)
         log.close()
     assert code == 0, (tmp_path / "out.txt").read_text()[-2000:]
+
+
+APPLIED_POOL = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: applied
+spec:
+  template:
+    metadata:
+      labels: {pool: applied}
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+"""
+
+
+def test_a_nodepool_applied_with_kubectl_during_the_run_is_read_by_the_functions(binary: str, tmp_path: Path) -> None:
+    # The pods ask for a label only the NodePool applied during the run gives its nodes: the
+    # scenario's own NodePool cannot place them.
+    scenario = tmp_path / "served.yaml"
+    scenario.write_text(
+        SCENARIO.replace("duration: 3m", "duration: 6m")
+        .replace("replicas: 30}", "replicas: 6}")
+        .replace(
+            "          spec:\n            containers:",
+            "          spec:\n            nodeSelector: {pool: applied}\n            containers:",
+        )
+    )
+    pool = tmp_path / "applied.yaml"
+    pool.write_text(APPLIED_POOL)
+    kubeconfig = tmp_path / "kubeconfig"
+    log = (tmp_path / "out.txt").open("w")
+    command = [sys.executable, "-c", "from nodewright.cli import main; main()", "simulate", str(scenario)]
+    command += ["--serve", "--speed", "20", "--kubeconfig", str(kubeconfig), "--report", str(tmp_path / "report")]
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    kubectl = Kubectl(binary, kubeconfig, tmp_path / "cache")
+    try:
+        _wait(kubeconfig.exists, 120, "the kubeconfig")
+        _wait(lambda: kubectl("get", "nodes").code == 0, 60, "the served cluster")
+        assert "Pending" in kubectl.ok("get", "pods").out
+        kubectl.ok("apply", "-f", str(REPO / "deploy" / "crds"))
+        assert kubectl.ok("apply", "-f", str(pool)).out.strip() == "nodepool.karpenter.sh/applied created"
+        _wait(lambda: "the run is over" in (tmp_path / "out.txt").read_text(), 180, "the end of the run")
+
+        running = kubectl.ok("get", "pods", "--field-selector=status.phase=Running", "--no-headers").lines
+        assert len(running) == 6
+        launched = kubectl.ok("get", "nodes", "-l", "pool=applied,karpenter.sh/nodepool=applied", "-o", "name")
+        assert launched.out.split()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=60)
+        log.close()
+    assert code == 0, (tmp_path / "out.txt").read_text()[-2000:]

@@ -22,6 +22,13 @@ The IAM policy (infra/constructs/permissions.py, `allow_node_roles`) allows iam:
 exactly the deployment's roles and, with nodeRoles, instance profile writes only under the path
 above with the cluster's tag, and iam:GetInstanceProfile to read which role a profile holds. Answers are kept
 `ttl` seconds per container: one IAM read per profile per warm container, not one per launch.
+
+`CreatedProfiles.remove()` undoes the creations at `nodewright uninstall` (run with the caller's
+own credentials, once every instance Nodewright launched is gone): it deletes exactly the profiles
+this module creates for the cluster, those under `/nodewright/<cluster>/` named
+`nodewright_<cluster>_...` AND tagged `nodewright.io/cluster=<cluster>`, after taking their role
+out (the role itself is the user's and stays). A profile failing any of the three checks is
+another's and is left. Deleting what is already gone is a no-op, so a second run finishes the first.
 """
 
 from __future__ import annotations
@@ -178,3 +185,55 @@ class InstanceProfiles:
             if error_code(error) == ignore:  # done already (by an earlier run, or a racing one)
                 return
             raise LaunchError(f"iam:{action} failed: {error}") from None
+
+
+class CreatedProfiles:
+    """The instance profiles Nodewright created for a cluster's `nodeRoles` (module docstring)."""
+
+    def __init__(self, iam_client: Any, *, cluster: str, backoff: Backoff | None = None) -> None:
+        self._iam = iam_client
+        self._cluster = cluster
+        self._backoff = backoff or Backoff()
+
+    def created(self) -> list[dict[str, Any]]:
+        """The profiles under the cluster's path, named and tagged as Nodewright's for it."""
+        prefix = f"nodewright_{self._cluster}_"
+        pages = self._iam.get_paginator("list_instance_profiles").paginate(PathPrefix=profile_path(self._cluster))
+        found = []
+        for page in pages:
+            for profile in page.get("InstanceProfiles") or ():
+                name = str(profile.get("InstanceProfileName") or "")
+                if profile.get("Path") != profile_path(self._cluster) or not name.startswith(prefix):
+                    continue
+                if {"Key": CLUSTER_TAG, "Value": self._cluster} in self._tags(name):
+                    found.append(profile)
+        return found
+
+    def remove(self) -> list[str]:
+        """Take the role out of each created profile and delete it; the names deleted."""
+        removed = []
+        for profile in self.created():
+            name = str(profile["InstanceProfileName"])
+            self._delete(name, [str(role.get("RoleName")) for role in profile.get("Roles") or ()])
+            removed.append(name)
+        return sorted(removed)
+
+    def _tags(self, name: str) -> list[dict[str, str]]:
+        """A profile's tags, as GetInstanceProfile returns them (ListInstanceProfiles does not)."""
+        response: dict[str, Any] = self._backoff.call(lambda: self._iam.get_instance_profile(InstanceProfileName=name))
+        return list(response["InstanceProfile"].get("Tags") or [])
+
+    def _delete(self, name: str, roles: list[str]) -> None:
+        for role in roles:
+            self._quietly(
+                lambda role=role: self._iam.remove_role_from_instance_profile(InstanceProfileName=name, RoleName=role)
+            )
+        self._quietly(lambda: self._iam.delete_instance_profile(InstanceProfileName=name))
+
+    def _quietly(self, call: Any) -> None:
+        """One IAM write; NoSuchEntity (removed already, by an earlier or a racing run) is success."""
+        try:
+            self._backoff.call(call)
+        except ClientError as error:
+            if error_code(error) != "NoSuchEntity":
+                raise

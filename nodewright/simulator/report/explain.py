@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from nodewright.controllers.explain import Sources, event_rows, explain_node, explain_pod, status
+from nodewright.controllers.observe import RecordingObserver
 from nodewright.model.duration import format_duration
 
 if TYPE_CHECKING:
@@ -187,10 +188,11 @@ def _sources(world: World) -> Sources:
 
     assert world.store is not None
     scenario = world.scenario
+    # Each record with the time it was logged (`at`, as Logs Insights gives it) unless it says.
     decisions = [
-        {"function": function, **record}
+        {"function": function, **({"at": at} if at is not None else {}), **record}
         for function, observer in world.observers.items()
-        for record in observer.decisions
+        for record, at in zip(observer.decisions, _stamps(observer), strict=True)
     ]
     return Sources(
         store=world.store,
@@ -200,6 +202,12 @@ def _sources(world: World) -> Sources:
         decisions=decisions,
         events=event_rows(world.cluster.events()),
     )
+
+
+def _stamps(observer: RecordingObserver) -> list[float | None]:
+    """When each of an observer's decisions was kept (None where it was not stamped)."""
+    times: list[float | None] = list(observer.times)
+    return times if len(times) == len(observer.decisions) else [None] * len(observer.decisions)
 
 
 def _anchor(pod: str) -> str:

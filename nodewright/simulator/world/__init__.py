@@ -68,6 +68,7 @@ from nodewright.simulator.report.metrics import Recorder, Sample
 from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.standins.account import STATE_TABLE, Account, launched_roles
 from nodewright.simulator.standins.catalog import SimCatalog
+from nodewright.simulator.standins.configuration import ScenarioConfiguration
 from nodewright.simulator.standins.ec2 import SimulatedEc2
 from nodewright.simulator.standins.faults import ORPHAN_GRACE_SECONDS, Faults
 from nodewright.simulator.standins.kube import Deployments, KubeScheduler, SimulatedCluster
@@ -134,7 +135,7 @@ class World:
         self.account = Account(session)
         self.catalog = SimCatalog(scenario.zones, scenario.nodepools)
         self.recorder = Recorder(start=scenario.start)
-        self.observers = {name: RecordingObserver() for name in HANDLERS}
+        self.observers = {name: RecordingObserver(now=self.clock.now) for name in HANDLERS}
         self.pools: dict[str, NodePool] = {p.name: p for p in scenario.nodepools}
         self.store = MirroredStateStore(DynamoStateStore(self.account.dynamodb, STATE_TABLE))
         self.foreign_nodes: list[str] = []  # nodes another autoscaler launched before the run
@@ -235,6 +236,13 @@ class World:
     def cloud(self) -> MirroredCloud:
         """The functions' EC2 cloud provider (once built)."""
         return self.functions.cloud
+
+    @property
+    def configuration(self) -> ScenarioConfiguration:
+        """The functions' configuration (once built): the scenario's, and with `simulate --serve`
+        the cluster's.
+        """
+        return self.functions.configuration
 
     def build(self) -> None:
         """Create the AWS resources, the cluster's fixed objects, the controllers and the schedules."""

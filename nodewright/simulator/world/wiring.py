@@ -132,6 +132,7 @@ class Functions:
         self.modules: dict[str, ModuleType] = {}
         self._levels: dict[str, int] = {}  # each handler's log level before the run
         self._cloud: MirroredCloud | None = None
+        self._configuration: ScenarioConfiguration | None = None
 
     @property
     def cloud(self) -> MirroredCloud:
@@ -139,6 +140,15 @@ class Functions:
         if self._cloud is None:
             raise RuntimeError("the functions are not wired yet")
         return self._cloud
+
+    @property
+    def configuration(self) -> ScenarioConfiguration:
+        """What the functions read as their configuration (once wired); `simulate --serve` adds
+        the cluster's NodePools to it.
+        """
+        if self._configuration is None:
+            raise RuntimeError("the functions are not wired yet")
+        return self._configuration
 
     def wire(self) -> None:
         """Build the controllers and hand them to the handlers (module docstring)."""
@@ -195,6 +205,7 @@ class Functions:
             self._clock,
             scenario.start,
         )
+        self._configuration = config
         if self._http is not None:
             self._http.start()
 
