@@ -78,6 +78,7 @@ class SpotInterruptions(WorldState):
 
     def _warn(self, record: InterruptionRecord) -> None:
         self._forced.add(record.node)
+        self.ec2.spot_requests.mark(record.instance_id, "terminate")  # as EC2 marks it with the warning
         self._put(
             SPOT_INTERRUPTION_WARNING,
             record.instance_id,
