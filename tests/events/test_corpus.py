@@ -32,13 +32,18 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from bench.harness.kube_manifests import DUMMY_CA
 from functions.interruption import handler as interruption_handler
 from nodewright.adapters.aws.ec2 import Ec2CloudProvider
 from nodewright.adapters.aws.state_store import DynamoStateStore, create_table
 from nodewright.adapters.idempotency import EventDeduplicator
+from nodewright.adapters.kube.client import from_cluster_info
+from nodewright.adapters.kube.cluster import KubeCluster
+from nodewright.adapters.kube.store import KINDS
 from nodewright.controllers.interruption import InterruptionController
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import StaticConfiguration
+from nodewright.inmemory.apiserver import ApiServer
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.inmemory.signals import RecordingContinuations, RecordingTrigger
@@ -49,10 +54,12 @@ from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.resources import Resources
 from nodewright.model.selectors import LabelSelector
 from nodewright.model.workloads import PodDisruptionBudget
+from nodewright.ports import Cluster
 from tests.adapters.aws.fakes import PublicParameters
 from tests.builders import node_pool, pod
 from tests.events import EVENTS, sqs_event
 
+# The emulator speaks plain HTTP: the CA is parsed, never used.
 IDEMPOTENCY = "nodewright-idempotency"
 STATE = "nodewright-state"
 ZONE = "us-east-1a"
@@ -101,11 +108,17 @@ class Corpus:
     store: DynamoStateStore
     clock: VirtualClock
     policy: str = "ReplaceThenDrain"
+    # True: the controller reaches the cluster through the Kubernetes adapter (`KubeCluster`) over
+    # HTTP, the API emulator serving the in-memory cluster (`close()` stops it); else directly.
+    served: bool = False
     ids: dict[str, str] = field(default_factory=dict)  # fixture instance id -> moto instance id
     nodes: dict[str, str] = field(default_factory=dict)  # fixture instance id -> node name
 
     def __post_init__(self) -> None:
         self.cluster = InMemoryCluster(self.clock, recreate_owned_pods=True)
+        self.server: ApiServer | None = ApiServer(self.cluster) if self.served else None
+        self.adapter: KubeCluster | None = None if self.server is None else served_adapter(self.server)
+        kube: Cluster = self.cluster if self.adapter is None else self.adapter
         self.observer = RecordingObserver()
         self.trigger = RecordingTrigger(self.clock)
         self.continuations = RecordingContinuations(self.clock)
@@ -117,7 +130,7 @@ class Corpus:
             clock=self.clock,
         )
         self.controller = InterruptionController(
-            cluster=self.cluster,
+            cluster=kube,
             store=self.store,
             cloud=cloud,
             clock=self.clock,
@@ -185,6 +198,13 @@ class Corpus:
             self.cluster.bind(self.cluster.add_pod(pod(p, cpu="500m", labels={"app": name})), name)
         return instance_id
 
+    def close(self) -> None:
+        """Close the adapter's watches and stop the API emulator, when served."""
+        if self.adapter is not None:
+            self.adapter.close()
+        if self.server is not None:
+            self.server.stop()
+
     def body(self, name: str) -> str:
         """Fixture `name` with each launched instance's id in place of the fixture's."""
         text = text_of(name)
@@ -239,10 +259,23 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any]]:
             interruption_handler.configure(None)
 
 
-def corpus(aws: tuple[Any, Any], name: str, policy: str = "ReplaceThenDrain") -> Corpus:
+def corpus(aws: tuple[Any, Any], name: str, policy: str = "ReplaceThenDrain", *, served: bool = False) -> Corpus:
     ec2, dynamodb = aws
     clock = VirtualClock(event_time(text_of(name)) + 1.0)
-    return Corpus(ec2, DynamoStateStore(dynamodb, STATE), clock, policy=policy)
+    return Corpus(ec2, DynamoStateStore(dynamodb, STATE), clock, policy=policy, served=served)
+
+
+def served_adapter(server: ApiServer) -> KubeCluster:
+    """Start `server` and return the Kubernetes adapter reaching it over HTTP. Its barrier waits,
+    before each read, until the watches delivered the emulator's latest change of every kind, so
+    what a test wrote to the in-memory cluster is what the handler reads.
+    """
+    server.start()
+    info = ClusterInfo("emulated", server.url, DUMMY_CA, "1.31")
+    return KubeCluster.connect(
+        from_cluster_info(info, lambda: "token"),
+        barrier=lambda: {kind: server.latest(kind) for kind in KINDS},
+    )
 
 
 # --- the corpus, event by event -------------------------------------------------------------------

@@ -273,13 +273,17 @@ class ClusterView:
 
 
 def _claims_by_node(nodes: Sequence[Node], claims: Sequence[NodeClaim]) -> dict[str, NodeClaim]:
-    """Each node's claim: by the claim's recorded node name, else by the node's claim label."""
+    """Each node's claim: by the claim's recorded node name, else by the node's claim label; only
+    when the node's providerID names the claim's instance (a kubelet may label its own Node with a
+    real claim's name: that Node is not the claim's, and disrupting it must not touch either
+    instance).
+    """
     by_name = {c.name: c for c in claims}
     by_node = {c.node_name: c for c in claims if c.node_name}
     out: dict[str, NodeClaim] = {}
     for node in nodes:
         claim = by_node.get(node.name) or by_name.get(node.nodeclaim)
-        if claim is not None:
+        if claim is not None and (not claim.instance_id or claim.instance_id == node.instance_id):
             out[node.name] = claim
     return out
 

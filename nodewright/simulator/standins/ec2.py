@@ -17,6 +17,7 @@ from typing import Any
 
 from nodewright.simulator.standins.fleet import LOWEST_PRICE, Pool, allocate
 from nodewright.simulator.standins.reservations import SimulatedReservations
+from nodewright.simulator.standins.spot_requests import SpotRequests
 
 CAPACITY_MESSAGE = (
     "We currently do not have sufficient {type} capacity in the Availability Zone you requested ({zone}). "
@@ -123,6 +124,16 @@ class SimulatedEc2:
         # True while this EC2 calls moto for itself after the first call of a CreateFleet (the
         # other pools' launches, a subnet lookup): one CreateFleet is one request to throttle.
         self.quiet = False
+        # The spot requests moto does not name or mark (nodewright.simulator.standins.spot_requests).
+        self.spot_requests = SpotRequests()
+
+    def describe_instances(self, **request: Any) -> dict[str, Any]:
+        """moto's DescribeInstances, each spot instance naming its spot request as on EC2."""
+        return self.spot_requests.described(self._client.describe_instances(**request))
+
+    def describe_spot_instance_requests(self, **request: Any) -> dict[str, Any]:
+        """DescribeSpotInstanceRequests of those requests, marked once a warning went out."""
+        return self.spot_requests.describe(request)
 
     def create_fleet(self, **request: Any) -> dict[str, Any]:
         """CreateFleet `instant`: the scenario's capacity errors and pool depths, then EC2's

@@ -122,6 +122,7 @@ class SpotInterruptions:
 
     def _warn(self, record: InterruptionRecord) -> None:
         self._forced.add(record.node)
+        self._ec2.spot_requests.mark(record.instance_id, "terminate")  # as EC2 marks it with the warning
         self._signals.put(
             SPOT_INTERRUPTION_WARNING,
             record.instance_id,
