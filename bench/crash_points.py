@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bench.harness.cluster_actors import Kubelet, node_for, pdb, schedule_first_fit
+from bench.harness.crash import KILL, LOST, Point, singles
 from nodewright.config.timings import INTERRUPTION_TIMEOUT_SECONDS, QUEUE_MAX_RECEIVE_COUNT, visibility_seconds
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.interruption import InterruptionController
@@ -89,24 +90,12 @@ WRITES: dict[str, frozenset[str]] = {
     "continuations": frozenset({"send"}),
     "provisioner": frozenset({"request"}),
 }
-KILL, LOST = "kill", "lost"
 # The deployed queue's visibility timeout: how long a message a dead invocation held stays away.
 VISIBILITY = visibility_seconds(INTERRUPTION_TIMEOUT_SECONDS)
 
 
 class Crash(Exception):
     """The invocation dies here (the harness's stand-in for a killed Lambda)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Point:
-    """The `ordinal`-th write of the run (counted over every invocation), and how it dies."""
-
-    ordinal: int
-    mode: str
-
-    def __str__(self) -> str:
-        return f"{self.ordinal}:{self.mode}"
 
 
 @dataclass
@@ -386,11 +375,6 @@ def provisioner_run(plan: dict[int, str]) -> Outcome:
 def run(plan: dict[int, str], *, visibility: float = VISIBILITY) -> Outcome:
     """One run of the case with the invocation killed at `plan`'s writes."""
     return CrashWorld(plan, visibility=visibility).run()
-
-
-def singles(writes: int) -> list[tuple[Point, ...]]:
-    """Every single crash point of a run with `writes` writes, both modes."""
-    return [(Point(n, mode),) for n in range(1, writes + 1) for mode in (KILL, LOST)]
 
 
 Runner = Callable[[dict[int, str]], Outcome]

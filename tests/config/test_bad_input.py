@@ -48,6 +48,8 @@ CONFIG_SEEDS = sorted(
     ]
 )
 WORKLOAD_SEEDS = sorted([*(ROOT / "examples" / "workloads").glob("*.yaml"), FIXTURES / "kubectl" / "deployments.json"])
+# Bounds are in CPU seconds of this process (`time.process_time`): a shared machine's load
+# stretches wall time, not the work (a read of 1.2 s wall failed a wall bound at a load of 20).
 SECOND = 1.0
 FUZZ = settings(
     max_examples=250,
@@ -203,9 +205,9 @@ def _clean(found: tuple[Problem, ...], mutation: Mutation) -> None:
 
 
 def read_config(mutation: Mutation) -> Loaded:
-    started = time.perf_counter()
+    started = time.process_time()
     loaded = parse_yaml(mutation.text, "fuzz.yaml")
-    assert time.perf_counter() - started < SECOND, str(mutation)
+    assert time.process_time() - started < SECOND, str(mutation)
     _clean((*loaded.problems, *loaded.warnings), mutation)
     if loaded.problems:
         assert any(_related(p, mutation) for p in loaded.problems), (str(mutation), [str(p) for p in loaded.problems])
@@ -213,9 +215,9 @@ def read_config(mutation: Mutation) -> Loaded:
 
 
 def read_plan(mutation: Mutation) -> PlanInput:
-    started = time.perf_counter()
+    started = time.process_time()
     planned = read_workloads([("fuzz.yaml", mutation.text)])
-    assert time.perf_counter() - started < SECOND, str(mutation)
+    assert time.process_time() - started < SECOND, str(mutation)
     _clean((*planned.problems, *planned.warnings), mutation)
     if planned.problems:
         assert any(_related(p, mutation) for p in planned.problems), (str(mutation), [str(p) for p in planned.problems])
@@ -281,9 +283,9 @@ HOSTILE = [
 @pytest.mark.parametrize(("text", "words"), HOSTILE)
 def test_hostile_yaml_is_refused_at_once_with_a_clear_problem(text: str, words: str) -> None:
     for read in (lambda t: parse_yaml(t, "hostile.yaml").problems, lambda t: read_workloads([("h.yaml", t)]).problems):
-        started = time.perf_counter()
+        started = time.process_time()
         problems = read(text)
-        assert time.perf_counter() - started < SECOND
+        assert time.process_time() - started < SECOND
         assert any(words in p.message for p in problems), [str(p) for p in problems]
 
 
@@ -320,9 +322,9 @@ def test_replicas_beyond_what_plan_reads_are_a_problem_naming_the_field() -> Non
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: big}\n"
         "spec: {replicas: 2147483647, template: {spec: {containers: [{name: a}]}}}\n"
     )
-    started = time.perf_counter()
+    started = time.process_time()
     planned = read_workloads([("big.yaml", text)])
-    assert time.perf_counter() - started < SECOND
+    assert time.process_time() - started < SECOND
     [problem] = planned.problems
     assert problem.path == "spec.replicas"
     assert f"{MAX_REPLICAS:,}" in problem.message
@@ -373,9 +375,9 @@ spec:
 def test_plan_refuses_a_negative_request_at_once_naming_file_document_and_field(tmp_path: Path) -> None:
     path = tmp_path / "negative.yaml"
     path.write_text(NEGATIVE_CPU)
-    started = time.perf_counter()
+    started = time.process_time()
     result = runner.invoke(app, ["plan", "-f", str(path)])
-    assert time.perf_counter() - started < 5.0
+    assert time.process_time() - started < 5.0
     assert result.exit_code == 1
     assert (
         f"{path}:13: Deployment/negative: spec.template.spec.containers[0].resources.requests.cpu: '-1' is negative"
@@ -395,19 +397,39 @@ def _nodepools(count: int) -> str:
 
 def test_plan_over_two_thousand_nodepools_ends_in_seconds_with_a_plan(tmp_path: Path) -> None:
     """2,000 NodePools, each with requirements of its own. It ran past 120 s and 4 GB before (each
-    pass prepared the whole catalog for every pool); `python -m bench.bad_input` measures it (the
-    goal: 5 s). The bound here only catches a return to minutes on a busy machine.
+    pass prepared the whole catalog for every pool); the goal is 5 s, here in CPU seconds (about
+    1.5 s), which a busy machine does not stretch.
     """
     (tmp_path / "pools.yaml").write_text(_nodepools(2000))
     (tmp_path / "pods.yaml").write_text(
         "apiVersion: v1\nkind: Pod\nmetadata: {name: fits}\n"
         "spec: {containers: [{name: a, resources: {requests: {cpu: 1}}}]}\n"
     )
-    started = time.perf_counter()
+    started = time.process_time()
     result = runner.invoke(app, ["plan", "-f", str(tmp_path), "-o", "json"])
-    assert time.perf_counter() - started < 30.0
+    assert time.process_time() - started < 5.0
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert [c["pods"] for c in report["nodeclaims"]] == [["default/fits"]]
     # The heaviest pool takes it: weight 100 (pool-99, pool-199, ...), the first of them by name.
     assert report["nodeclaims"][0]["nodepool"] == "pool-1099"
+
+
+def test_plan_over_two_thousand_nodepools_answers_a_pod_none_can_hold_in_one_line(tmp_path: Path) -> None:
+    """The same 2,000 NodePools and a pod asking 5,000 cpu: every pool prepared its catalog to
+    find no type that holds it (about 25 s) and the answer named each pool; now the catalog's
+    largest type answers for all of them, before any pool prepares its types.
+    """
+    (tmp_path / "pools.yaml").write_text(_nodepools(2000))
+    (tmp_path / "pods.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: huge}\n"
+        "spec: {containers: [{name: a, resources: {requests: {cpu: '5000'}}}]}\n"
+    )
+    started = time.process_time()
+    result = runner.invoke(app, ["plan", "-f", str(tmp_path), "-o", "json"])
+    assert time.process_time() - started < 5.0
+    report = json.loads(result.output)
+    assert report["nodeclaims"] == []
+    [answer] = report["unschedulable"]
+    assert answer["pod"] == "default/huge"
+    assert answer["reason"].startswith("no instance type of any NodePool has 5000 cpu allocatable (the largest has ")

@@ -56,7 +56,7 @@ def counted_domains(p: Pass, cls: PodClass, constraint: SpreadConstraint) -> fro
     cache_key = (
         constraint.topology_key,
         required if honor_affinity else None,
-        sample.tolerations if honor_taints else None,
+        p.tolerations_id(sample.tolerations) if honor_taints else None,
     )
     hit = p.counted_cache.get(cache_key)
     if hit is not None:

@@ -130,7 +130,7 @@ def place(
 
 def reachable(p: Pass, cls: PodClass, key: str) -> list[str]:
     """Domains of `key` this class could land in: from compatible pools and existing nodes."""
-    cache_key = (cls.alternatives, cls.sample.tolerations, cls.tolerate_prefer_no_schedule, key)
+    cache_key = (cls.alternatives, p.tolerations_id(cls.sample.tolerations), cls.tolerate_prefer_no_schedule, key)
     out = p.reachable_cache.get(cache_key)
     if out is None:
         found: set[str] = set()

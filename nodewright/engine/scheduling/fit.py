@@ -80,7 +80,7 @@ def pins_hostname(alt: Requirements) -> bool:
 
 def bin_tolerates(p: Pass, cls: PodClass, b: Bin) -> bool:
     """True when the class tolerates `b`'s taints."""
-    key = (cls.sample.tolerations, cls.tolerate_prefer_no_schedule, b.taints)
+    key = (p.tolerations_id(cls.sample.tolerations), cls.tolerate_prefer_no_schedule, b.taints)
     hit = p.tolerates.get(key)
     if hit is None:
         hit = tolerated(cls.sample.tolerations, b.taints, prefer=not cls.tolerate_prefer_no_schedule)
@@ -164,7 +164,7 @@ def hostname_bound(p: Pass, cls: PodClass) -> bool:
 
 def home_pool(p: Pass, cls: PodClass) -> Pool | None:
     """The first pool (by weight) whose taints and requirements the class allows; None when none."""
-    key = (cls.alternatives, cls.sample.tolerations, cls.tolerate_prefer_no_schedule)
+    key = (cls.alternatives, p.tolerations_id(cls.sample.tolerations), cls.tolerate_prefer_no_schedule)
     if key not in p.homes:
         p.homes[key] = next(
             (

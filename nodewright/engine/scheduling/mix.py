@@ -33,7 +33,7 @@ def mix(p: Pass, classes: list[PodClass]) -> list[PodClass]:
             rest.append(cls)
             continue
         # Node requirements may differ within a group: each fit checks them against the claim.
-        key = (pool.name, cls.sample.tolerations, capacity_types(p, cls, pool))
+        key = (pool.name, p.tolerations_id(cls.sample.tolerations), capacity_types(p, cls, pool))
         groups.setdefault(key, []).append(cls)
     for members in groups.values():
         rest += mix_group(p, members)

@@ -29,6 +29,10 @@ def open_claim(p: Pass, cls: PodClass, req: tuple[int, ...]) -> tuple[Bin | None
     """Open a claim for pods of `cls` (each requesting `req`) in the first pool that allows
     them and has a target type for them; or None and why no pool could, pool by pool.
     """
+    if p.pools and any(r > most for r, most in zip(req, p.catalog_peak, strict=True)):
+        # No pool has a type that holds one pod: one answer, before any pool prepares its types
+        # (2,000 NodePools of as many shapes each prepared the catalog to find no type too).
+        return None, too_big(p, req, p.catalog_peak, where="of any NodePool")
     reasons: list[str] = []
     for pool in p.pools:
         if not pool_tolerates(p, cls, pool):
@@ -258,16 +262,19 @@ def _largest(
     return best[1], ""
 
 
-def too_big(p: Pass, req: tuple[int, ...], room: Sequence[int]) -> str:
+def too_big(p: Pass, req: tuple[int, ...], room: Sequence[int], *, where: str = "") -> str:
     """Why no type holds one pod of size `req`, naming the resource; `room`: the most any type
-    has of each resource (`Targets.largest`).
+    has of each resource (`Targets.largest`: after a pool's daemonsets; with `where`, the types
+    `where` names, before daemonsets: `Pass.catalog_peak`).
     """
+    types = f"instance type {where}" if where else "instance type"
+    after = "" if where else " after daemonsets"
     for i, name in enumerate(p.names):
         largest = room[i]
         if req[i] > largest and largest == 0:
-            return f"no instance type offers {name}"
+            return f"no {types} offers {name}"
         if req[i] > largest:
             have = Resources({name: largest}).format()[name]
             need = Resources({name: req[i]}).format()[name]
-            return f"no instance type has {need} {name} allocatable (the largest has {have} after daemonsets)"
+            return f"no {types} has {need} {name} allocatable (the largest has {have}{after})"
     return "no single instance type has room for all of the pod's requests"

@@ -10,6 +10,7 @@ values, never by object ids: ids of short-lived classes are reused). The functio
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -27,7 +28,7 @@ from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import CPU, MEMORY, PODS, Resources
-from nodewright.model.taints import Taint
+from nodewright.model.taints import Taint, Toleration
 
 if TYPE_CHECKING:
     from nodewright.engine.scheduling.existing import BoundPods
@@ -104,12 +105,53 @@ class Pass:
         self.claim_seq = 0
         self.homes: dict[tuple[object, ...], Pool | None] = {}  # fit.home_pool
         self.cts: dict[tuple[tuple[Requirements, ...], str], frozenset[str]] = {}  # fit.capacity_types
+        # Tolerations as small integers for the memo keys above (`tolerations_id`).
+        self._toleration_ids: dict[tuple[Toleration, ...], int] = {}
+        self._tolerations_seen: dict[int, tuple[tuple[Toleration, ...], int]] = {}
+        self._catalog_peak: tuple[int, ...] | None = None  # `catalog_peak`
         self.plan_option_lists: dict[tuple[object, ...], list[tuple[PoolType, float]]] = {}  # plan
         # Set by a shape-mixing pass that met pods a planned fill could plan (see `solve`).
         self.plannable = False
         self.topology_keys: list[str] = []
         self.tracked: list[Group] = []  # the topology groups the pass tracks
         self.min_cpu = min((c.requests[CPU] for c in self.classes), default=0)
+
+    def tolerations_id(self, tolerations: tuple[Toleration, ...]) -> int:
+        """`tolerations` as a small integer, equal for equal tuples: the memo keys' stand-in for
+        the tuple, which Python hashes element by element at every look-up (1,000 pods with 500
+        tolerations each hashed 24 million tolerations in one pass). Remembered by identity too,
+        holding the tuple so its id stays its own; an equal tuple met first as another object is
+        hashed once and gets the same number.
+        """
+        seen = self._tolerations_seen.get(id(tolerations))
+        if seen is not None and seen[0] is tolerations:
+            return seen[1]
+        number = self._toleration_ids.setdefault(tolerations, len(self._toleration_ids))
+        self._tolerations_seen[id(tolerations)] = (tolerations, number)
+        return number
+
+    @property
+    def catalog_peak(self) -> tuple[int, ...]:
+        """The most allocatable any instance type of any pool's catalog has of each resource
+        (before the pool's daemonsets, which only take from it): a pod asking more fits no new
+        claim of any pool, which is known without preparing each pool's view of its catalog.
+        """
+        if self._catalog_peak is None:
+            peak = [0] * len(self.names)
+            catalogs: list[Sequence[InstanceType]] = []
+            for pool in self.pools:
+                catalog = pool.catalog
+                # Pools of one EC2NodeClass hold the very same types (each in a tuple of its own).
+                if any(
+                    known is catalog or (len(known) == len(catalog) and all(map(operator.is_, known, catalog)))
+                    for known in catalogs
+                ):
+                    continue
+                catalogs.append(catalog)
+                for it in catalog:
+                    peak = [max(a, b) for a, b in zip(peak, self.vec(it.allocatable), strict=True)]
+            self._catalog_peak = tuple(peak)
+        return self._catalog_peak
 
     def vec(self, resources: Mapping[str, int]) -> tuple[int, ...]:
         """`resources` as a vector over this pass's resource names."""
