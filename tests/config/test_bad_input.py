@@ -432,4 +432,5 @@ def test_plan_over_two_thousand_nodepools_answers_a_pod_none_can_hold_in_one_lin
     assert report["nodeclaims"] == []
     [answer] = report["unschedulable"]
     assert answer["pod"] == "default/huge"
-    assert answer["reason"].startswith("no instance type of any NodePool has 5000 cpu allocatable (the largest has ")
+    expected = "no instance type of any of the 2000 NodePools has 5000 cpu allocatable (the largest has "
+    assert answer["reason"].startswith(expected)

@@ -32,7 +32,7 @@ def open_claim(p: Pass, cls: PodClass, req: tuple[int, ...]) -> tuple[Bin | None
     if p.pools and any(r > most for r, most in zip(req, p.catalog_peak, strict=True)):
         # No pool has a type that holds one pod: one answer, before any pool prepares its types
         # (2,000 NodePools of as many shapes each prepared the catalog to find no type too).
-        return None, too_big(p, req, p.catalog_peak, where="of any NodePool")
+        return None, too_big(p, req, p.catalog_peak, where=_of_pools(p))
     reasons: list[str] = []
     for pool in p.pools:
         if not pool_tolerates(p, cls, pool):
@@ -260,6 +260,14 @@ def _largest(
     if best is None:
         return None, f"no instance type that fits is offered as {' or '.join(sorted(cts))}"
     return best[1], ""
+
+
+def _of_pools(p: Pass) -> str:
+    """The pools a catalog-wide answer speaks for: named when few (what a user looks for in it)."""
+    names = sorted(pool.name for pool in p.pools)
+    if len(names) <= 3:
+        return f"of nodepool {', '.join(names)}" if len(names) == 1 else f"of nodepools {', '.join(names)}"
+    return f"of any of the {len(names)} NodePools"
 
 
 def too_big(p: Pass, req: tuple[int, ...], room: Sequence[int], *, where: str = "") -> str:
