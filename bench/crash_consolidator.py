@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.harness.cluster_actors import node_for
 from bench.harness.crash import KILL, LOST, Point, singles
 from nodewright.config.timings import (
     CONSOLIDATOR_OFFSET_SECONDS,
@@ -323,7 +324,7 @@ class ConsolidatorCrashWorld:
                 created_at=START - 3600,
             )
         )
-        self.cluster.add_node(_node_for(instance, name))
+        self.cluster.add_node(node_for(instance, TYPES, name))
         for i in range(pods):
             p = self.cluster.add_pod(_pod(f"web-{name}-{i}"))
             self.cluster.bind(p, name)
@@ -451,26 +452,6 @@ def _pod(name: str) -> Pod:
     )
 
 
-def _node_for(instance: Instance, name: str) -> Node:
-    capacity = next(t.capacity for t in TYPES if t.name == instance.instance_type)
-    return Node(
-        name=name,
-        labels={
-            wk.HOSTNAME: name,
-            wk.NW_NODEPOOL: instance.nodepool,
-            wk.NODEPOOL: instance.nodepool,
-            wk.NW_NODECLAIM: instance.nodeclaim,
-            wk.INSTANCE_TYPE: instance.instance_type,
-            wk.ZONE: instance.zone,
-            wk.CAPACITY_TYPE: instance.capacity_type,
-        },
-        capacity=capacity,
-        allocatable=capacity,
-        provider_id=instance.provider_id,
-        ready=True,
-    )
-
-
 def _kubelet(cluster: InMemoryCluster, cloud: FakeCloudProvider, clock: VirtualClock) -> None:
     """Register each live instance as a Ready Node `BOOT` seconds after its launch."""
     for instance in cloud.instances():
@@ -479,7 +460,7 @@ def _kubelet(cluster: InMemoryCluster, cloud: FakeCloudProvider, clock: VirtualC
             and instance.launched_at + BOOT <= clock.now()
             and not cluster.node_by_instance(instance.instance_id)
         ):
-            cluster.add_node(_node_for(instance, f"ip-{instance.instance_id}"))
+            cluster.add_node(node_for(instance, TYPES))
 
 
 def _schedule(cluster: InMemoryCluster) -> None:
