@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.harness.cluster_actors import node_for
+from bench.harness.cluster_actors import Kubelet, node_for, pdb, schedule_first_fit
 from bench.harness.crash import KILL, LOST, Point, singles
 from nodewright.config.timings import (
     CONSOLIDATOR_OFFSET_SECONDS,
@@ -63,14 +63,11 @@ from nodewright.inmemory.state import InMemoryStateStore
 from nodewright.model import labels as wk
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType, Offering
-from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.resources import Resources
-from nodewright.model.selectors import LabelSelector
-from nodewright.model.workloads import PodDisruptionBudget
 
 START = 1_800_000_000.0
 BOOT = 35.0
@@ -205,15 +202,14 @@ class ConsolidatorCrashWorld:
         self.clock = VirtualClock(START)
         self.cluster = InMemoryCluster(self.clock, recreate_owned_pods=True)
         self.cloud = FakeCloudProvider(self.clock)
+        self.kubelet = Kubelet(self.cluster, self.cloud, self.clock, TYPES, boot=BOOT)
         self.store = InMemoryStateStore()
         self.observer = RecordingObserver()
         self.invocation = Invocation(dict(plan))
         self.pools = (NodePool(name="default", requirements=Requirements([])),)
         self.crashes = 0
         self.violations = 0
-        self.pdb = PodDisruptionBudget(
-            "default", "web", LabelSelector.parse({"matchLabels": {"app": "web"}}), min_available=PODS - 1
-        )
+        self.pdb = pdb("web", "web", PODS - 1)
         self.provisioner = self._provisioner(self.cluster, self.cloud, self.store)
         self.consolidator: Consolidator | None = None  # the warm container, if any
         if case == "replace":
@@ -272,8 +268,8 @@ class ConsolidatorCrashWorld:
         if int(self.clock.now() - START) % 60 == 0:
             self.provisioner.housekeeping.reconcile(self.cluster.snapshot())
             self.provisioner.provision(self.cluster.snapshot())
-        _kubelet(self.cluster, self.cloud, self.clock)
-        _schedule(self.cluster)
+        self.kubelet.register_booted()
+        schedule_first_fit(self.cluster)
         healthy = sum(1 for p in self.cluster.pods() if p.labels.get("app") == "web" and p.node_name and not p.deleting)
         if healthy < PODS - 1:
             self.violations += 1
@@ -450,39 +446,6 @@ def _pod(name: str) -> Pod:
         owner_kind="ReplicaSet",
         phase="Running",
     )
-
-
-def _kubelet(cluster: InMemoryCluster, cloud: FakeCloudProvider, clock: VirtualClock) -> None:
-    """Register each live instance as a Ready Node `BOOT` seconds after its launch."""
-    for instance in cloud.instances():
-        if (
-            instance.live
-            and instance.launched_at + BOOT <= clock.now()
-            and not cluster.node_by_instance(instance.instance_id)
-        ):
-            cluster.add_node(node_for(instance, TYPES))
-
-
-def _schedule(cluster: InMemoryCluster) -> None:
-    """kube-scheduler, first fit: bind pending pods to Ready, schedulable, untainted nodes."""
-    for p in cluster.pods():
-        if p.node_name or p.daemon:
-            continue
-        for n in cluster.nodes():
-            if n.ready and not n.unschedulable and not n.taints and _fits(cluster, n, p):
-                cluster.bind(p, n.name)
-                break
-        else:
-            if not p.unschedulable:
-                cluster.mark_unschedulable(p)
-
-
-def _fits(cluster: InMemoryCluster, node: Node, p: Pod) -> bool:
-    used = Resources()
-    for bound in cluster.pods_on(node.name):
-        used = used + bound.requests
-    total = used + p.requests
-    return all(total[k] <= node.allocatable[k] for k in total)
 
 
 if __name__ == "__main__":

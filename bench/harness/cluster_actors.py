@@ -30,6 +30,7 @@ from nodewright.model.node import Node
 from nodewright.model.pod import Pod
 from nodewright.model.resources import Resources
 from nodewright.model.selectors import LabelSelector
+from nodewright.model.taints import tolerates_all
 from nodewright.model.workloads import PodDisruptionBudget
 
 
@@ -86,12 +87,15 @@ class Kubelet:
 
 
 def schedule_first_fit(cluster: InMemoryCluster) -> None:
-    """Bind pending pods first-fit to Ready, schedulable nodes; mark the rest unschedulable."""
+    """Bind pending pods first-fit to Ready, schedulable nodes whose NoSchedule/NoExecute taints
+    they tolerate (a disrupted node's taint keeps them off, as kube-scheduler does); mark the rest
+    unschedulable.
+    """
     for p in cluster.pods():
         if p.node_name or p.daemon:
             continue
         for n in cluster.nodes():
-            if n.ready and not n.unschedulable and fits(cluster, n, p):
+            if n.ready and not n.unschedulable and tolerates_all(p.tolerations, n.taints) and fits(cluster, n, p):
                 cluster.bind(p, n.name)
                 break
         else:
