@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.disruption.consolidation import names
-from nodewright.engine.disruption.methods.shared import ordered, recheck
+from nodewright.engine.disruption.methods.shared import forceful_replacement, ordered, recheck
 from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
 from nodewright.engine.disruption.types import Command
 from nodewright.model.duration import format_duration
@@ -42,25 +42,13 @@ class Expiration:
             return None
         found = ordered(found)
         result = sim.run(found)
-        total = sum(c.price for c in found)
         new = result.price_per_hour
         ttl_text = ", ".join(sorted({f"{c.pool.name} {format_duration(c.pool.expire_after)}" for c in found}))
         detail = (
             f"{len(found)} node(s) reached expireAfter ({ttl_text}): {names(c.describe() for c in found)}; "
             f"{len(result.claims)} replacement(s) at ${new:.4f}/h launch first"
         )
-        if result.unschedulable:
-            detail += f"; {len(result.unschedulable)} pod(s) found no new home and will wait pending"
-        return Command(
-            method=self.name,
-            reason=self.reason,
-            candidates=tuple(c.name for c in found),
-            replacements=result.claims,
-            savings=total - new,
-            detail=detail,
-            budgeted=self.budgeted,
-            pods=tuple(sorted(p.key for c in found for p in c.pods)),
-        )
+        return forceful_replacement(self.name, self.reason, found, result, detail)
 
     def still_holds(self, command: Command, view: ClusterView, cache: DisruptionCache | None) -> str | None:
         """Stale when the shared re-check fails or a candidate is no longer expired."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.disruption.consolidation import names
+from nodewright.engine.disruption.methods.shared import forceful_replacement
 from nodewright.engine.disruption.repair import select
 from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
 from nodewright.engine.disruption.types import Command
@@ -37,7 +38,6 @@ class Repair:
         now = view.inp.now
         broken: list[Candidate] = [view.candidate(f.node) for f in selection.chosen]
         result = sim.run(broken)
-        total = sum(c.price for c in broken)
         new = result.price_per_hour
         detail = (
             f"repair {len(broken)} node(s): "
@@ -45,18 +45,7 @@ class Repair:
             + f"; {len(result.claims)} replacement(s) at ${new:.4f}/h launch first "
             + f"({names(c.describe() for c in broken)})"
         )
-        if result.unschedulable:
-            detail += f"; {len(result.unschedulable)} pod(s) found no new home and will wait pending"
-        return Command(
-            method=self.name,
-            reason=self.reason,
-            candidates=tuple(c.name for c in broken),
-            replacements=result.claims,
-            savings=total - new,
-            detail=detail,
-            budgeted=self.budgeted,
-            pods=tuple(sorted(p.key for c in broken for p in c.pods)),
-        )
+        return forceful_replacement(self.name, self.reason, broken, result, detail)
 
     def still_holds(self, command: Command, view: ClusterView, cache: DisruptionCache | None) -> str | None:
         """None when every candidate is still due and the guards still allow it, else why not.

@@ -11,6 +11,7 @@ from nodewright.engine.disruption.balance import BALANCED
 from nodewright.engine.disruption.candidates import Candidate, ClusterView, counts_by_pool
 from nodewright.engine.disruption.drift import drift_reason
 from nodewright.engine.disruption.types import Command
+from nodewright.engine.scheduling.types import SchedulingResult
 from nodewright.model.blocker import BUDGET, Blocker
 from nodewright.model.duration import format_duration
 from nodewright.model.resources import CPU
@@ -131,3 +132,24 @@ def still_settled(candidates: Sequence[Candidate], policies: Sequence[str], now:
         if reason:
             return f"candidate {c.name}: {reason}"
     return None
+
+
+def forceful_replacement(
+    name: str, reason: str, found: Sequence[Candidate], result: SchedulingResult, detail: str
+) -> Command:
+    """The unbudgeted command replacing every node of `found` by `result`'s claims (launched
+    first), as expiration and repair issue it: `detail` says why, and the pods left without a new
+    home are counted in it.
+    """
+    if result.unschedulable:
+        detail += f"; {len(result.unschedulable)} pod(s) found no new home and will wait pending"
+    return Command(
+        method=name,
+        reason=reason,
+        candidates=tuple(c.name for c in found),
+        replacements=result.claims,
+        savings=sum(c.price for c in found) - result.price_per_hour,
+        detail=detail,
+        budgeted=False,
+        pods=tuple(sorted(p.key for c in found for p in c.pods)),
+    )
