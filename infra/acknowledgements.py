@@ -69,8 +69,8 @@ ACKNOWLEDGEMENTS: tuple[Acknowledgement, ...] = (
     Acknowledgement(
         CHECKOV,
         "CKV_AWS_27",
-        r"AWS::SQS::Queue\.Interruption(DeadLetter)?Queue[0-9A-F]{8}",
-        "A false positive: both queues use SQS-managed encryption (SqsManagedSseEnabled), which "
+        r"AWS::SQS::Queue\.Interruption(Priority)?(DeadLetter)?Queue[0-9A-F]{8}",
+        "A false positive: the queues and their DLQs use SQS-managed encryption (SqsManagedSseEnabled), which "
         "checkov does not recognise.",
     ),
     Acknowledgement(

@@ -193,11 +193,13 @@ class DeployConfig:
     vpc_subnet_ids: tuple[str, ...] = ()
     vpc_security_group_ids: tuple[str, ...] = ()
     vpc_route_table_ids: tuple[str, ...] = ()
-    # Floods: at most this many interruption functions run at once (the queue's event source
-    # maximum concurrency and the function's reserved concurrency, 2-1000): a flood of messages
-    # cannot take the account's whole Lambda concurrency, and a spot storm is still handled in
-    # parallel.
+    # Floods: at most this many interruption functions run at once on the main queue (its event
+    # source's maximum concurrency, 2-1000), and at most `interruption_priority_max_concurrency`
+    # on the priority queue (EC2's own events); the function reserves their sum. A flood of
+    # messages cannot take the account's whole Lambda concurrency, nor the slots EC2's events
+    # need, and a spot storm is still handled in parallel.
     interruption_max_concurrency: int = 10
+    interruption_priority_max_concurrency: int = 10
     # Launches use only images owned by Amazon or by these accounts (the `ec2:Owner` condition on
     # CreateFleet/RunInstances): an EC2NodeClass selecting another account's AMI fails to launch.
     image_owner_accounts: tuple[str, ...] = ()
@@ -325,6 +327,7 @@ _KEYS: Mapping[str, tuple[str, Callable[[object], Any]]] = {
     "vpcSecurityGroupIds": ("vpc_security_group_ids", _as_id_list),
     "vpcRouteTableIds": ("vpc_route_table_ids", _as_id_list),
     "interruptionMaxConcurrency": ("interruption_max_concurrency", _as_int),
+    "interruptionPriorityMaxConcurrency": ("interruption_priority_max_concurrency", _as_int),
     "imageOwnerAccounts": ("image_owner_accounts", _as_id_list),
     "nodeInstanceProfileArns": ("node_instance_profile_arns", _as_id_list),
 }
@@ -435,11 +438,14 @@ def validate(config: DeployConfig) -> list[str]:
         problems.append(f"context key 'logLevel': {config.log_level!r} is not one of {', '.join(sorted(LOG_LEVELS))}")
     if config.alarm_topic_arn is not None and not _SNS_TOPIC_ARN.match(config.alarm_topic_arn):
         problems.append(f"context key 'alarmTopicArn': {config.alarm_topic_arn!r} is not an SNS topic ARN")
-    if not 2 <= config.interruption_max_concurrency <= 1000:
-        problems.append(
-            f"context key 'interruptionMaxConcurrency': {config.interruption_max_concurrency} is outside 2-1000 "
-            "(the SQS event source's maximum concurrency)"
-        )
+    for key, value in (
+        ("interruptionMaxConcurrency", config.interruption_max_concurrency),
+        ("interruptionPriorityMaxConcurrency", config.interruption_priority_max_concurrency),
+    ):
+        if not 2 <= value <= 1000:
+            problems.append(
+                f"context key '{key}': {value} is outside 2-1000 (the SQS event source's maximum concurrency)"
+            )
     bad_owners = [owner for owner in config.image_owner_accounts if not _ACCOUNT.match(owner)]
     if bad_owners:
         problems.append(f"context key 'imageOwnerAccounts': {', '.join(map(repr, bad_owners))} is not an account id")

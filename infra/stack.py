@@ -120,9 +120,10 @@ class NodewrightStack(cdk.Stack):
             state=self.state,
             instance_profile_arns=profiles,
             max_concurrency=config.interruption_max_concurrency,
+            priority_max_concurrency=config.interruption_priority_max_concurrency,
         )
-        # Every function learns where the queue is (the interruption function sends itself
-        # delayed continuations; the others may report to it), after the queue exists.
+        # Every function learns where the main queue is (the interruption function sends itself
+        # delayed continuations there; the others may report to it), after the queue exists.
         queue_url = self.interruption.queue.queue_url
         self.consolidator = ScheduledController(
             self,
@@ -181,8 +182,10 @@ class NodewrightStack(cdk.Stack):
                 self.interruption.handler.log_group,
                 self.consolidator.handler.log_group,
             ],
-            queue=self.interruption.queue,
-            dead_letter_queue=self.interruption.dead_letter_queue,
+            queues={
+                "": (self.interruption.queue, self.interruption.dead_letter_queue),
+                "Priority": (self.interruption.priority_queue, self.interruption.priority_dead_letter_queue),
+            },
             alarm_topic_arn=config.alarm_topic_arn,
         )
         self._outputs()
@@ -193,6 +196,11 @@ class NodewrightStack(cdk.Stack):
             "StateTableName": (self.state.state_table.table_name, "Working state (node claims, caches)"),
             "InterruptionQueueUrl": (self.interruption.queue.queue_url, "Interruption events"),
             "DeadLetterQueueUrl": (self.interruption.dead_letter_queue.queue_url, "Interruption messages that failed"),
+            "PriorityQueueUrl": (self.interruption.priority_queue.queue_url, "EC2's interruption events (only EC2's)"),
+            "PriorityDeadLetterQueueUrl": (
+                self.interruption.priority_dead_letter_queue.queue_url,
+                "EC2's interruption events that failed",
+            ),
             "NodeRoleArn": (self.access.node_role.role_arn, "IAM role of launched nodes"),
             "NodeInstanceProfileName": (self.access.instance_profile.instance_profile_name, "Their instance profile"),
             "NodeRoles": (

@@ -4,10 +4,11 @@ Metrics come from the functions as Powertools EMF in namespace `Nodewright`, wit
 dimension Powertools adds (the function's POWERTOOLS_SERVICE_NAME). `SERVICE_METRICS` is the
 contract with the handlers: which service emits which metric. Alarms notify an SNS topic: the one
 the deploy key `alarmTopicArn` names, or else one the stack creates (`alarm_topic`; subscribe to
-it), so an alarm is never silent. They fire on: the DLQ not empty, function errors, pods pending
-for 5 minutes, the interruption queue's oldest message older than 30 s (a spot warning gives 120
-s), interruption records failed, drain continuations rejected, and messages dropped as stale or
-contradicted by EC2 (forged or replayed ones show here). The saved queries assume the handlers
+it), so an alarm is never silent. They fire on: a DLQ not empty, function errors, pods pending
+for 5 minutes, an interruption queue's oldest message older than 30 s (a spot warning gives 120
+s; one alarm per queue, the main and the priority one), interruption records failed, drain
+continuations rejected, and messages dropped as stale or contradicted by EC2 (forged or replayed
+ones show here). The saved queries assume the handlers
 log one record per decision with a `decision` field (Powertools structured logging).
 """
 
@@ -108,11 +109,12 @@ class Monitoring(Construct):
         cluster_name: str,
         functions: Mapping[str, lambda_.IFunction],
         log_groups: Sequence[logs.ILogGroup],
-        queue: sqs.IQueue,
-        dead_letter_queue: sqs.IQueue,
+        queues: Mapping[str, tuple[sqs.IQueue, sqs.IQueue]],
         alarm_topic_arn: str | None,
     ) -> None:
-        """Observe `functions` (keyed by service name), their `log_groups` and the queues."""
+        """Observe `functions` (keyed by service name), their `log_groups` and the interruption
+        `queues`: name prefix ("" for the main queue, "Priority") -> (queue, its DLQ).
+        """
         super().__init__(scope, construct_id)
         self.alarms = []
         self.alarm_topic = None
@@ -124,14 +126,19 @@ class Monitoring(Construct):
             )
             topic = self.alarm_topic
         self._alarm_action: actions.SnsAction | None = actions.SnsAction(topic)
-        dlq_alarm = self._alarm(
-            "DeadLetterQueueNotEmpty",
-            description=f"Nodewright ({cluster_name}): interruption messages failed 3 times and sit in the DLQ",
-            metric=dead_letter_queue.metric_approximate_number_of_messages_visible(
-                period=_FIVE_MINUTES, statistic="Maximum"
-            ),
-            evaluation_periods=1,
-        )
+        dlq_alarms = [
+            self._alarm(
+                f"{prefix}DeadLetterQueueNotEmpty",
+                description=(
+                    f"Nodewright ({cluster_name}): {_queue_name(prefix)} messages failed 3 times and sit in its DLQ"
+                ),
+                metric=dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    period=_FIVE_MINUTES, statistic="Maximum"
+                ),
+                evaluation_periods=1,
+            )
+            for prefix, (_, dead_letter_queue) in queues.items()
+        ]
         error_alarms = [
             self._alarm(
                 f"{service.capitalize()}Errors",
@@ -152,16 +159,19 @@ class Monitoring(Construct):
             evaluation_periods=PENDING_ALARM_MINUTES,
         )
         guard_alarms = [
-            self._alarm(
-                "InterruptionQueueOldestMessage",
-                description=(
-                    f"Nodewright ({cluster_name}): an interruption message waited over "
-                    f"{OLDEST_MESSAGE_ALARM_SECONDS} s in the queue (a spot warning gives 120 s)"
-                ),
-                metric=queue.metric_approximate_age_of_oldest_message(period=_MINUTE, statistic="Maximum"),
-                evaluation_periods=1,
-                threshold=OLDEST_MESSAGE_ALARM_SECONDS,
-                above=True,
+            *(
+                self._alarm(
+                    f"Interruption{prefix}QueueOldestMessage",
+                    description=(
+                        f"Nodewright ({cluster_name}): a message waited over {OLDEST_MESSAGE_ALARM_SECONDS} s "
+                        f"in the {_queue_name(prefix)} (a spot warning gives 120 s)"
+                    ),
+                    metric=queue.metric_approximate_age_of_oldest_message(period=_MINUTE, statistic="Maximum"),
+                    evaluation_periods=1,
+                    threshold=OLDEST_MESSAGE_ALARM_SECONDS,
+                    above=True,
+                )
+                for prefix, (queue, _) in queues.items()
             ),
             *(
                 self._alarm(
@@ -185,7 +195,7 @@ class Monitoring(Construct):
             dashboard_name=f"Nodewright-{cluster_name}-{cdk.Aws.REGION}",
             default_interval=cdk.Duration.hours(3),
         )
-        self._add_widgets(functions, queue, dead_letter_queue, [dlq_alarm, pending_alarm, *error_alarms, *guard_alarms])
+        self._add_widgets(functions, queues, [*dlq_alarms, pending_alarm, *error_alarms, *guard_alarms])
 
     def _alarm(
         self,
@@ -243,8 +253,7 @@ class Monitoring(Construct):
     def _add_widgets(
         self,
         functions: Mapping[str, lambda_.IFunction],
-        queue: sqs.IQueue,
-        dead_letter_queue: sqs.IQueue,
+        queues: Mapping[str, tuple[sqs.IQueue, sqs.IQueue]],
         alarms: Sequence[cloudwatch.Alarm],
     ) -> None:
         def shown(service: str, name: str, *, statistic: str = "Sum", label: str | None = None) -> cloudwatch.Metric:
@@ -335,13 +344,21 @@ class Monitoring(Construct):
             ),
         )
         self.dashboard.add_widgets(
-            graph(
-                "Interruption queue",
-                [
-                    queue.metric_approximate_number_of_messages_visible(label="queue"),
-                    queue.metric_approximate_age_of_oldest_message(label="oldest (s)"),
-                    dead_letter_queue.metric_approximate_number_of_messages_visible(label="DLQ"),
-                ],
-                width=24,
+            *(
+                graph(
+                    _queue_name(prefix).capitalize(),
+                    [
+                        queue.metric_approximate_number_of_messages_visible(label="queue"),
+                        queue.metric_approximate_age_of_oldest_message(label="oldest (s)"),
+                        dead_letter_queue.metric_approximate_number_of_messages_visible(label="DLQ"),
+                    ],
+                    width=24 // len(queues),
+                )
+                for prefix, (queue, dead_letter_queue) in queues.items()
             )
         )
+
+
+def _queue_name(prefix: str) -> str:
+    """How the descriptions name the queue with this construct-id prefix."""
+    return f"{prefix.lower()} interruption queue" if prefix else "interruption queue"

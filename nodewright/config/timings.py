@@ -41,8 +41,8 @@ QUEUE_RETENTION_SECONDS = 300
 QUEUE_MAX_RECEIVE_COUNT = 3
 VISIBILITY_MARGIN_SECONDS = 5
 
-# The queue's event source mapping: records per invocation, and how many invocations it runs at
-# once (the SQS poller starts with five).
+# Each interruption queue's event source mapping (the main queue's and the priority queue's):
+# records per invocation, and how many invocations it runs at once (the SQS poller starts with five).
 INTERRUPTION_BATCH_SIZE = 10
 INTERRUPTION_CONCURRENCY = 5
 

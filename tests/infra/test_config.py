@@ -116,6 +116,12 @@ def test_every_invalid_key_is_named_in_one_error() -> None:
         pytest.param({"consolidationMinSavings": "-1"}, "0-1000", id="negative-savings"),
         pytest.param({"consolidationMinSavingsPercent": "lots"}, "'consolidationMinSavingsPercent'", id="percent"),
         pytest.param({"provisionerIdleExitSeconds": "600"}, "'provisionerIdleExitSeconds'", id="idle-past-timeout"),
+        pytest.param({"interruptionMaxConcurrency": "1"}, "'interruptionMaxConcurrency': 1 is outside 2-1000", id="mc"),
+        pytest.param(
+            {"interruptionPriorityMaxConcurrency": "1001"},
+            "'interruptionPriorityMaxConcurrency': 1001 is outside 2-1000",
+            id="priority-max-concurrency",
+        ),
     ],
 )
 def test_invalid_value_is_rejected_with_the_key_named(context: dict[str, object], fragment: str) -> None:

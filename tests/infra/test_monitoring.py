@@ -61,7 +61,9 @@ def test_a_metric_from_the_wrong_service_is_a_programming_error() -> None:
         nodewright_metric("interruption", "PendingPods")
 
 
-def test_dlq_alarm_fires_on_any_message_and_notifies_the_topic(synthesized: Synthesized) -> None:
+@pytest.mark.parametrize("prefix", ["", "priority_"])
+def test_each_dlq_alarm_fires_on_any_message_and_notifies_the_topic(synthesized: Synthesized, prefix: str) -> None:
+    dead_letter_queue = getattr(synthesized.stack.interruption, f"{prefix}dead_letter_queue")
     synthesized.template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
@@ -70,7 +72,7 @@ def test_dlq_alarm_fires_on_any_message_and_notifies_the_topic(synthesized: Synt
             "Dimensions": [
                 {
                     "Name": "QueueName",
-                    "Value": synthesized.resolve(synthesized.stack.interruption.dead_letter_queue.queue_name),
+                    "Value": synthesized.resolve(dead_letter_queue.queue_name),
                 }
             ],
             "Threshold": 1,
@@ -110,9 +112,41 @@ def test_pods_pending_alarm_needs_five_minutes_without_a_single_clear_minute(syn
             "AlarmActions": [ALARM_TOPIC_ARN],
         },
     )
-    # DLQ, pods pending, 3 function errors, oldest message, failed records, rejected continuations,
-    # dropped messages.
-    synthesized.template.resource_count_is("AWS::CloudWatch::Alarm", 9)
+    # 2 DLQs, pods pending, 3 function errors, 2 oldest messages, failed records, rejected
+    # continuations, dropped messages.
+    synthesized.template.resource_count_is("AWS::CloudWatch::Alarm", 11)
+
+
+@pytest.mark.parametrize("prefix", ["", "priority_"])
+def test_each_queue_alarms_when_its_oldest_message_waited_over_30s(synthesized: Synthesized, prefix: str) -> None:
+    queue = getattr(synthesized.stack.interruption, f"{prefix}queue")
+    synthesized.template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "AWS/SQS",
+            "MetricName": "ApproximateAgeOfOldestMessage",
+            "Dimensions": [{"Name": "QueueName", "Value": synthesized.resolve(queue.queue_name)}],
+            "Statistic": "Maximum",
+            "Period": 60,
+            "Threshold": 30,
+            "ComparisonOperator": "GreaterThanThreshold",
+            "AlarmActions": [ALARM_TOPIC_ARN],
+        },
+    )
+
+
+@pytest.mark.parametrize("metric", ["RecordsFailed", "ContinuationsRejected", "MessagesDropped"])
+def test_interruption_guard_metrics_alarm_on_the_first_one(synthesized: Synthesized, metric: str) -> None:
+    synthesized.template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "Nodewright",
+            "MetricName": metric,
+            "Dimensions": [{"Name": "service", "Value": "interruption"}],
+            "Threshold": 1,
+            "AlarmActions": [ALARM_TOPIC_ARN],
+        },
+    )
 
 
 @pytest.mark.parametrize("name", ["Decisions", "Launches", "Interruptions", "Consolidation", "Errors"])
@@ -142,5 +176,5 @@ def test_without_an_alarm_topic_the_stack_creates_one_and_every_alarm_notifies_i
     assert len(topics) == 1
     [topic_id] = topics
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
-    assert len(alarms) == 9
+    assert len(alarms) == 11
     assert all(alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}] for alarm in alarms.values())

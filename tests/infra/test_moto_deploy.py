@@ -136,16 +136,15 @@ def test_stack_creates_tables_and_queues(moto_endpoint: str, deployed: dict[str,
     table = dynamodb.describe_table(TableName=deployed["StateTableName"])["Table"]
 
     assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
-    attributes = moto_client("sqs", moto_endpoint).get_queue_attributes(
-        QueueUrl=deployed["InterruptionQueueUrl"], AttributeNames=["All"]
-    )["Attributes"]
-    assert attributes["MessageRetentionPeriod"] == "300"
-    assert json.loads(attributes["RedrivePolicy"])["maxReceiveCount"] == 3
+    for queue in ("InterruptionQueueUrl", "PriorityQueueUrl"):
+        attributes = moto_client("sqs", moto_endpoint).get_queue_attributes(
+            QueueUrl=deployed[queue], AttributeNames=["All"]
+        )["Attributes"]
+        assert attributes["MessageRetentionPeriod"] == "300"
+        assert json.loads(attributes["RedrivePolicy"])["maxReceiveCount"] == 3
 
 
-def test_spot_interruption_warning_lands_in_the_interruption_queue(
-    moto_endpoint: str, deployed: dict[str, str]
-) -> None:
+def test_spot_interruption_warning_lands_in_the_priority_queue(moto_endpoint: str, deployed: dict[str, str]) -> None:
     detail = {"instance-id": "i-0123456789abcdef0", "instance-action": "terminate"}
     sent = moto_client("events", moto_endpoint).put_events(
         Entries=[
@@ -160,10 +159,14 @@ def test_spot_interruption_warning_lands_in_the_interruption_queue(
     assert sent["FailedEntryCount"] == 0
 
     sqs = moto_client("sqs", moto_endpoint)
-    received = sqs.receive_message(QueueUrl=deployed["InterruptionQueueUrl"], MaxNumberOfMessages=10, WaitTimeSeconds=2)
+    # EC2's own event: the priority queue, not the main one (which only AWS Health and the
+    # function's continuations use).
+    main = sqs.receive_message(QueueUrl=deployed["InterruptionQueueUrl"], MaxNumberOfMessages=10, WaitTimeSeconds=1)
+    assert main.get("Messages", []) == []
+    received = sqs.receive_message(QueueUrl=deployed["PriorityQueueUrl"], MaxNumberOfMessages=10, WaitTimeSeconds=2)
     messages = received.get("Messages", [])
     for message in messages:  # leave the queue empty for the other tests
-        sqs.delete_message(QueueUrl=deployed["InterruptionQueueUrl"], ReceiptHandle=message["ReceiptHandle"])
+        sqs.delete_message(QueueUrl=deployed["PriorityQueueUrl"], ReceiptHandle=message["ReceiptHandle"])
     bodies = [json.loads(message["Body"]) for message in messages]
     assert [(b["source"], b["detail-type"], b["detail"]) for b in bodies] == [
         ("aws.ec2", "EC2 Spot Instance Interruption Warning", detail)
@@ -180,7 +183,7 @@ def test_spot_interruption_warning_lands_in_the_interruption_queue(
     once = EventDeduplicator(world.controller.process, table=table, client=moto_client("dynamodb", moto_endpoint))
     interruption_handler.configure(once)
     try:
-        event = {"Records": [_lambda_record(m, deployed["InterruptionQueueUrl"]) for m in messages]}
+        event = {"Records": [_lambda_record(m, deployed["PriorityQueueUrl"]) for m in messages]}
         assert interruption_handler.handler(event, _Context()) == {"batchItemFailures": []}
         assert interruption_handler.handler(event, _Context()) == {"batchItemFailures": []}  # redelivered
     finally:
@@ -203,10 +206,11 @@ def test_an_unrelated_event_does_not_reach_the_queue(moto_endpoint: str, deploye
         ]
     )
 
-    received = moto_client("sqs", moto_endpoint).receive_message(
-        QueueUrl=deployed["InterruptionQueueUrl"], MaxNumberOfMessages=10, WaitTimeSeconds=1
-    )
-    assert received.get("Messages", []) == []
+    for queue in ("InterruptionQueueUrl", "PriorityQueueUrl"):
+        received = moto_client("sqs", moto_endpoint).receive_message(
+            QueueUrl=deployed[queue], MaxNumberOfMessages=10, WaitTimeSeconds=1
+        )
+        assert received.get("Messages", []) == []
 
 
 class _Context:

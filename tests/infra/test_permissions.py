@@ -261,9 +261,10 @@ def test_describe_actions_are_the_only_ec2_grants_on_star(synthesized: Synthesiz
                 assert all(a.startswith("ec2:Describe") or a == "pricing:GetProducts" for a in actions), actions
 
 
-def test_interruption_may_invoke_the_provisioner_send_and_receive_on_its_queue(synthesized: Synthesized) -> None:
+def test_interruption_may_invoke_the_provisioner_send_and_receive_on_its_queues(synthesized: Synthesized) -> None:
     stack = synthesized.stack
     queue_arn = synthesized.resolve(stack.interruption.queue.queue_arn)
+    priority_arn = synthesized.resolve(stack.interruption.priority_queue.queue_arn)
     policy_of(
         synthesized,
         stack.interruption.role,
@@ -278,6 +279,13 @@ def test_interruption_may_invoke_the_provisioner_send_and_receive_on_its_queue(s
                 {
                     "Action": ["sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"],
                     "Resource": queue_arn,
+                }
+            ),
+            # The priority queue: polled by its event source, never sent to.
+            Match.object_like(
+                {
+                    "Action": ["sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"],
+                    "Resource": priority_arn,
                 }
             ),
         ],

@@ -52,12 +52,14 @@ def put(account: Account, detail_type: str, detail: dict[str, Any], instance_id:
     )
 
 
-def bodies(account: Account) -> list[dict[str, Any]]:
-    response = account.sqs.receive_message(QueueUrl=account.queue_url, MaxNumberOfMessages=10)
+def bodies(account: Account, *, priority: bool = True) -> list[dict[str, Any]]:
+    """What the priority queue (EC2's events) or else the main queue holds now."""
+    url = account.priority_queue_url if priority else account.queue_url
+    response = account.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
     return [json.loads(m["Body"]) for m in response.get("Messages", [])]
 
 
-def test_the_five_rules_route_what_the_stack_routes_and_nothing_else(account: tuple[Account, VirtualClock]) -> None:
+def test_the_rules_route_what_the_stack_routes_and_nothing_else(account: tuple[Account, VirtualClock]) -> None:
     acc, _ = account
     assert set(acc.rules) == set(interruption_rules())
     put(acc, "EC2 Instance State-change Notification", {"instance-id": "i-0abc", "state": "running"})
@@ -70,6 +72,23 @@ def test_the_five_rules_route_what_the_stack_routes_and_nothing_else(account: tu
         "EC2 Spot Instance Interruption Warning",
     ]
     assert all(b["source"] == "aws.ec2" and b["resources"] == [instance_arn("i-0abc")] for b in got)
+    assert bodies(acc, priority=False) == []  # EC2's events never wait on the main queue
+
+
+def test_aws_health_scheduled_changes_use_the_main_queue(account: tuple[Account, VirtualClock]) -> None:
+    acc, _ = account
+    acc.events.put_events(
+        Entries=[
+            {
+                "Time": datetime.fromtimestamp(START, UTC),
+                "Source": "aws.health",
+                "DetailType": "AWS Health Event",
+                "Detail": json.dumps({"service": "EC2", "eventTypeCategory": "scheduledChange"}),
+            }
+        ]
+    )
+    assert [b["detail-type"] for b in bodies(acc, priority=False)] == ["AWS Health Event"]
+    assert bodies(acc) == []
 
 
 @pytest.mark.parametrize(
@@ -91,12 +110,12 @@ def test_both_capacity_reservation_warning_detail_types_reach_the_queue(
 def test_sqs_delays_and_visibility_run_on_the_virtual_clock(account: tuple[Account, VirtualClock]) -> None:
     acc, clock = account
     acc.sqs.send_message(QueueUrl=acc.queue_url, MessageBody="{}", DelaySeconds=30)
-    assert bodies(acc) == []
+    assert bodies(acc, priority=False) == []
     clock.advance(31)
-    assert bodies(acc) == [{}]
-    assert bodies(acc) == []  # invisible for the visibility timeout (60 s + 30 s margin)
+    assert bodies(acc, priority=False) == [{}]
+    assert bodies(acc, priority=False) == []  # invisible for the visibility timeout (60 s + 30 s margin)
     clock.advance(91)
-    assert bodies(acc) == [{}]
+    assert bodies(acc, priority=False) == [{}]
 
 
 class Recorded(Ec2Hooks):

@@ -1,4 +1,4 @@
-"""The six EventBridge rules that feed the interruption queue, as plain event patterns. Pure data.
+"""The six EventBridge rules that feed the interruption queues, as plain event patterns. Pure data.
 
 One source of truth for two users: the CDK stack (`infra/constructs/interruption.py`) turns each
 pattern into an `events.EventPattern`, and `nodewright simulate` creates the same rules in moto's
@@ -10,6 +10,14 @@ warnings, rebalance recommendations, instance state changes, capacity reservatio
 warnings (both detail-types EC2 documents for them) and AWS Health scheduled changes for EC2;
 plus EC2's capacity block expiration warning, sent 40 minutes before a block ends (Karpenter
 polls for the end instead, with the same 40 minutes: `nodewright.engine.reservations`).
+
+Two queues (`routes_to_priority_queue`). EventBridge refuses PutEvents whose source begins with
+`aws.` (NotAuthorizedForSourceException; the EventBridge User Guide: customer events may have any
+source "as long as it doesn't begin with aws."), so a rule matching only `source: aws.ec2` can
+only ever carry events EC2 itself sent. Those rules feed the priority queue, which nothing else
+may send to, so no flood of forged messages stands in front of a real spot warning. AWS Health's
+scheduled changes (announced days ahead) and the function's own drain continuations use the main
+queue.
 """
 
 from __future__ import annotations
@@ -33,6 +41,20 @@ CAPACITY_BLOCK_EXPIRATION_WARNING_SHORT = "Capacity Block Expiration Warning"
 HEALTH_EVENT = "AWS Health Event"
 # pending/running follow every launch; only these states take a node away.
 NODE_LOSING_STATES = ("stopping", "stopped", "shutting-down", "terminated")
+
+
+# The sources whose events only AWS can put on the bus and that are urgent: their rules feed the
+# priority queue.
+PRIORITY_SOURCES = frozenset({SOURCE_EC2})
+
+
+def routes_to_priority_queue(pattern: dict[str, Any]) -> bool:
+    """True when the rule with this event pattern feeds the priority queue: every source it
+    matches is one of `PRIORITY_SOURCES` (a rule that could match another source feeds the main
+    queue).
+    """
+    sources = pattern.get("source") or ()
+    return bool(sources) and set(sources) <= PRIORITY_SOURCES
 
 
 def interruption_rules() -> dict[str, dict[str, Any]]:

@@ -267,7 +267,9 @@ def read_functions(at: At, raw: Any) -> dict[str, FunctionSettings]:
     for name, default in defaults.items():
         here = at / name
         keys: tuple[str, ...] = (
-            ("timeout", "batch_size", "concurrency") if name == "interruption" else ("rate", "timeout", "offset")
+            ("timeout", "batch_size", "concurrency", "priority_concurrency")
+            if name == "interruption"
+            else ("rate", "timeout", "offset")
         )
         keys += ("memory", "idle_exit") if name == "provisioner" else ("memory",)
         settings = f.obj(here, entry.get(name), keys) or {}
@@ -278,6 +280,9 @@ def read_functions(at: At, raw: Any) -> dict[str, FunctionSettings]:
         offset = read_duration(here / "offset", settings.get("offset"))
         batch = f.integer(here / "batch_size", settings.get("batch_size"), minimum=1, maximum=10)
         concurrency = f.integer(here / "concurrency", settings.get("concurrency"), minimum=1, maximum=100)
+        priority_concurrency = f.integer(
+            here / "priority_concurrency", settings.get("priority_concurrency"), minimum=1, maximum=100
+        )
         if timeout is not None and not 3 <= timeout <= 900:
             (here / "timeout").error("must be between 3s and 15m (Lambda's limits)")
         out[name] = FunctionSettings(
@@ -285,6 +290,7 @@ def read_functions(at: At, raw: Any) -> dict[str, FunctionSettings]:
             timeout=timeout if timeout is not None else default.timeout,
             offset=offset if offset is not None else default.offset,
             concurrency=concurrency or default.concurrency,
+            priority_concurrency=priority_concurrency or default.priority_concurrency,
             batch_size=batch or default.batch_size,
             memory_mb=memory or default.memory_mb,
             idle_exit=idle_exit,

@@ -197,13 +197,15 @@ class Fault:
 @dataclass(frozen=True, slots=True)
 class FunctionSettings:
     """How a function runs: invoked every `rate` seconds (0: never on a schedule), for at most
-    `timeout` seconds; `concurrency` bounds simultaneous SQS-driven invocations.
+    `timeout` seconds; `concurrency` bounds simultaneous SQS-driven invocations from the main
+    queue, `priority_concurrency` those from the priority queue (EC2's own events).
     """
 
     rate: float
     timeout: float
     offset: float = 0.0
     concurrency: int = 5
+    priority_concurrency: int = 5
     batch_size: int = 10
     # The function's memory (what Lambda bills per second, and `self_cost` prices), and for the
     # provisioner the economy key `idle_exit` (seconds; None: wait for pods until the deadline).
@@ -227,6 +229,7 @@ DEPLOYED_INTERRUPTION = FunctionSettings(
     timeout=t.INTERRUPTION_TIMEOUT_SECONDS,
     memory_mb=t.INTERRUPTION_MEMORY_MB,
     concurrency=t.INTERRUPTION_CONCURRENCY,
+    priority_concurrency=t.INTERRUPTION_CONCURRENCY,
     batch_size=t.INTERRUPTION_BATCH_SIZE,
 )
 

@@ -2,9 +2,10 @@
 
 What is real (moto): EC2 (a VPC, one subnet per zone and a security group carrying the tags the
 EC2NodeClasses select, launch templates, CreateFleet, DescribeInstances, TerminateInstances),
-DynamoDB (the state table and the idempotency table), SQS (the interruption queue with its DLQ,
-retention and visibility timeout) and EventBridge (the five interruption rules, built from
-`nodewright.engine.interruption.rules`, targeting the queue).
+DynamoDB (the state table and the idempotency table), SQS (the two interruption queues, each with
+its DLQ, retention and visibility timeout) and EventBridge (the six interruption rules, built from
+`nodewright.engine.interruption.rules`: EC2's own events to the priority queue, AWS Health's to the
+main queue, as the stack routes them).
 
 What is added on top, because moto does not have it:
 * `SimulatedEc2` wraps the EC2 client: CreateFleet chooses what to launch as EC2 does
@@ -51,7 +52,7 @@ from nodewright.config.timings import (
     VISIBILITY_MARGIN_SECONDS,
     visibility_seconds,
 )
-from nodewright.engine.interruption.rules import interruption_rules
+from nodewright.engine.interruption.rules import interruption_rules, routes_to_priority_queue
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.simulator.standins.ec2 import (
@@ -75,6 +76,8 @@ __all__ = [
     "DEAD_LETTER_QUEUE",
     "IDEMPOTENCY_TABLE",
     "NODE_INSTANCE_PROFILE",
+    "PRIORITY_DEAD_LETTER_QUEUE",
+    "PRIORITY_QUEUE",
     "QUEUE",
     "QUEUE_MAX_RECEIVE_COUNT",
     "QUEUE_RETENTION_SECONDS",
@@ -102,6 +105,9 @@ STATE_TABLE = "nodewright-state"
 IDEMPOTENCY_TABLE = "nodewright-idempotency"
 QUEUE = "nodewright-interruption"
 DEAD_LETTER_QUEUE = "nodewright-interruption-dlq"
+# EC2's own events (the rules `routes_to_priority_queue` picks); nothing else sends to it.
+PRIORITY_QUEUE = "nodewright-interruption-priority"
+PRIORITY_DEAD_LETTER_QUEUE = "nodewright-interruption-priority-dlq"
 NODE_INSTANCE_PROFILE = "nodewright-simulated-node"
 # The simulated stack's own node role (NODE_ROLE_ARN), held by NODE_INSTANCE_PROFILE.
 NODE_ROLE = "nodewright-simulated-node-role"
@@ -127,8 +133,11 @@ class Account:
         self.sqs = session.client("sqs", region_name=REGION, config=config)
         self.events = session.client("events", region_name=REGION, config=config)
         self.iam = session.client("iam", region_name=REGION, config=config)
+        # The main queue (AWS Health, the function's drain continuations) and the priority one.
         self.queue_url = ""
         self.queue_arn = ""
+        self.priority_queue_url = ""
+        self.priority_queue_arn = ""
         self.images: dict[str, str] = {}
         self.rules: dict[str, str] = {}
 
@@ -145,11 +154,15 @@ class Account:
             AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
             BillingMode="PAY_PER_REQUEST",
         )
-        self._queue(interruption_timeout)
+        self.queue_url, self.queue_arn = self._queue(QUEUE, DEAD_LETTER_QUEUE, interruption_timeout)
+        self.priority_queue_url, self.priority_queue_arn = self._queue(
+            PRIORITY_QUEUE, PRIORITY_DEAD_LETTER_QUEUE, interruption_timeout
+        )
         for rule_id, pattern in interruption_rules().items():
             name = f"nodewright-{rule_id}"
             arn = self.events.put_rule(Name=name, EventPattern=json.dumps(pattern), State="ENABLED")["RuleArn"]
-            self.events.put_targets(Rule=name, Targets=[{"Id": "interruption-queue", "Arn": self.queue_arn}])
+            target = self.priority_queue_arn if routes_to_priority_queue(pattern) else self.queue_arn
+            self.events.put_targets(Rule=name, Targets=[{"Id": "interruption-queue", "Arn": target}])
             self.rules[rule_id] = arn
 
     def create_node_roles(self, nodeclasses: Mapping[str, EC2NodeClass]) -> None:
@@ -198,23 +211,25 @@ class Account:
             )
             self.images[arch] = str(image["ImageId"])
 
-    def _queue(self, timeout: float) -> None:
-        dlq = self.sqs.create_queue(QueueName=DEAD_LETTER_QUEUE, Attributes={"MessageRetentionPeriod": "1209600"})
+    def _queue(self, name: str, dead_letter_name: str, timeout: float) -> tuple[str, str]:
+        """A queue and its DLQ as the stack creates them; the queue's URL and ARN."""
+        dlq = self.sqs.create_queue(QueueName=dead_letter_name, Attributes={"MessageRetentionPeriod": "1209600"})
         dlq_arn = self.sqs.get_queue_attributes(QueueUrl=dlq["QueueUrl"], AttributeNames=["QueueArn"])["Attributes"][
             "QueueArn"
         ]
         redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": QUEUE_MAX_RECEIVE_COUNT}
-        self.queue_url = self.sqs.create_queue(
-            QueueName=QUEUE,
-            Attributes={
-                "MessageRetentionPeriod": str(QUEUE_RETENTION_SECONDS),
-                "VisibilityTimeout": str(visibility_seconds(timeout)),
-                "RedrivePolicy": json.dumps(redrive),
-            },
-        )["QueueUrl"]
-        self.queue_arn = self.sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])[
-            "Attributes"
-        ]["QueueArn"]
+        url = str(
+            self.sqs.create_queue(
+                QueueName=name,
+                Attributes={
+                    "MessageRetentionPeriod": str(QUEUE_RETENTION_SECONDS),
+                    "VisibilityTimeout": str(visibility_seconds(timeout)),
+                    "RedrivePolicy": json.dumps(redrive),
+                },
+            )["QueueUrl"]
+        )
+        arn = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        return url, str(arn)
 
 
 def _tags(tags: Mapping[str, str]) -> list[dict[str, str]]:
