@@ -1,11 +1,29 @@
 """Flood: 10,000 forged, stale and duplicate messages through the real interruption handler, with
-real events among them.
+real events among them; how long the real events wait, with one queue and with the priority queue.
 
-Role: anyone allowed to send to the interruption queue can fill it. This benchmark delivers such a
-flood as the event source would (batches of 10, in queue order) to the real handler
+Role: whoever can act as the interruption function's role can fill its main queue (the queue
+policy admits no one else). This benchmark puts such a flood on an SQS queue in moto and delivers
+it as the event source mappings do (batches of 10, in queue order) to the real handler
 (functions/interruption/handler.py: Powertools batch processing, idempotency on DynamoDB, the
-parser, the verification, the controller) over moto (EC2, DynamoDB) and the Kubernetes adapter
-over HTTP against the API emulator serving an in-memory cluster, and checks:
+parser, the verification, the controller) over moto (EC2, DynamoDB, SQS, EventBridge) and the
+Kubernetes adapter over HTTP against the API emulator serving an in-memory cluster. The real
+events (real state changes: the instances really are stopping, EC2 confirms it) go through
+EventBridge in moto, routed by the stack's own rules (`nodewright.engine.interruption.rules`).
+Two layouts, each run once:
+
+* `one-queue` (before the priority queue): every rule targets the one queue, and the real events
+  sit in the flood at a quarter, half and three quarters of its depth (2,500, 5,000 and 7,500
+  messages deep). Delivered by one consumer; the waits for N consumers (the event source's
+  maximum concurrency) are the same measured batch times laid onto N parallel invocations in
+  queue order (`fifo_finish_times`: each invocation on Lambda has its own environment);
+* `priority` (as deployed): the aws.ec2 rules target the priority queue, which only they may send
+  to, and the flood sits on the main queue. Each real event is put on the bus when the main
+  queue's consumers have taken a quarter, half and three quarters of the flood (so 7,500, 5,000
+  and 2,500 forged messages still queued). Each queue has its own event source mapping with its
+  own slots (`--concurrency`, the deploy default 10, each); invocations run one after another
+  here, on a virtual timeline where each takes the wall time it took.
+
+Each run checks:
 
 * nothing is lost: no record is handed back failed, and every message is accounted for, by kind
   (forged for an instance that is not Nodewright's: `ForeignInstanceMessages`; stale or
@@ -13,24 +31,26 @@ over HTTP against the API emulator serving an in-memory cluster, and checks:
   `ContinuationsRejected`; a repeat of a message already handled: not acted on again);
 * nothing moves: the targeted Nodewright node keeps its instance, its Node, its pods (a
   `minAvailable: all` budget holds them), no Node of a running instance is deleted;
-* no real event is starved: real state changes (the instance really stopping, confirmed by EC2)
-  at a quarter, half and three quarters of the queue are each acted on in the batch that carries
-  them (cordoned, replacement asked for, drained), and the report says after how many seconds of
-  handling.
+* every real event is acted on (cordoned, replacement asked for, drained), and the report says
+  how long each waited from arriving on its queue until the invocation carrying it ended. A wait
+  past 120 s is past a spot warning's notice, past 300 s past the queue's retention (SQS would
+  have deleted the message unread; the handler's clock here only advances 0.05 s per invocation,
+  so the bench still delivers it).
 
 The flood (per 10 messages, from a fixed seed): 4 fresh spot warnings for instance ids that are not
 Nodewright's, 2 stale spot warnings (10 minutes old) for the targeted node, 1 forged `terminated`
 state change for it (EC2 says running), 1 forged continuation for it, 2 repeats of a message sent
-before. The handler runs in this process one batch after another (one Lambda's view); with the
-event source's maximum concurrency N, N such invocations share the queue.
+before.
 
 Run: `python -m bench.hostile_flood` (10,000 messages), `--messages N` for fewer.
-tests/functions/test_hostile_input.py floods 300 through the same handler in the suite.
+tests/functions/test_hostile_input.py floods 300 through the same handler in the suite, and
+tests/bench/test_hostile_flood.py runs this benchmark with 300.
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import os
 import random
@@ -38,6 +58,7 @@ import statistics
 import sys
 import time
 import uuid
+from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -52,6 +73,11 @@ STATE = "nodewright-state"
 ZONE = "us-east-1a"
 SPOT_WARNING = "EC2 Spot Instance Interruption Warning"
 STATE_CHANGE = "EC2 Instance State-change Notification"
+ONE_QUEUE, PRIORITY = "one-queue", "priority"
+MAIN_QUEUE, PRIORITY_QUEUE = "nodewright-interruption", "nodewright-interruption-priority"
+# Consumer counts the one-queue layout's waits are reported for.
+CONSUMERS = (1, 10)
+SPOT_NOTICE_SECONDS = 120
 
 
 class Context:
@@ -76,16 +102,74 @@ class Flood:
 
 
 @dataclass
+class RealEvent:
+    """One real event's journey: which queue it arrived on and behind how much, and when (virtual
+    seconds since the flood began) it arrived and its invocation ended.
+    """
+
+    instance_id: str
+    queue: str
+    ahead: int  # messages ahead of it on its own queue when it arrived
+    flood_queued: int  # forged messages still on the main queue when it arrived
+    arrived: float
+    handled: float | None = None
+    batch: int | None = None  # index of its invocation on its queue
+    invocation_seconds: float | None = None  # how long that invocation took
+
+    @property
+    def waited(self) -> float | None:
+        return None if self.handled is None else self.handled - self.arrived
+
+
+@dataclass
 class Result:
+    layout: str
+    concurrency: int
     messages: int
     seconds: float
     cpu_seconds: float
-    batch_seconds: list[float]
+    batch_seconds: list[float]  # the main queue's invocations, in queue order
     counts: dict[str, float]
     expected: dict[str, int]
     failed: int
-    real_handled_after: dict[str, float]
+    real: list[RealEvent]
     problems: list[str]
+
+    def waits(self, consumers: int) -> list[float]:
+        """One-queue layout: each real event's wait with `consumers` parallel invocations, from the
+        measured batch times (the real events all arrived at 0, inside the flood).
+        """
+        finish = fifo_finish_times(self.batch_seconds, consumers)
+        return [finish[r.batch] for r in self.real if r.batch is not None]
+
+
+def fifo_finish_times(durations: Sequence[float], consumers: int) -> list[float]:
+    """When each of a queue's invocations ends, `consumers` running at once and taking the
+    batches in queue order, each as long as it took (all messages queued at 0).
+    """
+    free = [0.0] * consumers
+    finish = []
+    for duration in durations:
+        start = heapq.heappop(free)
+        finish.append(start + duration)
+        heapq.heappush(free, start + duration)
+    return finish
+
+
+@dataclass
+class Lane:
+    """One queue and its event source mapping on the virtual timeline."""
+
+    name: str
+    url: str
+    arn: str
+    free: list[float]  # when each of its slots is free (a heap)
+    queued: deque[float] = field(default_factory=deque)  # arrival times of messages not yet received
+    invocations: int = 0
+
+    def next_start(self) -> float | None:
+        """When its next invocation can start (a slot free and a message there), None if empty."""
+        return max(self.free[0], self.queued[0]) if self.queued else None
 
 
 def stamp(at: float) -> str:
@@ -106,30 +190,24 @@ def event(detail_type: str, instance_id: str, at: float, detail: dict[str, Any],
     }
 
 
-def sqs_event(bodies: Sequence[dict[str, Any]], now: float) -> dict[str, Any]:
-    """One event-source batch, each record as SQS hands it to Lambda."""
-    records = []
-    for body in bodies:
-        sent = str(int(now * 1000))
-        records.append(
+def sqs_records(messages: Sequence[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
+    """One event-source batch: SQS's messages as the mapping hands them to Lambda."""
+    return {
+        "Records": [
             {
-                "messageId": str(uuid.uuid4()),
-                "receiptHandle": uuid.uuid4().hex,
-                "body": json.dumps(body, separators=(",", ":")),
-                "attributes": {
-                    "ApproximateReceiveCount": "1",
-                    "SentTimestamp": sent,
-                    "SenderId": "AIDAIENQZJOLO23YVJ4VO",
-                    "ApproximateFirstReceiveTimestamp": sent,
-                },
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": dict(m.get("Attributes") or {}),
                 "messageAttributes": {},
-                "md5OfBody": "",
+                "md5OfBody": m.get("MD5OfBody", ""),
                 "eventSource": "aws:sqs",
-                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:nodewright-interruptions",
+                "eventSourceARN": queue_arn,
                 "awsRegion": "us-east-1",
             }
-        )
-    return {"Records": records}
+            for m in messages
+        ]
+    }
 
 
 def flood(messages: int, target: str, node: str, real: Sequence[str], now: float, seed: int) -> Flood:
@@ -170,8 +248,8 @@ def flood(messages: int, target: str, node: str, real: Sequence[str], now: float
 
 
 @contextmanager
-def account() -> Iterator[tuple[Any, Any]]:
-    """moto's EC2 and DynamoDB with the idempotency and state tables."""
+def account() -> Iterator[tuple[Any, Any, Any, Any]]:
+    """moto's EC2, DynamoDB (the idempotency and state tables), SQS and EventBridge."""
     import boto3
     from moto import mock_aws
 
@@ -187,11 +265,38 @@ def account() -> Iterator[tuple[Any, Any]]:
             BillingMode="PAY_PER_REQUEST",
         )
         create_table(dynamodb, STATE)
-        yield boto3.client("ec2", region_name="us-east-1"), dynamodb
+        clients = (boto3.client(name, region_name="us-east-1") for name in ("ec2", "sqs", "events"))
+        ec2, sqs, events = clients
+        yield ec2, dynamodb, sqs, events
 
 
-def run(messages: int = 10_000, seed: int = 29) -> Result:
-    """Deliver the flood and check it (module docstring)."""
+def queues_and_rules(sqs: Any, events: Any, layout: str, concurrency: int) -> dict[str, Lane]:
+    """The queues and the six rules of `layout` in moto; the lanes by queue name. A long
+    visibility timeout: the bench deletes what an invocation handled, and a record handed back
+    is a failure it reports, not one it waits 20 s to see again.
+    """
+    from nodewright.engine.interruption.rules import interruption_rules, routes_to_priority_queue
+
+    names = (MAIN_QUEUE, PRIORITY_QUEUE) if layout == PRIORITY else (MAIN_QUEUE,)
+    lanes: dict[str, Lane] = {}
+    for name in names:
+        url = sqs.create_queue(QueueName=name, Attributes={"VisibilityTimeout": "3600"})["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        lanes[name] = Lane(name, url, arn, [0.0] * concurrency)
+    for rule_id, pattern in interruption_rules().items():
+        lane = lanes[PRIORITY_QUEUE] if layout == PRIORITY and routes_to_priority_queue(pattern) else lanes[MAIN_QUEUE]
+        events.put_rule(Name=rule_id, EventPattern=json.dumps(pattern), State="ENABLED")
+        events.put_targets(Rule=rule_id, Targets=[{"Id": "queue", "Arn": lane.arn}])
+    return lanes
+
+
+def run(messages: int = 10_000, seed: int = 29, layout: str = PRIORITY, concurrency: int = 10) -> Result:
+    """Deliver the flood in `layout` and check it (module docstring); `concurrency`: each priority
+    layout event source's maximum (the one-queue layout runs one consumer, `Result.waits` lays its
+    batches onto more).
+    """
+    if layout not in (ONE_QUEUE, PRIORITY):
+        raise ValueError(f"layout {layout!r}: expected {ONE_QUEUE!r} or {PRIORITY!r}")
     import boto3
 
     from functions.interruption import handler as interruption_handler
@@ -218,7 +323,7 @@ def run(messages: int = 10_000, seed: int = 29) -> Result:
     from nodewright.model.selectors import LabelSelector
     from nodewright.model.workloads import PodDisruptionBudget
 
-    with account() as (ec2, dynamodb):
+    with account() as (ec2, dynamodb, sqs, events):
         clock = VirtualClock(time.time())
         cluster = InMemoryCluster(clock)
         store = DynamoStateStore(dynamodb, STATE)
@@ -294,23 +399,89 @@ def run(messages: int = 10_000, seed: int = 29) -> Result:
         )
         interruption_handler.configure(EventDeduplicator(controller.process, table=IDEMPOTENCY))
         queue = flood(messages, target, "target", real, clock.now(), seed)
-        by_real = {v: k for k, v in queue.real.items()}
         names = {instance_id: f"real-{i}" for i, instance_id in enumerate(real)}
+        lanes = queues_and_rules(sqs, events, layout, 1 if layout == ONE_QUEUE else concurrency)
+        main_lane = lanes[MAIN_QUEUE]
+        real_lane = lanes.get(PRIORITY_QUEUE, main_lane)
+        arrivals: list[RealEvent] = []
+        tally = {"sent": 0, "received": 0}  # forged messages sent to and received from the main queue
+
+        def put_real(instance_id: str, at: float) -> None:
+            """A real event through EventBridge, as EC2 sends it; the rules route it."""
+            detail = {"instance-id": instance_id, "state": "stopping"}
+            entry = {
+                "Time": datetime.fromtimestamp(clock.now() - 1, UTC),
+                "Source": "aws.ec2",
+                "DetailType": STATE_CHANGE,
+                "Detail": json.dumps(detail),
+                "Resources": [f"arn:aws:ec2:us-east-1:123456789012:instance/{instance_id}"],
+            }
+            assert events.put_events(Entries=[entry])["FailedEntryCount"] == 0
+            flood_queued = tally["sent"] - tally["received"]
+            arrivals.append(RealEvent(instance_id, real_lane.name, len(real_lane.queued), flood_queued, at))
+            real_lane.queued.append(at)
+
+        # The queue's contents: in the one-queue layout the real events at their places in it; in
+        # the priority layout only the flood, the real events come later (`triggers`).
+        forged = [body for position, body in enumerate(queue.bodies) if position not in queue.real]
+        triggers: deque[tuple[int, str]] = deque()
+        for position, body in enumerate(queue.bodies):
+            if position in queue.real:
+                if layout == ONE_QUEUE:
+                    put_real(queue.real[position], 0.0)
+                else:
+                    triggers.append((tally["sent"], queue.real[position]))
+                continue
+            sqs.send_message(QueueUrl=main_lane.url, MessageBody=json.dumps(body, separators=(",", ":")))
+            main_lane.queued.append(0.0)
+            tally["sent"] += 1
+        if tally["sent"] != len(forged):
+            raise RuntimeError(f"{tally['sent']} forged messages sent, {len(forged)} meant")
+
         batch_seconds: list[float] = []
-        handled_after: dict[str, float] = {}
         failed = 0
         start, cpu = time.perf_counter(), time.process_time()
         try:
-            for first in range(0, len(queue.bodies), BATCH):
+            while True:
+                ready = [(t, lane.name) for lane in lanes.values() if (t := lane.next_start()) is not None]
+                if not ready:
+                    break
+                at, name = min(ready)
+                lane = lanes[name]
+                reply = sqs.receive_message(QueueUrl=lane.url, MaxNumberOfMessages=BATCH, AttributeNames=["All"])
+                got = reply.get("Messages") or []
+                if not got:
+                    raise RuntimeError(f"{name}: {len(lane.queued)} messages expected, SQS returned none")
+                heapq.heappop(lane.free)
+                for _ in got:
+                    lane.queued.popleft()
+                if lane is main_lane:
+                    tally["received"] += sum(1 for m in got if not _is_real(m, names))
+                    # The priority layout: a real event arrives once the consumers took this much.
+                    while triggers and tally["received"] >= triggers[0][0]:
+                        put_real(triggers.popleft()[1], at)
                 began = time.perf_counter()
-                response = interruption_handler.handler(
-                    sqs_event(queue.bodies[first : first + BATCH], clock.now()), Context()
-                )
-                batch_seconds.append(time.perf_counter() - began)
-                failed += len(response.get("batchItemFailures") or ())
-                for instance_id, position in by_real.items():
-                    if first <= position < first + BATCH:
-                        handled_after[instance_id] = time.perf_counter() - start
+                response = interruption_handler.handler(sqs_records(got, lane.arn), Context())
+                took = time.perf_counter() - began
+                heapq.heappush(lane.free, at + took)
+                if lane is main_lane:
+                    batch_seconds.append(took)
+                failures = {str(f["itemIdentifier"]) for f in response.get("batchItemFailures") or ()}
+                failed += len(failures)
+                handled = [m for m in got if m["MessageId"] not in failures]
+                if handled:
+                    sqs.delete_message_batch(
+                        QueueUrl=lane.url,
+                        Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(handled)],
+                    )
+                for m in got:
+                    if _is_real(m, names):
+                        instance_id = json.loads(m["Body"])["detail"]["instance-id"]
+                        for event_ in arrivals:
+                            if event_.instance_id == instance_id and event_.handled is None:
+                                event_.handled, event_.batch = at + took, lane.invocations
+                                event_.invocation_seconds = took
+                lane.invocations += 1
                 clock.advance(0.05)
             seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         finally:
@@ -354,25 +525,75 @@ def run(messages: int = 10_000, seed: int = 29) -> Result:
                 problems.append(f"the real event for {name} was not acted on (cordon, replacement, drain)")
         if cordoned - set(names.values()):
             problems.append(f"cordoned beyond the real events: {sorted(cordoned - set(names.values()))}")
-        return Result(messages, seconds, cpu, batch_seconds, counts, queue.expected, failed, handled_after, problems)
+        for event_ in arrivals:
+            if event_.handled is None:
+                problems.append(f"the real event for {names[event_.instance_id]} was never delivered")
+        if len(arrivals) != len(real):
+            problems.append(f"{len(arrivals)} real events put on the bus, {len(real)} meant")
+        return Result(
+            layout,
+            concurrency,
+            messages,
+            seconds,
+            cpu,
+            batch_seconds,
+            counts,
+            queue.expected,
+            failed,
+            arrivals,
+            problems,
+        )
+
+
+def _is_real(message: dict[str, Any], real: dict[str, str]) -> bool:
+    """True for one of the real events (a state change of one of the `real` instances)."""
+    body = json.loads(message["Body"])
+    return body.get("detail-type") == STATE_CHANGE and body.get("detail", {}).get("instance-id") in real
+
+
+def _wait(seconds: float) -> str:
+    past = (
+        " (past the queue's 300 s retention)"
+        if seconds > 300
+        else (" (past a spot warning's 120 s notice)" if seconds > SPOT_NOTICE_SECONDS else "")
+    )
+    return f"{seconds:.1f} s{past}"
 
 
 def report(result: Result) -> str:
+    """The run's figures and verdict, in plain lines."""
     batches = sorted(result.batch_seconds)
     p99 = batches[min(len(batches) - 1, int(0.99 * len(batches)))]
+    consumers = "one invocation" if result.layout == ONE_QUEUE else f"up to {result.concurrency} per queue"
     lines = [
-        f"{result.messages} messages in {len(batches)} batches of {BATCH}: {result.seconds:.1f} s "
-        f"({result.messages / result.seconds:.0f} messages/s, one invocation at a time; this process's CPU "
+        f"layout {result.layout}: {result.messages} messages, {len(batches)} batches of up to {BATCH} on the main "
+        f"queue, {consumers}; {result.seconds:.1f} s wall, one invocation after another here (this process's CPU "
         f"{result.cpu_seconds:.1f} s, moto and the API emulator included)",
         f"per batch: p50 {statistics.median(batches):.3f} s, p99 {p99:.3f} s, max {batches[-1]:.3f} s",
         "sent: " + ", ".join(f"{k} {v}" for k, v in result.expected.items()),
         "counted: " + ", ".join(f"{k} {v:.0f}" for k, v in result.counts.items()),
         f"records handed back failed: {result.failed}",
-        "real events acted on after: " + ", ".join(f"{s:.1f} s" for s in sorted(result.real_handled_after.values())),
+    ]
+    if result.layout == ONE_QUEUE:
+        depths = ", ".join(f"{r.ahead:,}" for r in result.real)
+        lines.append(f"real events {depths} messages deep in the one queue waited:")
+        for n in CONSUMERS:
+            how = "measured" if n == 1 else "the measured batch times laid onto parallel invocations"
+            waits = ", ".join(_wait(w) for w in result.waits(n))
+            lines.append(f"  {n} consumer{'s' if n > 1 else ''} ({how}): {waits}")
+    else:
+        lines.append("real events on the priority queue, the flood on the main queue:")
+        for r in result.real:
+            waited = "never handled" if r.waited is None else _wait(r.waited)
+            lines.append(
+                f"  arrived with {r.flood_queued:,} forged messages queued on the main queue and {r.ahead} ahead "
+                f"of it on its own: waited {waited}"
+            )
+    lines.append(
         "OK: nothing lost, nothing moved, every real event acted on"
         if not result.problems
-        else "PROBLEMS:\n  " + "\n  ".join(result.problems),
-    ]
+        else "PROBLEMS:\n  " + "\n  ".join(result.problems)
+    )
     return "\n".join(lines)
 
 
@@ -380,13 +601,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.hostile_flood", description=__doc__.split("\n")[0])
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=29)
+    parser.add_argument(
+        "--layout", choices=(ONE_QUEUE, PRIORITY, "both"), default="both", help="which layout(s) to run (default both)"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=10, help="each event source's maximum concurrency, priority layout"
+    )
     args = parser.parse_args(argv)
     import logging
 
     logging.disable(logging.WARNING)
-    result = run(args.messages, args.seed)
-    print(report(result))
-    return 1 if result.problems else 0
+    layouts = (ONE_QUEUE, PRIORITY) if args.layout == "both" else (args.layout,)
+    problems = False
+    for layout in layouts:
+        result = run(args.messages, args.seed, layout, args.concurrency)
+        print(report(result), flush=True)
+        problems = problems or bool(result.problems)
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
