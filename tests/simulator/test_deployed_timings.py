@@ -23,6 +23,13 @@ def test_a_scenario_runs_the_deployed_function_timings(scenario: Callable[[str],
     assert run.interruption.timeout == deployed.interruption.timeout_seconds == timings.INTERRUPTION_TIMEOUT_SECONDS
     assert run.interruption.memory_mb == deployed.interruption.memory_mb
     assert run.interruption.batch_size == timings.INTERRUPTION_BATCH_SIZE
-    assert run.interruption.concurrency == timings.INTERRUPTION_CONCURRENCY
+    # Each queue's event source mapping, the main one's and the priority one's.
+    assert run.interruption.concurrency == run.interruption.priority_concurrency == timings.INTERRUPTION_CONCURRENCY
     # A spot warning a dead invocation held comes back within a sixth of its 120 s notice.
     assert timings.visibility_seconds(run.interruption.timeout) <= 20
+
+
+def test_a_scenario_may_set_each_event_sources_concurrency(scenario: Callable[[str], Scenario]) -> None:
+    functions = "functions:\n  interruption: {concurrency: 2, priority_concurrency: 7}\n"
+    run = scenario(f"name: lanes\nduration: 10m\n{functions}nodepools:{nodepool()}nodeclasses:{NODECLASS}")
+    assert (run.interruption.concurrency, run.interruption.priority_concurrency) == (2, 7)

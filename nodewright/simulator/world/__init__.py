@@ -10,15 +10,16 @@ Theory of operation. Everything happens on the `EventLoop` (nodewright.simulator
 * Workload schedules scale Deployments; the in-memory API server recreates evicted or lost pods.
 * After every step the world reads what changed in the cluster onto its change feed: the pods'
   accounting follows pods and nodes and the kube-scheduler binds pending pods (or marks them
-  Unschedulable); the functions' decisions are read; and the SQS event source mapping receives
-  due messages from the interruption queue and invokes the interruption handler with them
+  Unschedulable); the functions' decisions are read; and the SQS event source mappings (one per
+  interruption queue: the priority queue of EC2's events, the main queue of AWS Health's and the
+  drain continuations) receive due messages and invoke the interruption handler with them
   (deleting those not reported in `batchItemFailures`).
 * The kubelet: every instance CreateFleet starts becomes a Ready Node `boot_delay` seconds later,
   with the labels and taints of its user data, capacity from the catalog, providerID
   `aws:///zone/id`; when an instance is terminated its Node goes at once (pods still on it are
   lost) and EC2's state-change events (shutting-down, terminated) are put on the bus.
 * Spot interruptions are put on EventBridge as EC2 does (rebalance recommendation, interruption
-  warning, and after `notice` EC2 reclaims the instance); the rules route them to the queue.
+  warning, and after `notice` EC2 reclaims the instance); the rules route them to the priority queue.
 * Capacity errors come from `SimulatedEc2` (nodewright.simulator.standins.ec2), asking the kubelet.
 
 Functions that do not exist in this tree (`functions/interruption/handler.py`,
@@ -35,7 +36,7 @@ change feed (`feed.py`), and each component subscribes to what it follows.
     feed.py         the typed changes, the feed, and the cluster's change log read onto it
     wiring.py       `Functions`: the real handlers wired to controllers on the stand-ins
     invocations.py  `Invocations`: the deployed handlers; EventBridge schedules, asynchronous invokes
-    queue.py        `QueueSource`: the SQS event source mapping of the interruption function
+    queue.py        `QueueSource`: the SQS event source mappings of the interruption function
     pods.py         `PodAccounting`: pending pods, the kube-scheduler's runs, lost pods
     decisions.py    `Decisions`: the functions' decisions into the recorder
     kubelet.py      `Kubelet`: EC2's hooks and the kubelet (launches into Nodes, terminations)
