@@ -46,10 +46,11 @@ def test_stale_or_failed_async_invocations_are_dropped_not_queued(synthesized: S
 
 def test_interruption_function_runs_in_parallel_up_to_its_reserved_concurrency(synthesized: Synthesized) -> None:
     # A spot storm is handled in parallel; a flood cannot take the account's whole concurrency.
+    # Reserved: the main queue's event source (10) and the priority queue's (10).
     synthesized.template.has_resource_properties(
         "AWS::Lambda::Function",
         {
             "Handler": "functions.interruption.handler.handler",
-            "ReservedConcurrentExecutions": 10,
+            "ReservedConcurrentExecutions": 20,
         },
     )
