@@ -26,6 +26,7 @@ from nodewright.config.documents import (
     parse_document,
     unwrap,
 )
+from nodewright.config.plainyaml import read_plain
 from nodewright.config.problems import Problem, SegmentPath, format_path
 
 # How many values YAML aliases may add to one document beyond those written out. Anchors in real
@@ -157,6 +158,25 @@ def _yaml_documents(text: str) -> Iterable[tuple[Any, dict[SegmentPath, int], li
         loader.dispose()
 
 
+def _documents(text: str) -> Iterable[tuple[Any, Mapping[SegmentPath, int], list[SegmentPath]]]:
+    """Each non-empty document of a YAML stream with its field lines and duplicated keys.
+
+    Plain YAML is read from libyaml's events, its lines found only when asked (`plainyaml`); a
+    stream with anchors, aliases, tags or the like is composed, measured and walked (`_yaml_documents`).
+    Either way the documents before a syntax error come out before the error is raised.
+    """
+    plain = read_plain(text)
+    if plain is None:
+        yield from _yaml_documents(text)
+        return
+    documents, error = plain
+    for document in documents:
+        if document.body is not None:  # an empty document between `---` separators, as kubectl skips it
+            yield document.body, document.lines, document.duplicates
+    if error is not None:
+        raise error
+
+
 class _JsonLines(Mapping[SegmentPath, int]):
     """Field paths -> lines of a JSON text, worked out (by reading the text as YAML) only when first asked.
 
@@ -166,13 +186,13 @@ class _JsonLines(Mapping[SegmentPath, int]):
 
     def __init__(self, text: str) -> None:
         self._text = text
-        self._lines: dict[SegmentPath, int] | None = None
+        self._lines: Mapping[SegmentPath, int] | None = None
         self._dupes: list[SegmentPath] = []
 
-    def _read(self) -> dict[SegmentPath, int]:
+    def _read(self) -> Mapping[SegmentPath, int]:
         if self._lines is None:
             try:
-                as_yaml = list(_yaml_documents(self._text))
+                as_yaml = list(_documents(self._text))
             except yaml.YAMLError:  # valid JSON that YAML 1.1 cannot read (e.g. tabs): no line numbers then
                 as_yaml = []
             _, self._lines, self._dupes = as_yaml[0] if len(as_yaml) == 1 else (None, {}, [])
@@ -225,11 +245,12 @@ def read_stream(text: str, source: str) -> tuple[list[Manifest], Loaded]:
     index = 0
     try:
         as_json = _json_document(text)
-        for body, lines, dupes in [as_json] if as_json is not None else _yaml_documents(text):
+        for body, lines, dupes in [as_json] if as_json is not None else _documents(text):
             if body is None:  # JSON `null`, or an empty YAML document
                 continue
             label = document_label(body, index)
             duplicated = [Problem(source, label, format_path(p), "duplicate key", lines.get(p)) for p in dupes]
+            duplicated.sort(key=lambda p: p.line if p.line is not None else 0)  # top to bottom, as other problems
             found, loaded = unwrap(body, source=source, index=index, lines=lines)
             manifests.extend(found)
             parts.extend([Loaded(problems=tuple(duplicated)), loaded])
