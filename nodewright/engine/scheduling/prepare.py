@@ -174,6 +174,9 @@ class PreparedPool:
         self._targets: dict[tuple[int, Requirements, tuple[int, ...]], tuple[tuple[PoolType, ...], Targets]] = (
             view.memo("targets")
         )
+        self._same_targets: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[tuple[PoolType, ...], Targets]] = (
+            view.memo("same_targets")
+        )
         self._claims: dict[
             tuple[int, Requirements, tuple[int, ...], tuple[int, ...] | None],
             tuple[tuple[PoolType, ...], tuple[list[Option], str]],
@@ -246,7 +249,16 @@ class PreparedPool:
         hit = self._targets.get(key)
         if hit is not None and hit[0] is types:
             return hit[1]
-        found = Targets(self.matching(types, alt), req)
+        # Requirements that allow the same types (a zone spread pins each part to one zone, and
+        # every type is offered in each) share one `Targets`: its answers depend on the types only.
+        compatible = self.matching(types, alt)
+        same_key = (id(types), tuple(map(id, compatible)), req)
+        same = self._same_targets.get(same_key)
+        if same is not None and same[0] is types:
+            found = same[1]
+        else:
+            found = Targets(compatible, req)
+            bounded_put(self._same_targets, same_key, (types, found), self.MAX_QUESTIONS)
         bounded_put(self._targets, key, (types, found), self.MAX_QUESTIONS)
         return found
 

@@ -40,13 +40,23 @@ def priced(fitting: Sequence[PoolType], req: tuple[int, ...], cts: frozenset[str
     """
     plain = [t for t in fitting if not t.exotic]
     out: list[Priced] = []
+    ordered = True  # `fitting` comes cheapest first, and usually stays so: then no sort is needed
+    last: tuple[float, str] | None = None
     for t in plain or fitting:
-        if not any(ct in t.prices for ct in cts):
+        price: float | None = None
+        for ct, p in t.prices.items():
+            if ct in cts and (price is None or p < price):
+                price = p
+        if price is None:
             continue
-        price = min(p for ct, p in t.prices.items() if ct in cts)
-        usable = [(i, (cap // req[i]) * req[i] if req[i] else cap) for i, cap in enumerate(t.cap) if cap]
+        usable = [(i, (cap // r) * r if r else cap) for i, (cap, r) in enumerate(zip(t.cap, req, strict=True)) if cap]
         out.append((t, price, usable))
-    out.sort(key=lambda p: (p[1], p[0].it.name))
+        if ordered:
+            here = (price, t.it.name)
+            ordered = last is None or last <= here
+            last = here
+    if not ordered:
+        out.sort(key=lambda p: (p[1], p[0].it.name))
     return out
 
 
