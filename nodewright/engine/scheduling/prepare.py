@@ -49,7 +49,7 @@ class PoolType:
     capacity: tuple[int, ...]
     price: float
     prices: dict[str, float]  # capacity type -> cheapest allowed offering
-    offerings: tuple[Offering, ...]
+    offerings: tuple[Offering, ...]  # allowed ones, in `offering_order` (cheapest first)
     offer_reqs: Requirements
     exotic: bool
 
