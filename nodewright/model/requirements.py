@@ -20,15 +20,16 @@ only the incoming side names must be well known (the instance type decides it) o
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from nodewright.model.errors import InvalidValue
 from nodewright.model.labels import WELL_KNOWN, canonical
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
 _UNBOUNDED = sys.maxsize
+_T = TypeVar("_T")
 
 
 def _as_int(value: str) -> int | None:
@@ -234,6 +235,28 @@ class Requirements(Mapping[str, Requirement]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._by_key
+
+    # Mapping's generic get(), items(), values() and keys() go through __getitem__ and a view
+    # object; these are on the solver's hot path. Same answers, read from the dict directly.
+    @overload
+    def get(self, key: str, /) -> Requirement | None: ...
+    @overload
+    def get(self, key: str, default: Requirement | _T, /) -> Requirement | _T: ...
+    def get(self, key: str, default: object = None, /) -> object:
+        """The requirement for `key`, or `default` when none is set."""
+        return self._by_key.get(key, default)
+
+    def items(self) -> ItemsView[str, Requirement]:
+        """(key, requirement) pairs."""
+        return self._by_key.items()
+
+    def values(self) -> ValuesView[Requirement]:
+        """The requirements."""
+        return self._by_key.values()
+
+    def keys(self) -> KeysView[str]:
+        """The label keys."""
+        return self._by_key.keys()
 
     def __hash__(self) -> int:
         if self._hash is None:

@@ -85,7 +85,9 @@ class Resources(Mapping[str, int]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Resources):
-            return _nonzero(self._values) == _nonzero(other._values)
+            # Equal dicts are equal resources (the usual case: pods of one workload); otherwise
+            # explicit zeros may be all that differs.
+            return self._values == other._values or _nonzero(self._values) == _nonzero(other._values)
         return NotImplemented
 
     def __repr__(self) -> str:

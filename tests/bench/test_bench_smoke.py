@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from bench import scheduling
 from bench.harness import instance_types
@@ -54,3 +55,45 @@ def test_main_prints_the_table_and_writes_json(tmp_path: Path, capsys: pytest.Ca
     document = json.loads(out.read_text())
     assert [(r["workload"], r["pods"]) for r in document["rows"]] == [("diverse", 50), ("uniform", 40)]
     assert document["instance_types"] == 400
+    assert "vs 1k-5k" in printed
+    assert "CPU s" in printed
+    assert document["size_drift"] == []  # no case of 10,000 pods or more
+
+
+def _row(workload: str, pods: int, ratio: float) -> scheduling.Row:
+    nan = float("nan")
+    return scheduling.Row(
+        workload, pods, 1.0, 1.0, pods, 1, 100 * ratio, 0, 100.0, 100.0, ratio, nan, 0, 0, 0.0, 0, nan
+    )
+
+
+def test_a_large_case_is_compared_with_the_mean_ratio_of_the_same_workload_at_1k_to_5k_pods() -> None:
+    rows = [
+        _row("diverse", 100, 1.30),  # below 1,000 pods: not a reference
+        _row("diverse", 1_000, 1.05),
+        _row("diverse", 5_000, 1.07),
+        _row("diverse", 10_000, 1.065),
+        _row("diverse", 20_000, 1.14),
+        _row("uniform", 2_000, 1.00),
+        _row("batch", 20_000, 1.00),  # no small case of its own workload
+    ]
+
+    drift = scheduling.size_drift(rows)
+
+    assert sorted(drift) == [("diverse", 10_000), ("diverse", 20_000)]
+    ten, twenty = drift[("diverse", 10_000)], drift[("diverse", 20_000)]
+    assert ten.small_pods == (1_000, 5_000)
+    assert ten.small_ratio == pytest.approx(1.06)
+    assert ten.drift == pytest.approx(1.065 / 1.06 - 1)
+    assert ten.within
+    assert twenty.drift == pytest.approx(1.14 / 1.06 - 1)
+    assert not twenty.within
+    printed = _render(scheduling.table(rows, "t"))
+    assert "+0.5% (yes)" in printed
+    assert "+7.5% (no)" in printed
+
+
+def _render(table: object) -> str:
+    console = Console(width=250, record=True)
+    console.print(table)
+    return console.export_text()

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from nodewright.engine.scheduling.prepare import Option, add, cheapest_offering
+from nodewright.engine.scheduling.prepare import Option, add
 from nodewright.engine.scheduling.state import Pass
 from nodewright.engine.scheduling.types import PlannedClaim, SchedulingResult
 from nodewright.model import labels as wk
-from nodewright.model.instancetype import Offering
+from nodewright.model.instancetype import InstanceType, Offering
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.resources import Resources
 
@@ -29,16 +29,28 @@ def finalize(p: Pass) -> SchedulingResult:
     """
     claims: dict[int, PlannedClaim] = {}
     taken: dict[str, int] = {}  # reservation id -> claims of this pass priced on it
+    # What each claim's requirements (one object is often shared by thousands of claims) and
+    # options (a list `claim_options` shares) give, by identity; each entry holds its object, so
+    # an id stays its own.
+    by_reqs: dict[int, tuple[Requirements, Requirements, bool]] = {}
+    by_options: dict[int, tuple[list[Option], tuple[InstanceType, ...]]] = {}
+
+    def of(reqs: Requirements) -> tuple[Requirements, Requirements, bool]:
+        hit = by_reqs.get(id(reqs))
+        if hit is None:
+            hit = by_reqs[id(reqs)] = (reqs, one_value_per_label(reqs), _needs_reservation(reqs))
+        return hit
+
     # Claims that require a reservation label take their reservations before the others may
     # (a claim that can use any offering would otherwise use up the one a pod asked for by id).
-    order = sorted(range(len(p.claims)), key=lambda i: not _needs_reservation(p.claims[i].requirements))
+    order = sorted(range(len(p.claims)), key=lambda i: not of(p.claims[i].requirements)[2])
     for i in order:
         b = p.claims[i]
         pool = b.pool
         assert pool is not None
         assert b.target is not None
         used = tuple([c - f for c, f in zip(b.target.cap, b.free, strict=True)])
-        reqs = one_value_per_label(b.requirements)
+        reqs = of(b.requirements)[1]
         budget = None
         if pool.remaining is not None and b.reserved is not None:
             budget = tuple([r + v for r, v in zip(pool.remaining, b.reserved, strict=True)])
@@ -58,10 +70,13 @@ def finalize(p: Pass) -> SchedulingResult:
         # The pods' requests plus the overhead of the daemonsets the chosen type runs.
         overhead = options[0][2].overhead
         requests = Resources({n: u + o for n, u, o in zip(p.names, used, overhead, strict=True) if u + o})
+        known = by_options.get(id(options))
+        if known is None:
+            known = by_options[id(options)] = (options, tuple([o[2].it for o in options]))
         claims[i] = PlannedClaim(
             nodepool=pool.name,
             requirements=reqs,
-            options=tuple(o[2].it for o in options),
+            options=known[1],
             offering=offering,
             requests=requests,
             pods=tuple(b.pods),
@@ -97,9 +112,9 @@ def _offering(options: Sequence[Option], taken: Mapping[str, int]) -> Offering |
     more than a reservation's remaining count; later claims fall back to spot or on-demand).
     """
     for option in options:
-        offers = [
-            o for o in option[3] if not o.reservation_id or taken.get(o.reservation_id, 0) < o.reservation_capacity
-        ]
-        if offers:
-            return cheapest_offering(offers)
+        # An option's offerings come cheapest first (`prepare.offering_order`), so the first one
+        # left is `cheapest_offering` of those left.
+        for o in option[3]:
+            if not o.reservation_id or taken.get(o.reservation_id, 0) < o.reservation_capacity:
+                return o
     return None

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from nodewright.engine.scheduling.targets import Targets, bounded_put
+from nodewright.engine.scheduling.targets import Candidates, Targets, bounded_put
 from nodewright.engine.scheduling.types import MAX_INSTANCE_TYPE_OPTIONS
 from nodewright.engine.scheduling.typeview import TypeViews
 from nodewright.engine.scheduling.usage import NODES, charged
@@ -49,7 +49,7 @@ class PoolType:
     capacity: tuple[int, ...]
     price: float
     prices: dict[str, float]  # capacity type -> cheapest allowed offering
-    offerings: tuple[Offering, ...]
+    offerings: tuple[Offering, ...]  # allowed ones, in `offering_order` (cheapest first)
     offer_reqs: Requirements
     exotic: bool
 
@@ -174,6 +174,12 @@ class PreparedPool:
         self._targets: dict[tuple[int, Requirements, tuple[int, ...]], tuple[tuple[PoolType, ...], Targets]] = (
             view.memo("targets")
         )
+        self._same_targets: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[tuple[PoolType, ...], Targets]] = (
+            view.memo("same_targets")
+        )
+        self._candidates: dict[tuple[int, tuple[int, ...]], tuple[tuple[PoolType, ...], Candidates]] = view.memo(
+            "candidates"
+        )
         self._claims: dict[
             tuple[int, Requirements, tuple[int, ...], tuple[int, ...] | None],
             tuple[tuple[PoolType, ...], tuple[list[Option], str]],
@@ -246,7 +252,21 @@ class PreparedPool:
         hit = self._targets.get(key)
         if hit is not None and hit[0] is types:
             return hit[1]
-        found = Targets(self.matching(types, alt), req)
+        # Requirements that allow the same types (a zone spread pins each part to one zone, and
+        # every type is offered in each) share one `Targets`: its answers depend on the types only.
+        compatible = self.matching(types, alt)
+        ids = tuple(map(id, compatible))
+        same_key = (id(types), ids, req)
+        same = self._same_targets.get(same_key)
+        if same is not None and same[0] is types:
+            found = same[1]
+        else:
+            shared = self._candidates.get((id(types), ids))
+            if shared is None or shared[0] is not types:
+                shared = (types, Candidates(compatible))
+                bounded_put(self._candidates, (id(types), ids), shared, self.MAX_LISTS)
+            found = Targets(compatible, req, shared[1])
+            bounded_put(self._same_targets, same_key, (types, found), self.MAX_QUESTIONS)
         bounded_put(self._targets, key, (types, found), self.MAX_QUESTIONS)
         return found
 

@@ -133,6 +133,17 @@ class Topology:
                 out |= self._anti[group]
         return out
 
+    def forbids(self, pod: Pod, key: str, domain: str) -> bool:
+        """True when `domain` is one of `forbidden(pod, key)`, asked without building the set:
+        a hostname-keyed anti-affinity term of 20,000 placed pods forbids 20,000 hosts, and
+        `bin_limit` asks about one host per claim.
+        """
+        anti = self._anti
+        return any(
+            group.key == key and domain in anti[group]
+            for group in self._anti_groups.selecting(pod.namespace, pod.labels)
+        )
+
     def split(
         self,
         pod: Pod,
@@ -235,7 +246,7 @@ class Topology:
                 return 0
             if group.selects(pod.namespace, pod.labels):
                 limit = min(limit, 1)
-        if limit and hostname in self.forbidden(pod, wk.HOSTNAME):
+        if limit and self.forbids(pod, wk.HOSTNAME, hostname):
             return 0
         return limit
 

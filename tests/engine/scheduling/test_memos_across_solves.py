@@ -24,7 +24,7 @@ from nodewright.engine.scheduling import SchedulingInput, SchedulingResult, Solv
 from nodewright.engine.scheduling.cache import BoundRuns, PodFacts
 from nodewright.engine.scheduling.existing import Bound, BoundPods
 from nodewright.engine.scheduling.prepare import PoolType, PreparedPool, vec
-from nodewright.engine.scheduling.targets import TARGET_SLACK, best_target, priced
+from nodewright.engine.scheduling.targets import TARGET_SLACK, Targets, best_target, dominated, priced
 from nodewright.model import labels as wk
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirement, Requirements
@@ -294,6 +294,52 @@ def test_the_target_chosen_with_an_early_stop_is_the_one_chosen_among_all(many: 
         assert best_target(priced(fitting, req, cts), demand) is expected
         chosen.add(None if expected is None else expected.it.name)
     assert len(chosen) >= 4
+
+
+def _shapes(rng: random.Random) -> list[Any]:
+    """A catalog of 120 types over few shapes (cpu, memory, max pods) at prices drawn from a short
+    list, so shapes repeat at equal and at different prices, some with a GPU, some spot.
+    """
+    out = []
+    for i in range(120):
+        cpu = rng.choice([2, 4, 8, 16])
+        gpu = rng.random() < 0.15
+        price = rng.choice([0.05, 0.08, 0.1, 0.1, 0.2, 0.35, 0.4, 0.8, 1.6])
+        spot = rng.choice([None, round(price * 0.35, 4), round(price * 0.5, 4)])
+        out.append(
+            instance_type(
+                f"s{i}.x",
+                cpu=str(cpu),
+                memory=f"{cpu * rng.choice([2, 4, 8])}Gi",
+                pods=rng.choice([8, 29, 58]),
+                price=price,
+                spot_price=spot,
+                extra={GPU: "1"} if gpu else None,
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_target_chosen_among_the_types_not_dominated_is_the_one_chosen_among_all(seed: int) -> None:
+    # `Targets.best` looks only at the types no cheaper type of the same kind outdoes in every resource.
+    names = ("cpu", "memory", GPU, "pods")
+    rng = random.Random(seed)
+    inp = scheduling_input(pods(1, "x"), pools=(pool(types=_shapes(rng)),))
+    prepared = PreparedPool(inp.pools[0].nodepool, (), frozenset(), names)
+    types, _ = prepared.types(inp.pools[0].instance_types)
+    cts_choices = [frozenset({"spot"}), frozenset({"on-demand"}), frozenset({"spot", "on-demand"})]
+    assert all(dominated(types, cts) for cts in cts_choices)  # the catalog has some to leave out
+    chosen = set()
+    for _ in range(300):
+        req = (rng.choice([100, 1000, 2500, 7000]), rng.choice([1, 3, 7]) * GI, rng.choice([0, 0, 0, 1000]), 1000)
+        demand = tuple(max(r, rng.choice([0, 1, 3, 7, 40, 150]) * r + rng.randrange(0, 3) * 999) for r in req)
+        cts = rng.choice(cts_choices)
+        targets = Targets(list(types), req)
+        expected = best_target(priced(targets.fitting, req, cts), demand)
+        assert targets.best(cts, demand) is expected
+        chosen.add(None if expected is None else expected.it.name)
+    assert len(chosen) >= 3
 
 
 def test_a_cut_by_limits_prices_the_types_it_keeps_as_pricing_them_afresh() -> None:
