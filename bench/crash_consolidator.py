@@ -238,10 +238,14 @@ class ConsolidatorCrashWorld:
                 self.invocation.wrap("cloud", self.cloud),
                 self.invocation.wrap("store", self.store),
             )
+            store = self.invocation.wrap("store", self.store)
             self.consolidator = Consolidator(
                 cluster=self.invocation.wrap("cluster", self.cluster),
                 cloud=self.invocation.wrap("cloud", self.cloud),
-                store=self.invocation.wrap("store", self.store),
+                claim_records=store,
+                command_records=store,
+                leases=store,
+                offering_blocks=store,
                 clock=self.clock,
                 config=StaticConfiguration(self.pools),
                 catalog=FixedCatalog(TYPES),

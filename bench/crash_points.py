@@ -191,9 +191,12 @@ class CrashWorld:
         self.crashes = 0
         self.pdb = pdb("web", "web", min_available=PODS - 1)
         self.kubelet = Kubelet(self.cluster, self.cloud, self.clock, _TYPES, boot=BOOT)
+        store = self.points.wrap("store", self.store)
         self.controller = InterruptionController(
             cluster=self.points.wrap("cluster", self.cluster),
-            store=self.points.wrap("store", self.store),
+            claim_records=store,
+            drain_records=store,
+            offering_blocks=store,
             cloud=self.points.wrap("cloud", self.cloud),
             clock=self.clock,
             config=StaticConfiguration(self.pools),

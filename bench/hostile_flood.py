@@ -278,7 +278,9 @@ def run(messages: int = 10_000, seed: int = 29) -> Result:
         trigger = RecordingTrigger(clock)
         controller = InterruptionController(
             cluster=kube,
-            store=store,
+            claim_records=store,
+            drain_records=store,
+            offering_blocks=store,
             cloud=Ec2CloudProvider(
                 ec2,
                 boto3.client("ssm", region_name="us-east-1"),

@@ -65,7 +65,9 @@ class World:
         self.trigger = RecordingTrigger(self.clock, on_request=lambda _: self.provision())
         self.controller = InterruptionController(
             cluster=self.cluster,
-            store=self.store,
+            claim_records=self.store,
+            drain_records=self.store,
+            offering_blocks=self.store,
             cloud=self.cloud,
             clock=self.clock,
             config=StaticConfiguration(self.pools),

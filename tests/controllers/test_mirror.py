@@ -63,7 +63,10 @@ def judge(world: World, objects: InMemoryClaimObjects) -> None:
     consolidator = Consolidator(
         cluster=world.cluster,
         cloud=world.cloud,
-        store=world.store,
+        claim_records=world.store,
+        command_records=world.store,
+        leases=world.store,
+        offering_blocks=world.store,
         clock=world.clock,
         config=StaticConfiguration(world.pools),
         catalog=FixedCatalog(),

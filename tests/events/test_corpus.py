@@ -131,7 +131,9 @@ class Corpus:
         )
         self.controller = InterruptionController(
             cluster=kube,
-            store=self.store,
+            claim_records=self.store,
+            drain_records=self.store,
+            offering_blocks=self.store,
             cloud=cloud,
             clock=self.clock,
             config=StaticConfiguration((node_pool(rebalance_policy=self.policy),)),

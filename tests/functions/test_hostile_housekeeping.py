@@ -252,7 +252,10 @@ def test_the_consolidator_handler_does_not_take_a_node_labelled_with_a_real_clai
     consolidator = Consolidator(
         cluster=account.kube,
         cloud=account.cloud,
-        store=account.store,
+        claim_records=account.store,
+        command_records=account.store,
+        leases=account.store,
+        offering_blocks=account.store,
         clock=account.clock,
         config=StaticConfiguration((node_pool(),)),
         catalog=FixedCatalog(),
