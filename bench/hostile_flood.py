@@ -203,7 +203,7 @@ def run(messages: int = 10_000, seed: int = 29) -> Result:
     from nodewright.adapters.kube.store import KINDS
     from nodewright.controllers.interruption import InterruptionController
     from nodewright.controllers.observe import RecordingObserver
-    from nodewright.controllers.provisioning import StaticConfiguration
+    from nodewright.controllers.provisionoptions import StaticConfiguration
     from nodewright.inmemory.apiserver import ApiServer
     from nodewright.inmemory.clock import VirtualClock
     from nodewright.inmemory.cluster import InMemoryCluster

@@ -55,8 +55,6 @@ from nodewright.controllers.provisionoptions import (
     PassReport,
     ProvisionerOptions,
     RunReport,
-    StaticConfiguration,
-    claim_name,
     pool_capacities,
 )
 from nodewright.controllers.staticcapacity import StaticCapacity
@@ -80,19 +78,6 @@ from nodewright.ports import (
     Leases,
     Observer,
 )
-
-__all__ = [
-    "IN_FLIGHT",
-    "LEASE",
-    "Batch",
-    "PassReport",
-    "Provisioner",
-    "ProvisionerOptions",
-    "RunReport",
-    "StaticConfiguration",
-    "claim_name",
-    "pool_capacities",
-]
 
 
 class Provisioner:

@@ -14,7 +14,7 @@ import pytest
 from bench.harness.cluster_actors import pdb
 from nodewright.controllers.consolidationoptions import ConsolidatorOptions
 from nodewright.controllers.disruption import TAINT, Consolidator
-from nodewright.controllers.provisioning import StaticConfiguration
+from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.engine.disruption import DisruptionOptions
 from nodewright.inmemory.cloud import FakeCloudProvider
 from nodewright.inmemory.state import InMemoryStateStore

@@ -17,7 +17,8 @@ from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.interruption import InterruptionController, InterruptionOptions
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import ProvisionerOptions, StaticConfiguration
 from nodewright.engine.interruption import (
     CONTINUATION,
     REBALANCE,

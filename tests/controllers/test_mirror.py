@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from nodewright.controllers.disruption import Consolidator
 from nodewright.controllers.mirror import ClaimMirror
-from nodewright.controllers.provisioning import StaticConfiguration
+from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.inmemory.claimobjects import InMemoryClaimObjects
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord

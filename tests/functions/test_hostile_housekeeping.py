@@ -31,7 +31,8 @@ from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.disruption import Consolidator
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.inmemory.apiserver import ApiServer
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.inmemory.cluster import InMemoryCluster

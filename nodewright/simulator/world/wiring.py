@@ -34,7 +34,8 @@ from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.noderoles import RoleCheckedConfiguration
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import ProvisionerOptions, StaticConfiguration
 from nodewright.inmemory.claimobjects import InMemoryClaimObjects
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.instance import Instance
