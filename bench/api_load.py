@@ -60,7 +60,7 @@ from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.offline_catalog import load_catalog
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisionoptions import ProvisionerOptions, StaticConfiguration
 from nodewright.inmemory.apiserver import ApiServer
 from nodewright.inmemory.catalog import FixedCatalog
 from nodewright.inmemory.cloud import FakeCloudProvider

@@ -54,7 +54,8 @@ from nodewright.config.timings import (
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.disruption import TAINT, Consolidator
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import ProvisionerOptions, StaticConfiguration
 from nodewright.inmemory.catalog import FixedCatalog
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.inmemory.cloud import FakeCloudProvider
@@ -238,10 +239,14 @@ class ConsolidatorCrashWorld:
                 self.invocation.wrap("cloud", self.cloud),
                 self.invocation.wrap("store", self.store),
             )
+            store = self.invocation.wrap("store", self.store)
             self.consolidator = Consolidator(
                 cluster=self.invocation.wrap("cluster", self.cluster),
                 cloud=self.invocation.wrap("cloud", self.cloud),
-                store=self.invocation.wrap("store", self.store),
+                claim_records=store,
+                command_records=store,
+                leases=store,
+                offering_blocks=store,
                 clock=self.clock,
                 config=StaticConfiguration(self.pools),
                 catalog=FixedCatalog(TYPES),

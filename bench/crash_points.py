@@ -43,7 +43,7 @@ from nodewright.config.timings import INTERRUPTION_TIMEOUT_SECONDS, QUEUE_MAX_RE
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.interruption import InterruptionController
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisionoptions import ProvisionerOptions, StaticConfiguration
 from nodewright.engine.interruption import parse
 from nodewright.inmemory.catalog import FixedCatalog
 from nodewright.inmemory.clock import VirtualClock
@@ -191,9 +191,12 @@ class CrashWorld:
         self.crashes = 0
         self.pdb = pdb("web", "web", min_available=PODS - 1)
         self.kubelet = Kubelet(self.cluster, self.cloud, self.clock, _TYPES, boot=BOOT)
+        store = self.points.wrap("store", self.store)
         self.controller = InterruptionController(
             cluster=self.points.wrap("cluster", self.cluster),
-            store=self.points.wrap("store", self.store),
+            claim_records=store,
+            drain_records=store,
+            offering_blocks=store,
             cloud=self.points.wrap("cloud", self.cloud),
             clock=self.clock,
             config=StaticConfiguration(self.pools),

@@ -16,7 +16,7 @@ import functools
 import sys
 from collections.abc import Mapping, Sequence
 
-from nodewright.controllers.provisioning import pool_capacities
+from nodewright.controllers.provisionoptions import pool_capacities
 from nodewright.engine.headroom import measure
 from nodewright.model.node import Node
 from nodewright.simulator.runner import run_scenario

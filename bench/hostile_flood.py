@@ -308,7 +308,7 @@ def run(messages: int = 10_000, seed: int = 29, layout: str = PRIORITY, concurre
     from nodewright.adapters.kube.store import KINDS
     from nodewright.controllers.interruption import InterruptionController
     from nodewright.controllers.observe import RecordingObserver
-    from nodewright.controllers.provisioning import StaticConfiguration
+    from nodewright.controllers.provisionoptions import StaticConfiguration
     from nodewright.inmemory.apiserver import ApiServer
     from nodewright.inmemory.clock import VirtualClock
     from nodewright.inmemory.cluster import InMemoryCluster
@@ -383,7 +383,9 @@ def run(messages: int = 10_000, seed: int = 29, layout: str = PRIORITY, concurre
         trigger = RecordingTrigger(clock)
         controller = InterruptionController(
             cluster=kube,
-            store=store,
+            claim_records=store,
+            drain_records=store,
+            offering_blocks=store,
             cloud=Ec2CloudProvider(
                 ec2,
                 boto3.client("ssm", region_name="us-east-1"),

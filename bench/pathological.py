@@ -30,7 +30,7 @@ from typing import Any
 from bench.harness.instance_types import benchmark_types, default_pool, scheduling_input
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisionoptions import ProvisionerOptions, StaticConfiguration
 from nodewright.engine.scheduling import solve
 from nodewright.inmemory.catalog import FixedCatalog
 from nodewright.inmemory.clock import VirtualClock

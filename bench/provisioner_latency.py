@@ -66,7 +66,8 @@ from typing import Any
 from bench.harness.instance_types import benchmark_types, default_pool, machine
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import PassReport, Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import PassReport, ProvisionerOptions, StaticConfiguration
 from nodewright.inmemory.catalog import FixedCatalog
 from nodewright.inmemory.cloud import FakeCloudProvider
 from nodewright.inmemory.cluster import InMemoryCluster

@@ -323,9 +323,8 @@ class LaunchRecords(ClaimRecords, OfferingBlocks, Protocol):
 class StateStore(ClaimRecords, Leases, OfferingBlocks, CommandRecords, DrainRecords, Protocol):
     """Nodewright's whole durable state (one DynamoDB table in AWS), every concern above.
 
-    What the adapters implement and the assembly hands out; a caller takes the narrow port of the
-    concern it uses, and the whole store only when it uses most of them (the consolidator and the
-    interruption controller).
+    What the adapters implement and the assembly hands out, one store for each port; a controller
+    takes the narrow ports of the concerns it uses, each its own constructor argument.
     """
 
 

@@ -162,7 +162,7 @@ def read_sources(where: Where, about: tuple[str, str, str] | None = None) -> tup
     from nodewright.cli.plan import DEFAULT_NODEPOOL
     from nodewright.cli.plan_cluster import LiveReadError, catalog_for, read_cluster
     from nodewright.config.documents import EC2NODECLASS, NODEPOOL
-    from nodewright.controllers.provisioning import pool_capacities
+    from nodewright.controllers.provisionoptions import pool_capacities
     from nodewright.model.nodeclass import EC2NodeClass
     from nodewright.model.nodepool import NodePool
 

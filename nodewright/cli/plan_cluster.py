@@ -216,7 +216,7 @@ def plan_cluster(
     none, and claims no saving (`repack` is null), unless `default_nodepool`.
     """
     from nodewright.cli.plan import DEFAULT_NODEPOOL, to_report, with_notices
-    from nodewright.controllers.provisioning import pool_capacities
+    from nodewright.controllers.provisionoptions import pool_capacities
 
     config = live.config
     nodepool_source = "cluster"

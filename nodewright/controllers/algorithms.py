@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
+from nodewright.controllers.consolidationoptions import ConsolidatorOptions
 from nodewright.controllers.provisionoptions import ProvisionerOptions
 from nodewright.engine.disruption import Command, DisruptionCache, DisruptionInput, compute_commands, validate
 from nodewright.engine.disruption.types import DisruptionResult
@@ -28,9 +29,6 @@ from nodewright.reference import automode
 from nodewright.reference.karpenter.disruption import Disruption
 from nodewright.reference.karpenter.launch import BATCH_IDLE_SECONDS, BATCH_MAX_SECONDS
 from nodewright.reference.karpenter.scheduler import schedule as karpenter_schedule
-
-if TYPE_CHECKING:  # the consolidator imports this module: its options are named for typing only
-    from nodewright.controllers.disruption import ConsolidatorOptions
 
 NODEWRIGHT = "nodewright"
 MANY_TO_ONE = "many-to-one"

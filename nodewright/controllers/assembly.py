@@ -35,7 +35,8 @@ from nodewright.controllers.algorithms import Schedule, consolidator_options_for
 from nodewright.controllers.batching import Batch
 from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.configuration import StoredConfiguration
-from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
+from nodewright.controllers.consolidationoptions import ConsolidatorOptions
+from nodewright.controllers.disruption import Consolidator
 from nodewright.controllers.housekeeping import Housekeeping
 from nodewright.controllers.interruption import InterruptionController
 from nodewright.controllers.launching import Launcher
@@ -120,7 +121,9 @@ def build_provisioner(
         static_capacity,
         Batch(options),
         cluster=cluster,
-        store=store,
+        claim_records=store,
+        command_records=store,
+        leases=store,
         clock=clock,
         config=config,
         catalog=catalog,
@@ -266,7 +269,10 @@ def consolidator_from_settings(settings: Settings, observer: Observer) -> Consol
     return Consolidator(
         cluster=aws.cluster,
         cloud=aws.cloud,
-        store=aws.store,
+        claim_records=aws.store,
+        command_records=aws.store,
+        leases=aws.store,
+        offering_blocks=aws.store,
         clock=aws.clock,
         config=aws.config,
         catalog=launcher.catalog,
@@ -286,7 +292,9 @@ def interruption_from_settings(settings: Settings, observer: Observer) -> Interr
     aws = _Aws(settings, observer, kinds=(NODES,))
     return InterruptionController(
         cluster=aws.cluster,
-        store=aws.store,
+        claim_records=aws.store,
+        drain_records=aws.store,
+        offering_blocks=aws.store,
         cloud=aws.cloud,
         clock=aws.clock,
         config=aws.config,

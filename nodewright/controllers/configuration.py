@@ -20,7 +20,7 @@ from nodewright.ports import Observer
 
 
 class StoredConfiguration:
-    """A Configuration (nodewright.controllers.provisioning) over a document reader."""
+    """A Configuration (`nodewright.ports`) over a document reader."""
 
     def __init__(self, read: Callable[[], Sequence[Document]], observer: Observer) -> None:
         self._read = read

@@ -35,9 +35,10 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from nodewright.controllers.algorithms import Decisions, EngineDecisions
+from nodewright.controllers.consolidationoptions import ConsolidationReport, ConsolidatorOptions
 from nodewright.controllers.drain import Drainer
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.launching import Launcher
@@ -49,7 +50,6 @@ from nodewright.engine.disruption import (
     Command,
     DisruptionCache,
     DisruptionInput,
-    DisruptionOptions,
 )
 from nodewright.engine.disruption.consolidation import CONSOLIDATION, EPSILON
 from nodewright.engine.disruption.methods.repair import REPAIR
@@ -67,67 +67,21 @@ from nodewright.model.instance import InstanceStatus
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.taints import Taint
-from nodewright.ports import Catalog, Clock, CloudProvider, Cluster, Configuration, Observer, StateStore
+from nodewright.ports import (
+    Catalog,
+    ClaimRecords,
+    Clock,
+    CloudProvider,
+    Cluster,
+    CommandRecords,
+    Configuration,
+    Leases,
+    Observer,
+    OfferingBlocks,
+)
 
 LEASE = "consolidator"
 TAINT = Taint(wk.DISRUPTED_TAINT_KEY, "NoSchedule", wk.DISRUPTED_CONSOLIDATION)
-
-
-@dataclass(frozen=True, slots=True)
-class ConsolidatorOptions:
-    """Timings in seconds, and the engine's knobs."""
-
-    validation_delay: float = 15.0
-    poll: float = 5.0
-    deadline_margin: float = 10.0
-    lease_ttl: float = 120.0
-    replacement_timeout: float = 600.0
-    # A budgeted drain (every method but expiration) that evicted nothing for this long is given
-    # up: the candidates are untainted and serve again. A PodDisruptionBudget that refuses every
-    # eviction (a workload with pods pending anywhere counts them as unavailable) would otherwise
-    # keep cordoned, for as long as it lasts, the very capacity those pods wait for. A drain that
-    # is slow but moving (one pod at a time under `maxUnavailable: 1`) is left to finish.
-    drain_timeout: float = 300.0
-    # How long the candidates of a drain given up that way are left to the forceful methods only.
-    stalled_memory: float = 900.0
-    # How long a candidate/type pair whose replacement came up no cheaper stays out of the options.
-    no_cheaper_memory: float = 3600.0
-    # Roll back a consolidation whose replacements came up no cheaper (off for the references:
-    # Karpenter keeps whatever price-capacity-optimized launched).
-    roll_back_dearer: bool = True
-    # A repair's drain deadline, from its start: the broken node is then terminated whatever is
-    # left on it (Karpenter deletes a broken node's pods at once, PodDisruptionBudgets or not;
-    # here they get this long to leave through the Eviction API). Pods of an unreachable node
-    # stay Terminating until the node object goes, so only the deadline ends such a drain.
-    repair_drain_timeout: float = 120.0
-    disruption: DisruptionOptions = field(default_factory=DisruptionOptions)
-
-
-@dataclass
-class ConsolidationReport:
-    """What one invocation did (returned by the handler)."""
-
-    lease: bool = True
-    decided: list[str] = field(default_factory=list)
-    dropped: dict[str, str] = field(default_factory=dict)
-    completed: list[str] = field(default_factory=list)
-    aborted: dict[str, str] = field(default_factory=dict)
-    rolled_back: dict[str, str] = field(default_factory=dict)
-    untainted: list[str] = field(default_factory=list)
-    eligible: int = 0
-
-    def as_dict(self) -> dict[str, object]:
-        """A JSON-ready summary."""
-        return {
-            "lease": self.lease,
-            "decided": self.decided,
-            "dropped": self.dropped,
-            "completed": self.completed,
-            "aborted": self.aborted,
-            "rolled_back": self.rolled_back,
-            "untainted": self.untainted,
-            "eligible": self.eligible,
-        }
 
 
 class Consolidator:
@@ -138,20 +92,27 @@ class Consolidator:
         *,
         cluster: Cluster,
         cloud: CloudProvider,
-        store: StateStore,
+        claim_records: ClaimRecords,
+        command_records: CommandRecords,
+        leases: Leases,
+        offering_blocks: OfferingBlocks,
         clock: Clock,
         config: Configuration,
         catalog: Catalog,
         observer: Observer,
         launcher: Launcher,
-        options: ConsolidatorOptions = ConsolidatorOptions(),
+        options: ConsolidatorOptions = ConsolidatorOptions(),  # noqa: B008 (frozen: a shared default is safe)
         sleep: Callable[[float], None] = time.sleep,
         decisions: Decisions | None = None,
         mirror: ClaimMirror | None = None,
     ) -> None:
         self.cluster = cluster
         self.cloud = cloud
-        self.store = store
+        # The state table's concerns it uses, each its own port (one DynamoDB table in AWS).
+        self.claim_records = claim_records
+        self.command_records = command_records
+        self.leases = leases
+        self.offering_blocks = offering_blocks
         self.clock = clock
         self.config = config
         self.catalog = catalog
@@ -189,7 +150,7 @@ class Consolidator:
         report = ConsolidationReport()
         opts = self.options
         holder = invocation or uuid.uuid4().hex
-        lease = InvocationLease(self.store, self.clock, LEASE, holder, longest=opts.lease_ttl, deadline=deadline)
+        lease = InvocationLease(self.leases, self.clock, LEASE, holder, longest=opts.lease_ttl, deadline=deadline)
         if not lease.acquire():
             report.lease = False
             return report
@@ -198,7 +159,7 @@ class Consolidator:
             self._sweep(report)
             self._sync_mirror()
             while self.clock.now() < deadline - opts.deadline_margin:
-                records = self.store.commands()
+                records = self.command_records.commands()
                 if records:
                     wait = self._advance(records[0], report)
                 elif not self._decide(report, deadline):
@@ -218,7 +179,7 @@ class Consolidator:
         """Write the claims' NodeClaim objects, if mirrored."""
         mirror = self.mirror
         if mirror is not None:
-            mirror.sync(lambda: (self.disruption_input(), self.store.commands()))
+            mirror.sync(lambda: (self.disruption_input(), self.command_records.commands()))
 
     # -- deciding ----------------------------------------------------------------------------------
 
@@ -232,16 +193,16 @@ class Consolidator:
         if buffers:  # buffer room counts as used: a node holding it is not empty (engine.buffer)
             virtual = buffer_pods(buffers, templates, snapshot.pods).pods
             snapshot = hold_buffers(snapshot, virtual, now, self._cache.solver)
-        in_progress = frozenset(n for r in self.store.commands() for n in r.candidates)
+        in_progress = frozenset(n for r in self.command_records.commands() for n in r.candidates)
         self._no_cheaper = {pair: until for pair, until in self._no_cheaper.items() if until > now}
         self._stalled = {node: until for node, until in self._stalled.items() if until > now}
         statuses = self._instance_statuses(snapshot.nodes, now)
         return DisruptionInput(
             snapshot=snapshot,
-            claims=tuple(self.store.claims()),
+            claims=tuple(self.claim_records.claims()),
             pools=pools,
             now=now,
-            blocked=self.store.blocked_offerings(now),
+            blocked=self.offering_blocks.blocked_offerings(now),
             in_progress=in_progress,
             no_cheaper=frozenset(self._no_cheaper),
             stalled=frozenset(self._stalled),
@@ -284,12 +245,12 @@ class Consolidator:
         if now + self.options.validation_delay >= deadline - self.options.deadline_margin:
             return False  # not enough time left to validate and act; next invocation decides again
         record = _record(command, inp, now)
-        self.store.save_command(record)
+        self.command_records.save_command(record)
         report.decided.append(record.id)
         self.sleep(self.options.validation_delay)
         stale = self.decisions.validate(command, self.disruption_input(), self._cache)
         if stale is not None:
-            self.store.delete_command(record.id)
+            self.command_records.delete_command(record.id)
             report.dropped[record.id] = stale
             self.observer.decision("disruption-dropped", command=record.id, reason=stale)
             return True
@@ -336,7 +297,7 @@ class Consolidator:
     def _launch(self, record: CommandRecord, command: Command, report: ConsolidationReport) -> None:
         names = tuple(claim_name(r.nodepool) for r in command.replacements)
         record = record.advanced("launching", self.clock.now(), replacements=names)
-        self.store.save_command(record)
+        self.command_records.save_command(record)
         for node in record.candidates if names else ():
             self.cluster.record(disruption_launching(node, f"{record.reason}: {', '.join(names)}"), self.clock.now())
         if command.replacements:
@@ -354,18 +315,18 @@ class Consolidator:
     def _taint(self, record: CommandRecord) -> None:
         for node in record.candidates:
             self.cluster.cordon(node, TAINT)
-        self.store.save_command(record.advanced("tainted", self.clock.now()))
+        self.command_records.save_command(record.advanced("tainted", self.clock.now()))
 
     def _advance(self, record: CommandRecord, report: ConsolidationReport) -> float:
         """One step of a recorded command; returns how long to wait before the next one."""
         now = self.clock.now()
         if record.state == "computed":
             # Died between deciding and validating: nothing was done; decide again.
-            self.store.delete_command(record.id)
+            self.command_records.delete_command(record.id)
             report.dropped[record.id] = "not validated before the last invocation ended"
             return 0.0
         if record.state == "launching":
-            claims = {c.name: c for c in self.store.claims()}
+            claims = {c.name: c for c in self.claim_records.claims()}
             if record.method == REPAIR or all(
                 name in claims and claims[name].instance_id for name in record.replacements
             ):
@@ -385,7 +346,7 @@ class Consolidator:
                 self._abort(record, failed, report)
                 return 0.0
             if ready:
-                self.store.save_command(record.advanced("draining", now))
+                self.command_records.save_command(record.advanced("draining", now))
                 for node in record.candidates:
                     self.cluster.record(disruption_terminating(node, record.reason), now)
                 return 0.0
@@ -409,7 +370,7 @@ class Consolidator:
         """
         if record.method != CONSOLIDATION or not self.options.roll_back_dearer:
             return True
-        claims = {c.name: c for c in self.store.claims()}
+        claims = {c.name: c for c in self.claim_records.claims()}
         new = [claims[name] for name in record.replacements if name in claims]
         ids = set(record.instance_ids)
         replaced = [c for c in claims.values() if c.instance_id and c.instance_id in ids]
@@ -451,14 +412,14 @@ class Consolidator:
             joined = self.cluster.node_by_instance(claim.instance_id) if claim.instance_id else None
             if joined is not None:
                 self.cluster.delete_node(joined.name)
-            self.store.delete_claim(claim.name)
-        self.store.delete_command(record.id)
+            self.claim_records.delete_claim(claim.name)
+        self.command_records.delete_command(record.id)
         report.rolled_back[record.id] = why
         self.observer.metric("ConsolidationRollbacks", 1)
         self.observer.decision("disruption-rolled-back", command=record.id, reason=why)
 
     def _replacements_ready(self, record: CommandRecord) -> tuple[bool, str]:
-        claims = {c.name: c for c in self.store.claims()}
+        claims = {c.name: c for c in self.claim_records.claims()}
         for name in record.replacements:
             claim = claims.get(name)
             if claim is None:
@@ -496,7 +457,7 @@ class Consolidator:
             self.observer.decision("repair-drain-deadline", command=record.id, pods=left[:20], left=len(left))
             done = True
         elif not done and evicted and record.method != REPAIR:
-            self.store.save_command(record.advanced("draining", now))
+            self.command_records.save_command(record.advanced("draining", now))
         elif not done and stalled:
             why = f"the drain evicted nothing for {self.options.drain_timeout:g} s"
             if refused:
@@ -507,7 +468,7 @@ class Consolidator:
             self._abort(record, why, report)
             return 0.0
         if done:
-            self.store.save_command(record.advanced("terminating", self.clock.now()))
+            self.command_records.save_command(record.advanced("terminating", self.clock.now()))
         return wait
 
     def _terminate(self, record: CommandRecord, report: ConsolidationReport) -> None:
@@ -515,10 +476,10 @@ class Consolidator:
         for node in record.candidates:
             self.cluster.delete_node(node)
         instances = set(record.instance_ids)
-        for claim in self.store.claims():
+        for claim in self.claim_records.claims():
             if claim.instance_id in instances:
-                self.store.delete_claim(claim.name)
-        self.store.delete_command(record.id)
+                self.claim_records.delete_claim(claim.name)
+        self.command_records.delete_command(record.id)
         report.completed.append(record.id)
         self.observer.metric("NodesDisrupted", len(record.candidates), reason=record.reason)
         self.observer.metric("ConsolidationSavingsPerHour", record.savings, "None")
@@ -541,14 +502,14 @@ class Consolidator:
             # node must stay cordoned with its pods pending for the provisioner.
             if node is not None and TAINT in node.taints:
                 self.cluster.uncordon(name, wk.DISRUPTED_TAINT_KEY)
-        self.store.delete_command(record.id)
+        self.command_records.delete_command(record.id)
         report.aborted[record.id] = why
         self.observer.metric("CommandsFailed", 1)
         self.observer.decision("disruption-aborted", command=record.id, reason=why)
 
     def _sweep(self, report: ConsolidationReport) -> None:
         """Untaint nodes that carry the consolidation taint but belong to no live command."""
-        owned = {n for r in self.store.commands() for n in r.candidates}
+        owned = {n for r in self.command_records.commands() for n in r.candidates}
         for node in self.cluster.snapshot().nodes:
             if node.name not in owned and any(t == TAINT for t in node.taints):
                 self.cluster.uncordon(node.name, wk.DISRUPTED_TAINT_KEY)

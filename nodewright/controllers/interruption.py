@@ -37,7 +37,7 @@ ends the chain without a successor. `python -m bench.crash_points` kills the fun
 write and every pair of writes.
 
 Continuations are authenticated by state: before sending one, the controller writes the record of
-its drain chain to the state table (`StateStore.save_drain`), and a continuation acts only when
+its drain chain to the state table (`DrainRecords.save_drain`), and a continuation acts only when
 the record of its chain (instance, origin, start) exists and holds the same drain (node, kind,
 deadline, replacement time). Anything else, a forged message above all, is logged
 (`interruption-continuation-rejected`, with why) and dropped. The record is deleted after the
@@ -100,15 +100,17 @@ from nodewright.model.nodepool import NodePool
 from nodewright.model.snapshot import reschedulable
 from nodewright.model.taints import Taint
 from nodewright.ports import (
+    ClaimRecords,
     Clock,
     CloudProvider,
     Cluster,
     Configuration,
     Continuations,
     DrainRecord,
+    DrainRecords,
     Observer,
+    OfferingBlocks,
     ProvisionerTrigger,
-    StateStore,
 )
 
 # SQS caps DelaySeconds at 15 minutes.
@@ -160,7 +162,9 @@ class InterruptionController:
         self,
         *,
         cluster: Cluster,
-        store: StateStore,
+        claim_records: ClaimRecords,
+        drain_records: DrainRecords,
+        offering_blocks: OfferingBlocks,
         cloud: CloudProvider,
         clock: Clock,
         config: Configuration,
@@ -171,7 +175,10 @@ class InterruptionController:
         default_policy: str = "ReplaceThenDrain",
     ) -> None:
         self.cluster = cluster
-        self.store = store
+        # The state table's concerns it uses, each its own port (one DynamoDB table in AWS).
+        self.claim_records = claim_records
+        self.drain_records = drain_records
+        self.offering_blocks = offering_blocks
         self.cloud = cloud
         self.clock = clock
         self.config = config
@@ -185,7 +192,9 @@ class InterruptionController:
     @property
     def verifier(self) -> MessageVerifier:
         """The verification step over this controller's current ports (it keeps no state)."""
-        return MessageVerifier(cluster=self.cluster, store=self.store, cloud=self.cloud, observer=self.observer)
+        return MessageVerifier(
+            cluster=self.cluster, claim_records=self.claim_records, cloud=self.cloud, observer=self.observer
+        )
 
     def process(self, parsed: Message | MalformedEvent) -> dict[str, object]:
         """Handle one SQS body as the handler parsed it (`engine.interruption.receive`). A body
@@ -285,7 +294,7 @@ class InterruptionController:
             if node is not None:
                 self.cluster.delete_node(node.name)
             if claim is not None:
-                self.store.delete_claim(claim.name)
+                self.claim_records.delete_claim(claim.name)
             steps.append("removed node and claim")
         if node is None and claim is not None and action.replace:
             # Launched but not registered yet: its pods wait for a node that will not come.
@@ -321,7 +330,7 @@ class InterruptionController:
         node = self.cluster.get_node(cont.node)
         if node is None:
             record: dict[str, object] = {"node": cont.node, "action": "node gone: drain over"}
-            self.store.delete_drain(_chain(cont))
+            self.drain_records.delete_drain(_chain(cont))
         else:
             pool = self._pool(node.nodepool)
             policy = pool.rebalance_policy if pool else self.default_policy
@@ -373,7 +382,7 @@ class InterruptionController:
                 record["drain"] = f"continues in {next_step.delay:g} s"
             return record
         if next_step.what == STOP_UNCONFIRMED:
-            self.store.delete_drain(_chain(cont))
+            self.drain_records.delete_drain(_chain(cont))
             return {"kept": dict(next_step.kept), "drain": "unconfirmed: stopped, the node stays cordoned"}
         kept = dict(next_step.kept)
         record = {"kept": kept, "drain": "done" if next_step.drained else "deadline reached"}
@@ -392,14 +401,14 @@ class InterruptionController:
             self._retire(cont.instance_id, node, self._claim_of(cont.instance_id, node))
             record["terminated"] = cont.instance_id
         # Last: a crash before this line redelivers a continuation that the record still admits.
-        self.store.delete_drain(_chain(cont))
+        self.drain_records.delete_drain(_chain(cont))
         return record
 
     def _refusal(self, cont: Continuation) -> tuple[str, float]:
         """Why `cont` may not act ("" when its drain record admits it), and until when its
         record holds.
         """
-        recorded = self.store.drain_record(_chain(cont), self.clock.now())
+        recorded = self.drain_records.drain_record(_chain(cont), self.clock.now())
         if recorded is None:
             return "no drain record for this chain: not sent by this function, or the drain is over", 0.0
         if _drain_record(cont, recorded.expires) != recorded:
@@ -420,7 +429,7 @@ class InterruptionController:
         # put elsewhere, list these pods too but bring nothing new.
         holders = [
             c
-            for c in self.store.claims()
+            for c in self.claim_records.claims()
             if pods.intersection(c.pods)
             and c.instance_id != cont.instance_id
             and c.node_name != cont.node
@@ -458,7 +467,7 @@ class InterruptionController:
         now = self.clock.now()
         # Written before the message exists, so the message is never ahead of what admits it.
         if recorded_until < now + DRAIN_RECORD_REFRESH:
-            self.store.save_drain(_drain_record(nxt, now + DRAIN_RECORD_SECONDS))
+            self.drain_records.save_drain(_drain_record(nxt, now + DRAIN_RECORD_SECONDS))
         event = continuation_event(nxt, event_id=event_id, now=now)
         self.continuations.send(event, min(MAX_DELAY, max(0.0, delay)))
 
@@ -470,7 +479,7 @@ class InterruptionController:
         if node is not None:
             self.cluster.delete_node(node.name)
         if claim is not None:
-            self.store.delete_claim(claim.name)
+            self.claim_records.delete_claim(claim.name)
         self.observer.decision("interruption-terminated", instance_id=instance_id, node=node.name if node else "")
 
     def _block(self, node: Node | None, claim: NodeClaim | None, steps: list[str], *, reserved: bool = False) -> None:
@@ -488,11 +497,11 @@ class InterruptionController:
             return
         if instance_type and zone:
             offering = ("reserved" if reserved else "spot", instance_type, zone)
-            self.store.block_offerings([offering], self.clock.now() + self.options.offering_block)
+            self.offering_blocks.block_offerings([offering], self.clock.now() + self.options.offering_block)
             steps.append(f"blocked {'/'.join(offering)}")
 
     def _claim_of(self, instance_id: str, node: Node | None) -> NodeClaim | None:
-        for claim in self.store.claims():
+        for claim in self.claim_records.claims():
             if claim.instance_id == instance_id or (node is not None and claim.name == node.nodeclaim):
                 return claim
         return None

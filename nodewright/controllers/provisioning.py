@@ -55,8 +55,6 @@ from nodewright.controllers.provisionoptions import (
     PassReport,
     ProvisionerOptions,
     RunReport,
-    StaticConfiguration,
-    claim_name,
     pool_capacities,
 )
 from nodewright.controllers.staticcapacity import StaticCapacity
@@ -72,25 +70,14 @@ from nodewright.model.event import pod_failed_to_schedule
 from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.ports import (
     Catalog,
+    ClaimRecords,
     Clock,
     Cluster,
+    CommandRecords,
     Configuration,
+    Leases,
     Observer,
-    StateStore,
 )
-
-__all__ = [
-    "IN_FLIGHT",
-    "LEASE",
-    "Batch",
-    "PassReport",
-    "Provisioner",
-    "ProvisionerOptions",
-    "RunReport",
-    "StaticConfiguration",
-    "claim_name",
-    "pool_capacities",
-]
 
 
 class Provisioner:
@@ -104,7 +91,9 @@ class Provisioner:
         batching: Batch,
         *,
         cluster: Cluster,
-        store: StateStore,
+        claim_records: ClaimRecords,
+        command_records: CommandRecords,
+        leases: Leases,
         clock: Clock,
         config: Configuration,
         catalog: Catalog,
@@ -121,7 +110,10 @@ class Provisioner:
         self.static_capacity = static_capacity
         self.batching = batching
         self.cluster = cluster
-        self.store = store
+        # The state table's concerns it uses, each its own port (one DynamoDB table in AWS).
+        self.claim_records = claim_records
+        self.command_records = command_records
+        self.leases = leases
         self.clock = clock
         self.config = config
         self.catalog = catalog
@@ -156,7 +148,7 @@ class Provisioner:
         report = RunReport()
         opts = self.options
         holder = invocation or uuid.uuid4().hex
-        lease = InvocationLease(self.store, self.clock, LEASE, holder, longest=opts.lease_ttl, deadline=deadline)
+        lease = InvocationLease(self.leases, self.clock, LEASE, holder, longest=opts.lease_ttl, deadline=deadline)
         # The invocation before this one still runs for a few seconds (the schedule overlaps
         # them), or died and holds the lease to its deadline: wait for it rather than leave pods
         # to the next minute.
@@ -222,10 +214,10 @@ class Provisioner:
 
     def _mirror_input(self) -> tuple[DisruptionInput, list[CommandRecord]]:
         nodepools, nodeclasses = self.config.load()
-        commands = self.store.commands()
+        commands = self.command_records.commands()
         inp = DisruptionInput(
             snapshot=self.cluster.snapshot(),
-            claims=tuple(self.store.claims()),
+            claims=tuple(self.claim_records.claims()),
             pools=pool_capacities(nodepools, nodeclasses, self.catalog),
             now=self.clock.now(),
             in_progress=frozenset(n for r in commands for n in r.candidates),
@@ -243,7 +235,7 @@ class Provisioner:
 
     def _handled(self) -> frozenset[str]:
         """Pods that in-flight claims already hold: they wait for their node, not for a pass."""
-        return frozenset(pod for claim in self.store.claims() if claim.state in IN_FLIGHT for pod in claim.pods)
+        return frozenset(pod for claim in self.claim_records.claims() if claim.state in IN_FLIGHT for pod in claim.pods)
 
     # -- one pass ------------------------------------------------------------------------------
 
@@ -261,7 +253,7 @@ class Provisioner:
         deadline = SolveDeadline.within(self.solve_clock, self.options.solve_budget)
         for _ in range(self.options.max_replans + 1):
             now = self.clock.now()
-            claims = self.store.claims()
+            claims = self.claim_records.claims()
             inp = self.launcher.scheduling_input(
                 snapshot, pending=pending, nodepools=nodepools, nodeclasses=nodeclasses, claims=claims, now=now
             )
@@ -292,4 +284,4 @@ class Provisioner:
         return report
 
     def _hourly_cost(self) -> float:
-        return sum(c.price for c in self.store.claims() if c.state != "pending")
+        return sum(c.price for c in self.claim_records.claims() if c.state != "pending")

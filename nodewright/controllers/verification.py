@@ -61,9 +61,11 @@ class Checked:
 class MessageVerifier:
     """Verifies interruption messages against the state table, the cluster and EC2 (module docstring)."""
 
-    def __init__(self, *, cluster: Cluster, store: ClaimRecords, cloud: CloudProvider, observer: Observer) -> None:
+    def __init__(
+        self, *, cluster: Cluster, claim_records: ClaimRecords, cloud: CloudProvider, observer: Observer
+    ) -> None:
         self.cluster = cluster
-        self.store = store
+        self.claim_records = claim_records
         self.cloud = cloud
         self.observer = observer
 
@@ -72,7 +74,7 @@ class MessageVerifier:
         stale = staleness(message, now)
         if stale:
             return Checked(None, None, Verdict(DROP, f"stale: {stale}"), STALE)
-        claim = next((c for c in self.store.claims() if c.instance_id and c.instance_id == instance_id), None)
+        claim = next((c for c in self.claim_records.claims() if c.instance_id and c.instance_id == instance_id), None)
         if claim is None:
             foreign = Verdict(DROP, "not a Nodewright instance (no claim record), or already gone")
             return Checked(None, None, foreign, FOREIGN)

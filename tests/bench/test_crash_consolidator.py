@@ -14,7 +14,8 @@ import pytest
 
 from bench.crash_consolidator import ConsolidatorCrashWorld, pairs, run
 from bench.harness.crash import KILL, LOST, singles
-from nodewright.controllers.disruption import ConsolidationReport, Consolidator
+from nodewright.controllers.consolidationoptions import ConsolidationReport
+from nodewright.controllers.disruption import Consolidator
 from nodewright.model.command import CommandRecord
 
 STEPS = {

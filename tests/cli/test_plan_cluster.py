@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from nodewright.cli import app
 from nodewright.cli import commands as _commands  # noqa: F401 - registers the commands
-from nodewright.controllers.provisioning import pool_capacities
+from nodewright.controllers.provisionoptions import pool_capacities
 from nodewright.engine.headroom import measure
 from nodewright.inmemory.apiserver import ApiServer
 from nodewright.inmemory.cluster import InMemoryCluster

@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 
 from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.disruption import Consolidator
-from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate, ScalableRef
 from nodewright.model.pod import Pod
 from nodewright.ports import Configuration

@@ -12,8 +12,9 @@ from dataclasses import dataclass, replace
 import pytest
 
 from bench.harness.cluster_actors import pdb
-from nodewright.controllers.disruption import TAINT, Consolidator, ConsolidatorOptions
-from nodewright.controllers.provisioning import StaticConfiguration
+from nodewright.controllers.consolidationoptions import ConsolidatorOptions
+from nodewright.controllers.disruption import TAINT, Consolidator
+from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.engine.disruption import DisruptionOptions
 from nodewright.inmemory.cloud import FakeCloudProvider
 from nodewright.inmemory.state import InMemoryStateStore
@@ -36,7 +37,10 @@ class ConsolidationWorld(World):
         return Consolidator(
             cluster=self.cluster,
             cloud=self.cloud,
-            store=self.store,
+            claim_records=self.store,
+            command_records=self.store,
+            leases=self.store,
+            offering_blocks=self.store,
             clock=self.clock,
             config=StaticConfiguration(self.pools),
             catalog=FixedCatalog(),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodewright.controllers.explain import Sources, event_rows, explain_node, explain_pod, status
-from nodewright.controllers.provisioning import pool_capacities
+from nodewright.controllers.provisionoptions import pool_capacities
 from tests.builders import pod
 from tests.controllers.test_mirror import initialized_node
 from tests.controllers.test_provisioning import FixedCatalog, World

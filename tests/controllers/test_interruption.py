@@ -17,7 +17,8 @@ from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.interruption import InterruptionController, InterruptionOptions
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import ProvisionerOptions, StaticConfiguration
 from nodewright.engine.interruption import (
     CONTINUATION,
     REBALANCE,
@@ -65,7 +66,9 @@ class World:
         self.trigger = RecordingTrigger(self.clock, on_request=lambda _: self.provision())
         self.controller = InterruptionController(
             cluster=self.cluster,
-            store=self.store,
+            claim_records=self.store,
+            drain_records=self.store,
+            offering_blocks=self.store,
             cloud=self.cloud,
             clock=self.clock,
             config=StaticConfiguration(self.pools),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from nodewright.controllers.disruption import Consolidator
 from nodewright.controllers.mirror import ClaimMirror
-from nodewright.controllers.provisioning import StaticConfiguration
+from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.inmemory.claimobjects import InMemoryClaimObjects
 from nodewright.model import labels as wk
 from nodewright.model.command import CommandRecord
@@ -63,7 +63,10 @@ def judge(world: World, objects: InMemoryClaimObjects) -> None:
     consolidator = Consolidator(
         cluster=world.cluster,
         cloud=world.cloud,
-        store=world.store,
+        claim_records=world.store,
+        command_records=world.store,
+        leases=world.store,
+        offering_blocks=world.store,
         clock=world.clock,
         config=StaticConfiguration(world.pools),
         catalog=FixedCatalog(),

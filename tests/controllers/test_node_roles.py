@@ -11,7 +11,8 @@ from nodewright.config.noderoles import NodeRoles
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.noderoles import RoleCheckedConfiguration
-from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.inmemory.claimobjects import InMemoryClaimObjects
 from nodewright.model import labels as wk
 from nodewright.model.event import ObjectRef

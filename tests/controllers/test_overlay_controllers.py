@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from nodewright.config import parse_yaml
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.disruption import Consolidator
-from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import ProvisionerOptions, StaticConfiguration
 from nodewright.model import labels as wk
 from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool

@@ -17,7 +17,8 @@ import pytest
 
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import ProvisionerOptions, StaticConfiguration
 from nodewright.inmemory import catalog
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.inmemory.cloud import FakeCloudProvider

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from bench.harness.cluster_actors import pdb
 from nodewright.controllers.algorithms import consolidator_options_for, decisions_for
-from nodewright.controllers.disruption import ConsolidatorOptions
+from nodewright.controllers.consolidationoptions import ConsolidatorOptions
 from nodewright.reference.karpenter.disruption import Disruption
 from tests.controllers.test_disruption import ConsolidationWorld
 

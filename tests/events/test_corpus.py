@@ -42,7 +42,7 @@ from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.kube.store import KINDS
 from nodewright.controllers.interruption import InterruptionController
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import StaticConfiguration
+from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.inmemory.apiserver import ApiServer
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.inmemory.cluster import InMemoryCluster
@@ -131,7 +131,9 @@ class Corpus:
         )
         self.controller = InterruptionController(
             cluster=kube,
-            store=self.store,
+            claim_records=self.store,
+            drain_records=self.store,
+            offering_blocks=self.store,
             cloud=cloud,
             clock=self.clock,
             config=StaticConfiguration((node_pool(rebalance_policy=self.policy),)),

@@ -25,7 +25,8 @@ from nodewright.adapters.aws.state_store import create_table
 from nodewright.cli.plan import build_input
 from nodewright.config.documents import EC2NODECLASS, NODEPOOL
 from nodewright.config.workloads import PlanInput, read_workloads
-from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.engine.scheduling import SchedulingInput, SchedulingResult, solve
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodeclass import EC2NodeClass

@@ -14,7 +14,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.model.resources import Resources
 from tests.builders import pod

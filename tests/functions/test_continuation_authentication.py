@@ -43,7 +43,9 @@ def dynamo_world(world: World) -> World:
     client = boto3.client("dynamodb")
     create_table(client, STATE_TABLE)
     store = DynamoStateStore(client, STATE_TABLE)
-    world.store = world.controller.store = store  # type: ignore[assignment]
+    world.store = store  # type: ignore[assignment]
+    controller = world.controller
+    controller.claim_records = controller.drain_records = controller.offering_blocks = store
     world.deliver_continuations = False
     return world
 

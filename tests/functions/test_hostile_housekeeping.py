@@ -31,7 +31,8 @@ from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.disruption import Consolidator
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.inmemory.apiserver import ApiServer
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.inmemory.cluster import InMemoryCluster
@@ -252,7 +253,10 @@ def test_the_consolidator_handler_does_not_take_a_node_labelled_with_a_real_clai
     consolidator = Consolidator(
         cluster=account.kube,
         cloud=account.cloud,
-        store=account.store,
+        claim_records=account.store,
+        command_records=account.store,
+        leases=account.store,
+        offering_blocks=account.store,
         clock=account.clock,
         config=StaticConfiguration((node_pool(),)),
         catalog=FixedCatalog(),

@@ -143,7 +143,7 @@ class Recorder:
     def _wrappers(self, request: Callable[..., Any]) -> list[tuple[Any, str, Any]]:
         from nodewright.adapters.aws.nodeclass_resolver import NodeClassResolver
         from nodewright.adapters.kube.events import KubeEvents
-        from nodewright.controllers.provisioning import StaticConfiguration
+        from nodewright.controllers.provisionoptions import StaticConfiguration
         from nodewright.model.nodeclass import AMISelectorTerm
         from nodewright.simulator.standins import kubehttp
         from nodewright.simulator.standins.account import (
@@ -386,7 +386,7 @@ def stale_node(recorder: Recorder) -> None:
     from nodewright.adapters.kube.cluster import KubeCluster
     from nodewright.controllers.assembly import build_provisioner
     from nodewright.controllers.observe import RecordingObserver
-    from nodewright.controllers.provisioning import StaticConfiguration
+    from nodewright.controllers.provisionoptions import StaticConfiguration
     from nodewright.inmemory.apiserver import ApiServer
     from nodewright.inmemory.catalog import FixedCatalog
     from nodewright.inmemory.clock import VirtualClock

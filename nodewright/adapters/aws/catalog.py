@@ -1,6 +1,6 @@
 """The live instance catalog for Lambda: EC2's instance types and zones, priced by the PriceCache.
 
-Implements `nodewright.controllers.provisioning.Catalog`. Instance type specs change rarely, so
+Implements `nodewright.ports.Catalog`. Instance type specs change rarely, so
 they are fetched once per `refresh_seconds` (12 h, like prices); the InstanceTypes built from them
 are cached per kubelet configuration (the `max_configurations` most recently used: each holds
 about 15 MB of types) and rebuilt only when the specs or the prices object change. A NodeClass

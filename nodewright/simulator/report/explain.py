@@ -184,7 +184,7 @@ def status_at_end(world: World) -> list[Block]:
 
 
 def _sources(world: World) -> Sources:
-    from nodewright.controllers.provisioning import pool_capacities
+    from nodewright.controllers.provisionoptions import pool_capacities
 
     assert world.store is not None
     scenario = world.scenario

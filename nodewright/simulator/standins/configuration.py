@@ -1,6 +1,6 @@
 """The configuration the simulated functions read: the scenario's documents as of the virtual time.
 
-`ScenarioConfiguration` is a Configuration (`nodewright.controllers.provisioning`) over a fixed
+`ScenarioConfiguration` is a Configuration (`nodewright.ports`) over a fixed
 one, with the scenario's `nodepool_changes` applied once their time has come, as `kubectl
 apply` or `kubectl scale nodepool` would change what the config table or the CRDs hold: a
 static NodePool's `replicas` raised or lowered, a template changed so its nodes drift.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nodewright.controllers.provisioning import StaticConfiguration
+from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodeoverlay import NodeOverlay

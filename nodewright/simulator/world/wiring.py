@@ -34,7 +34,8 @@ from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.noderoles import RoleCheckedConfiguration
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import ProvisionerOptions, StaticConfiguration
 from nodewright.inmemory.claimobjects import InMemoryClaimObjects
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.instance import Instance
@@ -252,7 +253,8 @@ class Functions:
             self._recorder.warnings.append("functions/consolidator/handler.py is missing: nothing is consolidated")
             return
         try:
-            from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
+            from nodewright.controllers.consolidationoptions import ConsolidatorOptions
+            from nodewright.controllers.disruption import Consolidator
             from nodewright.controllers.settings import disruption_options
 
             options = consolidator_options_for(
@@ -274,7 +276,10 @@ class Functions:
             controller = Consolidator(
                 cluster=cluster,
                 cloud=cloud,
-                store=store,
+                claim_records=store,
+                command_records=store,
+                leases=store,
+                offering_blocks=store,
                 clock=self._clock,
                 config=config,
                 catalog=self._catalog,
@@ -298,7 +303,9 @@ class Functions:
         lambda_client = SimulatedLambda(self._invocations.invoke_async, self._faults.effect)
         controller = InterruptionController(
             cluster=self._cluster_for("interruption", (NODES,)),
-            store=store,
+            claim_records=store,
+            drain_records=store,
+            offering_blocks=store,
             cloud=cloud,
             clock=self._clock,
             config=config,

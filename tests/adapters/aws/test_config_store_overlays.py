@@ -18,7 +18,7 @@ from nodewright.adapters.aws.config_store import ConfigStore, create_table
 from nodewright.config import parse_yaml
 from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import pool_capacities
+from nodewright.controllers.provisionoptions import pool_capacities
 from nodewright.inmemory.catalog import FixedCatalog
 from nodewright.model.nodeoverlay import NodeOverlay
 from tests.builders import instance_type

@@ -26,7 +26,7 @@ from nodewright.config.documents import Document, Loaded
 from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import StaticConfiguration, pool_capacities
+from nodewright.controllers.provisionoptions import StaticConfiguration, pool_capacities
 from nodewright.inmemory.catalog import FixedCatalog
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate

@@ -18,7 +18,7 @@ from kmock import KubernetesEmulator, resource
 from nodewright.adapters.kube.crd_config import read_config
 from nodewright.controllers.configuration import StoredConfiguration
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import pool_capacities
+from nodewright.controllers.provisionoptions import pool_capacities
 from nodewright.inmemory.catalog import FixedCatalog
 from tests.adapters.kube.test_crd_config import KARPENTER_NODEPOOLS, NODEPOOL_SPEC, cluster_object
 from tests.builders import instance_type

@@ -22,7 +22,7 @@ import pytest
 from nodewright.adapters.clock import SystemClock
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisionoptions import ProvisionerOptions, StaticConfiguration
 from nodewright.inmemory.apiserver import ApiServer
 from nodewright.inmemory.cloud import FakeCloudProvider
 from nodewright.inmemory.cluster import InMemoryCluster

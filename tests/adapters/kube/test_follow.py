@@ -22,7 +22,7 @@ from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.kube.store import KINDS
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import ProvisionerOptions, StaticConfiguration
+from nodewright.controllers.provisionoptions import ProvisionerOptions, StaticConfiguration
 from nodewright.inmemory.apiserver import ApiServer
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.inmemory.cloud import FakeCloudProvider
