@@ -115,3 +115,25 @@ def test_compare_without_a_nodepool_says_so_first_in_every_plan(tmp_path: Path) 
     table = runner.invoke(app, ["plan", "-f", str(pods), "--compare"])
     assert table.exit_code == 0, table.output
     assert table.output.lstrip().startswith(both["plans"]["nodewright"]["notices"][0][:40])
+
+
+def test_preferred_anti_affinity_buys_a_node_per_replica_only_in_the_karpenter_plan(tmp_path: Path) -> None:
+    """24 small replicas that prefer separate nodes: Karpenter treats the preference as required (a
+    node each); Nodewright keeps it only while it adds at most a quarter to the plan, so they share.
+    """
+    affinity = (
+        "    affinity:\n      podAntiAffinity:\n        preferredDuringSchedulingIgnoredDuringExecution:\n"
+        "        - weight: 100\n          podAffinityTerm:\n            labelSelector: {{matchLabels: {{app: web}}}}\n"
+        "            topologyKey: kubernetes.io/hostname\n"
+    )
+    small = POD.replace("900m, memory: 1Gi", "100m, memory: 128Mi").replace("  status:\n", affinity + "  status:\n")
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(KUBECTL_PODS + "".join(small.format(i=i) for i in range(24)), encoding="utf-8")
+    both = plan("-f", str(pods), "--compare", "--default-nodepool")
+    rows = both["compare"]
+    assert rows["nodewright"]["unschedulable"] == rows["karpenter"]["unschedulable"] == 0
+    assert rows["karpenter"]["nodes"] == 24
+    assert rows["nodewright"]["nodes"] <= 2
+    assert rows["nodewright"]["compute_per_hour"] < rows["karpenter"]["compute_per_hour"] / 5
+    placed = [pod for claim in both["plans"]["nodewright"]["nodeclaims"] for pod in claim["pods"]]
+    assert len(placed) == 24

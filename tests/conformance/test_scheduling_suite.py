@@ -413,10 +413,19 @@ AFFINITY = [
         lambda o: o.node_of("a-follower").labels[wk.ZONE] == o.node_of("target").labels[wk.ZONE],
     ),
     Case(
-        "preferred-anti-affinity-spreads-when-it-can",
+        "preferred-anti-affinity-spreads-when-it-costs-little",
+        "pod anti-affinity: preferred hostname anti-affinity puts replicas on separate nodes",
+        (POOL, deployment("web", 3, cpu="1500m", preferred_anti=[(50, term("web"))])),
+        both(all_placed, new_nodes(3)),
+    ),
+    Case(
+        "preferred-anti-affinity-buys-no-node-per-replica",
         "pod anti-affinity: preferred hostname anti-affinity puts replicas on separate nodes",
         (POOL, deployment("web", 3, preferred_anti=[(50, term("web"))])),
-        both(all_placed, new_nodes(3)),
+        both(all_placed, new_nodes(1)),
+        differs="Karpenter treats the preference as required and buys a node per replica; Nodewright keeps "
+        "preferred pod (anti-)affinity only while it adds at most 25% to the plan (kube-scheduler still "
+        "spreads the replicas over the nodes bought)",
     ),
 ]
 

@@ -37,6 +37,11 @@ queue.go / preferences.go split):
    hold its pods plus daemonset overhead, within the pool's remaining limits; it is priced at its
    cheapest allowed offering.
 
+Preferences bounded (`preferences.py`): when pods carry preferred pod (anti-)affinity and the plan
+buys nodes, `solve()` plans the input again without those terms and keeps the plan that honours
+them only while it costs at most PREFERENCE_PREMIUM more (Karpenter relaxes a preference only when
+it cannot be met; kube-scheduler scores preferences and never buys a node for one).
+
 The portfolio (`portfolio.py`): small inputs run a pass per strategy of PORTFOLIO and keep the plan
 that leaves the fewest pods unplaced, then costs least.
 
@@ -74,6 +79,12 @@ from nodewright.engine.scheduling.portfolio import (
     PORTFOLIO_LIMIT,
     Strategy,
 )
+from nodewright.engine.scheduling.preferences import (
+    bounded,
+    has_preferred_pod_terms,
+    restore,
+    without_preferred_pod_terms,
+)
 from nodewright.engine.scheduling.prepare import add
 from nodewright.engine.scheduling.repack import repack
 from nodewright.engine.scheduling.retry import retry_waiting
@@ -105,8 +116,25 @@ def solve(
 
     With a `deadline` (`budget.py`), a pass plans no class once it has passed: their pods come
     back as `deferred`, and no further strategy starts (the first pass's plan is kept).
+
+    When pods have preferred pod (anti)-affinity and the plan buys nodes, the same input is planned
+    again without those preferences, and the plan that honours them is kept only while it costs at
+    most PREFERENCE_PREMIUM more (`preferences.py`): a preference never buys a node per replica.
     """
     cache = cache if cache is not None else SolverCache()
+    plan = _solve(inp, strategy, cache, deadline)
+    if plan.price_per_hour <= 0 or not has_preferred_pod_terms(inp) or (deadline is not None and deadline.expired()):
+        return plan
+    relaxed = _solve(without_preferred_pod_terms(inp), strategy, cache, deadline)
+    if bounded(plan, relaxed):
+        return plan
+    return restore(relaxed, {pod.key: pod for pod in inp.pods})
+
+
+def _solve(
+    inp: SchedulingInput, strategy: Strategy | None, cache: SolverCache, deadline: SolveDeadline | None
+) -> SchedulingResult:
+    """`solve()` with the preferences as the input states them (see `solve`)."""
     bound = BoundPods(cache)
     if strategy is not None:
         return _within_limits(inp, run_pass(Pass(inp, strategy, bound, cache), deadline), bound, cache, deadline)
