@@ -21,8 +21,8 @@ from nodewright.config.nodepool import resource_list
 from nodewright.config.problems import At
 from nodewright.model.capacitybuffer import ACTIVE_CAPACITY, CapacityBuffer, PodTemplate, ScalableRef
 from nodewright.model.errors import InvalidValue
-from nodewright.model.standby import STANDBY_CAPACITY
 from nodewright.model.pod import Pod
+from nodewright.model.standby import STANDBY_CAPACITY
 
 SPEC_FIELDS = ("provisioningStrategy", "podTemplateRef", "scalableRef", "replicas", "percentage", "limits")
 _LOCAL_REF = ("name",)

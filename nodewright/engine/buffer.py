@@ -39,8 +39,8 @@ from nodewright.model.capacitybuffer import (
     PodTemplate,
 )
 from nodewright.model.pod import Pod
-from nodewright.model.standby import STANDBY_CAPACITY
 from nodewright.model.snapshot import ClusterSnapshot
+from nodewright.model.standby import STANDBY_CAPACITY
 
 OWNER_KIND = "CapacityBuffer"
 LOWEST_PRIORITY = -(2**31)
