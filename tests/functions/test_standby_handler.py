@@ -114,7 +114,8 @@ def test_a_standby_buffer_launches_on_demand_instances_that_join_tainted_and_the
 
     first = invoke(world.provisioner, "invocation-1")
     launched = all_instances(world)
-    assert first["launched"] and len(launched) == len(first["launched"])
+    assert first["launched"]
+    assert len(launched) == len(first["launched"])
     assert all(i.get("InstanceLifecycle") != "spot" for i in launched.values())
     assert all(tags_of(i)["karpenter.sh/nodepool"] == "default" for i in launched.values())
     nodes = join(world, example_plan)
@@ -125,12 +126,15 @@ def test_a_standby_buffer_launches_on_demand_instances_that_join_tainted_and_the
     second = invoke(world.provisioner, "invocation-2")
     third = invoke(world.provisioner, "invocation-3")
 
-    assert second["launched"] == [] and third["launched"] == []
+    assert second["launched"] == []
+    assert third["launched"] == []
     assert set(states(world).values()) == {"stopped"}
     assert {c.state for c in world.store.claims()} == {STOPPED}
     for name in nodes:
         node = world.cluster.get_node(name)
-        assert node is not None and node.unschedulable and STANDBY_TAINT in node.taints
+        assert node is not None
+        assert node.unschedulable
+        assert STANDBY_TAINT in node.taints
     assert len(decisions(world, "standby-stop")) == len(nodes)
     assert world.cluster.pods() == []  # the buffer's chunks never reach the cluster
 
@@ -157,11 +161,14 @@ def test_pending_pods_that_fit_a_stopped_node_start_it_instead_of_launching_and_
     assert claim.state == STARTING
     assert set(claim.pods) == {p.key for p in burst}
     node = world.cluster.get_node(claim.node_name)
-    assert node is not None and not node.unschedulable and STANDBY_TAINT not in node.taints
+    assert node is not None
+    assert not node.unschedulable
+    assert STANDBY_TAINT not in node.taints
     assert STANDBY_LABEL not in node.labels
     # No CreateFleet for the pods; the buffer launched a replacement standby instance (refill).
     assert [d["pods"] for d in decisions(world, "launch") if d["reason"] != "standby capacity"] == []
-    assert len(world.ec2.fleet_requests) > fleets_before and result["launched"]
+    assert len(world.ec2.fleet_requests) > fleets_before
+    assert result["launched"]
     assert all(STANDBY_LABEL in claims[i].labels for i in now if i not in stopped)
 
     # The kubelet reports Ready again: the housekeeping counts it as an ordinary node.
@@ -231,4 +238,5 @@ def test_without_a_standby_buffer_nothing_is_stopped_or_started(
     invoke(world.provisioner, "invocation-2")
 
     assert "stopped" not in set(states(world).values())
-    assert decisions(world, "standby-stop") == [] and decisions(world, "standby-start") == []
+    assert decisions(world, "standby-stop") == []
+    assert decisions(world, "standby-start") == []
