@@ -191,6 +191,19 @@ class CloudProvider(Protocol):
         """Terminate instances; ids already gone count as terminated."""
         ...
 
+    def stop(self, instance_ids: Sequence[str]) -> None:
+        """Stop standby instances (their EBS volumes stay); stopping a stopped one is a no-op, ids
+        EC2 does not know are skipped. Other errors are raised.
+        """
+        ...
+
+    def start(self, instance_id: str, offering: OfferingKey) -> None:
+        """Start a stopped standby instance in its own type and zone (`offering`); a no-op on a
+        running one. Raises InsufficientCapacity naming `offering` when EC2 has no capacity for it,
+        LaunchError otherwise.
+        """
+        ...
+
     def instance_statuses(self, instance_ids: Sequence[str]) -> list[InstanceStatus]:
         """The instances among `instance_ids` whose EC2 status checks are impaired (node repair's
         input); healthy, not running and unknown ids are left out. Errors are raised.

@@ -186,6 +186,23 @@ def allow_terminate_owned_instances(
     )
 
 
+def allow_stop_start_owned_instances(
+    policy: PolicyBuilder, *, cluster_name: str, instance_profile_arns: Sequence[str]
+) -> None:
+    """Stop and start standby instances, on the same terms as termination: only instances carrying
+    this cluster's ownership tag and running with one of `instance_profile_arns`.
+    """
+    policy.allow(
+        ["ec2:StartInstances", "ec2:StopInstances"],
+        [ec2_arn("instance")],
+        conditions={
+            **_owned(cluster_name),
+            "ArnLike": {"ec2:InstanceProfile": list(instance_profile_arns)},
+        },
+        wildcard_reason=f"Scoped by aws:ResourceTag {CLUSTER_TAG_KEY}={cluster_name} and ec2:InstanceProfile.",
+    )
+
+
 def allow_launch(
     policy: PolicyBuilder,
     *,

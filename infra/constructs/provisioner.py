@@ -16,4 +16,6 @@ PROVISIONER_FUNCTION = ScheduledFunction(
     purpose="launches nodes for pending pods",
     # Housekeeping lists the cluster's instances: launches that never registered, orphans.
     extra_describe=(permissions.DESCRIBE_INSTANCES,),
+    # Standby instances (CapacityBuffers with the standby strategy) are stopped, then started for pods.
+    standby=True,
 )

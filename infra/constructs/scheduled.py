@@ -30,13 +30,15 @@ from infra.constructs.state import State
 @dataclass(frozen=True, slots=True)
 class ScheduledFunction:
     """Which scheduled controller: its `name` (also its handler package under `functions/`), what it
-    does (`purpose`, used in descriptions) and the EC2 Describe* calls it makes beyond launching's
-    (`permissions.EC2_DESCRIBE_ACTIONS`).
+    does (`purpose`, used in descriptions), the EC2 Describe* calls it makes beyond launching's
+    (`permissions.EC2_DESCRIBE_ACTIONS`) and whether it stops and starts standby instances.
     """
 
     name: str
     purpose: str
     extra_describe: tuple[str, ...] = ()
+    # Stops and starts standby instances (CapacityBuffers with the standby strategy).
+    standby: bool = False
 
 
 class ScheduledController(Construct):
@@ -93,6 +95,10 @@ class ScheduledController(Construct):
         permissions.allow_terminate_owned_instances(
             policy, cluster_name=cluster_name, instance_profile_arns=instance_profile_arns
         )
+        if kind.standby:
+            permissions.allow_stop_start_owned_instances(
+                policy, cluster_name=cluster_name, instance_profile_arns=instance_profile_arns
+            )
         permissions.allow_node_catalog(policy)
         permissions.allow_describe_cluster(policy, cluster_name=cluster_name)
         self.handler = NodewrightFunction(

@@ -3,9 +3,10 @@
 `parse_capacitybuffer` checks the spec as SIG Autoscaling's CRD does: exactly one of
 `podTemplateRef` ({name}) and `scalableRef` ({apiGroup, kind, name}); `replicas` and `percentage`
 non-negative integers (32-bit); `percentage` only with `scalableRef`; a `podTemplateRef` buffer
-needs `replicas` or `limits`; `limits` a resource list; `provisioningStrategy` any string (only
-the default, `buffer.x-k8s.io/active-capacity`, asks for capacity; another warns that Nodewright
-leaves the buffer to whatever implements it). `parse_podtemplate` reads a core/v1 PodTemplate's
+needs `replicas` or `limits`; `limits` a resource list; `provisioningStrategy` any string (the
+default, `buffer.x-k8s.io/active-capacity`, asks for running room; Nodewright's
+`nodewright.io/standby-capacity` for stopped instances, `nodewright.engine.standby`; another warns
+that Nodewright leaves the buffer to whatever implements it). `parse_podtemplate` reads a core/v1 PodTemplate's
 `template` (its pod spec as the scheduler sees it), so a configuration can carry the template a
 buffer names. Every problem names its field.
 """
@@ -21,6 +22,7 @@ from nodewright.config.problems import At
 from nodewright.model.capacitybuffer import ACTIVE_CAPACITY, CapacityBuffer, PodTemplate, ScalableRef
 from nodewright.model.errors import InvalidValue
 from nodewright.model.pod import Pod
+from nodewright.model.standby import STANDBY_CAPACITY
 
 SPEC_FIELDS = ("provisioningStrategy", "podTemplateRef", "scalableRef", "replicas", "percentage", "limits")
 _LOCAL_REF = ("name",)
@@ -76,9 +78,10 @@ def parse_capacitybuffer(
     strategy = f.string(at_spec / "provisioningStrategy", spec.get("provisioningStrategy")) or ACTIVE_CAPACITY
     if at.failed_since():
         return None
-    if strategy != ACTIVE_CAPACITY:
+    if strategy not in (ACTIVE_CAPACITY, STANDBY_CAPACITY):
         (at_spec / "provisioningStrategy").warn(
-            f"only {ACTIVE_CAPACITY} asks Nodewright for capacity; this buffer is left to what implements {strategy}"
+            f"only {ACTIVE_CAPACITY} and {STANDBY_CAPACITY} ask Nodewright for capacity; "
+            f"this buffer is left to what implements {strategy}"
         )
     return CapacityBuffer(
         name=name,

@@ -45,6 +45,7 @@ from nodewright.controllers.noderoles import RoleCheckedConfiguration
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.provisionoptions import ProvisionerOptions
 from nodewright.controllers.settings import Settings
+from nodewright.controllers.standby import StandbyCapacity
 from nodewright.controllers.staticcapacity import StaticCapacity
 from nodewright.ports import (
     Catalog,
@@ -78,7 +79,8 @@ def build_provisioner(
     kind: type[Provisioner] = Provisioner,
 ) -> Provisioner:
     """The provisioner's components wired to the given ports: one `Launcher` (the launch path
-    `StaticCapacity` launches through too), `Housekeeping`, `StaticCapacity` and a `Batch`.
+    `StaticCapacity` and `StandbyCapacity` launch through too), `Housekeeping`, `StaticCapacity`,
+    `StandbyCapacity` and a `Batch`.
 
     `kind` is the class run (a subclass measures passes in the latency benchmark); the rest is
     what `Provisioner` and its components take (see them).
@@ -115,6 +117,16 @@ def build_provisioner(
         options=options,
         config_status=config_status,
     )
+    standby = StandbyCapacity(
+        launcher,
+        cluster=cluster,
+        cloud=cloud,
+        store=store,
+        clock=clock,
+        config=config,
+        observer=observer,
+        options=options,
+    )
     return kind(
         launcher,
         housekeeping,
@@ -134,6 +146,7 @@ def build_provisioner(
         mirror=mirror,
         solve_clock=solve_clock,
         schedule=schedule,
+        standby=standby,
     )
 
 

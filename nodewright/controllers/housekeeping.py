@@ -44,6 +44,7 @@ from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.snapshot import ClusterSnapshot
+from nodewright.model.standby import STARTING
 from nodewright.ports import (
     Catalog,
     ClaimRecords,
@@ -142,6 +143,16 @@ class Housekeeping:
                     self.observer.metric("LaunchFailures", 1, reason="RegistrationTimeout")
                     self.observer.decision("registration-timeout", nodeclaim=claim.name, instance_id=claim.instance_id)
                     continue
+            if claim.state == STARTING:  # a standby instance started for pods (`controllers.standby`)
+                if node is not None and node.ready:
+                    self.store.save_claim(claim.with_changes(state="initialized", initialized_at=now))
+                    counts["initialized"] += 1
+                elif now - claim.registered_at > opts.registration_timeout:
+                    self.cloud.terminate([claim.instance_id])
+                    self.store.delete_claim(claim.name)
+                    counts["timed_out"] += 1
+                    self.observer.decision("standby-start-timeout", nodeclaim=claim.name, instance_id=claim.instance_id)
+                continue
             if claim.state == "registered" and node is not None and _initialized(node, claim):
                 self.store.save_claim(claim.with_changes(state="initialized", initialized_at=now))
                 counts["initialized"] += 1

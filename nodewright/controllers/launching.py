@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from nodewright.controllers.configstatus import ConfigStatus
@@ -140,8 +140,11 @@ class Launcher:
         *,
         names: Sequence[str] = (),
         reason: str = "pending pods need capacity",
+        mark: Callable[[NodeClaim], NodeClaim] | None = None,
     ) -> bool:
-        """Launch every planned claim; True when a capacity error asks for another plan."""
+        """Launch every planned claim; True when a capacity error asks for another plan. `mark`
+        changes each claim before it is recorded (a standby instance's label and taint).
+        """
         pools = {p.name: p for p in nodepools}
         types = {t.name: t for pc in inp.pools for t in pc.instance_types}
         # This pass's fresh read of claims and blocked offerings, kept current as it launches: with
@@ -153,6 +156,8 @@ class Launcher:
             pool = pools[planned.nodepool]
             nodeclass = nodeclasses.get(pool.node_class_ref.name) or EC2NodeClass(pool.node_class_ref.name)
             claim = self._claim(planned, pool, self.clock.now(), name=names[index] if index < len(names) else "")
+            if mark is not None:
+                claim = mark(claim)
             if not _within_limits(pool, planned, used.get(pool.name, Resources())):
                 report.failed[claim.name] = "limits"
                 self.observer.decision("limit-reached", nodepool=pool.name, pods=len(planned.pods))

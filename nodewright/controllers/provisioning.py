@@ -57,6 +57,7 @@ from nodewright.controllers.provisionoptions import (
     RunReport,
     pool_capacities,
 )
+from nodewright.controllers.standby import StandbyCapacity
 from nodewright.controllers.staticcapacity import StaticCapacity
 from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.scheduling import (
@@ -68,6 +69,7 @@ from nodewright.engine.scheduling import (
 from nodewright.model.command import CommandRecord
 from nodewright.model.event import pod_failed_to_schedule
 from nodewright.model.snapshot import ClusterSnapshot
+from nodewright.model.standby import STOPPED
 from nodewright.ports import (
     Catalog,
     ClaimRecords,
@@ -104,8 +106,11 @@ class Provisioner:
         mirror: ClaimMirror | None = None,
         solve_clock: Callable[[], float] = time.monotonic,
         schedule: Callable[[SchedulingInput], SchedulingResult] | None = None,
+        standby: StandbyCapacity | None = None,
     ) -> None:
         self.launcher = launcher
+        # Standby instances of CapacityBuffers (`controllers.standby`); None: not kept.
+        self.standby = standby
         self.housekeeping = housekeeping
         self.static_capacity = static_capacity
         self.batching = batching
@@ -163,8 +168,9 @@ class Provisioner:
             # Buffers wait while real pods wait for their pass: those come first.
             waiting_real = bool({p.key for p in self.cluster.pending()} - self._handled())
             report.launched += self.static_capacity.keep_configured(buffers=not waiting_real).launched
+            report.launched += self._keep_standby()
             # Counted again every `static_poll` only when there are static pools or buffers.
-            static_due = self.clock.now() + opts.static_poll if self.static_capacity.configured else math.inf
+            static_due = self.clock.now() + opts.static_poll if self._configured() else math.inf
             batch = self.batching
             batch.reset()
             parked: dict[str, float] = {}
@@ -179,13 +185,15 @@ class Provisioner:
                     waiting -= self._handled()
                 if now >= static_due:
                     report.launched += self.static_capacity.keep_configured(buffers=not batch.open).launched
-                    static_due = self.clock.now() + opts.static_poll if self.static_capacity.configured else math.inf
+                    report.launched += self._keep_standby()
+                    static_due = self.clock.now() + opts.static_poll if self._configured() else math.inf
                 if not waiting and opts.idle_exit is not None and now - idle_since >= opts.idle_exit:
                     self.observer.decision("idle-exit", idle_seconds=round(now - idle_since, 3))
                     break
                 if batch.due(waiting, now):
                     result = self.provision(self.cluster.snapshot())
                     result.launched += self.static_capacity.keep_configured().launched
+                    result.launched += self._keep_standby()
                     parked.update(dict.fromkeys(result.unschedulable, self.clock.now() + opts.unschedulable_retry))
                     parked.update(dict.fromkeys(result.placed, self.clock.now() + opts.placed_retry))
                     report.passes += 1
@@ -206,6 +214,14 @@ class Provisioner:
             lease.release()
             publish_api_usage(self.cluster, self.observer)
         return report
+
+    def _keep_standby(self) -> list[str]:
+        """Keep the standby instances (`controllers.standby`), if kept; the claims launched."""
+        return self.standby.keep().launched if self.standby is not None else []
+
+    def _configured(self) -> bool:
+        """Whether static NodePools, CapacityBuffers or standby instances need a check every `static_poll`."""
+        return self.static_capacity.configured or (self.standby is not None and self.standby.configured)
 
     def sync_mirror(self) -> None:
         """Write the claim records into the cluster as NodeClaim objects (`controllers.mirror`), if mirrored."""
@@ -247,6 +263,12 @@ class Provisioner:
         self.observer.metric("PendingPods", len(pending))
         if not pending:
             return report
+        if self.standby is not None:
+            # Stopped standby nodes the pods fit are started instead of launching; their pods wait there.
+            held = self.standby.start_for(snapshot, pending)
+            pending = [p for p in pending if p.key not in held]
+            if not pending:
+                return report
         nodepools, nodeclasses = self.config.load()
         # One generation of the solver's memos per pass: pod versions no pass uses are let go.
         self.launcher.solver_cache.age()
@@ -284,4 +306,5 @@ class Provisioner:
         return report
 
     def _hourly_cost(self) -> float:
-        return sum(c.price for c in self.claim_records.claims() if c.state != "pending")
+        # A stopped standby instance is billed for its volumes only, not its price.
+        return sum(c.price for c in self.claim_records.claims() if c.state not in ("pending", STOPPED))

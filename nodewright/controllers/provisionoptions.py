@@ -25,7 +25,8 @@ from nodewright.model.nodepool import NodePool
 from nodewright.ports import Catalog, Observer
 
 LEASE = "provisioner"
-IN_FLIGHT = ("pending", "launched")
+# Claims whose pods wait for their node; "starting": a standby instance started for them.
+IN_FLIGHT = ("pending", "launched", "starting")
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ from nodewright.model.capacitybuffer import (
 )
 from nodewright.model.pod import Pod
 from nodewright.model.snapshot import ClusterSnapshot
+from nodewright.model.standby import STANDBY_CAPACITY
 
 OWNER_KIND = "CapacityBuffer"
 LOWEST_PRIORITY = -(2**31)
@@ -104,6 +105,8 @@ def buffer_pods(buffers: Sequence[CapacityBuffer], templates: Sequence[PodTempla
     problems: dict[str, str] = {}
     for buffer in sorted(buffers, key=lambda b: (b.namespace, b.name)):
         key = f"{buffer.namespace}/{buffer.name}"
+        if buffer.provisioning_strategy == STANDBY_CAPACITY:
+            continue  # kept as stopped instances (`engine.standby`), not as running room
         if buffer.provisioning_strategy != ACTIVE_CAPACITY:
             problems[key] = f"provisioningStrategy {buffer.provisioning_strategy} is not Nodewright's to act on"
             continue

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from nodewright.ports import Clock, CloudProvider
 
 # The CloudProvider port methods: the only ones recorded in `calls` and open to `fail_next`.
-PORT_METHODS = ("launch", "instances", "terminate", "instance_statuses", "instance_facts")
+PORT_METHODS = ("launch", "instances", "terminate", "stop", "start", "instance_statuses", "instance_facts")
 
 # Lower launches first (Karpenter's order: reserved capacity is paid for already, spot is cheap).
 CAPACITY_PRIORITY = {"reserved": 0, "spot": 1, "on-demand": 2}
@@ -165,6 +165,32 @@ class FakeCloudProvider:
                 instance = self._instances.get(instance_id)
                 if instance is not None:
                     self._instances[instance_id] = replace(instance, state="terminated")
+
+    def stop(self, instance_ids: Sequence[str]) -> None:
+        """Stop live instances (as EC2 settles a stop: at once); unknown, stopped and terminated
+        ids are left as they are.
+        """
+        with self._lock:
+            self._enter(CloudCall("stop", instance_ids=tuple(instance_ids)))
+            for instance_id in instance_ids:
+                instance = self._instances.get(instance_id)
+                if instance is not None and instance.state in ("pending", "running"):
+                    self._instances[instance_id] = replace(instance, state="stopped")
+
+    def start(self, instance_id: str, offering: OfferingKey) -> None:
+        """Start a stopped instance (running at once); InsufficientCapacity naming `offering` while
+        `insufficient` covers it; LaunchError for an id that is unknown or terminated.
+        """
+        with self._lock:
+            self._enter(CloudCall("start", instance_ids=(instance_id,)))
+            instance = self._instances.get(instance_id)
+            if instance is None or not instance.live:
+                raise LaunchError(f"StartInstances {instance_id}: no such live instance")
+            if instance.state in ("pending", "running"):
+                return
+            if self._is_insufficient(offering):
+                raise InsufficientCapacity([offering], INSUFFICIENT_REASON)
+            self._instances[instance_id] = replace(instance, state="running")
 
     def instance_statuses(self, instance_ids: Sequence[str]) -> list[InstanceStatus]:
         """The impaired statuses `impair` set, for the live instances among `instance_ids`."""

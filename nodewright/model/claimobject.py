@@ -41,8 +41,8 @@ PODS_ANNOTATION = "nodewright.io/pods"
 
 # The conditions that need a judgement (the consolidator's), not only the claim record.
 JUDGED = ("Drifted", "Consolidatable", "Disrupting")
-_LAUNCHED_STATES = ("launched", "registered", "initialized", "deleting")
-_REGISTERED_STATES = ("registered", "initialized", "deleting")
+_LAUNCHED_STATES = ("launched", "registered", "initialized", "standby", "starting", "deleting")
+_REGISTERED_STATES = ("registered", "initialized", "standby", "starting", "deleting")
 
 
 @dataclass(frozen=True, slots=True)

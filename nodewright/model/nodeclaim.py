@@ -13,7 +13,8 @@ from nodewright.model.requirements import Requirements
 from nodewright.model.resources import EMPTY, Resources
 from nodewright.model.taints import Taint
 
-STATES = ("pending", "launched", "registered", "initialized", "deleting")
+# "standby" and "starting": a standby instance stopped, and started again (`model.standby`).
+STATES = ("pending", "launched", "registered", "initialized", "standby", "starting", "deleting")
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,7 +54,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # The shipped short scenarios, and three for paths they do not take (see each file's header):
 # the consolidator's replace, the provisioner's registration timeout, a spot warning that blocks
 # its offering.
-SHIPPED = ("scale-up", "spot-storm", "zone-outage", "limits")
+SHIPPED = ("scale-up", "spot-storm", "zone-outage", "limits", "standby")
 SCENARIOS = (
     *(REPO_ROOT / "examples" / "scenarios" / f"{name}.yaml" for name in SHIPPED),
     *(

@@ -298,6 +298,43 @@ class Ec2CloudProvider:
         for start in range(0, len(ids), self._terminate_batch):
             self._terminate_batch_ids(ids[start : start + self._terminate_batch])
 
+    def stop(self, instance_ids: Sequence[str]) -> None:
+        """Stop standby instances (StopInstances): their EBS volumes stay, and are all that is billed.
+        Stopping a stopped or stopping instance is a no-op on EC2, so a retry after a crash is safe;
+        ids EC2 does not know are skipped (nothing left to stop).
+        """
+        ids = list(dict.fromkeys(instance_ids))
+        if ids:
+            self._each_known(self._ec2.stop_instances, ids)
+
+    def start(self, instance_id: str, offering: OfferingKey) -> None:
+        """Start a stopped standby instance (StartInstances); a no-op on a running one. EC2 starts
+        it in its own type and zone or not at all: a capacity error raises InsufficientCapacity
+        naming `offering` (capacity type, instance type, zone), any other error LaunchError.
+        """
+        try:
+            self._backoff.call(partial(self._ec2.start_instances, InstanceIds=[instance_id]))
+        except Exception as error:
+            code = error_code(error)
+            if code in CAPACITY_ERROR_CODES:
+                raise InsufficientCapacity([offering], code) from error
+            raise LaunchError(f"StartInstances {instance_id}: {_describe_error(error)}") from error
+
+    def _each_known(self, call: Any, ids: list[str]) -> None:
+        """`call(InstanceIds=ids)`, leaving out the ids an InvalidInstanceID.NotFound names."""
+        remaining = list(ids)
+        while remaining:
+            try:
+                self._backoff.call(partial(call, InstanceIds=remaining))
+                return
+            except Exception as error:
+                if error_code(error) != "InvalidInstanceID.NotFound":
+                    raise
+                gone = set(re.findall(_ID_PATTERN, str(error))) & set(remaining)
+                if not gone:
+                    return
+                remaining = [i for i in remaining if i not in gone]
+
     def instance_statuses(self, instance_ids: Sequence[str]) -> list[InstanceStatus]:
         """The running instances among `instance_ids` whose system, instance or attached-EBS status
         check is impaired (DescribeInstanceStatus, `STATUS_BATCH` ids a call, as EC2 allows with

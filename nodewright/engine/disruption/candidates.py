@@ -39,6 +39,7 @@ from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
 from nodewright.model.resources import CPU, MEMORY
 from nodewright.model.snapshot import reschedulable
+from nodewright.model.standby import STANDBY_LABEL
 from nodewright.model.workloads import PodDisruptionBudget
 
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
@@ -221,6 +222,8 @@ class ClusterView:
             return f"its NodePool {claim.nodepool} no longer exists", ""
         if node.deleting or claim.state == "deleting":
             return "already being deleted", ""
+        if STANDBY_LABEL in node.labels:
+            return f"a standby instance of CapacityBuffer {node.labels[STANDBY_LABEL]} (the provisioner's to keep)", ""
         if claim.state != "initialized":
             return f"not initialized yet (claim state {claim.state})", ""
         if not node.ready:

@@ -51,6 +51,7 @@ from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.model.duration import format_duration
 from nodewright.model.instance import InstanceStatus
 from nodewright.model.node import Node
+from nodewright.model.standby import STANDBY_LABEL
 
 STATUS_CHECK = "EC2StatusCheck"
 IMPAIRED = "impaired"
@@ -203,6 +204,8 @@ def _not_repairable(view: ClusterView, node: Node, finding: Finding, in_progress
         return f"its NodePool {claim.nodepool} no longer exists"
     if node.deleting or claim.state == "deleting":
         return "already being deleted"
+    if STANDBY_LABEL in node.labels:
+        return "a standby instance: stopped on purpose, replaced by the provisioner when stale"
     if claim.state != "initialized":
         return f"not initialized yet (claim state {claim.state}): the registration timeout's to handle"
     if node.name in in_progress:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from nodewright.reference import automode
-from nodewright.simulator.report.metrics import InstanceRecord
+from nodewright.simulator.report.metrics import STANDBY_VOLUME_USD_PER_HOUR, InstanceRecord
 
 HOURS_PER_MONTH = 730.0
 KARPENTER_HOST_TYPE = "m5.large"
@@ -39,6 +39,7 @@ def bill(
     """The `bill` block (see the module docstring). `on_demand_price(type, zone)` is $/h."""
     records = list(instances)
     compute = sum(r.hours(end) * r.price for r in records)
+    compute += sum(r.stopped_hours(end) for r in records) * STANDBY_VOLUME_USD_PER_HOUR  # standby volumes
     fee = 0.0
     if mode == "automode":
         fee = sum(

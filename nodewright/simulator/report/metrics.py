@@ -60,6 +60,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FIDELITY_EPSILON = 1e-9
+# A stopped standby instance is billed for its root volume only: 20 GiB of gp3 at $0.08 per
+# GB-month (us-east-1 list price; EC2NodeClass's default root volume), over 730 hours a month.
+# Running instances are priced without their volumes, as everywhere in the simulator.
+STANDBY_VOLUME_USD_PER_HOUR = 20 * 0.08 / 730
 
 
 @dataclass
@@ -80,11 +84,24 @@ class InstanceRecord:
     ready_at: float | None = None
     terminated_at: float | None = None
     terminated_by: str = ""
+    # A standby instance: seconds stopped before its last start, since when it is stopped now,
+    # when it was stopped and started from standby, and when its Node was Ready again after each start.
+    stopped_seconds: float = 0.0
+    stopped_at: float | None = None
+    stops: list[float] = field(default_factory=list)
+    started_at: list[float] = field(default_factory=list)
+    ready_again_at: list[float] = field(default_factory=list)
 
     def hours(self, end: float) -> float:
-        """Hours billed up to `end` (or the termination)."""
+        """Hours billed at the instance's price up to `end` (or the termination): not while stopped."""
         stop = self.terminated_at if self.terminated_at is not None else end
-        return max(0.0, stop - self.launched_at) / 3600
+        return max(0.0, stop - self.launched_at - self.stopped_hours(end) * 3600) / 3600
+
+    def stopped_hours(self, end: float) -> float:
+        """Hours stopped up to `end` (or the termination): billed for the root volume only."""
+        stop = self.terminated_at if self.terminated_at is not None else end
+        now = max(0.0, stop - self.stopped_at) if self.stopped_at is not None else 0.0
+        return (self.stopped_seconds + now) / 3600
 
 
 @dataclass
@@ -264,8 +281,9 @@ class Recorder:
     # -- the summary -------------------------------------------------------------------------------
 
     def cost(self, end: float) -> float:
-        """Instance-hours times price, up to `end`."""
-        return sum(r.hours(end) * r.price for r in self.instances.values())
+        """Instance-hours times price, up to `end`; stopped standby instances, their volumes."""
+        running = sum(r.hours(end) * r.price for r in self.instances.values())
+        return running + sum(r.stopped_hours(end) for r in self.instances.values()) * STANDBY_VOLUME_USD_PER_HOUR
 
     def cost_without_consolidation(self, end: float) -> float:
         """See the module docstring: the integral of the highest $/h reached so far."""
@@ -306,7 +324,7 @@ class Recorder:
             drain.append(record.since_warning(record.drained_at, record.reclaim_at - record.warning_at))
         by_kind = Counter(v.kind for v in self.violations)
         cost = self.cost(end)
-        return {
+        out: dict[str, Any] = {
             "pods_lost": len(self.lost),
             "pods_held_by_pdb_at_interruption": len(self.held_by_pdb),
             "pdb_violations": by_kind["pdb"],
@@ -351,6 +369,30 @@ class Recorder:
             "handler_timeouts": dict(sorted(self.timeouts.items())),
             "wall_seconds_by_part": {k: round(v, 2) for k, v in sorted(self.wall.items())},
             "wall_seconds": round(wall_seconds, 2),
+        }
+        standby = self.standby(end)
+        if standby is not None:  # only when a standby instance was stopped: other summaries unchanged
+            out["standby"] = standby
+            out["fidelity"]["nodes_from_standby"] = standby["nodes_from_standby"]
+        return out
+
+    def standby(self, end: float) -> dict[str, Any] | None:
+        """Standby instances: how many were stopped, started (and their Nodes Ready again, how
+        fast), and which nodes came from standby; None when no instance was ever stopped.
+        """
+        stood = [r for r in self.instances.values() if r.started_at or r.stopped_at is not None or r.stopped_seconds]
+        if not stood:
+            return None
+        return {
+            "instances": len(stood),
+            "stopped_at_end": sum(1 for r in stood if r.stopped_at is not None and r.terminated_at is None),
+            "starts": sum(len(r.started_at) for r in stood),
+            "start_to_ready_seconds": percentiles(
+                [ready - start for r in stood for start, ready in zip(r.started_at, r.ready_again_at, strict=False)]
+            ),
+            "stopped_hours": round(sum(r.stopped_hours(end) for r in stood), 4),
+            "volume_cost_usd": round(sum(r.stopped_hours(end) for r in stood) * STANDBY_VOLUME_USD_PER_HOUR, 4),
+            "nodes_from_standby": sorted(r.node or r.instance_id for r in stood if r.started_at),
         }
 
     def repair(self) -> dict[str, Any]:

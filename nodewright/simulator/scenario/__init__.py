@@ -10,6 +10,7 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
     seed: 7                               # which nodes are interrupted, instance ids (default 1)
     start: "2026-01-05T00:00:00Z"         # the virtual clock's start (a Monday, 00:00 UTC)
     boot_delay: 35s                       # launch -> Ready node (default 35s)
+    start_delay: 20s                      # StartInstances of a standby instance -> Ready (default 20s)
     zones: [us-east-1a, us-east-1b, us-east-1c]
     nodepools: [../nodepools/default.yaml]   # paths (relative to this file) or inline documents
     nodeclasses: []                       # the same; either list may hold both kinds, and

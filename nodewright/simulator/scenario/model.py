@@ -245,6 +245,9 @@ class Scenario:
     seed: int = 1
     start: float = 0.0
     boot_delay: float = 35.0
+    # StartInstances of a stopped standby instance -> its Node Ready again (docs/standby.md: an
+    # approximation; EC2 publishes no start-time figure).
+    start_delay: float = 20.0
     zones: tuple[str, ...] = DEFAULT_ZONES
     nodepools: tuple[NodePool, ...] = ()
     nodeclasses: Mapping[str, EC2NodeClass] = field(default_factory=dict)

@@ -61,6 +61,7 @@ _TOP = (
     "seed",
     "start",
     "boot_delay",
+    "start_delay",
     "zones",
     "nodepools",
     "nodeclasses",
@@ -154,6 +155,7 @@ class ScenarioReader:
         seed = f.integer(at / "seed", top.get("seed"), minimum=0)
         start = self._start(at / "start", top.get("start", DEFAULT_START))
         boot_delay = read_duration(at / "boot_delay", top.get("boot_delay"))
+        start_delay = read_duration(at / "start_delay", top.get("start_delay"))
         zones = f.string_list(at / "zones", top.get("zones"), min_items=1) or DEFAULT_ZONES
         raw_mode = top.get("consolidation")
         # YAML 1.1 reads a bare `off` as false.
@@ -216,6 +218,7 @@ class ScenarioReader:
             seed=seed if seed is not None else 1,
             start=start or parse_timestamp(DEFAULT_START),
             boot_delay=boot_delay if boot_delay is not None else 35.0,
+            start_delay=start_delay if start_delay is not None else 20.0,
             zones=tuple(zones),
             nodepools=tuple(nodepools),
             nodeclasses=nodeclasses,

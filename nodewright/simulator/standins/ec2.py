@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from nodewright.simulator.standins.fleet import LOWEST_PRICE, Pool, allocate
 from nodewright.simulator.standins.reservations import SimulatedReservations
 from nodewright.simulator.standins.spot_requests import SpotRequests
@@ -78,6 +80,12 @@ class Ec2Hooks:
 
     def terminated(self, instance_ids: Sequence[str], reason: str | None) -> None:
         """These instances were terminated (`reason` as for `terminating`)."""
+
+    def stopped(self, instance_ids: Sequence[str]) -> None:
+        """These instances were stopped (StopInstances)."""
+
+    def started(self, instance_ids: Sequence[str]) -> None:
+        """These stopped instances were started (StartInstances)."""
 
     def short_fleet(self) -> bool:
         """True when this CreateFleet comes back short (a fault): fewer instances, plus Errors."""
@@ -291,6 +299,40 @@ class SimulatedEc2:
             self.reservations.released(gone)
         self.hooks.terminated(gone, reason)
         self.hooks.effect("TerminateInstances")
+        return response
+
+    def stop_instances(self, **request: Any) -> dict[str, Any]:
+        """StopInstances: moto's, reported to the world (its kubelet stops with the instance)."""
+        response: dict[str, Any] = self._client.stop_instances(**request)
+        changed = [
+            str(c["InstanceId"])
+            for c in response.get("StoppingInstances", [])
+            if c.get("PreviousState", {}).get("Name") in ("pending", "running")
+        ]
+        self.hooks.stopped(changed)
+        return response
+
+    def start_instances(self, **request: Any) -> dict[str, Any]:
+        """StartInstances: EC2 starts a stopped instance in its own type and zone, so the scenario's
+        capacity errors for that offering answer as EC2 would; otherwise moto's, reported to the world.
+        """
+        ids = [str(i) for i in request.get("InstanceIds", [])]
+        for instance_id in ids:
+            key = self._pool_of.get(instance_id)
+            if key is None:
+                continue
+            capacity_type, instance_type, zone = key
+            code = self.hooks.capacity_error(instance_type, zone, capacity_type)
+            if code is not None:
+                error = {"Code": code, "Message": CAPACITY_MESSAGE.format(type=instance_type, zone=zone)}
+                raise ClientError({"Error": error}, "StartInstances")
+        response: dict[str, Any] = self._client.start_instances(**request)
+        changed = [
+            str(c["InstanceId"])
+            for c in response.get("StartingInstances", [])
+            if c.get("PreviousState", {}).get("Name") in ("stopped", "stopping")
+        ]
+        self.hooks.started(changed)
         return response
 
     def describe_instance_status(self, **request: Any) -> dict[str, Any]:

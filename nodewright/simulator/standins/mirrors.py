@@ -69,6 +69,14 @@ class MirroredCloud:
         """The provider's termination."""
         self.cloud.terminate(instance_ids)
 
+    def stop(self, instance_ids: Sequence[str]) -> None:
+        """The provider's StopInstances."""
+        self.cloud.stop(instance_ids)
+
+    def start(self, instance_id: str, offering: OfferingKey) -> None:
+        """The provider's StartInstances."""
+        self.cloud.start(instance_id, offering)
+
     def instance_statuses(self, instance_ids: Sequence[str]) -> list[InstanceStatus]:
         """The provider's DescribeInstanceStatus."""
         return self.cloud.instance_statuses(instance_ids)

@@ -9,6 +9,7 @@ accounting follow them there).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -177,6 +178,44 @@ class Kubelet(Ec2Hooks):
         record.node = name
         record.ready_at = self._clock.now()
         self._feed.publish(NodeRegistered(self._clock.now(), name))
+
+    def stopped(self, instance_ids: Sequence[str]) -> None:
+        """Standby instances were stopped: billed for their volumes only from now; their kubelets
+        stop, so their Nodes go NotReady (the node lifecycle's view once heartbeats stop).
+        """
+        now = self._clock.now()
+        for instance_id in instance_ids:
+            record = self._recorder.instances.get(instance_id)
+            if record is None or record.terminated_at is not None or record.stopped_at is not None:
+                continue
+            record.stopped_at = now
+            record.stops.append(now)
+            if record.node and self._cluster.get_node(record.node) is not None:
+                self._cluster.set_node_ready(record.node, False)
+
+    def started(self, instance_ids: Sequence[str]) -> None:
+        """Stopped standby instances were started: billed at their price again; each Node is Ready
+        `start_delay` later (the warm boot of an initialized node: no bootstrap, images cached).
+        """
+        now = self._clock.now()
+        for instance_id in instance_ids:
+            record = self._recorder.instances.get(instance_id)
+            if record is None or record.terminated_at is not None or record.stopped_at is None:
+                continue
+            record.stopped_seconds += now - record.stopped_at
+            record.stopped_at = None
+            record.started_at.append(now)
+            self._loop.at(now + self._scenario.start_delay, functools.partial(self._ready_again, instance_id))
+
+    def _ready_again(self, instance_id: str) -> None:
+        record = self._recorder.instances.get(instance_id)
+        if record is None or record.terminated_at is not None or record.stopped_at is not None or not record.node:
+            return
+        if self._cluster.get_node(record.node) is None:
+            return
+        self._cluster.set_node_ready(record.node)
+        record.ready_again_at.append(self._clock.now())
+        self._feed.publish(NodeRegistered(self._clock.now(), record.node))
 
     def terminating(self, instance_ids: Sequence[str], reason: str | None) -> None:
         """Instances are about to be terminated: on the feed (the audits count what their nodes hold)."""

@@ -1,0 +1,192 @@
+"""Standby capacity: what each standby buffer wants, which stopped node to start, what to replace. Pure.
+
+A CapacityBuffer with `provisioningStrategy: nodewright.io/standby-capacity` keeps its room as
+stopped instances instead of running ones (`nodewright.model.standby`; `docs/standby.md`). This
+module decides; `nodewright.controllers.standby` acts. Its questions, each a function:
+
+* `chunk_pods`: the buffer's chunks as virtual pods (`engine.buffer`'s rules: `replicas`,
+  `percentage`, `limits`), each also asking for on-demand capacity (why: below);
+* `refill`: which chunks the buffer's standby nodes (warming or stopped) already hold, seen as if
+  running (`as_capacity`), and which of those nodes hold none (surplus: terminated). The chunks
+  left over are what the controller solves onto new claims, as a pass would for pending pods;
+* `match`: which stopped nodes to start for pending pods: the pods are placed on the running
+  nodes first (kube-scheduler will take those), then what is left on the stopped nodes seen as if
+  running; a stopped node that receives a pod is started and holds those pods;
+* `stale_reason`: a stopped instance is replaced (terminated; `refill` launches its successor)
+  when its NodePool is gone, its template drifted, its EC2NodeClass resolves to another AMI now
+  (`engine.disruption.drift`'s template and image rules), or it reached `expireAfter`. Replacing
+  a stopped instance evicts nothing, so it is not budgeted and never waits.
+
+Why on-demand only: CreateFleet `instant` makes one-time spot requests, and EC2 cannot stop an
+instance of a one-time spot request; a persistent request's stopped instance can be started only
+when spot capacity is there again and is interrupted as any spot instance. Either way a stopped
+spot instance is no promise of capacity, which is the whole point of a standby.
+
+Why a capacity error on StartInstances falls back to a launch: the stopped instance is pinned to
+its type and zone; the controller blocks that offering (as a CreateFleet capacity error does),
+terminates the instance, and the pods it was to hold are planned by the same pass, now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from nodewright.engine.buffer import BufferPods, buffer_pods
+from nodewright.engine.disruption.drift import drift_reason
+from nodewright.engine.scheduling import SolverCache, Strategy, solve
+from nodewright.engine.scheduling.inputs import existing_nodes_input
+from nodewright.model import labels as wk
+from nodewright.model.capacitybuffer import ACTIVE_CAPACITY, CapacityBuffer, PodTemplate
+from nodewright.model.expiry import expired
+from nodewright.model.node import READY, Node, NodeCondition
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodepool import NodePool
+from nodewright.model.pod import Pod
+from nodewright.model.requirements import Requirements
+from nodewright.model.standby import STANDBY_CAPACITY, STANDBY_LABEL, STANDBY_TAINT_KEY, buffer_key
+from nodewright.model.workloads import DaemonSet
+
+ON_DEMAND = "on-demand"
+
+
+@dataclass(frozen=True, slots=True)
+class Refill:
+    """One buffer's standby against its chunks: chunks no standby node holds (to launch for), and
+    standby nodes that hold no chunk (surplus, to terminate), both sorted.
+    """
+
+    unplaced: tuple[Pod, ...] = ()
+    surplus: tuple[str, ...] = ()
+
+
+def standby_buffers(buffers: Sequence[CapacityBuffer]) -> tuple[CapacityBuffer, ...]:
+    """The buffers that ask for standby capacity, by namespace and name."""
+    return tuple(
+        sorted((b for b in buffers if b.provisioning_strategy == STANDBY_CAPACITY), key=lambda b: (b.namespace, b.name))
+    )
+
+
+def chunk_pods(buffers: Sequence[CapacityBuffer], templates: Sequence[PodTemplate], pods: Sequence[Pod]) -> BufferPods:
+    """The standby buffers' chunks as virtual pods (`engine.buffer`'s rules), on-demand only."""
+    active = [replace(b, provisioning_strategy=ACTIVE_CAPACITY) for b in standby_buffers(buffers)]
+    found = buffer_pods(active, templates, pods)
+    return BufferPods(
+        tuple(replace(p, node_selector={**p.node_selector, wk.CAPACITY_TYPE: ON_DEMAND}) for p in found.pods),
+        found.problems,
+    )
+
+
+def chunk_buffer(pod: Pod) -> str:
+    """The `STANDBY_LABEL` value of the buffer a chunk belongs to."""
+    return buffer_key(pod.namespace, pod.owner_name)
+
+
+def is_standby(node: Node) -> bool:
+    """True for the Node of a standby instance (warming, stopped or starting)."""
+    return STANDBY_LABEL in node.labels
+
+
+def as_capacity(node: Node) -> Node:
+    """`node` as it will be once started: Ready, schedulable, without the standby taint."""
+    return replace(
+        node,
+        ready=True,
+        unschedulable=False,
+        taints=tuple(t for t in node.taints if t.key != STANDBY_TAINT_KEY),
+        conditions=(*(c for c in node.conditions if c.type != READY), NodeCondition(READY, "True")),
+    )
+
+
+def _place(
+    pods: Sequence[Pod],
+    nodes: Sequence[Node],
+    bound_pods: Sequence[Pod],
+    *,
+    daemonsets: Sequence[DaemonSet],
+    now: float,
+    cache: SolverCache | None,
+) -> dict[str, tuple[str, ...]]:
+    """Where `pods` fit on `nodes` alone (with their share of `bound_pods`), node -> pod keys."""
+    names = {n.name for n in nodes}
+    result = solve(
+        existing_nodes_input(
+            pods, nodes, (p for p in bound_pods if p.node_name in names), daemonsets=tuple(daemonsets), now=now
+        ),
+        Strategy(),
+        cache=cache,
+    )
+    return {node: tuple(sorted(keys)) for node, keys in sorted(result.existing.items()) if keys}
+
+
+def refill(
+    chunks: Sequence[Pod],
+    standby: Sequence[Node],
+    bound_pods: Sequence[Pod],
+    *,
+    daemonsets: Sequence[DaemonSet] = (),
+    now: float = 0.0,
+    cache: SolverCache | None = None,
+) -> Refill:
+    """Place one buffer's `chunks` on its `standby` nodes (as if running, with their `bound_pods`:
+    daemon pods); see the module docstring.
+    """
+    if not standby:
+        return Refill(tuple(sorted(chunks, key=lambda p: p.name)), ())
+    nodes = tuple(as_capacity(n) for n in standby)
+    placed = _place(chunks, nodes, bound_pods, daemonsets=daemonsets, now=now, cache=cache)
+    held = {key for keys in placed.values() for key in keys}
+    return Refill(
+        tuple(sorted((p for p in chunks if p.key not in held), key=lambda p: p.name)),
+        tuple(sorted({n.name for n in nodes} - placed.keys())),
+    )
+
+
+def match(
+    pending: Sequence[Pod],
+    running: Sequence[Node],
+    stopped: Sequence[Node],
+    bound_pods: Sequence[Pod],
+    *,
+    daemonsets: Sequence[DaemonSet] = (),
+    now: float = 0.0,
+    cache: SolverCache | None = None,
+) -> dict[str, tuple[str, ...]]:
+    """The stopped nodes to start, each with the pending pods it takes (see the module docstring).
+
+    `running`: the cluster's other nodes (only those that take pods count); `bound_pods`: every
+    bound pod (what fills them, and the stopped nodes' daemon pods). Empty when nothing fits.
+    """
+    if not pending or not stopped:
+        return {}
+    taking = tuple(n for n in running if n.ready and not n.unschedulable and not n.deleting and not n.failed)
+    left: Sequence[Pod] = pending
+    if taking:
+        taken = {
+            key
+            for keys in _place(pending, taking, bound_pods, daemonsets=daemonsets, now=now, cache=cache).values()
+            for key in keys
+        }
+        left = [p for p in pending if p.key not in taken]
+    if not left:
+        return {}
+    return _place(left, tuple(as_capacity(n) for n in stopped), bound_pods, daemonsets=daemonsets, now=now, cache=cache)
+
+
+def stale_reason(
+    node: Node,
+    claim: NodeClaim,
+    pool: NodePool | None,
+    images: Mapping[str, frozenset[str]],
+    now: float,
+) -> str | None:
+    """Why a stopped standby instance must be replaced, or None (see the module docstring)."""
+    if pool is None:
+        return f"its NodePool {claim.nodepool} no longer exists"
+    if expired(pool, claim, now):
+        return f"it reached NodePool {pool.name}'s expireAfter"
+    # The template and image rules only: a stopped node's labels are those it was launched with.
+    drifted = drift_reason(replace(node, labels={}), claim, replace(pool, requirements=Requirements()), images, None)
+    if drifted is not None:
+        return f"drifted: {drifted}"
+    return None

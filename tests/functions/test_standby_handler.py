@@ -1,0 +1,242 @@
+"""Standby capacity through the provisioner Lambda handler, against moto.
+
+Faked: EC2 and DynamoDB by moto, SSM's public AMI parameters, the Kubernetes API by the in-memory
+cluster, time by a virtual clock (the `world` of tests/functions/test_provisioner_handler_ec2.py);
+the kubelet by `join`, which registers each running instance's Node with the labels and taints its
+real user data names (the simulator's reader). Real: the handler, the controller, the solver,
+`Ec2CloudProvider` (CreateFleet, StopInstances, StartInstances, TerminateInstances) and
+`DynamoStateStore`. Observed: the instances' states in moto, the claim records, the Nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from nodewright.controllers.observe import RecordingObserver
+from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
+from nodewright.model import labels as wk
+from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
+from nodewright.model.node import Node
+from nodewright.model.nodepool import NodePool
+from nodewright.model.standby import STANDBY_CAPACITY, STANDBY_LABEL, STANDBY_TAINT, STARTING, STOPPED
+from nodewright.simulator.standins.kube import registration
+from tests.builders import pod
+from tests.functions.test_provisioner_handler_ec2 import Ec2World, tags_of, world
+
+if TYPE_CHECKING:
+    from tests.functions.conftest import ExamplePlan
+
+__all__ = ["world"]  # the fixture, shared with the EC2 handler tests
+
+Invoke = Callable[[Provisioner, str], dict[str, Any]]
+CHUNK = PodTemplate("chunk", "default", pod("chunk", cpu="1", memory="2Gi"))
+BUFFER = CapacityBuffer("warm", "default", pod_template_ref="chunk", replicas=4, provisioning_strategy=STANDBY_CAPACITY)
+
+
+def default_pool(example_plan: ExamplePlan) -> NodePool:
+    return next(p for p in example_plan.nodepools if p.name == "default")
+
+
+def configure(world: Ec2World, example_plan: ExamplePlan, pool: NodePool, buffer: CapacityBuffer = BUFFER) -> None:
+    """The examples' EC2NodeClasses, `pool` and the standby buffer; no pending pod."""
+    world.config.current = StaticConfiguration(
+        nodepools=(pool,), nodeclasses=example_plan.nodeclasses, capacitybuffers=(buffer,), podtemplates=(CHUNK,)
+    )
+
+
+def all_instances(world: Ec2World) -> dict[str, dict[str, Any]]:
+    pages = world.moto.get_paginator("describe_instances").paginate()
+    return {i["InstanceId"]: i for page in pages for r in page["Reservations"] for i in r["Instances"]}
+
+
+def states(world: Ec2World) -> dict[str, str]:
+    return {i: item["State"]["Name"] for i, item in all_instances(world).items()}
+
+
+def join(world: Ec2World, example_plan: ExamplePlan) -> list[str]:
+    """The kubelet: a Ready Node for each running instance that has none, registered with the
+    labels and taints of its user data; the names of the Nodes added.
+    """
+    types = {t.name: t for t in example_plan.catalog.instance_types(None)}
+    known = {n.provider_id for n in world.cluster.snapshot().nodes}
+    added = []
+    for instance_id, item in sorted(all_instances(world).items()):
+        zone = item["Placement"]["AvailabilityZone"]
+        provider_id = f"aws:///{zone}/{instance_id}"
+        if item["State"]["Name"] != "running" or provider_id in known:
+            continue
+        user_data = world.moto.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")
+        labels, taints = registration(str((user_data.get("UserData") or {}).get("Value", "")))
+        name = f"ip-{instance_id[2:10]}.ec2.internal"
+        capacity = types[item["InstanceType"]]
+        world.cluster.add_node(
+            Node(
+                name=name,
+                labels={**labels, wk.HOSTNAME: name, wk.ZONE: zone, wk.INSTANCE_TYPE: item["InstanceType"]},
+                taints=taints,
+                capacity=capacity.capacity,
+                allocatable=capacity.allocatable,
+                provider_id=provider_id,
+                ready=True,
+                created_at=world.clock.now(),
+            )
+        )
+        added.append(name)
+    return added
+
+
+def warm_standby(world: Ec2World, example_plan: ExamplePlan, invoke: Invoke) -> dict[str, Any]:
+    """Launch the buffer's standby instances, let them join, and let the provisioner stop them."""
+    first = invoke(world.provisioner, "warm-1")
+    join(world, example_plan)
+    invoke(world.provisioner, "warm-2")
+    return first
+
+
+def decisions(world: Ec2World, kind: str) -> list[dict[str, Any]]:
+    observer = world.provisioner.observer
+    assert isinstance(observer, RecordingObserver)
+    return observer.of(kind)
+
+
+def test_a_standby_buffer_launches_on_demand_instances_that_join_tainted_and_then_stops_them(
+    world: Ec2World, example_plan: ExamplePlan, invoke: Invoke
+) -> None:
+    # The examples' default pool allows spot, and spot is cheaper: standby must still be on-demand.
+    configure(world, example_plan, default_pool(example_plan))
+    for p in world.cluster.pods():
+        world.cluster.remove_pod(p)
+
+    first = invoke(world.provisioner, "invocation-1")
+    launched = all_instances(world)
+    assert first["launched"]
+    assert len(launched) == len(first["launched"])
+    assert all(i.get("InstanceLifecycle") != "spot" for i in launched.values())
+    assert all(tags_of(i)["karpenter.sh/nodepool"] == "default" for i in launched.values())
+    nodes = join(world, example_plan)
+    joined = [world.cluster.get_node(n) for n in nodes]
+    assert all(n is not None and n.labels[STANDBY_LABEL] == "default.warm" for n in joined)
+    assert all(n is not None and STANDBY_TAINT in n.taints for n in joined)
+
+    second = invoke(world.provisioner, "invocation-2")
+    third = invoke(world.provisioner, "invocation-3")
+
+    assert second["launched"] == []
+    assert third["launched"] == []
+    assert set(states(world).values()) == {"stopped"}
+    assert {c.state for c in world.store.claims()} == {STOPPED}
+    for name in nodes:
+        node = world.cluster.get_node(name)
+        assert node is not None
+        assert node.unschedulable
+        assert STANDBY_TAINT in node.taints
+    assert len(decisions(world, "standby-stop")) == len(nodes)
+    assert world.cluster.pods() == []  # the buffer's chunks never reach the cluster
+
+
+def test_pending_pods_that_fit_a_stopped_node_start_it_instead_of_launching_and_the_buffer_refills(
+    world: Ec2World, example_plan: ExamplePlan, invoke: Invoke
+) -> None:
+    configure(world, example_plan, default_pool(example_plan))
+    for p in world.cluster.pods():
+        world.cluster.remove_pod(p)
+    warm_standby(world, example_plan, invoke)
+    stopped = {i for i, s in states(world).items() if s == "stopped"}
+    fleets_before = len(world.ec2.fleet_requests)
+    burst = [pod(f"burst-{i}", cpu="1", memory="2Gi") for i in range(2)]
+    world.cluster.add_pods(burst)
+
+    result = invoke(world.provisioner, "burst")
+
+    now = states(world)
+    started = {i for i in stopped if now[i] == "running"}
+    assert len(started) == 1  # two 1-cpu pods fit one stopped node: that one is started
+    claims = {c.instance_id: c for c in world.store.claims()}
+    claim = claims[started.pop()]
+    assert claim.state == STARTING
+    assert set(claim.pods) == {p.key for p in burst}
+    node = world.cluster.get_node(claim.node_name)
+    assert node is not None
+    assert not node.unschedulable
+    assert STANDBY_TAINT not in node.taints
+    assert STANDBY_LABEL not in node.labels
+    # No CreateFleet for the pods; the buffer launched a replacement standby instance (refill).
+    assert [d["pods"] for d in decisions(world, "launch") if d["reason"] != "standby capacity"] == []
+    assert len(world.ec2.fleet_requests) > fleets_before
+    assert result["launched"]
+    assert all(STANDBY_LABEL in claims[i].labels for i in now if i not in stopped)
+
+    # The kubelet reports Ready again: the housekeeping counts it as an ordinary node.
+    world.cluster.set_node_ready(claim.node_name, False)
+    world.cluster.set_node_ready(claim.node_name)
+    invoke(world.provisioner, "after")
+    assert {c.name: c.state for c in world.store.claims()}[claim.name] == "initialized"
+
+
+def test_a_capacity_error_on_start_blocks_the_offering_terminates_the_instance_and_launches_instead(
+    world: Ec2World, example_plan: ExamplePlan, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configure(world, example_plan, default_pool(example_plan))
+    for p in world.cluster.pods():
+        world.cluster.remove_pod(p)
+    warm_standby(world, example_plan, invoke)
+    stopped = {i for i, s in states(world).items() if s == "stopped"}
+
+    def no_capacity(**request: Any) -> dict[str, Any]:
+        error = {"Code": "InsufficientInstanceCapacity", "Message": "We currently do not have sufficient capacity"}
+        raise ClientError({"Error": error}, "StartInstances")
+
+    monkeypatch.setattr(world.ec2, "start_instances", no_capacity, raising=False)
+    burst = [pod(f"burst-{i}", cpu="1", memory="2Gi") for i in range(2)]
+    world.cluster.add_pods(burst)
+
+    invoke(world.provisioner, "burst")
+
+    now = states(world)
+    assert any(now[i] == "terminated" for i in stopped)
+    blocked = world.store.blocked_offerings(world.clock.now())
+    assert any(o[0] == "on-demand" for o in blocked)
+    launches = [d for d in decisions(world, "launch") if d["reason"] != "standby capacity"]
+    assert sorted(p for d in launches for p in d["pods"]) == sorted(p.key for p in burst)
+    assert decisions(world, "standby-replace")[0]["reason"].startswith("StartInstances: InsufficientInstanceCapacity")
+
+
+@pytest.mark.parametrize("change", ["template", "expiry"])
+def test_a_stopped_standby_instance_that_drifted_or_expired_is_replaced_without_waiting(
+    world: Ec2World, example_plan: ExamplePlan, invoke: Invoke, change: str
+) -> None:
+    pool = replace(default_pool(example_plan), expire_after=3600.0)
+    configure(world, example_plan, pool)
+    for p in world.cluster.pods():
+        world.cluster.remove_pod(p)
+    warm_standby(world, example_plan, invoke)
+    stopped = {i for i, s in states(world).items() if s == "stopped"}
+    if change == "template":
+        configure(world, example_plan, replace(pool, labels={**pool.labels, "team": "web"}))
+    else:
+        world.clock.advance(3601.0)
+
+    result = invoke(world.provisioner, "after-change")
+
+    now = states(world)
+    assert all(now[i] == "terminated" for i in stopped)
+    assert result["launched"]  # their successors, launched at once
+    reasons = {d["reason"].split(":")[0] for d in decisions(world, "standby-replace")}
+    assert reasons == ({"drifted"} if change == "template" else {"it reached NodePool default's expireAfter"})
+
+
+def test_without_a_standby_buffer_nothing_is_stopped_or_started(
+    world: Ec2World, example_plan: ExamplePlan, invoke: Invoke
+) -> None:
+    invoke(world.provisioner, "invocation-1")
+    join(world, example_plan)
+    invoke(world.provisioner, "invocation-2")
+
+    assert "stopped" not in set(states(world).values())
+    assert decisions(world, "standby-stop") == []
+    assert decisions(world, "standby-start") == []
