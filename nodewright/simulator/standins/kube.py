@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from nodewright.adapters.kube.cluster import KubeApiError
+from nodewright.engine.devices import lower
 from nodewright.engine.scheduling import SolverCache, Strategy, solve
 from nodewright.engine.scheduling.inputs import existing_nodes_input
 from nodewright.inmemory.cluster import InMemoryCluster
@@ -174,7 +175,9 @@ class KubeScheduler:
         if not pending:
             return 0
         self.runs += 1
-        snapshot = cluster.snapshot()
+        # DRA claims as the nodes' published devices allow them (kube-scheduler's allocator).
+        lowered = lower(cluster.snapshot(), pending, ())
+        snapshot, lowered_pending = lowered.snapshot, list(lowered.pending)
         # Every node counts for topology spread, as kube-scheduler counts it (nodeTaintsPolicy
         # Ignore: cordoned, deleting and not-ready nodes' pods stay in their zone's count); only
         # Ready, schedulable ones take pods (the solver places nothing on a cordoned node). Leaving
@@ -185,7 +188,7 @@ class KubeScheduler:
         if any(n.ready and not n.unschedulable and not n.deleting for n in nodes):
             result = solve(
                 existing_nodes_input(
-                    pending, nodes, (p for p in snapshot.pods if p.node_name), now=cluster.clock.now()
+                    lowered_pending, nodes, (p for p in snapshot.pods if p.node_name), now=cluster.clock.now()
                 ),
                 Strategy(),
                 cache=self.solver_cache,
