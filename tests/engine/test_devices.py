@@ -138,7 +138,15 @@ def test_an_unknown_class_leaves_the_pod_out_with_the_reason() -> None:
 def test_nodewright_plan_places_the_example_on_l40s_types_only() -> None:
     result = CliRunner().invoke(
         app,
-        ["plan", "-f", str(EXAMPLES / "gpu-inference.yaml"), "-f", str(EXAMPLES / "nodepool.yaml"), "--output", "json"],
+        [
+            "plan",
+            "-f",
+            str(EXAMPLES),
+            "-f",
+            str(EXAMPLES.parent / "nodepools" / "default.yaml"),
+            "--output",
+            "json",
+        ],
     )
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)

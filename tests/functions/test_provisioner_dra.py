@@ -36,7 +36,12 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "dra"
 def test_the_handler_launches_only_types_that_publish_the_claimed_devices(
     dynamodb: Any, invoke: Callable[[Provisioner, str], dict[str, Any]]
 ) -> None:
-    files = [EXAMPLES / "gpu-inference.yaml", EXAMPLES / "nodepool.yaml"]
+    files = [
+        EXAMPLES / "devices.yaml",
+        EXAMPLES / "inference.yaml",
+        EXAMPLES / "nodepool.yaml",
+        EXAMPLES.parent / "nodepools" / "default.yaml",
+    ]
     planned = read_workloads([(str(p), p.read_text()) for p in files])
     assert planned.ok, planned.problems
     scheduling = build_input(planned, None, ("us-east-1a", "us-east-1b", "us-east-1c"))
@@ -44,7 +49,7 @@ def test_the_handler_launches_only_types_that_publish_the_claimed_devices(
     cluster = InMemoryCluster(clock)
     for path in files:
         for document in yaml.safe_load_all(path.read_text()):
-            if document["kind"] in KINDS:
+            if document and document["kind"] in KINDS:
                 cluster.devices.put(document)
     cluster.add_pods(planned.pending)
     for pod in planned.pending:
