@@ -302,7 +302,12 @@ def build_input(
         # As the provisioner does: a refused overlay is reported and left out, the plan goes on.
         typer.secho(f"NodeOverlay/{name}: not applied: {why}", err=True, fg=typer.colors.YELLOW)
     # The provisioner's input rules; files hold no claims: the nodes are all there is.
-    snapshot = ClusterSnapshot(nodes=planned.nodes, pods=planned.pending + planned.bound, daemonsets=planned.daemonsets)
+    snapshot = ClusterSnapshot(
+        nodes=planned.nodes,
+        pods=planned.pending + planned.bound,
+        daemonsets=planned.daemonsets,
+        devices=planned.devices,
+    )
     return provisioning_input(snapshot, pending=planned.pending, pools=overlaid.pools)
 
 

@@ -2,7 +2,8 @@
 
 Role: turn a YAML stream of Pods, Deployments, StatefulSets, ReplicaSets, Jobs, CronJobs (one run
 of their job template), Argo Rollouts, any other kind with a pod template (`spec.template`, with a
-warning), DaemonSets, Nodes, NodePools and EC2NodeClasses into the inputs of a scheduling pass;
+warning), DaemonSets, Nodes, DRA DeviceClasses, ResourceClaims and ResourceClaimTemplates
+(`resource.k8s.io/v1`), NodePools and EC2NodeClasses into the inputs of a scheduling pass;
 other kinds (a PersistentVolumeClaim, a custom resource) are warned about and skipped, reporting every problem (file,
 line, document, field) instead of stopping at the first. Workloads expand into their pending pods,
 named `<workload>-<index>` in the workload's namespace (`default` when absent); a Pod with
@@ -24,6 +25,8 @@ from typing import Any
 from nodewright.config.documents import KINDS, Document, Loaded, Manifest, combine, line_of, parse_document
 from nodewright.config.problems import Problem, SegmentPath, show
 from nodewright.config.stream import read_stream
+from nodewright.model.dra import KINDS as DRA_KINDS
+from nodewright.model.dra import DeviceClass, DeviceObjects, ResourceClaim, ResourceClaimTemplate
 from nodewright.model.errors import InvalidValue, shown
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
@@ -41,7 +44,12 @@ _REPLICATED = {
 # Pods one workload may expand into: a plan of more takes longer to read than to think about (and
 # `replicas: 2147483647` must be an error, not an hour of building pods). About 0.4 s of reading.
 MAX_REPLICAS = 20_000
-WORKLOAD_KINDS = ("Pod", *_REPLICATED, "CronJob", "DaemonSet", "Node")
+WORKLOAD_KINDS = ("Pod", *_REPLICATED, "CronJob", "DaemonSet", "Node", *DRA_KINDS)
+_DEVICE_PARSERS = {
+    "DeviceClass": DeviceClass.parse,
+    "ResourceClaim": ResourceClaim.parse,
+    "ResourceClaimTemplate": ResourceClaimTemplate.parse,
+}
 ALL_KINDS = (*WORKLOAD_KINDS, *KINDS)
 # Kinds that say nothing about capacity; accepted and ignored so a whole app directory can be planned.
 # `Scenario` is a `nodewright simulate` file (examples/scenarios/): it describes a run, not pods.
@@ -66,6 +74,8 @@ class PlanInput:
     config: Loaded = field(default_factory=Loaded)
     problems: tuple[Problem, ...] = ()
     warnings: tuple[Problem, ...] = ()
+    # DRA DeviceClasses, ResourceClaims and ResourceClaimTemplates of the input.
+    devices: DeviceObjects = field(default_factory=DeviceObjects)
 
     @property
     def ok(self) -> bool:
@@ -86,6 +96,7 @@ def read_workloads(texts: Iterable[tuple[str, str]]) -> PlanInput:
     nodes: list[Node] = []
     bound: list[Pod] = []
     daemonsets: list[DaemonSet] = []
+    devices: dict[str, list[Any]] = {kind: [] for kind in DRA_KINDS}
     parts: list[Loaded] = []
     problems: list[Problem] = []
     warnings: list[Problem] = []
@@ -110,6 +121,8 @@ def read_workloads(texts: Iterable[tuple[str, str]]) -> PlanInput:
                     daemonsets.append(DaemonSet.parse(body))
                 elif kind == "Node":
                     nodes.append(_node(body))
+                elif kind in DRA_KINDS:
+                    devices[str(kind)].append(_DEVICE_PARSERS[str(kind)](body))
                 elif _has_pod_template(body):
                     pending += _expand(body, str(kind))
                     why = f"{shown(kind)}: {_TEMPLATED}"
@@ -138,6 +151,11 @@ def read_workloads(texts: Iterable[tuple[str, str]]) -> PlanInput:
         config,
         (*problems, *config.problems),
         (*warnings, *config.warnings),
+        DeviceObjects(
+            {c.name: c for c in devices["DeviceClass"]},
+            {c.key: c for c in devices["ResourceClaim"]},
+            {t.key: t for t in devices["ResourceClaimTemplate"]},
+        ),
     )
 
 

@@ -46,6 +46,7 @@ from nodewright.controllers.lease import InvocationLease
 from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.provisionoptions import claim_name, pool_capacities
 from nodewright.engine.buffer import buffer_pods, hold_buffers
+from nodewright.engine.devices import lower
 from nodewright.engine.disruption import (
     Command,
     DisruptionCache,
@@ -188,6 +189,8 @@ class Consolidator:
         snapshot = self.cluster.snapshot()
         nodepools, nodeclasses = self.config.load()
         pools = pool_capacities(nodepools, nodeclasses, self.catalog, self.config.overlays(), self.observer)
+        # DRA claims as requirements and requests, so moved pods stay on types with their devices.
+        snapshot = lower(snapshot, (), (t for pc in pools for t in pc.instance_types)).snapshot
         now = self.clock.now()
         buffers, templates = self.config.buffers()
         if buffers:  # buffer room counts as used: a node holding it is not empty (engine.buffer)

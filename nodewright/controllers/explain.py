@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.controllers.mirror import claim_verdicts
+from nodewright.engine.devices import lower
 from nodewright.engine.disruption.engine import compute_commands
 from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.scheduling import PoolCapacity, solve
@@ -179,7 +180,8 @@ def explain_node(src: Sources, name: str) -> dict[str, Any]:
         }
     commands = src.store.commands()
     inp = DisruptionInput(
-        snapshot=src.snapshot,
+        # DRA claims as the consolidator reads them (`Consolidator.disruption_input`).
+        snapshot=lower(src.snapshot, (), (t for pc in src.pools for t in pc.instance_types)).snapshot,
         claims=tuple(claims),
         pools=src.pools,
         now=src.now,

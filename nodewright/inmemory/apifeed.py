@@ -12,12 +12,14 @@ the model.
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from nodewright.inmemory.apistore import ObjectStore
 from nodewright.inmemory.cluster import DELETED, InMemoryCluster
+from nodewright.inmemory.clusterdevices import LISTENER_KINDS, DeviceObject
 from nodewright.model.event import StoredEvent
 from nodewright.model.manifests import daemonset_manifest, node_manifest, pdb_manifest, pod_manifest
 from nodewright.model.node import Node
@@ -52,6 +54,8 @@ class ClusterFeed:
         ):
             for obj in objects:
                 self._put(kind, obj)
+        for device_object in self._cluster.devices.all():
+            self._put(LISTENER_KINDS[device_object.kind], device_object)
         self._store.forget_history()
 
     def on_change(self, kind: str, event: str, obj: object, revision: int) -> None:
@@ -74,7 +78,9 @@ class ClusterFeed:
             self._put_manifest("event", obj.to_manifest(), obj)
             self._put_manifest("coreevent", obj.to_core_manifest(), obj)
             return
-        if isinstance(obj, Node):
+        if isinstance(obj, DeviceObject):
+            manifest = copy.deepcopy(dict(obj.manifest))
+        elif isinstance(obj, Node):
             manifest = node_manifest(obj)
         elif isinstance(obj, Pod):
             manifest = _with_owner_uids(pod_manifest(obj))

@@ -55,6 +55,8 @@ Endpoints (all namespaces, or under /namespaces/{ns}/ for the namespaced kinds)
          HTTP 200 then an ERROR event (Status 410 Expired) and ends. A field-selected watch sends
          ADDED/DELETED when an object starts/stops matching, as kube-apiserver's watch cache does.
   GET    /api/v1/nodes/{name}, /api/v1/namespaces/{ns}/pods/{name}
+  GET, POST, PATCH, DELETE  /apis/resource.k8s.io/v1/deviceclasses, resourceclaims,
+         resourceclaimtemplates: DRA objects, held by the cluster's `devices` (`apidra.py`).
   GET    /version, /api, /apis, /api/v1, /apis/{group}[/{version}], /openapi/v3[/...]: discovery
          (aggregated v2 when asked) and OpenAPI v3 (`apidiscovery`).
   Any list, get or watch asked for with `Accept: application/json;as=Table;g=meta.k8s.io;v=v1`
@@ -139,6 +141,7 @@ from typing import Any
 
 from nodewright.inmemory.apicustom import CustomResources, dry_run
 from nodewright.inmemory.apidiscovery import Discovery
+from nodewright.inmemory.apidra import DRA_KINDS, DRA_RESOURCES, DeviceWrites
 from nodewright.inmemory.apifeed import ClusterFeed
 from nodewright.inmemory.apihttp import Handler, HttpServer, Usage
 from nodewright.inmemory.apireads import Reads
@@ -202,13 +205,14 @@ class ApiServer:
         # Serves apps/v1 deployments and statefulsets with their scale subresource when set
         # (`nodewright.inmemory.apiscale.Scaler`: a simulation's workload controller).
         self.scale: Scaler | None = None
-        self._store = ObjectStore((*RESOURCES, CRDS, LEASES), history=history)
+        self._store = ObjectStore((*RESOURCES, *DRA_RESOURCES, CRDS, LEASES), history=history)
         self._feed = ClusterFeed(cluster, self._store, dress)
         self._usage = Usage()
         self._tables = Tables(cluster.clock.now)
         self._reads = Reads(self._store, self._usage, self._tables, bookmark_every=bookmark_every)
         self._writes = Writes(cluster, self._store, self.lock)
         self._custom = CustomResources(self._store, self.lock, cluster.clock.now)
+        self._devices = DeviceWrites(cluster, self._store, self.lock)
         self._discovery = Discovery(self._served, lambda r: self._custom.schema(r.kind))
         self._port = port
         self._http: HttpServer | None = None
@@ -447,6 +451,13 @@ class ApiServer:
             if isinstance(options, list) and options:
                 query = {**query, "dryRun": ",".join(str(o) for o in options)}
         dry = method != "GET" and dry_run(query)
+        if kind in DRA_KINDS and method != "GET" and not route.subresource and not dry:
+            if method == "POST" and not route.name:
+                return 201, self._devices.create(route, body)
+            if method == "PATCH" and route.name:
+                return 200, self._devices.patch(route, content_type, body)
+            if method == "DELETE" and route.name:
+                return 200, self._devices.delete(route)
         if dry and not custom and not (kind == "node" and method in ("PATCH", "PUT")):
             raise Failure(400, f"dryRun is not supported by this emulator on {resource.plural}")
         if method == "PUT" and not (custom or (kind == "node" and not route.subresource)):

@@ -73,6 +73,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from nodewright.inmemory.clock import VirtualClock
+from nodewright.inmemory.clusterdevices import ClusterDevices
 from nodewright.inmemory.clusterevents import ClusterEvents
 from nodewright.inmemory.clusterstore import (
     ADDED,
@@ -166,6 +167,8 @@ class InMemoryCluster:
         self.store = ClusterStore(clock, recreate_owned_pods=recreate_owned_pods)
         self.cluster_events = ClusterEvents(self.store)
         self.workloads = ClusterWorkloads(self.store)
+        # DRA DeviceClasses, ResourceClaims and ResourceClaimTemplates (`clusterdevices.py`).
+        self.devices = ClusterDevices(self.store)
 
     # ------------------------------------------------------------------ the parts' state, as observers read it
 
@@ -284,6 +287,7 @@ class InMemoryCluster:
             pods=self.store.pod_list,
             daemonsets=self.store.daemonset_list,
             pdbs=self.store.pdb_list,
+            devices=self.devices.objects(),
         )
 
     def follow(self, seconds: float) -> None:

@@ -81,6 +81,9 @@ def pod_manifest(pod: Pod) -> dict[str, Any]:
     conditions = _pod_conditions(pod)
     if conditions:
         status["conditions"] = conditions
+    generated = [{"name": c.name, "resourceClaimName": c.generated} for c in pod.device_claims if c.generated]
+    if generated:
+        status["resourceClaimStatuses"] = generated
     return {"kind": "Pod", "apiVersion": "v1", "metadata": metadata, "spec": _pod_spec(pod), "status": status}
 
 
@@ -244,7 +247,18 @@ def _pod_spec(pod: Pod) -> dict[str, Any]:
             | ({"hostIP": h.host_ip} if h.host_ip != "0.0.0.0" else {})
             for h in pod.host_ports
         ]
+    if pod.device_claims:
+        container["resources"] = {
+            **container.get("resources", {}),
+            "claims": [{"name": c.name} for c in pod.device_claims],
+        }
     spec: dict[str, Any] = {"containers": [container]}
+    if pod.device_claims:
+        spec["resourceClaims"] = [
+            {"name": c.name}
+            | ({"resourceClaimName": c.claim_name} if c.claim_name else {"resourceClaimTemplateName": c.template_name})
+            for c in pod.device_claims
+        ]
     if pod.node_name:
         spec["nodeName"] = pod.node_name
     if pod.node_selector:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from nodewright.model import labels as wk
+from nodewright.model.dra import PodClaim
 from nodewright.model.errors import InvalidValue
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import EMPTY, PODS, Resources
@@ -132,6 +133,9 @@ class Pod:
     created_at: float = 0.0
     mirror: bool = False
     termination_grace_seconds: int = 30
+    # spec.resourceClaims (DRA); the devices they ask for are resolved against the cluster's
+    # claims and templates by `engine.devices`, not here.
+    device_claims: tuple[PodClaim, ...] = ()
 
     @property
     def key(self) -> str:
@@ -229,6 +233,7 @@ class Pod:
             created_at=parse_timestamp(meta.get("creationTimestamp")),
             mirror="kubernetes.io/config.mirror" in annotations,
             termination_grace_seconds=int(spec.get("terminationGracePeriodSeconds", 30)),
+            device_claims=PodClaim.of(spec, status) if spec.get("resourceClaims") else (),
         )
 
 

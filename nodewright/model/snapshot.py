@@ -6,8 +6,9 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from nodewright.model.dra import DeviceObjects
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.pod import Pod
@@ -52,6 +53,8 @@ class ClusterSnapshot:
     daemonsets: tuple[DaemonSet, ...] = ()
     pdbs: tuple[PodDisruptionBudget, ...] = ()
     nodeclaims: tuple[NodeClaim, ...] = ()
+    # DRA DeviceClasses, ResourceClaims and ResourceClaimTemplates (`engine.devices` reads them).
+    devices: DeviceObjects = field(default_factory=DeviceObjects)
 
     def pods_by_node(self) -> dict[str, list[Pod]]:
         """Bound, non-terminal pods grouped by node name."""

@@ -75,7 +75,17 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from nodewright.adapters.kube.events import KubeEvents
-from nodewright.adapters.kube.store import DAEMONSETS, KINDS, NODES, PDBS, PODS, ClusterStore, object_key
+from nodewright.adapters.kube.store import (
+    DAEMONSETS,
+    DEVICE_KINDS,
+    DEVICECLASSES,
+    KINDS,
+    NODES,
+    PDBS,
+    PODS,
+    ClusterStore,
+    object_key,
+)
 from nodewright.adapters.kube.transport import (
     ACTIVE_PODS,
     MAX_RETRY_AFTER,
@@ -94,6 +104,7 @@ from nodewright.adapters.kube.transport import (
     status_message,
 )
 from nodewright.adapters.kube.watch import READ_SLACK_SECONDS, Gone, Watcher
+from nodewright.model.dra import DeviceObjects
 from nodewright.model.event import Event
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
@@ -144,6 +155,7 @@ class KubeCluster:
         self._sync_timeout = sync_timeout
         self._monotonic = monotonic
         self._watchers: dict[str, Watcher] = {}
+        self._until = 0.0  # when the last `follow` asked the watches to stop
         self._barrier = barrier
         self.events = KubeEvents(
             transport.api_client, transport.request, transport.read, reporting_instance=reporting_instance
@@ -191,7 +203,7 @@ class KubeCluster:
 
     def follow(self, seconds: float) -> None:
         """Keep the store current for `seconds` more: start each kind's watcher, or extend it."""
-        until = self._monotonic() + max(0.0, seconds)
+        until = self._until = self._monotonic() + max(0.0, seconds)
         # Each follow starts a pass (an invocation; a message of the interruption function's
         # batch): its Event budget starts full.
         self.events.begin()
@@ -318,9 +330,32 @@ class KubeCluster:
         each read completely (all pages).
         """
         if self.following:
-            return self._synced().snapshot()
+            store = self._synced()
+            if DEVICECLASSES not in self._kinds and PODS in self._kinds and store.has_device_claims():
+                self._follow_devices()
+                store = self._synced()
+            return store.snapshot()
         nodes, pods, daemonsets, pdbs = (self.transport.list_kind(kind) for kind in (NODES, PODS, DAEMONSETS, PDBS))
-        return ClusterSnapshot(nodes=tuple(nodes), pods=tuple(pods), daemonsets=tuple(daemonsets), pdbs=tuple(pdbs))
+        devices = DeviceObjects()
+        if any(p.device_claims for p in pods):
+            classes, claims, templates = (self.transport.list_kind(kind) for kind in DEVICE_KINDS)
+            devices = DeviceObjects(
+                {c.name: c for c in classes}, {c.key: c for c in claims}, {t.key: t for t in templates}
+            )
+        return ClusterSnapshot(
+            nodes=tuple(nodes), pods=tuple(pods), daemonsets=tuple(daemonsets), pdbs=tuple(pdbs), devices=devices
+        )
+
+    def _follow_devices(self) -> None:
+        """Start following DRA's kinds, the first time a pod names a claim: a cluster without
+        DRA pays no LIST or WATCH for them. They follow as long as the other kinds do.
+        """
+        self.store.add_kinds(DEVICE_KINDS)
+        self._kinds = (*self._kinds, *DEVICE_KINDS)
+        until = self._until
+        for kind in DEVICE_KINDS:
+            watcher = self._watchers[kind] = self._watcher(kind)
+            watcher.follow(until)
 
     def get_node(self, name: str) -> Node | None:
         """The node, or None when it does not exist."""

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodewright.model.dra import DeviceObjects
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
 from nodewright.model.snapshot import ClusterSnapshot, needs_capacity
@@ -34,6 +35,11 @@ PODS = "pods"
 DAEMONSETS = "daemonsets"
 PDBS = "poddisruptionbudgets"
 KINDS = (NODES, PODS, DAEMONSETS, PDBS)
+# DRA's kinds (resource.k8s.io/v1): followed only once a pod names a claim (`KubeCluster.snapshot`).
+DEVICECLASSES = "deviceclasses"
+RESOURCECLAIMS = "resourceclaims"
+RESOURCECLAIMTEMPLATES = "resourceclaimtemplates"
+DEVICE_KINDS = (DEVICECLASSES, RESOURCECLAIMS, RESOURCECLAIMTEMPLATES)
 
 
 @dataclass
@@ -62,6 +68,17 @@ class ClusterStore:
     def kinds(self) -> tuple[str, ...]:
         """The kinds this store holds, in the order it was given them (the order they are followed)."""
         return tuple(self._kinds)
+
+    def add_kinds(self, kinds: Iterable[str]) -> None:
+        """Hold `kinds` too (not listed yet: `synced()` waits for them)."""
+        with self.changed:
+            for kind in kinds:
+                self._kinds.setdefault(kind, _Kind())
+
+    def has_device_claims(self) -> bool:
+        """True when some pod names a DRA claim."""
+        with self.changed:
+            return any(p.device_claims for p in self._kinds[PODS].objects.values()) if PODS in self._kinds else False
 
     # ------------------------------------------------------------------ writing (the watchers)
 
@@ -114,6 +131,7 @@ class ClusterStore:
                 pods=self._sorted(PODS),
                 daemonsets=self._sorted(DAEMONSETS),
                 pdbs=self._sorted(PDBS),
+                devices=self._devices(),
             )
 
     def pending(self) -> list[Pod]:
@@ -148,6 +166,15 @@ class ClusterStore:
             return [bound[k] for k in sorted(bound)]
 
     # ------------------------------------------------------------------ internals (lock held)
+
+    def _devices(self) -> DeviceObjects:
+        if DEVICECLASSES not in self._kinds:
+            return DeviceObjects()
+        return DeviceObjects(
+            classes={c.name: c for c in self._sorted(DEVICECLASSES)},
+            claims={c.key: c for c in self._sorted(RESOURCECLAIMS)},
+            templates={t.key: t for t in self._sorted(RESOURCECLAIMTEMPLATES)},
+        )
 
     def _sorted(self, kind: str) -> tuple[Any, ...]:
         state = self._kinds.get(kind)

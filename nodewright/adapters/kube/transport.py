@@ -23,12 +23,22 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
-from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, PolicyV1Api
+from kubernetes.client import ApiClient, AppsV1Api, CoreV1Api, PolicyV1Api, ResourceV1Api
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from nodewright.adapters.kube.store import DAEMONSETS, NODES, PDBS, PODS, object_key
+from nodewright.adapters.kube.store import (
+    DAEMONSETS,
+    DEVICECLASSES,
+    NODES,
+    PDBS,
+    PODS,
+    RESOURCECLAIMS,
+    RESOURCECLAIMTEMPLATES,
+    object_key,
+)
 from nodewright.adapters.kube.usage import ApiMeter
+from nodewright.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod, RequestsMemo
 from nodewright.model.taints import Taint
@@ -109,6 +119,7 @@ class Transport:
         self.core = CoreV1Api(api_client)
         self.apps = AppsV1Api(api_client)
         self.policy = PolicyV1Api(api_client)
+        self.resource = ResourceV1Api(api_client)
         self.page_size = page_size
         self.timeout = request_timeout
         self.meter = ApiMeter()
@@ -135,6 +146,12 @@ class Transport:
             return self.apps.list_daemon_set_for_all_namespaces, DaemonSet.parse, {}
         if kind == PDBS:
             return self.policy.list_pod_disruption_budget_for_all_namespaces, PodDisruptionBudget.parse, {}
+        if kind == DEVICECLASSES:
+            return self.resource.list_device_class, DeviceClass.parse, {}
+        if kind == RESOURCECLAIMS:
+            return self.resource.list_resource_claim_for_all_namespaces, ResourceClaim.parse, {}
+        if kind == RESOURCECLAIMTEMPLATES:
+            return self.resource.list_resource_claim_template_for_all_namespaces, ResourceClaimTemplate.parse, {}
         raise ValueError(f"unknown kind {kind!r}")
 
     def request(

@@ -19,7 +19,9 @@ smaller, equivalent cluster of its own, `engine.disruption.simulate`):
     on its claim when it is unbound or its node is leaving: being deleted or tainted disrupted);
   - pods being placed anew (a draining node's, among `pending`) or held by a claim count there,
     not where they are: kube-scheduler will not see them on their old node once evicted;
-  - NodePool usage (for limits) counts the nodes and every claim (`pool_usage`).
+  - NodePool usage (for limits) counts the nodes and every claim (`pool_usage`);
+  - pods with DRA device claims are first given the requirements and requests their devices
+    mean, against the pools' instance types and the nodes (`engine.devices.lower`).
 
 * `existing_nodes_input`: where pods fit on given nodes alone, no NodePool (what kube-scheduler
   would do): CapacityBuffers' virtual pods held on nodes, pending pods placed before a
@@ -31,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from nodewright.engine.devices import lower
 from nodewright.engine.scheduling.types import PoolCapacity, SchedulingInput
 from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model import labels as wk
@@ -79,6 +82,8 @@ def provisioning_input(
     """Where `pending` go: on `snapshot`'s nodes, `claims` in flight, or new claims of `pools`,
     offerings in `blocked` aside (the rules are in the module docstring).
     """
+    lowered = lower(snapshot, pending, (t for pc in pools for t in pc.instance_types))
+    snapshot, pending = lowered.snapshot, lowered.pending
     inflight = in_flight(snapshot.nodes, claims)
     holder = {pod: c.node_name or c.name for c in inflight for pod in c.pods}
     leaving = {n.name for n in snapshot.nodes if n.deleting or any(t.key == wk.DISRUPTED_TAINT_KEY for t in n.taints)}

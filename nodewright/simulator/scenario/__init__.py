@@ -24,6 +24,7 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
           - {at: 1m, replicas: 1000}
           - {at: 2h, diurnal: {min: 200, max: 2000, period: 24h, peak: 14h, every: 5m}}
     pdbs: [ {apiVersion: policy/v1, kind: PodDisruptionBudget, ...} ]
+    devices: [ {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate, ...}, ../dra.yaml ]  # DRA
     initial_nodes:                        # Ready at the start, launched by another autoscaler
       - {instance_type: m5.xlarge, zone: us-east-1a, capacity_type: on-demand, count: 3,
          labels: {karpenter.sh/nodepool: default}}   # no Nodewright tag or label

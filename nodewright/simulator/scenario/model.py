@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from nodewright.config import timings as t
 from nodewright.config.problems import ConfigError
@@ -254,6 +255,8 @@ class Scenario:
     workloads: tuple[Workload, ...] = ()
     daemonsets: tuple[DaemonSet, ...] = ()
     pdbs: tuple[PodDisruptionBudget, ...] = ()
+    # DRA DeviceClasses, ResourceClaims and ResourceClaimTemplates, as manifests.
+    devices: tuple[Mapping[str, Any], ...] = ()
     initial_nodes: tuple[InitialNodes, ...] = ()
     interruptions: tuple[Interruption, ...] = ()
     capacity_errors: tuple[CapacityError, ...] = ()

@@ -22,6 +22,8 @@ from nodewright.config.documents import EC2NODECLASS, NODEPOOL, Loaded, combine,
 from nodewright.config.problems import At, Problem, SegmentPath, format_path, show
 from nodewright.config.stream import parse_yaml
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
+from nodewright.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate
+from nodewright.model.errors import InvalidValue
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodeoverlay import NodeOverlay
 from nodewright.model.nodepool import NodePool
@@ -52,6 +54,11 @@ from nodewright.simulator.scenario.model import (
 from nodewright.simulator.scenario.workloads import read_pdb, read_workloads
 
 # The top-level keys a scenario may have.
+_DEVICE_PARSERS = {
+    "DeviceClass": DeviceClass.parse,
+    "ResourceClaim": ResourceClaim.parse,
+    "ResourceClaimTemplate": ResourceClaimTemplate.parse,
+}
 _TOP = (
     "apiVersion",
     "kind",
@@ -66,6 +73,7 @@ _TOP = (
     "nodepools",
     "nodeclasses",
     "workloads",
+    "devices",
     "pdbs",
     "initial_nodes",
     "interruptions",
@@ -179,6 +187,7 @@ class ScenarioReader:
                 pdb = read_pdb(body_at, doc)
                 if pdb is not None:
                     pdbs.append(pdb)
+        devices = self._devices(at / "devices", top.get("devices"))
         initial_nodes = f.items(at / "initial_nodes", top.get("initial_nodes"), read_initial_nodes) or ()
         for index, group in enumerate(initial_nodes):
             if group.zone not in zones:
@@ -225,6 +234,7 @@ class ScenarioReader:
             workloads=tuple(workloads),
             daemonsets=tuple(daemonsets),
             pdbs=tuple(pdbs),
+            devices=devices,
             initial_nodes=initial_nodes,
             interruptions=interruptions,
             capacity_errors=errors,
@@ -246,6 +256,26 @@ class ScenarioReader:
             node_roles=None if node_roles is None else tuple(node_roles),
             **functions,
         )
+
+    def _devices(self, at: At, raw: Any) -> tuple[Mapping[str, Any], ...]:
+        """DRA objects (DeviceClass, ResourceClaim, ResourceClaimTemplate), inline or in files,
+        each checked as the API emulator would check it (`model.dra`).
+        """
+        out: list[Mapping[str, Any]] = []
+        for index, item in enumerate(f.array(at, raw) or ()):
+            for body_at, doc in self._documents(at / index, item):
+                kind = doc.get("kind")
+                parse = _DEVICE_PARSERS.get(str(kind))
+                if parse is None:
+                    (body_at / "kind").error(f"must be one of {', '.join(_DEVICE_PARSERS)}, got {show(kind)}")
+                    continue
+                try:
+                    parse(doc)
+                except InvalidValue as error:
+                    body_at.error(str(error))
+                    continue
+                out.append(doc)
+        return tuple(out)
 
     def _spot_pool_depth(self, at: At, raw: Any) -> tuple[int, int] | None:
         entry = f.obj(at, raw, ("min", "max"))

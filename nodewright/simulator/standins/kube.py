@@ -34,9 +34,11 @@ from typing import Any
 import yaml
 
 from nodewright.adapters.kube.cluster import KubeApiError
+from nodewright.engine.devices import lower
 from nodewright.engine.scheduling import SolverCache, Strategy, solve
 from nodewright.engine.scheduling.inputs import existing_nodes_input
 from nodewright.inmemory.cluster import InMemoryCluster
+from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
 from nodewright.model.snapshot import ClusterSnapshot
@@ -85,6 +87,7 @@ class SimulatedCluster(InMemoryCluster):
             and cached.pods is base.pods
             and cached.daemonsets is base.daemonsets
             and cached.pdbs is base.pdbs
+            and cached.devices is base.devices
         ):
             return cached
         self._snapshot = _Snapshot(
@@ -93,6 +96,7 @@ class SimulatedCluster(InMemoryCluster):
             daemonsets=base.daemonsets,
             pdbs=base.pdbs,
             nodeclaims=base.nodeclaims,
+            devices=base.devices,
             waiting=tuple(base.pending()),
         )
         return self._snapshot
@@ -162,6 +166,9 @@ class KubeScheduler:
         self.cluster = cluster
         self.runs = 0
         self.solver_cache = SolverCache()  # the same nodes and bound pods run after run
+        # The types whose DRA devices nodes publish (a real scheduler reads ResourceSlices; Node
+        # labels do not name a type's GPUs): set by the world when its scenario has DRA objects.
+        self.device_types: Sequence[InstanceType] = ()
 
     def schedule(self, keys: Sequence[str]) -> int:
         """Try to place the unbound pods `keys`; returns how many were bound."""
@@ -174,7 +181,9 @@ class KubeScheduler:
         if not pending:
             return 0
         self.runs += 1
-        snapshot = cluster.snapshot()
+        # DRA claims as the nodes' published devices allow them (kube-scheduler's allocator).
+        lowered = lower(cluster.snapshot(), pending, self.device_types)
+        snapshot, lowered_pending = lowered.snapshot, list(lowered.pending)
         # Every node counts for topology spread, as kube-scheduler counts it (nodeTaintsPolicy
         # Ignore: cordoned, deleting and not-ready nodes' pods stay in their zone's count); only
         # Ready, schedulable ones take pods (the solver places nothing on a cordoned node). Leaving
@@ -185,7 +194,7 @@ class KubeScheduler:
         if any(n.ready and not n.unschedulable and not n.deleting for n in nodes):
             result = solve(
                 existing_nodes_input(
-                    pending, nodes, (p for p in snapshot.pods if p.node_name), now=cluster.clock.now()
+                    lowered_pending, nodes, (p for p in snapshot.pods if p.node_name), now=cluster.clock.now()
                 ),
                 Strategy(),
                 cache=self.solver_cache,

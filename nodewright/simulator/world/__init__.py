@@ -135,6 +135,8 @@ class World:
         self.deployments = Deployments(self.cluster, scenario.workloads)
         self.account = Account(session)
         self.catalog = SimCatalog(scenario.zones, scenario.nodepools)
+        if scenario.devices:
+            self.scheduler.device_types = self.catalog.instance_types(None)
         self.recorder = Recorder(start=scenario.start)
         self.observers = {name: RecordingObserver(now=self.clock.now) for name in HANDLERS}
         self.pools: dict[str, NodePool] = {p.name: p for p in scenario.nodepools}
@@ -255,6 +257,8 @@ class World:
             self.cluster.add_daemonset(daemonset)
         for pdb in scenario.pdbs:
             self.cluster.add_pdb(pdb)
+        for manifest in scenario.devices:
+            self.cluster.devices.put(manifest)
         # Nodes another autoscaler launched before the run (a migration's starting point).
         self.foreign_nodes = add_initial_nodes(scenario, self.account, self.catalog, self.cluster)
         self.functions.wire()
