@@ -427,16 +427,27 @@ def run(messages: int = 10_000, seed: int = 29, layout: str = PRIORITY, concurre
         # the priority layout only the flood, the real events come later (`triggers`).
         forged = [body for position, body in enumerate(queue.bodies) if position not in queue.real]
         triggers: deque[tuple[int, str]] = deque()
+        pending: list[str] = []  # forged bodies not yet sent, in order (sent 10 to a call)
+
+        def send_pending() -> None:
+            for first in range(0, len(pending), BATCH):
+                entries = [{"Id": str(i), "MessageBody": b} for i, b in enumerate(pending[first : first + BATCH])]
+                if sqs.send_message_batch(QueueUrl=main_lane.url, Entries=entries).get("Failed"):
+                    raise RuntimeError("SQS refused part of the flood")
+            main_lane.queued.extend([0.0] * len(pending))
+            tally["sent"] += len(pending)
+            pending.clear()
+
         for position, body in enumerate(queue.bodies):
             if position in queue.real:
+                send_pending()  # what is ahead of it, first
                 if layout == ONE_QUEUE:
                     put_real(queue.real[position], 0.0)
                 else:
                     triggers.append((tally["sent"], queue.real[position]))
                 continue
-            sqs.send_message(QueueUrl=main_lane.url, MessageBody=json.dumps(body, separators=(",", ":")))
-            main_lane.queued.append(0.0)
-            tally["sent"] += 1
+            pending.append(json.dumps(body, separators=(",", ":")))
+        send_pending()
         if tally["sent"] != len(forged):
             raise RuntimeError(f"{tally['sent']} forged messages sent, {len(forged)} meant")
 
