@@ -8,26 +8,34 @@ scheduling benchmark's 400 types, one NodePool, `bench.scheduling`) and times on
   on it (10,000 took 78 s before the topology groups were indexed: quadratic);
 * `tolerations`: N pods, each with 500 tolerations of its own (each pod's tolerations hashed at
   every memo look-up before they were numbered: 2.6 s of CPU at 1,000);
+* `plan-tolerations`: the `tolerations` pods as a YAML file of Pod manifests (1,000 pods: 32 MB),
+  planned end to end by `nodewright plan -f FILE --default-nodepool` in a child process: its CPU
+  seconds and peak RSS, reading the file included (`--keep DIR` keeps the file, to run `plan` on
+  it by hand);
 * `provisioner`: N `anti-affinity` pods of one tenant and a 300-replica Deployment of another,
   through the real provisioner (in-memory cluster, cloud and store; `ProvisionerOptions`'s solve
   budget): each pass's wall and CPU time, what it launched and deferred, and whether the other
   tenant's pods all had capacity after the first pass. Passes run until every pod has a claim.
 
 Run: `python -m bench.pathological [--case anti-affinity:10000] [--case tolerations:1000]
-[--case provisioner:10000]`.
+[--case plan-tolerations:1000 [--keep DIR]] [--case provisioner:10000]`.
 """
 
 from __future__ import annotations
 
 import argparse
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from bench.harness.instance_types import benchmark_types, default_pool, scheduling_input
+from nodewright.config.documents import dump_yaml
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisionoptions import ProvisionerOptions, StaticConfiguration
@@ -44,7 +52,14 @@ from nodewright.model.resources import Resources
 from nodewright.model.selectors import LabelSelector
 from nodewright.model.taints import Toleration
 
-CASES = ("anti-affinity:2500", "anti-affinity:5000", "anti-affinity:10000", "tolerations:1000", "provisioner:10000")
+CASES = (
+    "anti-affinity:2500",
+    "anti-affinity:5000",
+    "anti-affinity:10000",
+    "tolerations:1000",
+    "plan-tolerations:1000",
+    "provisioner:10000",
+)
 OTHER_TENANT = 300
 START = 1_800_000_000.0
 # What a pod the kube-scheduler could not place looks like (the provisioner's input).
@@ -76,12 +91,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(prog="python -m bench.pathological", description=__doc__.split("\n\n")[0])
     parser.add_argument("--case", action="append", metavar="SHAPE:PODS", help=f"default: {', '.join(CASES)}")
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="write the plan- cases' files here and keep them")
     args = parser.parse_args(argv)
     types = benchmark_types()
     for case in args.case or CASES:
         shape, _, count = case.partition(":")
         if shape == "provisioner":
             provisioner_passes(int(count), types)
+            continue
+        if shape.startswith("plan-"):
+            plan_file(shape.removeprefix("plan-"), int(count), args.keep)
             continue
         inp = scheduling_input(pods(shape, int(count)), types, default_pool())
         started, cpu = time.perf_counter(), time.process_time()
@@ -93,6 +112,54 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{len(result.unschedulable)} unschedulable, peak RSS {peak:.0f} MB"
         )
     return 0
+
+
+def pod_manifests(shape: str, count: int) -> str:
+    """The `tolerations` pods as Pod manifests, one YAML document each (what `kubectl get pods -o yaml` holds)."""
+    if shape != "tolerations":
+        raise ValueError(f"no file for shape {shape!r}")
+    manifests = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"p{i}", "namespace": "default"},
+            "spec": {
+                "containers": [
+                    {"name": "app", "image": "app:1", "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}
+                ],
+                "tolerations": [
+                    {"key": f"k{i}-{j}", "operator": "Equal", "value": "v", "effect": "NoSchedule"} for j in range(500)
+                ],
+            },
+        }
+        for i in range(count)
+    ]
+    return dump_yaml(manifests)
+
+
+def plan_file(shape: str, count: int, keep: Path | None) -> None:
+    """A `plan-` case: the pods written to a file, then `nodewright plan` of it in a child process, timed."""
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = keep or Path(scratch)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{shape}-{count}.yaml"
+        path.write_text(pod_manifests(shape, count), encoding="utf-8")
+        command = [sys.executable, "-c", "import sys; from nodewright.cli import main; sys.exit(main())"]
+        started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+        done = subprocess.run(
+            [*command, "plan", "-f", str(path), "--default-nodepool", "-o", "json"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        seconds, after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        size = path.stat().st_size / 1e6
+        outcome = "planned" if done.returncode == 0 else f"exit {done.returncode}: {done.stderr.strip()[-300:]}"
+        print(
+            f"plan {shape} {count:,} ({size:.0f} MB of YAML{f', kept at {path}' if keep else ''}): {seconds:.2f} s "
+            f"({cpu:.2f} s CPU), {outcome}, peak RSS of plan {after.ru_maxrss / 1024:.0f} MB"
+        )
 
 
 def provisioner_passes(count: int, types: Sequence[InstanceType]) -> None:

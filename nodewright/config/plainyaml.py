@@ -50,6 +50,11 @@ _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
 # Plain scalars resolve as SafeLoader resolves them: by first character, then by pattern.
 _RESOLVERS: dict[str | None, list[tuple[str, Any]]] = yaml.SafeLoader.yaml_implicit_resolvers
+# A plain scalar starting with any other character is a string: no pattern to try.
+_RESOLVABLE = frozenset(first for first in _RESOLVERS if first)
+_WILDCARD = None in _RESOLVERS  # a resolver for any first character (SafeLoader has none)
+# How many resolved plain scalars (`NoSchedule`, `true`, `100m`...) one read remembers.
+_REMEMBERED = 4096
 _CONSTRUCTOR = SafeConstructor()
 _NO_KEY = object()  # a mapping waiting for its next key (None is a key: `~: x`)
 
@@ -77,6 +82,7 @@ def read_plain(text: str) -> tuple[list[PlainDocument], yaml.YAMLError | None] |
         return None
     parser = _CParser(text)
     documents: list[PlainDocument] = []
+    resolved: dict[str, Any] = {}
     try:
         parser.get_event()  # StreamStartEvent
         while True:
@@ -85,7 +91,7 @@ def read_plain(text: str) -> tuple[list[PlainDocument], yaml.YAMLError | None] |
                 return documents, None
             if documents:
                 documents[-1].lines.ends_at(start.start_mark)
-            body, root_line, duplicates = _document(parser)
+            body, root_line, duplicates = _document(parser, resolved)
             lines = DocumentLines(text, start.start_mark, root_line, len(documents))
             documents.append(PlainDocument(body, lines, duplicates))
     except (_NotPlain, ConstructorError, ValueError, OverflowError, TypeError):
@@ -96,12 +102,25 @@ def read_plain(text: str) -> tuple[list[PlainDocument], yaml.YAMLError | None] |
         parser.dispose()
 
 
-def _scalar(event: Any) -> Any:
-    """The value SafeLoader constructs for a scalar event without tag or anchor."""
+def _scalar(event: Any, resolved: dict[str, Any]) -> Any:
+    """The value SafeLoader constructs for a plain scalar event without tag or anchor.
+
+    `resolved` remembers values already constructed (all immutable: str, None, bool, int, float,
+    datetime), up to _REMEMBERED of them.
+    """
     value: str = event.value
-    if not event.implicit[0]:  # quoted or block: a string
-        return value
-    for tag, pattern in _RESOLVERS.get(value[0] if value else "", ()):
+    found = resolved.get(value, _NO_KEY)
+    if found is not _NO_KEY:
+        return found
+    found = _resolve(event, value)
+    if len(resolved) < _REMEMBERED:
+        resolved[value] = found
+    return found
+
+
+def _resolve(event: Any, value: str) -> Any:
+    """Resolve and construct as SafeLoader's composer and constructor do (`BaseResolver.resolve`)."""
+    for tag, pattern in _RESOLVERS.get(value[0] if value else "", []) + _RESOLVERS.get(None, []):
         if pattern.match(value):
             if tag == _INT and len(value) > INT_DIGITS_LIMIT:
                 raise _NotPlain(tag)
@@ -113,7 +132,7 @@ def _scalar(event: Any) -> Any:
     return value
 
 
-def _document(parser: Any) -> tuple[Any, int | None, list[SegmentPath]]:
+def _document(parser: Any, resolved: dict[str, Any]) -> tuple[Any, int | None, list[SegmentPath]]:
     """One document's value from the parser's events, through its DocumentEndEvent.
 
     The stack holds the open collections; for each open mapping, `keys` holds the key waiting
@@ -134,7 +153,9 @@ def _document(parser: Any) -> tuple[Any, int | None, list[SegmentPath]]:
         if kind is ScalarEvent:
             if event.anchor is not None or event.tag is not None:
                 raise _NotPlain("anchor or tag")
-            item = _scalar(event)
+            item = event.value
+            if event.implicit[0] and (_WILDCARD or not item or item[0] in _RESOLVABLE):  # plain, maybe not a string
+                item = _scalar(event, resolved)
         elif kind is MappingStartEvent or kind is SequenceStartEvent:
             if event.anchor is not None or event.tag is not None:
                 raise _NotPlain("anchor or tag")
