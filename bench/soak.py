@@ -34,7 +34,8 @@ from nodewright.adapters.aws.catalog import LiveCatalog
 from nodewright.adapters.aws.instance_types import OfferedSpec
 from nodewright.adapters.aws.pricing import PriceCache, Prices
 from nodewright.adapters.offline_catalog import DEFAULT_ZONES, load_snapshot
-from nodewright.engine.scheduling import PoolCapacity, SchedulingInput, SolverCache, solve
+from nodewright.engine.scheduling import PoolCapacity, SolverCache, solve
+from nodewright.engine.scheduling.inputs import provisioning_input
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.model import labels as wk
 from nodewright.model.node import Node
@@ -43,6 +44,7 @@ from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.resources import Resources
+from nodewright.model.snapshot import ClusterSnapshot
 
 # The provisioner's default function memory (infra/config.py), and the bound the soak holds to:
 # room left for the runtime, boto3 and a pass's own work.
@@ -149,7 +151,9 @@ def pod_churn(rounds: int, pods: int) -> tuple[float, float, int]:
     cache = SolverCache()
     slowest = 0.0
     for round_ in range(rounds):
-        inp = SchedulingInput(pods=pending, pools=(pool,), nodes=nodes, bound_pods=_bound(pods, round_))
+        # The provisioner's question: the pending pods, on nodes whose pods are new objects each round.
+        snapshot = ClusterSnapshot(nodes=nodes, pods=(*pending, *_bound(pods, round_)))
+        inp = provisioning_input(snapshot, pending=pending, pools=(pool,))
         started = time.perf_counter()
         cache.age()
         solve(inp, cache=cache)

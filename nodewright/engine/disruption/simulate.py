@@ -42,13 +42,12 @@ from dataclasses import dataclass, replace
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.scheduling import (
     PoolCapacity,
-    SchedulingInput,
     SchedulingResult,
     SolverCache,
     Strategy,
     solve,
 )
-from nodewright.engine.scheduling.inputs import existing_nodes_input
+from nodewright.engine.scheduling.inputs import existing_nodes_input, rescheduling_input
 from nodewright.engine.scheduling.topology import Group, spread_group, term_group
 from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.model import labels as wk
@@ -236,14 +235,14 @@ class Simulator:
         if cheaper:
             cap = sum(c.price for c in candidates)
             pools = tuple(PoolCapacity(pc.nodepool, self._below(pc.nodepool.name, cap)) for pc in pools)
-        scheduling = SchedulingInput(
-            pods=pods,
-            pools=pools,
+        scheduling = rescheduling_input(
+            pods,
             nodes=nodes,
             bound_pods=bound,
+            pools=pools,
+            used=self.used,
             daemonsets=inp.snapshot.daemonsets,
             blocked=inp.blocked,
-            used=self.used,
             now=inp.now,
         )
         self.solves += 1

@@ -1,7 +1,6 @@
 """The scheduling inputs: what each kind of placement hands `solve()`. Pure.
 
-Two kinds of question are asked of the solver outside the disruption simulation (which builds a
-smaller, equivalent cluster of its own, `engine.disruption.simulate`):
+Every `SchedulingInput` is built here, for three kinds of question:
 
 * `provisioning_input`: where the pending pods go, on the nodes there are, the claims in flight
   and new claims of the NodePools. The provisioner's pass asks it; so do `plan` (files or a live
@@ -26,11 +25,23 @@ smaller, equivalent cluster of its own, `engine.disruption.simulate`):
 * `existing_nodes_input`: where pods fit on given nodes alone, no NodePool (what kube-scheduler
   would do): CapacityBuffers' virtual pods held on nodes, pending pods placed before a
   disruption simulation, the simulator's kube-scheduler.
+
+* `rescheduling_input`: where the pods of nodes that would leave go (a disruption pass's
+  simulation): on the rest of the cluster, or new claims of the NodePools. Its rules:
+
+  - the rest of the cluster is what the caller's simulation models: the engine's
+    (`engine.disruption.simulate`) is a smaller, equivalent cluster of stand-in nodes, the
+    Karpenter reference's (`reference.karpenter.simulation`) is `remaining_cluster`, the nodes
+    not leaving with the pods bound to them;
+  - no claim in flight is offered: its room belongs to the pending pods it was launched for;
+  - NodePool usage is given, counted once a pass over the whole cluster, the leaving nodes
+    included (they count until they are gone, as in Karpenter);
+  - the DaemonSets, blocked offerings and time are the pass's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from nodewright.engine.devices import lower
@@ -41,6 +52,7 @@ from nodewright.model.instancetype import OfferingKey
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.pod import Pod
+from nodewright.model.resources import Resources
 from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.model.workloads import DaemonSet
 
@@ -119,4 +131,39 @@ def existing_nodes_input(
     """Where `pods` fit on `nodes` alone (no NodePool opens a claim), `bound_pods` on them."""
     return SchedulingInput(
         pods=tuple(pods), pools=(), nodes=tuple(nodes), bound_pods=tuple(bound_pods), daemonsets=daemonsets, now=now
+    )
+
+
+def remaining_cluster(snapshot: ClusterSnapshot, gone: Iterable[str]) -> tuple[tuple[Node, ...], tuple[Pod, ...]]:
+    """The cluster without the nodes named in `gone`: the other nodes, and the pods bound to them."""
+    gone = frozenset(gone)
+    nodes = tuple(n for n in snapshot.nodes if n.name not in gone)
+    bound = tuple(p for p in snapshot.pods if p.node_name and p.node_name not in gone)
+    return nodes, bound
+
+
+def rescheduling_input(
+    pods: Sequence[Pod],
+    *,
+    nodes: Sequence[Node],
+    bound_pods: Iterable[Pod],
+    pools: tuple[PoolCapacity, ...],
+    used: Mapping[str, Resources],
+    daemonsets: tuple[DaemonSet, ...] = (),
+    blocked: frozenset[OfferingKey] = frozenset(),
+    now: float = 0.0,
+) -> SchedulingInput:
+    """Where `pods`, of nodes that would leave, go: on `nodes` with `bound_pods` on them, or new
+    claims of `pools`, with `used` counted towards their limits (the rules are in the module
+    docstring).
+    """
+    return SchedulingInput(
+        pods=tuple(pods),
+        pools=pools,
+        nodes=tuple(nodes),
+        bound_pods=tuple(bound_pods),
+        daemonsets=daemonsets,
+        blocked=blocked,
+        used=used,
+        now=now,
     )

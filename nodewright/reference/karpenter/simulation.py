@@ -4,7 +4,8 @@ Karpenter's disruption asks its provisioning scheduler (pkg/controllers/disrupti
 SimulateScheduling): the candidates' reschedulable pods are scheduled onto the rest of the cluster
 (nodes that are not candidates, not being deleted and not part of a running command, with the
 pods bound to them) plus new claims from every NodePool. `Simulation.run` answers the same
-question with `scheduler.schedule` on the engine's `SchedulingInput`; answers are memoised for
+question with `scheduler.schedule` on the engine's `SchedulingInput`
+(`engine.scheduling.inputs.rescheduling_input` over `remaining_cluster`); answers are memoised for
 the pass by the set of candidates.
 
 Simplification: Karpenter also adds the pods pending at the time (so a move does not take room
@@ -16,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
-from nodewright.engine.scheduling.types import SchedulingInput, SchedulingResult
+from nodewright.engine.scheduling.inputs import remaining_cluster, rescheduling_input
+from nodewright.engine.scheduling.types import SchedulingResult
 from nodewright.engine.scheduling.usage import pool_usage
 from nodewright.reference.karpenter.scheduler import schedule
 
@@ -38,17 +40,15 @@ class Simulation:
         if hit is not None:
             return hit
         inp = self.view.inp
-        gone = leaving | inp.in_progress
-        nodes = tuple(n for n in inp.snapshot.nodes if n.name not in gone)
-        bound = tuple(p for p in inp.snapshot.pods if p.node_name and p.node_name not in gone)
-        scheduling = SchedulingInput(
-            pods=tuple(p for c in candidates for p in c.pods),
-            pools=inp.pools,
+        nodes, bound = remaining_cluster(inp.snapshot, leaving | inp.in_progress)
+        scheduling = rescheduling_input(
+            [p for c in candidates for p in c.pods],
             nodes=nodes,
             bound_pods=bound,
+            pools=inp.pools,
+            used=self.used,
             daemonsets=inp.snapshot.daemonsets,
             blocked=inp.blocked,
-            used=self.used,
             now=inp.now,
         )
         self.runs += 1

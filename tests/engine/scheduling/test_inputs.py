@@ -1,12 +1,19 @@
 """`engine.scheduling.inputs`: which claims are in flight, which pods are planned, bound, held,
-and what NodePool usage counts, for the provisioner's question and the existing-nodes one."""
+and what NodePool usage counts, for the provisioner's question, the existing-nodes one and the
+disruption simulation's."""
 
 from __future__ import annotations
 
 import pytest
 
 from nodewright.engine.scheduling import PoolCapacity
-from nodewright.engine.scheduling.inputs import existing_nodes_input, in_flight, provisioning_input
+from nodewright.engine.scheduling.inputs import (
+    existing_nodes_input,
+    in_flight,
+    provisioning_input,
+    remaining_cluster,
+    rescheduling_input,
+)
 from nodewright.model import labels as wk
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
@@ -176,3 +183,63 @@ def test_existing_nodes_input_opens_no_claim() -> None:
     assert [p.key for p in inp.pods] == ["default/a"]
     assert [p.key for p in inp.bound_pods] == ["default/b"]
     assert inp.now == 3.0
+
+
+# (case, nodes, pods, gone, remaining nodes, remaining bound pods)
+REMAINING = [
+    ("nothing leaves", (node("n1"),), (pod("a", on="n1"), pod("b")), (), ("n1",), ("default/a",)),
+    (
+        "a leaving node goes with its pods; a pending pod is not bound anywhere",
+        (node("n1"), node("n2")),
+        (pod("a", on="n1"), pod("b", on="n2"), pod("c")),
+        ("n1",),
+        ("n2",),
+        ("default/b",),
+    ),
+    (
+        "the nodes of a command in progress leave too",
+        (node("n1"), node("n2"), node("n3")),
+        (pod("a", on="n1"), pod("b", on="n2"), pod("c", on="n3")),
+        ("n1", "n3"),
+        ("n2",),
+        ("default/b",),
+    ),
+    ("a name no node has changes nothing", (node("n1"),), (pod("a", on="n1"),), ("n9",), ("n1",), ("default/a",)),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "nodes", "pods", "gone", "remaining", "bound"), REMAINING, ids=[c[0] for c in REMAINING]
+)
+def test_remaining_cluster(
+    case: str,
+    nodes: tuple[Node, ...],
+    pods: tuple[Pod, ...],
+    gone: tuple[str, ...],
+    remaining: tuple[str, ...],
+    bound: tuple[str, ...],
+) -> None:
+    left, on_them = remaining_cluster(ClusterSnapshot(nodes=nodes, pods=pods), gone)
+    assert tuple(n.name for n in left) == remaining
+    assert tuple(p.key for p in on_them) == bound
+
+
+def test_rescheduling_input_places_the_leaving_pods_on_what_remains_with_the_passs_usage() -> None:
+    """The leaving nodes' pods are the pods to place, on the nodes given, with no claim in flight;
+    usage, DaemonSets, blocked offerings and time are the pass's, passed through unchanged.
+    """
+    snapshot = ClusterSnapshot(nodes=(node("old"), node("n1")), pods=(pod("a", on="old"), pod("b", on="n1")))
+    nodes, bound = remaining_cluster(snapshot, {"old"})
+    used = {"default": Resources.of(cpu="4")}
+    blocked = frozenset({("spot", "m5.large", "us-east-1a")})
+    inp = rescheduling_input(
+        [pod("a", on="old")], nodes=nodes, bound_pods=bound, pools=(POOL,), used=used, blocked=blocked, now=7.0
+    )
+    assert [p.key for p in inp.pods] == ["default/a"]
+    assert [n.name for n in inp.nodes] == ["n1"]
+    assert [(p.key, p.node_name) for p in inp.bound_pods] == [("default/b", "n1")]
+    assert inp.inflight == ()
+    assert inp.pools == (POOL,)
+    assert inp.used == used
+    assert inp.blocked == blocked
+    assert inp.now == 7.0
