@@ -90,6 +90,8 @@ from nodewright.adapters.aws.fleet import (
 from nodewright.adapters.aws.instance_profiles import InstanceProfiles
 from nodewright.adapters.aws.launch_template import NOT_FOUND_CODES, LaunchTemplates, reservation_fields, template_data
 from nodewright.adapters.aws.nodeclass_resolver import (
+    NEURON,
+    NVIDIA,
     STANDARD,
     NodeClassNotResolved,
     NodeClassResolver,
@@ -103,6 +105,7 @@ from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.instance import Instance, InstanceFacts, InstanceStatus
 from nodewright.model.instancetype import OfferingKey
+from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import Clock, InsufficientCapacity, LaunchError, LaunchRequest
 
 __all__ = [
@@ -319,6 +322,25 @@ class Ec2CloudProvider:
             if code in CAPACITY_ERROR_CODES:
                 raise InsufficientCapacity([offering], code) from error
             raise LaunchError(f"StartInstances {instance_id}: {_describe_error(error)}") from error
+
+    def image_ids(self, nodeclasses: Mapping[str, EC2NodeClass]) -> dict[str, frozenset[str]]:
+        """The AMI ids each EC2NodeClass resolves to now, by name, over the alias variants
+        (standard, NVIDIA, Neuron): what standby instances booted from another are replaced by
+        (`engine.standby.stale_reason`). A variant that does not resolve adds nothing; a NodeClass
+        none of whose variants resolves is left out (unknown: never a reason to replace).
+        Cached as the resolver caches its lookups.
+        """
+        out: dict[str, frozenset[str]] = {}
+        for name, nodeclass in sorted(nodeclasses.items()):
+            found: set[str] = set()
+            for variant in (STANDARD, NVIDIA, NEURON):
+                try:
+                    found.update(i.id for i in self._resolver.images(nodeclass.ami_selector_terms, (variant,)).values())
+                except Exception as error:  # a variant the alias does not publish, or a lookup error
+                    log.debug("images of EC2NodeClass %s, variant %s: %s", name, variant, _describe_error(error))
+            if found:
+                out[name] = frozenset(found)
+        return out
 
     def _each_known(self, call: Any, ids: list[str]) -> None:
         """`call(InstanceIds=ids)`, leaving out the ids an InvalidInstanceID.NotFound names."""
