@@ -10,7 +10,7 @@ provisioner's components with `build_provisioner`, and hand the controller to th
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from nodewright.adapters.aws import session
 from nodewright.adapters.aws.catalog import LiveCatalog
@@ -77,6 +77,7 @@ def build_provisioner(
     schedule: Schedule | None = None,
     config_status: ConfigStatus | None = None,
     kind: type[Provisioner] = Provisioner,
+    images: Callable[[], Mapping[str, frozenset[str]]] | None = None,
 ) -> Provisioner:
     """The provisioner's components wired to the given ports: one `Launcher` (the launch path
     `StaticCapacity` and `StandbyCapacity` launch through too), `Housekeeping`, `StaticCapacity`,
@@ -126,6 +127,7 @@ def build_provisioner(
         config=config,
         observer=observer,
         options=options,
+        images=images,
     )
     return kind(
         launcher,
@@ -247,6 +249,8 @@ def _provisioner(
         schedule=schedule_for(settings.consolidation),
         mirror=mirror,
         config_status=config_status,
+        # The AMIs each EC2NodeClass resolves to now: standby instances booted from another are replaced.
+        images=lambda: aws.cloud.image_ids(aws.config.load()[1]),
     )
 
 

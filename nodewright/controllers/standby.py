@@ -87,7 +87,7 @@ class StandbyCapacity:
         config: Configuration,
         observer: Observer,
         options: ProvisionerOptions = ProvisionerOptions(),  # noqa: B008 (frozen: a shared default is safe)
-        images: Callable[[], Mapping[str, frozenset[str]]] = _no_images,
+        images: Callable[[], Mapping[str, frozenset[str]]] | None = None,
     ) -> None:
         self.launcher = launcher
         self.cluster = cluster
@@ -99,7 +99,7 @@ class StandbyCapacity:
         self.options = options
         # The AMI ids each EC2NodeClass resolves to now (by name): a stopped instance booted from
         # another is replaced. Empty: not known, so never a reason.
-        self.images = images
+        self.images = images or _no_images
         # Whether the last `keep()` found standby buffers or instances: the provisioner's loop
         # checks again every `static_poll` only then.
         self.configured = False

@@ -133,3 +133,20 @@ def test_a_buffer_without_spec_and_a_podtemplate_without_template_are_problems_n
         "CapacityBuffer/b: spec: is required",
         "PodTemplate/t: template: is required",
     ]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "warned"),
+    [("nodewright.io/standby-capacity", False), ("buffer.gke.io/standby-capacity", True)],
+    ids=["nodewrights-standby", "another-implementations"],
+)
+def test_the_standby_strategy_is_accepted_and_another_warns_that_nodewright_leaves_it(
+    strategy: str, warned: bool
+) -> None:
+    text = BUFFER.replace("replicas: 4", f"replicas: 4\n  provisioningStrategy: {strategy}")
+    loaded = parse_yaml(TEMPLATE + "---\n" + text, "b.yaml")
+    assert loaded.ok, loaded.problems
+    (buffer,) = (d.model for d in loaded.of_kind(CAPACITYBUFFER))
+    assert isinstance(buffer, CapacityBuffer)
+    assert buffer.provisioning_strategy == strategy
+    assert [w.path for w in loaded.warnings] == (["spec.provisioningStrategy"] if warned else [])

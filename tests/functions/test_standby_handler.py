@@ -240,3 +240,29 @@ def test_without_a_standby_buffer_nothing_is_stopped_or_started(
     assert "stopped" not in set(states(world).values())
     assert decisions(world, "standby-stop") == []
     assert decisions(world, "standby-start") == []
+
+
+def test_a_stopped_standby_instance_booted_from_an_ami_no_longer_resolved_is_replaced(
+    world: Ec2World, example_plan: ExamplePlan, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configure(world, example_plan, default_pool(example_plan))
+    for p in world.cluster.pods():
+        world.cluster.remove_pod(p)
+    warm_standby(world, example_plan, invoke)
+    stopped = {i for i, s in states(world).items() if s == "stopped"}
+    booted = {item["ImageId"] for i, item in all_instances(world).items() if i in stopped}
+    standby = world.provisioner.standby
+    assert standby is not None
+    # What the EC2 adapter's image_ids answers once a new AMI is published (tested against moto
+    # in tests/adapters/aws/test_ec2_standby.py): every EC2NodeClass resolves to another image.
+    monkeypatch.setattr(standby, "images", lambda: dict.fromkeys(example_plan.nodeclasses, frozenset({"ami-new"})))
+
+    result = invoke(world.provisioner, "new-ami")
+
+    now = states(world)
+    assert booted
+    assert all(now[i] == "terminated" for i in stopped)
+    assert result["launched"]
+    reasons = [d["reason"] for d in decisions(world, "standby-replace")]
+    assert reasons
+    assert all("no longer resolves to" in r and "ami-new" in r for r in reasons)

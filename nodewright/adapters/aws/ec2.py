@@ -87,6 +87,7 @@ from nodewright.adapters.aws.fleet import (
     resource_tags,
     tag_list,
 )
+from nodewright.adapters.aws.instance_calls import each_known
 from nodewright.adapters.aws.instance_profiles import InstanceProfiles
 from nodewright.adapters.aws.launch_template import NOT_FOUND_CODES, LaunchTemplates, reservation_fields, template_data
 from nodewright.adapters.aws.nodeclass_resolver import (
@@ -103,6 +104,7 @@ from nodewright.model import labels as wk
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.instance import Instance, InstanceFacts, InstanceStatus
 from nodewright.model.instancetype import OfferingKey
+from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import Clock, InsufficientCapacity, LaunchError, LaunchRequest
 
 __all__ = [
@@ -296,44 +298,25 @@ class Ec2CloudProvider:
         """Terminate in batches; ids EC2 does not know count as terminated."""
         ids = list(dict.fromkeys(instance_ids))
         for start in range(0, len(ids), self._terminate_batch):
-            self._terminate_batch_ids(ids[start : start + self._terminate_batch])
+            each_known(self._backoff, self._ec2.terminate_instances, ids[start : start + self._terminate_batch])
 
     def stop(self, instance_ids: Sequence[str]) -> None:
-        """Stop standby instances (StopInstances): their EBS volumes stay, and are all that is billed.
-        Stopping a stopped or stopping instance is a no-op on EC2, so a retry after a crash is safe;
-        ids EC2 does not know are skipped (nothing left to stop).
-        """
-        ids = list(dict.fromkeys(instance_ids))
-        if ids:
-            self._each_known(self._ec2.stop_instances, ids)
+        """Stop standby instances (their EBS volumes stay); a no-op on a stopped one, unknown ids skipped."""
+        if ids := list(dict.fromkeys(instance_ids)):
+            each_known(self._backoff, self._ec2.stop_instances, ids)
 
     def start(self, instance_id: str, offering: OfferingKey) -> None:
-        """Start a stopped standby instance (StartInstances); a no-op on a running one. EC2 starts
-        it in its own type and zone or not at all: a capacity error raises InsufficientCapacity
-        naming `offering` (capacity type, instance type, zone), any other error LaunchError.
-        """
+        """StartInstances (no-op if running); capacity errors: InsufficientCapacity(`offering`), others LaunchError."""
         try:
             self._backoff.call(partial(self._ec2.start_instances, InstanceIds=[instance_id]))
         except Exception as error:
-            code = error_code(error)
-            if code in CAPACITY_ERROR_CODES:
+            if (code := error_code(error)) in CAPACITY_ERROR_CODES:
                 raise InsufficientCapacity([offering], code) from error
             raise LaunchError(f"StartInstances {instance_id}: {_describe_error(error)}") from error
 
-    def _each_known(self, call: Any, ids: list[str]) -> None:
-        """`call(InstanceIds=ids)`, leaving out the ids an InvalidInstanceID.NotFound names."""
-        remaining = list(ids)
-        while remaining:
-            try:
-                self._backoff.call(partial(call, InstanceIds=remaining))
-                return
-            except Exception as error:
-                if error_code(error) != "InvalidInstanceID.NotFound":
-                    raise
-                gone = set(re.findall(_ID_PATTERN, str(error))) & set(remaining)
-                if not gone:
-                    return
-                remaining = [i for i in remaining if i not in gone]
+    def image_ids(self, nodeclasses: Mapping[str, EC2NodeClass]) -> dict[str, frozenset[str]]:
+        """The AMI ids each EC2NodeClass resolves to now (`NodeClassResolver.image_ids`)."""
+        return self._resolver.image_ids(nodeclasses)
 
     def instance_statuses(self, instance_ids: Sequence[str]) -> list[InstanceStatus]:
         """The running instances among `instance_ids` whose system, instance or attached-EBS status
@@ -606,25 +589,6 @@ class Ec2CloudProvider:
             str(r.get("SpotInstanceRequestId", "")): str((r.get("Status") or {}).get("Code", ""))
             for r in response.get("SpotInstanceRequests", [])
         }
-
-    def _terminate_batch_ids(self, ids: list[str]) -> None:
-        remaining = list(ids)
-        while remaining:
-            try:
-                self._backoff.call(partial(self._ec2.terminate_instances, InstanceIds=remaining))
-                return
-            except Exception as error:
-                if error_code(error) != "InvalidInstanceID.NotFound":
-                    raise
-                gone = set(re.findall(_ID_PATTERN, str(error))) & set(remaining)
-                if not gone:
-                    # The message named no id we sent: fall back to one call per id.
-                    if len(remaining) == 1:
-                        return
-                    for instance_id in remaining:
-                        self._terminate_batch_ids([instance_id])
-                    return
-                remaining = [i for i in remaining if i not in gone]
 
 
 def _describe_error(error: BaseException) -> str:

@@ -41,6 +41,7 @@ AWS errors other than throttling (retried) propagate.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -57,6 +58,7 @@ from nodewright.ports import Clock, LaunchError
 
 T = TypeVar("T")
 
+log = logging.getLogger(__name__)
 DEFAULT_TTL_SECONDS = 300.0
 # Kubernetes architecture name -> EC2's (in AMI descriptions and SSM paths).
 EC2_ARCH = {"amd64": "x86_64", "arm64": "arm64"}
@@ -381,6 +383,24 @@ class NodeClassResolver:
         """Ids of the matching security groups, sorted."""
         key = ("security-groups", _terms_key(terms))
         return self._cache.get(key, lambda: self._describe_security_groups(terms))
+
+    def image_ids(self, nodeclasses: Mapping[str, EC2NodeClass]) -> dict[str, frozenset[str]]:
+        """The AMI ids each EC2NodeClass resolves to now, by name, over the alias variants
+        (standard, NVIDIA, Neuron): what standby instances booted from another are replaced by
+        (`engine.standby.stale_reason`). A variant that does not resolve adds nothing; a NodeClass
+        none of whose variants resolves is left out (unknown: never a reason to replace).
+        """
+        out: dict[str, frozenset[str]] = {}
+        for name, nodeclass in sorted(nodeclasses.items()):
+            found: set[str] = set()
+            for variant in (STANDARD, NVIDIA, NEURON):
+                try:
+                    found.update(i.id for i in self.images(nodeclass.ami_selector_terms, (variant,)).values())
+                except Exception as error:  # a variant the alias does not publish, or a lookup error
+                    log.debug("images of EC2NodeClass %s, variant %s: %s", name, variant, error)
+            if found:
+                out[name] = frozenset(found)
+        return out
 
     def images(self, terms: Sequence[AMISelectorTerm], variants: Iterable[str] = (STANDARD,)) -> dict[ImageKey, Image]:
         """(Kubernetes arch, variant) -> the AMI to launch for it, for each of `variants`.

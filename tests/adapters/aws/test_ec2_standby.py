@@ -1,9 +1,10 @@
-"""The EC2 cloud provider's stop and start of standby instances: StopInstances, StartInstances.
+"""The EC2 cloud provider's stop and start of standby instances, and the AMIs a NodeClass resolves to.
 
 Faked: EC2 by moto in-process (`mock_aws`: RunInstances, StopInstances, StartInstances,
-DescribeInstances); EC2's capacity error on StartInstances, which moto cannot produce, by
-botocore's Stubber answering with the documented error code. Observed: the instance states moto
-holds, the requests sent and what the provider raises.
+DescribeInstances, DescribeImages); SSM's public AMI parameters by `PublicParameters`; EC2's
+capacity error on StartInstances, which moto cannot produce, by botocore's Stubber answering with
+the documented error code. Observed: the instance states moto holds, the requests sent, what the
+provider raises and the AMI ids it reports.
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from nodewright.adapters.aws.ec2 import Ec2CloudProvider
+from nodewright.adapters.aws.nodeclass_resolver import DEFAULT_TTL_SECONDS, alias_parameters
 from nodewright.adapters.aws.retry import Backoff
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.cluster import ClusterInfo
+from nodewright.model.nodeclass import AMIAlias, AMISelectorTerm, EC2NodeClass
 from nodewright.ports import InsufficientCapacity, LaunchError
+from tests.adapters.aws.fakes import PublicParameters, amazon_images
 
 CLUSTER = ClusterInfo("prod", "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com", "LS0t", "1.31")
 OFFERING = ("on-demand", "m5.large", "us-east-1a")
@@ -101,3 +105,21 @@ def test_a_capacity_error_on_start_names_the_instances_offering() -> None:
 def test_another_error_on_start_is_a_launch_error(moto_ec2: Any) -> None:
     with pytest.raises(LaunchError, match="InvalidInstanceID"):
         provider(moto_ec2).start("i-0123456789abcdef0", OFFERING)
+
+
+def test_image_ids_follow_the_ami_an_alias_resolves_to_once_the_cache_expires(moto_ec2: Any) -> None:
+    public = amazon_images(moto_ec2)
+    alias = AMIAlias.parse("al2023@latest")
+    parameters = alias_parameters(alias, CLUSTER.version)
+    ssm = PublicParameters({parameters["amd64"]: public["x86_64"][0], parameters["arm64"]: public["arm64"][0]})
+    clock = VirtualClock(0.0)
+    cloud = Ec2CloudProvider(moto_ec2, ssm, CLUSTER, instance_profile="p", clock=clock)
+    nodeclasses = {"default": EC2NodeClass("default", ami_selector_terms=(AMISelectorTerm(alias=alias),))}
+
+    before = cloud.image_ids(nodeclasses)
+    ssm.values[parameters["amd64"]] = public["x86_64"][1]  # a new AMI is published
+    clock.advance(DEFAULT_TTL_SECONDS + 1)
+    after = cloud.image_ids(nodeclasses)
+
+    assert before == {"default": frozenset({public["x86_64"][0], public["arm64"][0]})}
+    assert after == {"default": frozenset({public["x86_64"][1], public["arm64"][0]})}

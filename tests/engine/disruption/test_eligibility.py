@@ -16,6 +16,7 @@ from nodewright.engine.disruption import eviction_cost
 from nodewright.model import labels as wk
 from nodewright.model.node import Node
 from nodewright.model.selectors import LabelSelector
+from nodewright.model.standby import STANDBY_LABEL
 from nodewright.model.taints import Taint
 from nodewright.model.workloads import PodDisruptionBudget
 from tests.builders import pod
@@ -71,6 +72,12 @@ CASES: list[tuple[str, Callable[[World], None], dict[str, object], str]] = [
     ("claim-deleting", lambda w: w.edit_claim("n", state="deleting"), {}, "already being deleted"),
     ("not-initialized", lambda w: w.edit_claim("n", state="registered"), {}, "not initialized yet"),
     ("not-ready", lambda w: w.edit_node("n", ready=False), {}, "not ready"),
+    (
+        "standby-warming",
+        lambda w: w.edit_node("n", labels={**w.nodes[0].labels, STANDBY_LABEL: "default.warm"}),
+        {},
+        "a standby instance of CapacityBuffer default.warm",
+    ),
     ("in-progress", lambda w: None, {"in_progress": frozenset({"n"})}, "already part of a running"),
     (
         "interruption-cordoned",
