@@ -62,7 +62,7 @@ def test_every_placed_pod_fits_and_no_pod_is_both_placed_and_unschedulable() -> 
 def test_simulator_scenarios_beside_the_manifests_are_skipped() -> None:
     """examples/ holds `kind: Scenario` files; planning the whole directory equals planning the manifests."""
     whole = plan_json(EXAMPLES)
-    manifests = plan_json(EXAMPLES / "nodepools", EXAMPLES / "workloads")
+    manifests = plan_json(EXAMPLES / "nodepools", EXAMPLES / "workloads", EXAMPLES / "dra")
     assert [c["pods"] for c in whole["nodeclaims"]] == [c["pods"] for c in manifests["nodeclaims"]]
     assert whole["total_price_per_hour"] == manifests["total_price_per_hour"]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,17 +20,19 @@ from nodewright.adapters.offline_catalog import load_catalog
 from nodewright.cli import app
 from nodewright.cli import commands as _commands  # noqa: F401  (registers the commands)
 from nodewright.engine.devices import lower
+from nodewright.engine.disruption import compute_commands
 from nodewright.engine.scheduling.inputs import provisioning_input
 from nodewright.engine.scheduling.solver import solve
 from nodewright.engine.scheduling.types import PoolCapacity
 from nodewright.inmemory.apiserver import ApiServer
 from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model.cel import CelError, Selector, UnsupportedExpression
-from nodewright.model.dra import NEURON_DRIVER, NVIDIA_DRIVER, DeviceObjects, published_devices
+from nodewright.model.dra import NEURON_DRIVER, NVIDIA_DRIVER, DeviceObjects, PodClaim, published_devices
 from nodewright.model.errors import InvalidValue
 from nodewright.model.pod import Pod
 from nodewright.model.snapshot import ClusterSnapshot
 from tests.builders import node_pool
+from tests.engine.disruption.scenario import World, catalog
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "dra"
 L40S = {
@@ -183,3 +186,30 @@ def test_the_adapter_reads_the_emulators_dra_objects_over_http() -> None:
         finally:
             kube.close()
     assert set(cluster.snapshot().devices.templates) == {"default/t"}
+
+
+def test_consolidation_keeps_a_device_pod_on_a_type_with_its_devices() -> None:
+    """An on-demand g6e.xlarge holding one small pod: without a claim consolidation replaces it
+    by a cheap CPU node; with the pod's L40S claim (lowered as the consolidator's input is) only
+    by a type publishing L40S devices.
+    """
+    g6e = next(t for t in load_catalog() if t.name == "g6e.xlarge")
+    world = World(types=(*catalog(), g6e))
+    world.node("gpu", "g6e.xlarge")
+    (plain,) = world.put("gpu", cpu="1", memory="2Gi")
+    claimed = replace(plain, device_claims=(PodClaim("gpu", template_name="t"),))
+    objects = DeviceObjects.parse(
+        [CLASS], templates=[_template('device.attributes["gpu.nvidia.com"].productName == "NVIDIA L40S"')]
+    )
+
+    before = world.run()
+    assert [c.replacement_price < 1 for c in before.commands] == [True]
+    assert {t.name for r in before.commands[0].replacements for t in r.options} <= {t.name for t in catalog()}
+
+    world.pods = [claimed]
+    inp = world.input()
+    lowered = replace(inp, snapshot=lower(replace(inp.snapshot, devices=objects), (), (*catalog(), g6e)).snapshot)
+    after = compute_commands(lowered)
+    # Still consolidated (spot g6e is cheaper), but only onto the type that has the devices.
+    assert [c.candidates for c in after.commands] == [("gpu",)]
+    assert {t.name for r in after.commands[0].replacements for t in r.options} == {"g6e.xlarge"}

@@ -1,6 +1,6 @@
 """Record what each function calls: every AWS operation and every Kubernetes request, per function.
 
-What runs: the shipped short scenarios (examples/scenarios) and three in tests/infra/scenarios,
+What runs: the shipped short scenarios (examples/scenarios) and four in tests/infra/scenarios,
 through the simulator with `kube_api: http`, so the real handlers, controllers and adapters call
 moto through boto3 and the API emulator through the real kubernetes client; then each function's
 cold start (`*_from_settings`, the production composition root) against moto, and the
@@ -59,7 +59,7 @@ SCENARIOS = (
     *(REPO_ROOT / "examples" / "scenarios" / f"{name}.yaml" for name in SHIPPED),
     *(
         REPO_ROOT / "tests" / "infra" / "scenarios" / f"{name}.yaml"
-        for name in ("scale-down", "never-ready", "spot-warning")
+        for name in ("scale-down", "never-ready", "spot-warning", "dra")
     ),
 )
 FUNCTIONS = ("provisioner", "interruption", "consolidator")

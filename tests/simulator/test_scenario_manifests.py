@@ -21,6 +21,7 @@ import pytest
 
 import nodewright.simulator.world as world_module
 from nodewright.adapters.kube.cluster import parse_timestamp
+from nodewright.inmemory.clusterdevices import DeviceObject
 from nodewright.model.manifests import daemonset_manifest, node_manifest, pdb_manifest, pod_manifest
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
@@ -50,6 +51,8 @@ def read_back(obj: object) -> object:
         return DaemonSet.parse(over_http(daemonset_manifest(obj)))
     if isinstance(obj, PodDisruptionBudget):
         return PodDisruptionBudget.parse(over_http(pdb_manifest(obj, obj.disruptions_allowed)))
+    if isinstance(obj, DeviceObject):  # DRA objects are kept as their manifests
+        return replace(obj, manifest=over_http(dict(obj.manifest)))
     raise TypeError(obj)
 
 
