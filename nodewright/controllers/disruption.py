@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from nodewright.controllers.algorithms import Decisions, EngineDecisions
+from nodewright.controllers.daemonfit import report_overflows
 from nodewright.controllers.drain import Drainer
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.launching import Launcher
@@ -275,6 +276,7 @@ class Consolidator:
             self.observer.decision("disruption-rejected", node=node, reason=why)
             if (event := disruption_rejected(node, why, result.blockers.get(node))) is not None:
                 self.cluster.record(event, inp.now)
+        report_overflows(inp, self.observer, self.cluster)
         if not result.commands:
             self._last_state = state
             return False
