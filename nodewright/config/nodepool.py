@@ -2,8 +2,12 @@
 
 `parse_nodepool` checks every field of Karpenter's v1 NodePool schema (its OpenAPI types and
 its CEL rules) and reports every problem through the cursor; `render_nodepool` prints a model
-back as a manifest that parses to an equal model. Nodewright's one addition is the
-`nodewright.io/rebalance-policy` annotation on the NodePool's own metadata. Unknown fields are
+back as a manifest that parses to an equal model. Nodewright's additions are annotations on the
+NodePool's own metadata, so a manifest stays valid against Karpenter's CRD schema (which rejects
+unknown spec fields) and Karpenter ignores them: `nodewright.io/rebalance-policy`,
+`nodewright.io/zone-balance` (`nodes:1`, `cpu:32`: what to count per zone and the largest
+difference allowed; `engine/zonebalance.py`) and `nodewright.io/daemonset-overflow` (Ignore,
+Report or Replace: `engine/daemonfit.py`). Unknown fields are
 warnings, not errors. `spec.replicas` makes a static NodePool (`engine/scheduling/static.py`).
 """
 
@@ -21,12 +25,15 @@ from nodewright.model.duration import format_duration
 from nodewright.model.errors import InvalidValue
 from nodewright.model.nodepool import (
     CONSOLIDATION_POLICIES,
+    DAEMON_OVERFLOW_POLICIES,
     DISRUPTION_REASONS,
     REBALANCE_POLICIES,
+    ZONE_BALANCE_BY,
     Budget,
     Disruption,
     NodeClassRef,
     NodePool,
+    ZoneBalance,
 )
 from nodewright.model.requirements import OPERATORS, Requirement, Requirements
 from nodewright.model.resources import Resources
@@ -302,6 +309,17 @@ def parse_nodepool(
             )
             or rebalance
         )
+    zone_balance = _zone_balance(at / "metadata" / "annotations" / wk.NW_ZONE_BALANCE, annotations)
+    overflow = "Ignore"
+    if isinstance(annotations, Mapping) and isinstance(annotations.get(wk.NW_DAEMONSET_OVERFLOW), str):
+        overflow = (
+            f.string(
+                at / "metadata" / "annotations" / wk.NW_DAEMONSET_OVERFLOW,
+                annotations[wk.NW_DAEMONSET_OVERFLOW],
+                enum=DAEMON_OVERFLOW_POLICIES,
+            )
+            or overflow
+        )
     spec = f.kube_obj(at / "spec", spec_value, SPEC_FIELDS)
     if spec is None:
         if spec_value is None:
@@ -357,10 +375,36 @@ def parse_nodepool(
         weight=weight or 0,
         disruption=disruption,
         rebalance_policy=rebalance,
+        zone_balance=zone_balance,
+        daemon_overflow=overflow,
         replicas=replicas,
         api_version=api_version,
         resource_version=str(metadata.get("resourceVersion") or ""),
     )
+
+
+def _zone_balance(at: At, annotations: Any) -> ZoneBalance | None:
+    """The `nodewright.io/zone-balance` annotation: `<by>:<max skew>` (`nodes:1`, `cpu:64`), or a
+    bare number of nodes (`2`); None when absent or wrong (reported through `at`).
+    """
+    if not isinstance(annotations, Mapping) or not isinstance(annotations.get(wk.NW_ZONE_BALANCE), str):
+        return None
+    raw = annotations[wk.NW_ZONE_BALANCE].strip()
+    by, _, number = raw.rpartition(":")
+    by = by.strip() or "nodes"
+    if by not in ZONE_BALANCE_BY:
+        at.error(f"{show(raw)}: counts {show(by)}, not one of {', '.join(ZONE_BALANCE_BY)} (e.g. nodes:1 or cpu:32)")
+        return None
+    kind, example, least = ("number", "cpu:32", 0) if by == "cpu" else ("whole number", "nodes:1", 1)
+    try:
+        skew = float(number) if by == "cpu" else int(number)
+    except ValueError:
+        at.error(f"{show(raw)}: the maximum skew {show(number.strip())} is not a {kind} (e.g. {example})")
+        return None
+    if not least <= skew < float("inf"):
+        at.error(f"{show(raw)}: the maximum skew must be at least {least} (e.g. {example})")
+        return None
+    return ZoneBalance(by=by, max_skew=float(skew))
 
 
 def _replicas(at_spec: At, spec: Mapping[str, Any]) -> int | None:
@@ -394,8 +438,16 @@ def resource_list(at: At, value: Any) -> Resources | None:
 def render_nodepool(pool: NodePool) -> dict[str, Any]:
     """The manifest of a NodePool model; parsing it gives an equal model (Gte/Lte print as Gt/Lt)."""
     metadata: dict[str, Any] = {"name": pool.name}
+    annotations: dict[str, str] = {}
     if pool.rebalance_policy != "ReplaceThenDrain":
-        metadata["annotations"] = {wk.NW_REBALANCE_POLICY: pool.rebalance_policy}
+        annotations[wk.NW_REBALANCE_POLICY] = pool.rebalance_policy
+    if pool.zone_balance is not None:
+        skew = pool.zone_balance.max_skew
+        annotations[wk.NW_ZONE_BALANCE] = f"{pool.zone_balance.by}:{int(skew) if skew.is_integer() else skew}"
+    if pool.daemon_overflow != "Ignore":
+        annotations[wk.NW_DAEMONSET_OVERFLOW] = pool.daemon_overflow
+    if annotations:
+        metadata["annotations"] = annotations
     template_spec: dict[str, Any] = {
         "nodeClassRef": {
             "group": pool.node_class_ref.group,

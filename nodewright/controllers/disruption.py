@@ -39,6 +39,7 @@ from dataclasses import replace
 
 from nodewright.controllers.algorithms import Decisions, EngineDecisions
 from nodewright.controllers.consolidationoptions import ConsolidationReport, ConsolidatorOptions
+from nodewright.controllers.daemonfit import report_overflows
 from nodewright.controllers.drain import Drainer
 from nodewright.controllers.kubeusage import publish_api_usage
 from nodewright.controllers.launching import Launcher
@@ -239,6 +240,7 @@ class Consolidator:
             self.observer.decision("disruption-rejected", node=node, reason=why)
             if (event := disruption_rejected(node, why, result.blockers.get(node))) is not None:
                 self.cluster.record(event, inp.now)
+        report_overflows(inp, self.observer, self.cluster)
         if not result.commands:
             self._last_state = state
             return False

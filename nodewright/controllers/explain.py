@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.controllers.mirror import claim_verdicts
+from nodewright.engine.daemonfit import overflows
 from nodewright.engine.devices import lower
 from nodewright.engine.disruption.engine import compute_commands
 from nodewright.engine.disruption.types import DisruptionInput
@@ -111,13 +112,19 @@ def explain_pod(src: Sources, key: str) -> dict[str, Any]:
         if pod.created_at:
             answer["pending_since"] = pod.created_at
             answer["pending_seconds"] = round(src.now - pod.created_at, 1)
+    if pod is not None and pod.daemon and pod.target_node and not pod.node_name:
+        # A DaemonSet pod waits for its own node, never for a new one (engine/daemonfit.py).
+        overflow = overflows(src.snapshot, [pc.nodepool for pc in src.pools]).get(pod.target_node)
+        answer["why_not_scheduled"] = (
+            overflow.describe() if overflow is not None else f"waits for its node {pod.target_node}, where it fits"
+        )
     passes = [r for r in history if r.get("decision") in ("launch", "nominate", "unschedulable")]
     if passes:
         answer["seen_by"] = [{k: r.get(k) for k in ("decision", "nodeclaim", "at", "reason") if k in r} for r in passes]
     if holder is not None:
         answer["claim"] = _claim_summary(holder)
         answer["node_ready_by"] = _ready_by(holder, claims)
-    elif pod is not None and answer["state"] == "pending":
+    elif pod is not None and answer["state"] == "pending" and "why_not_scheduled" not in answer:
         answer["why_not_scheduled"] = _why_unschedulable(src, key, claims)
     namespace, _, name = key.partition("/")
     events = src.about("Pod", name, namespace)
@@ -157,6 +164,9 @@ def explain_node(src: Sources, name: str) -> dict[str, Any]:
     if node is None and claim is None:
         raise LookupError(f"node {name} is not in the cluster and no claim names it")
     answer: dict[str, Any] = {"node": name, "exists": node is not None}
+    overflow = overflows(src.snapshot, [pc.nodepool for pc in src.pools]).get(name)
+    if overflow is not None:
+        answer["daemonset_overflow"] = overflow.describe()
     events = src.about("Node", name)
     if events:
         answer["events"] = events

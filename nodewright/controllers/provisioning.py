@@ -66,6 +66,7 @@ from nodewright.engine.scheduling import (
     SolveDeadline,
     solve,
 )
+from nodewright.engine.zonebalance import balance_result
 from nodewright.model.command import CommandRecord
 from nodewright.model.event import pod_failed_to_schedule
 from nodewright.model.snapshot import ClusterSnapshot
@@ -285,6 +286,7 @@ class Provisioner:
                 if self.schedule is None
                 else self.schedule(inp)
             )
+            result = balance_result(inp, result)  # zone-balanced NodePools' claims pinned to zones
             report.solve_seconds += time.perf_counter() - started
             self.observer.metric("SchedulingSeconds", time.perf_counter() - started, "Seconds")
             report.unschedulable = dict(result.unschedulable)

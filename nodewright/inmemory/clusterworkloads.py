@@ -21,6 +21,7 @@ from nodewright.inmemory.clusterstore import (
 )
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import label_matches
+from nodewright.model.resources import EMPTY, Resources
 from nodewright.model.taints import tolerates_all
 from nodewright.model.workloads import DaemonSet, PodDisruptionBudget
 
@@ -103,10 +104,12 @@ class ClusterWorkloads:
         Each DaemonSet gets one Running pod `<daemonset>-<node>` on every node that is not being
         deleted, whose labels satisfy the template's node selector and required affinity, and
         whose NoSchedule/NoExecute taints the template tolerates. Like the real controller it
-        ignores `unschedulable` (cordoned nodes keep their daemons) and readiness, and does not
-        check that requests fit. Pods of a known DaemonSet on a node that no longer matches are
-        deleted; daemon pods of DaemonSets this cluster does not hold are left alone, so tests can
-        add daemon pods by hand.
+        ignores `unschedulable` (cordoned nodes keep their daemons) and readiness. A pod whose
+        requests do not fit what the node's bound pods leave of its allocatable stays Pending and
+        Unschedulable, its required affinity naming the node (`target_node`), as kube-scheduler
+        leaves a DaemonSet pod added after its node filled up (Karpenter #715). Pods of a known
+        DaemonSet on a node that no longer matches are deleted; daemon pods of DaemonSets this
+        cluster does not hold are left alone, so tests can add daemon pods by hand.
         """
         wanted: dict[str, tuple[DaemonSet, str]] = {}
         for daemonset in self.store.daemonsets.values():
@@ -124,10 +127,18 @@ class ClusterWorkloads:
         for pod in stale:
             self.store.delete_pod(pod, POD_DELETED, "its daemonset no longer wants it on this node")
         created = []
+        used: dict[str, Resources] | None = None
         for key, (daemonset, node_name) in wanted.items():
             if key in self.store.pods:
                 continue
+            if used is None:  # what the bound pods take, by node: only when a pod is to be made
+                used = {}
+                for p in self.store.pods.values():
+                    if p.node_name and not p.terminal:
+                        used[p.node_name] = used.get(p.node_name, EMPTY) + p.requests
             template = daemonset.template
+            node = self.store.nodes[node_name]
+            fits = (used.get(node_name, EMPTY) + template.requests).fits_in(node.allocatable)
             pod = replace(
                 template,
                 name=key.partition("/")[2],
@@ -135,11 +146,14 @@ class ClusterWorkloads:
                 created_at=0.0,
                 owner_kind="DaemonSet",
                 owner_name=daemonset.name,
-                node_name=node_name,
+                node_name=node_name if fits else "",
+                target_node="" if fits else node_name,  # a bound pod names its node already
                 nominated_node_name="",
-                phase="Running",
-                unschedulable=False,
+                phase="Running" if fits else "Pending",
+                unschedulable=not fits,
                 deleting=False,
             )
+            if fits:
+                used[node_name] = used.get(node_name, EMPTY) + template.requests
             created.append(self.store.add_pod(pod))
         return created

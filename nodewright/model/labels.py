@@ -82,6 +82,8 @@ NW_NODEPOOL = "nodewright.io/nodepool"
 NW_NODECLAIM = "nodewright.io/nodeclaim"
 NW_DO_NOT_DISRUPT = "nodewright.io/do-not-disrupt"
 NW_REBALANCE_POLICY = "nodewright.io/rebalance-policy"
+NW_ZONE_BALANCE = "nodewright.io/zone-balance"
+NW_DAEMONSET_OVERFLOW = "nodewright.io/daemonset-overflow"
 DISRUPTED_TAINT_KEY = "nodewright.io/disrupted"
 # Values of the disrupted taint: its pods are being replaced (the provisioner counts them as
 # pending), or the node is only cordoned (a rebalance policy of Cordon: nothing moves).

@@ -298,7 +298,14 @@ def _pod_conditions(pod: Pod) -> list[dict[str, str]]:
 def _affinity(pod: Pod) -> dict[str, Any]:
     affinity: dict[str, Any] = {}
     node_affinity: dict[str, Any] = {}
-    if pod.required_terms:
+    if pod.target_node:  # a DaemonSet pod: every term also names its node, as the controller writes it
+        fields = [{"key": "metadata.name", "operator": "In", "values": [pod.target_node]}]
+        named: list[dict[str, Any]] = [
+            {"matchExpressions": term.to_manifest(), "matchFields": fields} if term else {"matchFields": fields}
+            for term in (pod.required_terms or (None,))
+        ]
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": named}
+    elif pod.required_terms:
         node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
             "nodeSelectorTerms": [{"matchExpressions": term.to_manifest()} for term in pod.required_terms]
         }

@@ -19,6 +19,10 @@ REBALANCE_POLICIES = ("Ignore", "Cordon", "CordonAndDrain", "ReplaceThenDrain")
 # Balanced (Karpenter v1.14): underutilized nodes too, when the savings justify the disruption.
 CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
 DISRUPTION_REASONS = ("Underutilized", "Empty", "Drifted")
+# What a NodePool's zone balance counts per zone (`ZoneBalance.by`).
+ZONE_BALANCE_BY = ("nodes", "cpu")
+# What to do about a DaemonSet pod that no longer fits its node (`engine.daemonfit`).
+DAEMON_OVERFLOW_POLICIES = ("Ignore", "Report", "Replace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +47,18 @@ class Disruption:
 
 
 @dataclass(frozen=True, slots=True)
+class ZoneBalance:
+    """Keep a NodePool's nodes even across its zones (`nodewright.io/zone-balance`): the most
+    populated zone may hold at most `max_skew` more than the least populated one, counted in nodes
+    or in vCPUs of capacity (`by`). Provisioning picks each new node's zone so; consolidation makes
+    no move that takes the NodePool past it (`engine.zonebalance`).
+    """
+
+    by: str = "nodes"
+    max_skew: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class NodeClassRef:
     """The EC2NodeClass a NodePool launches with."""
 
@@ -53,7 +69,9 @@ class NodeClassRef:
 
 @dataclass(frozen=True, slots=True)
 class NodePool:
-    """A NodePool (Karpenter v1 schema) plus Nodewright's rebalance policy."""
+    """A NodePool (Karpenter v1 schema) plus Nodewright's settings from its own annotations:
+    the rebalance policy, zone balance and what to do about DaemonSet pods that no longer fit.
+    """
 
     name: str
     node_class_ref: NodeClassRef = NodeClassRef("default")
@@ -68,6 +86,9 @@ class NodePool:
     weight: int = 0
     disruption: Disruption = Disruption()
     rebalance_policy: str = "ReplaceThenDrain"
+    # None: zones are left to price and to the workloads' own spread constraints (Karpenter's way).
+    zone_balance: ZoneBalance | None = None
+    daemon_overflow: str = "Ignore"
     # Karpenter's static NodePools (`spec.replicas`): keep exactly this many nodes, never
     # consolidated, never opened for pods (nodewright.engine.scheduling.static).
     replicas: int | None = None

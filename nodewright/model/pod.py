@@ -136,6 +136,9 @@ class Pod:
     # spec.resourceClaims (DRA); the devices they ask for are resolved against the cluster's
     # claims and templates by `engine.devices`, not here.
     device_claims: tuple[PodClaim, ...] = ()
+    # The node a DaemonSet pod is made for (its required node affinity's `matchFields` on
+    # `metadata.name`, as the DaemonSet controller writes it); '' for any other pod.
+    target_node: str = ""
 
     @property
     def key(self) -> str:
@@ -203,7 +206,11 @@ class Pod:
             annotations=dict(annotations),
             requests=effective_requests(spec, memo),
             node_selector=dict(spec.get("nodeSelector") or {}),
-            required_terms=tuple(Requirements.parse(t.get("matchExpressions")) for t in required),
+            required_terms=tuple(
+                Requirements.parse(t.get("matchExpressions"))
+                for t in required
+                if t.get("matchExpressions") or not _target_node(required)
+            ),
             preferred_terms=tuple(
                 PreferredTerm(
                     int(p.get("weight", 1)), Requirements.parse((p.get("preference") or {}).get("matchExpressions"))
@@ -234,7 +241,20 @@ class Pod:
             mirror="kubernetes.io/config.mirror" in annotations,
             termination_grace_seconds=int(spec.get("terminationGracePeriodSeconds", 30)),
             device_claims=PodClaim.of(spec, status) if spec.get("resourceClaims") else (),
+            target_node=_target_node(required),
         )
+
+
+def _target_node(terms: Any) -> str:
+    """The one node name every term's `matchFields` requires (`metadata.name In [node]`), or ''."""
+    names: set[str] = set()
+    for term in terms or ():
+        fields = [m for m in term.get("matchFields") or () if m.get("key") == "metadata.name"]
+        values = {str(v) for m in fields if m.get("operator") == "In" for v in m.get("values") or ()}
+        if len(values) != 1:
+            return ""
+        names |= values
+    return next(iter(names)) if len(names) == 1 else ""
 
 
 def _spread(s: Mapping[str, Any]) -> SpreadConstraint:

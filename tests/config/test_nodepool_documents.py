@@ -17,7 +17,7 @@ from nodewright.config.files import read_paths
 from nodewright.config.nodepool import render_nodepool
 from nodewright.config.problems import ConfigError
 from nodewright.config.stream import parse_yaml
-from nodewright.model.nodepool import Budget, NodePool
+from nodewright.model.nodepool import Budget, NodePool, ZoneBalance
 from nodewright.model.requirements import Requirement
 from nodewright.model.resources import Resources
 from nodewright.model.taints import Taint
@@ -342,6 +342,34 @@ def test_budgets_with_schedules_durations_and_reasons_are_read_in_order() -> Non
             id="unknown-rebalance-policy",
         ),
         pytest.param(
+            "metadata.annotations",
+            {"nodewright.io/zone-balance": "pods:1"},
+            'NodePool/default: metadata.annotations["nodewright.io/zone-balance"]: "pods:1": counts "pods", not one '
+            "of nodes, cpu (e.g. nodes:1 or cpu:32)",
+            id="zone-balance-unknown-measure",
+        ),
+        pytest.param(
+            "metadata.annotations",
+            {"nodewright.io/zone-balance": "nodes:0"},
+            'NodePool/default: metadata.annotations["nodewright.io/zone-balance"]: "nodes:0": the maximum skew must '
+            "be at least 1 (e.g. nodes:1)",
+            id="zone-balance-zero-skew",
+        ),
+        pytest.param(
+            "metadata.annotations",
+            {"nodewright.io/zone-balance": "nodes:1.5"},
+            'NodePool/default: metadata.annotations["nodewright.io/zone-balance"]: "nodes:1.5": the maximum skew '
+            '"1.5" is not a whole number (e.g. nodes:1)',
+            id="zone-balance-fractional-nodes",
+        ),
+        pytest.param(
+            "metadata.annotations",
+            {"nodewright.io/daemonset-overflow": "Evict"},
+            'NodePool/default: metadata.annotations["nodewright.io/daemonset-overflow"]: "Evict" is not one of '
+            "Ignore, Report, Replace",
+            id="unknown-daemonset-overflow",
+        ),
+        pytest.param(
             "metadata.name",
             "Default_Pool",
             'NodePool/Default_Pool: metadata.name: "Default_Pool" is not a valid name: lower-case letters, digits, '
@@ -384,6 +412,22 @@ def test_rebalance_policy_annotation_sets_the_pool_policy() -> None:
     body = nodepool_with("metadata.annotations", {"nodewright.io/rebalance-policy": "Cordon"})
 
     assert only_model(parse_manifest(body, source="t.yaml")).rebalance_policy == "Cordon"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param("nodes:1", ZoneBalance("nodes", 1.0), id="nodes"),
+        pytest.param("2", ZoneBalance("nodes", 2.0), id="bare-number-of-nodes"),
+        pytest.param("cpu:32", ZoneBalance("cpu", 32.0), id="cpu"),
+    ],
+)
+def test_zone_balance_annotation_sets_the_pool_setting_and_renders_back(value: str, expected: ZoneBalance) -> None:
+    body = nodepool_with("metadata.annotations", {"nodewright.io/zone-balance": value})
+
+    pool = only_model(parse_manifest(body, source="t.yaml"))
+    assert pool.zone_balance == expected
+    assert only_model(parse_manifest(render_nodepool(pool), source="rendered")) == pool
 
 
 def test_every_problem_of_a_mixed_file_is_reported_with_file_line_and_path() -> None:

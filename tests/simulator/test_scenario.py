@@ -82,6 +82,18 @@ BASE = f"name: bad\nduration: 5m\nnodepools:{nodepool()}nodeclasses:{NODECLASS}"
             "consolidation_min_savings_percent: must be between 0 and 100",
             id="guard-percent",
         ),
+        pytest.param(
+            BASE + "workloads:\n  - at: 1m\n    manifest: {apiVersion: apps/v1, kind: Deployment, metadata: {name: w}, "
+            "spec: {template: {spec: {containers: [{name: c, image: i}]}}}}\n",
+            "workloads[0].at: only a DaemonSet is created later",
+            id="at-on-a-deployment",
+        ),
+        pytest.param(
+            BASE + "workloads:\n  - at: 9m\n    manifest: {apiVersion: apps/v1, kind: DaemonSet, metadata: {name: d}, "
+            "spec: {template: {spec: {containers: [{name: c, image: i}]}}}}\n",
+            "workloads[0].at: is after the end of the scenario",
+            id="daemonset-after-the-end",
+        ),
         pytest.param("kind: Simulation\n" + BASE, 'kind: must be Scenario, got "Simulation"', id="kind"),
         pytest.param("apiVersion: v1\n" + BASE, "apiVersion: must be nodewright.io/v1alpha1", id="api-version"),
     ],
@@ -90,6 +102,18 @@ def test_problems_name_the_file_and_the_field(text: str, expected: str, tmp_path
     found = problems(text, tmp_path)
     assert any(expected in p for p in found), found
     assert all(str(tmp_path / "bad.yaml") in p or "missing.yaml" in p for p in found), found
+
+
+def test_a_daemonset_entry_with_at_is_created_then(tmp_path: Path) -> None:
+    path = tmp_path / "late.yaml"
+    path.write_text(
+        BASE + "workloads:\n  - at: 2m\n    manifest: {apiVersion: apps/v1, kind: DaemonSet, metadata: {name: d}, "
+        "spec: {template: {spec: {containers: [{name: c, image: i, resources: {requests: {cpu: 500m}}}]}}}}\n",
+        encoding="utf-8",
+    )
+    loaded = load_scenario(path)
+    assert loaded.daemonsets == ()
+    assert [(t, d.name) for t, d in loaded.late_daemonsets] == [(120.0, "d")]
 
 
 def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:

@@ -49,6 +49,7 @@ from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.disruption.simulate import Simulator
 from nodewright.engine.disruption.types import Command, DisruptionOptions
 from nodewright.engine.scheduling import PlannedClaim, SchedulingResult
+from nodewright.engine.zonebalance import ZoneLoads
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType, OfferingKey
 from nodewright.model.requirements import Requirements
@@ -78,18 +79,25 @@ def evaluate(
     many_to_many: bool,
     refused: frozenset[tuple[str, str]] = frozenset(),
     totals: Mapping[str, PoolTotals] | None = None,
+    zones: ZoneLoads | None = None,
 ) -> Verdict:
     """Judge the plan for removing `candidates` (see the module docstring). `refused` holds
     (node, instance type) pairs whose replacement came up no cheaper before: that type is no
     option for a move that removes that node. With `totals` (every NodePool's $/h and
     disruption), moves out of `Balanced` NodePools, and many-to-many moves, must be worth their
-    disruption (`balance.py`).
+    disruption (`balance.py`). With `zones` (the loads of zone-balanced NodePools), the
+    replacements are pinned to zones and the move must keep those NodePools balanced
+    (`engine/zonebalance.py`).
     """
     if result.unschedulable:
         key, reason = next(iter(sorted(result.unschedulable.items())))
         return Verdict(None, f"pod {key} would have nowhere to go: {reason}")
     n = len(candidates)
     claims = result.claims
+    if zones:
+        claims, unbalanced = zones.judge([c.node for c in candidates], claims)
+        if unbalanced:
+            return Verdict(None, unbalanced)
     if len(claims) > 1 and not many_to_many:
         return Verdict(None, f"its pods need {len(claims)} new nodes; delete or replace-by-one finds nothing")
     if len(claims) > 1 and len(claims) >= n:  # one cheaper node may replace one; more must be fewer
@@ -251,6 +259,7 @@ class Consolidator:
         self._free = (sum(c for c, _ in self._room.values()), sum(m for _, m in self._room.values()))
         self._cheapest = self._cheapest_types()
         self._totals = pool_totals(view)
+        self._zones = ZoneLoads.for_disruption(view.inp)
 
     def run(self, candidates: Sequence[Candidate], others: Sequence[Sequence[Candidate]] = ()) -> Command | None:
         """The best command over `candidates` (already ordered and within budgets), or None;
@@ -281,6 +290,7 @@ class Consolidator:
             many_to_many=many_to_many,
             refused=self.view.inp.no_cheaper,
             totals=self._totals,
+            zones=self._zones,
         )
 
     def _search(self, candidates: Sequence[Candidate], *, many_to_many: bool) -> list[Command]:

@@ -23,6 +23,7 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
           - {at: 0s, replicas: 0}
           - {at: 1m, replicas: 1000}
           - {at: 2h, diurnal: {min: 200, max: 2000, period: 24h, peak: 14h, every: 5m}}
+      - {at: 10m, manifest: {apiVersion: apps/v1, kind: DaemonSet, ...}}   # created at 10m
     pdbs: [ {apiVersion: policy/v1, kind: PodDisruptionBudget, ...} ]
     devices: [ {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate, ...}, ../dra.yaml ]  # DRA
     initial_nodes:                        # Ready at the start, launched by another autoscaler

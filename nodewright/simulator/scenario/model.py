@@ -254,6 +254,8 @@ class Scenario:
     nodeclasses: Mapping[str, EC2NodeClass] = field(default_factory=dict)
     workloads: tuple[Workload, ...] = ()
     daemonsets: tuple[DaemonSet, ...] = ()
+    # DaemonSets created during the run (a workloads entry with `at`), by the second they appear.
+    late_daemonsets: tuple[tuple[float, DaemonSet], ...] = ()
     pdbs: tuple[PodDisruptionBudget, ...] = ()
     # DRA DeviceClasses, ResourceClaims and ResourceClaimTemplates, as manifests.
     devices: tuple[Mapping[str, Any], ...] = ()

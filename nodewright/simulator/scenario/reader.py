@@ -181,7 +181,7 @@ class ScenarioReader:
         spot_depth = self._spot_pool_depth(at / "spot_pool_depth", top.get("spot_pool_depth"))
         kube_api = f.string(at / "kube_api", top.get("kube_api"), enum=KUBE_APIS)
         nodepools, nodeclasses = self._config(at, top)
-        workloads, daemonsets, pdbs = read_workloads(at, top, duration, self._documents)
+        workloads, daemonsets, pdbs, late_daemonsets = read_workloads(at, top, duration, self._documents)
         for index, raw in enumerate(f.array(at / "pdbs", top.get("pdbs")) or ()):
             for body_at, doc in self._documents(at / "pdbs" / index, raw):
                 pdb = read_pdb(body_at, doc)
@@ -233,6 +233,7 @@ class ScenarioReader:
             nodeclasses=nodeclasses,
             workloads=tuple(workloads),
             daemonsets=tuple(daemonsets),
+            late_daemonsets=tuple(sorted(late_daemonsets, key=lambda item: item[0])),
             pdbs=tuple(pdbs),
             devices=devices,
             initial_nodes=initial_nodes,

@@ -33,17 +33,23 @@ Documents = Callable[[At, Any], list[tuple[At, Mapping[str, Any]]]]
 
 def read_workloads(
     at: At, top: Mapping[str, Any], duration: float | None, documents: Documents
-) -> tuple[list[Workload], list[DaemonSet], list[PodDisruptionBudget]]:
-    """Every `workloads` entry: its workloads (each with its schedule), DaemonSets and PDBs."""
+) -> tuple[list[Workload], list[DaemonSet], list[PodDisruptionBudget], list[tuple[float, DaemonSet]]]:
+    """Every `workloads` entry: its workloads (each with its schedule), DaemonSets and PDBs, and
+    the DaemonSets of entries with an `at` (created then, not at the start).
+    """
     workloads: list[Workload] = []
     daemonsets: list[DaemonSet] = []
     pdbs: list[PodDisruptionBudget] = []
+    late: list[tuple[float, DaemonSet]] = []
     seen: set[str] = set()
     for index, raw in enumerate(f.array(at / "workloads", top.get("workloads")) or ()):
         here = at / "workloads" / index
-        entry = f.item(here, raw, ("manifest", "replicas"))
+        entry = f.item(here, raw, ("manifest", "replicas", "at"))
         if entry is None:
             continue
+        created = read_duration(here / "at", entry.get("at"))
+        if created is not None and duration is not None and created > duration:
+            (here / "at").error(f"is after the end of the scenario ({show(created)} s)")
         schedule = read_schedule(here / "replicas", entry.get("replicas"), duration)
         found: list[Workload] = []
         for doc_at, doc in documents(here / "manifest", f.required(here, entry, "manifest")):
@@ -54,7 +60,9 @@ def read_workloads(
                     found.append(workload)
             elif kind == "DaemonSet":
                 daemonset = read_daemonset(doc_at, doc)
-                if daemonset is not None:
+                if daemonset is not None and created is not None:
+                    late.append((created, daemonset))
+                elif daemonset is not None:
                     daemonsets.append(daemonset)
             elif kind == "PodDisruptionBudget":
                 pdb = read_pdb(doc_at, doc)
@@ -65,6 +73,8 @@ def read_workloads(
                     f"kind {show(kind)} is not supported: use Deployment, ReplicaSet, StatefulSet, "
                     "DaemonSet or PodDisruptionBudget"
                 )
+        if created is not None and found:
+            (here / "at").error("only a DaemonSet is created later; a workload scales by its `replicas` schedule")
         if schedule and len(found) != 1:
             (here / "replicas").error(
                 f"a replica schedule needs exactly one Deployment, ReplicaSet or StatefulSet in its "
@@ -76,7 +86,7 @@ def read_workloads(
                 continue
             seen.add(workload.key)
             workloads.append(replace(workload, schedule=schedule or ()))
-    return workloads, daemonsets, pdbs
+    return workloads, daemonsets, pdbs, late
 
 
 def read_workload(at: At, doc: Mapping[str, Any], kind: str) -> Workload | None:

@@ -65,6 +65,7 @@ from nodewright.inmemory.claimobjects import InMemoryClaimObjects
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.model import labels as wk
 from nodewright.model.nodepool import NodePool
+from nodewright.model.workloads import DaemonSet
 from nodewright.simulator.report.metrics import Recorder, Sample
 from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.standins.account import STATE_TABLE, Account, launched_roles
@@ -275,6 +276,8 @@ class World:
         for workload in scenario.workloads:
             for t in sorted({0.0, *workload.change_times(scenario.duration)}):
                 self.loop.at(scenario.start + t, partial(self._scale, workload.key, t))
+        for t, daemonset in scenario.late_daemonsets:
+            self.loop.at(scenario.start + t, partial(self._add_daemonset, daemonset))
         for index, interruption in enumerate(scenario.interruptions):
             self.loop.at(scenario.start + interruption.at, partial(self.spot.interrupt, interruption, index))
         for index, failure in enumerate(scenario.node_failures):
@@ -342,6 +345,11 @@ class World:
             self.pods.settle()
             if not self.queue.poll():
                 return
+
+    def _add_daemonset(self, daemonset: DaemonSet) -> None:
+        """A DaemonSet created during the run: its controller makes a pod for every node at once."""
+        self.cluster.add_daemonset(daemonset)
+        self.cluster.reconcile_daemonsets()
 
     def _scale(self, key: str, t: float) -> None:
         workload = self.deployments.workloads[key]

@@ -7,6 +7,8 @@ yields a command wins), as Karpenter's `Method` interface (pkg/controllers/disru
     emptiness          Emptiness        empty nodes past consolidateAfter
     expiration         Expiration       nodes past expireAfter (forceful)
     drift              Drift            drifted nodes
+    daemonset-overflow DaemonSetOverflow nodes whose DaemonSet pods no longer fit (NodePools
+                                        annotated daemonset-overflow: Replace; beyond Karpenter)
     consolidation      Consolidation    underutilized nodes: delete, or replace by cheaper ones
 
 Static NodePools' methods come first: cheap to decide, and their nodes are no other method's to
@@ -24,6 +26,7 @@ from typing import Protocol
 
 from nodewright.engine.disruption.candidates import ClusterView
 from nodewright.engine.disruption.methods.consolidation import Consolidation
+from nodewright.engine.disruption.methods.daemonfit import DaemonSetOverflow
 from nodewright.engine.disruption.methods.drift import Drift
 from nodewright.engine.disruption.methods.emptiness import Emptiness
 from nodewright.engine.disruption.methods.expiration import Expiration
@@ -70,6 +73,7 @@ METHODS: tuple[Method, ...] = (
     Emptiness(),
     Expiration(),
     Drift(),
+    DaemonSetOverflow(),
     Consolidation(),
 )
 BY_NAME = MappingProxyType({m.name: m for m in METHODS})

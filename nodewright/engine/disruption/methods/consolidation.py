@@ -24,6 +24,7 @@ from nodewright.engine.disruption.methods.shared import (
 )
 from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
 from nodewright.engine.disruption.types import Command
+from nodewright.engine.zonebalance import ZoneLoads
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +94,7 @@ def _still_cheaper(
         many_to_many=True,
         refused=fresh.no_cheaper,
         totals=pool_totals(view),
+        zones=ZoneLoads.for_disruption(fresh, keep=frozenset(command.candidates)),
     )
     if verdict.command is None:
         return f"no longer worth it: {verdict.why}"

@@ -12,6 +12,7 @@ from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.disruption.methods.shared import drifted, note, ordered, recheck, within_budget
 from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
 from nodewright.engine.disruption.types import Command
+from nodewright.engine.zonebalance import ZoneLoads
 
 DRIFT = "drift"
 
@@ -55,15 +56,17 @@ class Drift:
                 key, problem = next(iter(sorted(result.unschedulable.items())))
                 note(why, c.name, f"drifted ({reasons[c.name]}), but pod {key} would have nowhere to go: {problem}")
                 continue
-            new = result.price_per_hour
+            # A zone-balanced NodePool's replacement goes where its zones stay even; drift still
+            # happens when they would not (the replacement then goes to the least loaded zone).
+            replacements, _ = ZoneLoads.for_disruption(view.inp).judge([c.node], result.claims)
+            new = sum(r.price for r in replacements)
             return Command(
                 method=self.name,
                 reason=self.reason,
                 candidates=(c.name,),
-                replacements=result.claims,
+                replacements=replacements,
                 savings=c.price - new,
-                detail=f"replace {c.describe()}: {reasons[c.name]}; "
-                f"{len(result.claims)} replacement(s) at ${new:.4f}/h",
+                detail=f"replace {c.describe()}: {reasons[c.name]}; {len(replacements)} replacement(s) at ${new:.4f}/h",
                 pods=tuple(sorted(p.key for p in c.pods)),
             )
         for c in kept[limit:]:

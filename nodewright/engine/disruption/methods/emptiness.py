@@ -1,7 +1,8 @@
 """Emptiness: delete every eligible node without reschedulable pods (daemon and mirror pods do
 not count) whose NodePool consolidates (WhenEmpty, WhenEmptyOrUnderutilized or Balanced) and
 whose `consolidateAfter` has passed since its last change, within the "Empty" budgets, in one
-command. Karpenter's emptiness.go. Pure.
+command; of a zone-balanced NodePool's, those whose deletion keeps its zones even
+(`engine/zonebalance.py`). Karpenter's emptiness.go. Pure.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from nodewright.engine.disruption.methods.shared import (
 )
 from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
 from nodewright.engine.disruption.types import Command
+from nodewright.engine.zonebalance import ZoneLoads
 from nodewright.model.nodepool import CONSOLIDATION_POLICIES
 
 EMPTINESS = "emptiness"
@@ -50,6 +52,13 @@ class Emptiness:
                 continue
             empty.append(c)
         kept = within_budget(ordered(empty), view.quotas(self.reason), self.reason, why, view.blockers)
+        zones = ZoneLoads.for_disruption(view.inp)
+        if zones and kept:
+            # Of a zone-balanced NodePool's empty nodes, only as many as keep its zones even.
+            indexes, unbalanced = zones.deletable([c.node for c in kept])
+            for i, reason in unbalanced.items():
+                note(why, kept[i].name, f"empty, but deleting it {reason}")
+            kept = [kept[i] for i in indexes]
         if not kept:
             return None
         savings = sum(c.price for c in kept)
@@ -68,4 +77,8 @@ class Emptiness:
         or its `consolidateAfter` has not passed (the pods re-check covers "no longer empty").
         """
         candidates, stale = recheck(command, view)
-        return stale or still_settled(candidates, CONSOLIDATION_POLICIES, view.inp.now)
+        stale = stale or still_settled(candidates, CONSOLIDATION_POLICIES, view.inp.now)
+        if stale:
+            return stale
+        zones = ZoneLoads.for_disruption(view.inp, keep=frozenset(command.candidates))
+        return zones.judge([c.node for c in candidates], ())[1] or None

@@ -1,0 +1,291 @@
+"""Zone balance: keep a NodePool's nodes even across its zones without touching workloads. Pure.
+
+A NodePool annotated `nodewright.io/zone-balance: nodes:1` (or `cpu:32`) asks that its most
+populated zone hold at most one node (32 vCPUs) more than its least populated one. Karpenter
+spreads nodes across zones only when pods carry a topology spread constraint (#7311): without one,
+every claim goes to the cheapest zone, and a day of scale-outs and consolidation leaves lopsided
+zones (subnet IP exhaustion in one, a larger blast radius when it fails). Here the NodePool decides.
+
+Two decisions, both from the same count (`ZoneLoads`):
+
+* **Provisioning** (`ZoneLoads.pin`): each new claim of a balanced NodePool gets one zone, in the
+  order the solver planned them: among the zones some option of the claim can launch in (an
+  available offering its requirements allow, not in the capacity-error cache), those where one
+  more node keeps the skew within the bound, the cheapest first (then the least loaded, then the
+  name); if no zone keeps it, the least loaded zones. The claim's zone requirement is narrowed to
+  that zone and its options to the types offered there, so CreateFleet cannot undo the choice. A
+  claim its pods already tie to one zone, or one priced on a capacity reservation, keeps its zone
+  and is counted there. The options only shrink, so NodePool limits still hold.
+* **Disruption** (`ZoneLoads.judge`): a move (delete or replace) out of a balanced NodePool is
+  made only when, its replacements pinned as above, the NodePool's skew afterwards is within the
+  bound or no larger than before (a NodePool already lopsided, e.g. by pods tied to one zone, may
+  still lose nodes from its fuller zones). Emptiness keeps, of the empty nodes the budgets allow,
+  those whose deletion keeps the bound, fullest zones first.
+
+What counts: the NodePool's nodes that are not leaving (being deleted, tainted disrupted, or
+taken by a running command) and its claims in flight, by zone; by `nodes` each counts one, by `cpu`
+its vCPUs. The zones are every zone an offering of the NodePool's types that its requirements allow
+is in, so an empty zone counts as 0 (as Karpenter's topology counts domains). With no NodePool
+balanced, every function returns its input unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from nodewright.engine.disruption.types import DisruptionInput
+from nodewright.engine.scheduling.inputs import in_flight
+from nodewright.engine.scheduling.types import PlannedClaim, PoolCapacity, SchedulingInput, SchedulingResult
+from nodewright.model import labels as wk
+from nodewright.model.instancetype import InstanceType, Offering, OfferingKey
+from nodewright.model.node import Node
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodepool import NodePool, ZoneBalance
+from nodewright.model.requirements import Requirement, Requirements
+from nodewright.model.resources import CPU
+
+EPSILON = 1e-9
+
+
+def skew(load: Mapping[str, float]) -> float:
+    """The most loaded zone's count minus the least loaded one's (0 with fewer than two zones)."""
+    return max(load.values()) - min(load.values()) if len(load) > 1 else 0.0
+
+
+def describe(load: Mapping[str, float]) -> str:
+    """`a=3 b=1 c=2`: a NodePool's load per zone, for reasons and events."""
+    return " ".join(f"{zone}={value:g}" for zone, value in sorted(load.items()))
+
+
+def pool_zones(pc: PoolCapacity) -> frozenset[str]:
+    """The zones NodePool `pc` may launch in: those of the available offerings of its types that
+    its requirements allow (zone, capacity type, reservation labels).
+    """
+    reqs = pc.nodepool.requirements
+    return frozenset(o.zone for it in pc.instance_types for o in it.offerings if o.available and o.allowed_by(reqs))
+
+
+def leaving(node: Node) -> bool:
+    """A node that is going away: being deleted or tainted disrupted."""
+    return node.deleting or any(t.key == wk.DISRUPTED_TAINT_KEY for t in node.taints)
+
+
+def claim_zone(claim: NodeClaim) -> str:
+    """The zone a claim launched in, or the one its requirements fix ('' when neither)."""
+    if claim.zone:
+        return claim.zone
+    req = claim.requirements.get(wk.ZONE)
+    if req is not None and not req.complement and len(req.values) == 1:
+        return next(iter(req.values))
+    return ""
+
+
+@dataclass(slots=True)
+class PoolLoad:
+    """One balanced NodePool: its setting, zones and load per zone (mutable: pinning adds to it)."""
+
+    pool: NodePool
+    balance: ZoneBalance
+    load: dict[str, float]
+    types: Mapping[str, InstanceType]
+
+    def node_weight(self, node: Node) -> float:
+        """What a node counts: 1, or its vCPUs."""
+        return 1.0 if self.balance.by == "nodes" else node.capacity[CPU] / 1000
+
+    def type_weight(self, name: str) -> float:
+        """What a node of instance type `name` counts: 1, or its vCPUs (0 when the type is unknown)."""
+        if self.balance.by == "nodes":
+            return 1.0
+        it = self.types.get(name)
+        return it.capacity[CPU] / 1000 if it is not None else 0.0
+
+
+@dataclass(slots=True)
+class ZoneLoads:
+    """The balanced NodePools of one decision, with their load per zone (see the module docstring).
+    Built per pass by `build`; `pin` and `judge` work on copies unless told to commit.
+    """
+
+    pools: dict[str, PoolLoad] = field(default_factory=dict)
+    blocked: frozenset[OfferingKey] = frozenset()
+
+    @classmethod
+    def build(
+        cls,
+        pools: Iterable[PoolCapacity],
+        nodes: Iterable[Node],
+        inflight: Iterable[NodeClaim],
+        *,
+        gone: frozenset[str] = frozenset(),
+        keep: frozenset[str] = frozenset(),
+        blocked: frozenset[OfferingKey] = frozenset(),
+    ) -> ZoneLoads:
+        """The load of every balanced NodePool in `pools`: its `nodes` (not leaving, not in
+        `gone`, except those in `keep`: a command's own candidates while it is re-checked) and
+        `inflight` claims, by zone.
+        """
+        out = cls(blocked=blocked)
+        for pc in pools:
+            balance = pc.nodepool.zone_balance
+            if balance is None or pc.nodepool.replicas is not None:
+                continue
+            load = dict.fromkeys(sorted(pool_zones(pc)), 0.0)
+            out.pools[pc.nodepool.name] = PoolLoad(pc.nodepool, balance, load, {t.name: t for t in pc.instance_types})
+        if not out.pools:
+            return out
+        for node in nodes:
+            entry = out.pools.get(node.nodepool)
+            zone = node.labels.get(wk.ZONE, "")
+            if entry is None or not zone:
+                continue
+            if node.name not in keep and (leaving(node) or node.name in gone):
+                continue
+            entry.load[zone] = entry.load.get(zone, 0.0) + entry.node_weight(node)
+        for claim in inflight:
+            entry = out.pools.get(claim.nodepool)
+            zone = claim_zone(claim)
+            if entry is None or not zone:
+                continue
+            entry.load[zone] = entry.load.get(zone, 0.0) + entry.type_weight(claim.instance_type)
+        return out
+
+    @classmethod
+    def for_provisioning(cls, inp: SchedulingInput) -> ZoneLoads:
+        """The loads a provisioning pass starts from (its nodes and claims in flight)."""
+        return cls.build(inp.pools, inp.nodes, inp.inflight, blocked=inp.blocked)
+
+    @classmethod
+    def for_disruption(cls, inp: DisruptionInput, keep: frozenset[str] = frozenset()) -> ZoneLoads:
+        """The loads a disruption pass starts from: nodes not leaving nor taken by a running command
+        (but those in `keep`), and claims in flight.
+        """
+        nodes = inp.snapshot.nodes
+        return cls.build(
+            inp.pools, nodes, in_flight(nodes, inp.claims), gone=inp.in_progress, keep=keep, blocked=inp.blocked
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.pools)
+
+    def copy(self) -> ZoneLoads:
+        """An independent copy (the loads are mutable)."""
+        pools = {name: replace(entry, load=dict(entry.load)) for name, entry in self.pools.items()}
+        return ZoneLoads(pools, self.blocked)
+
+    # -- provisioning --------------------------------------------------------------------------
+
+    def pin(self, claims: Sequence[PlannedClaim]) -> tuple[PlannedClaim, ...]:
+        """`claims` with each claim of a balanced NodePool pinned to one zone, counted as it goes."""
+        return tuple(self._pin(claim) for claim in claims)
+
+    def _pin(self, claim: PlannedClaim) -> PlannedClaim:
+        entry = self.pools.get(claim.nodepool)
+        if entry is None:
+            return claim
+        weight = entry.type_weight(claim.instance_type.name)
+        by_zone = self._offers(claim)
+        fixed = claim.offering.zone if claim.offering.reservation_id or len(by_zone) <= 1 else ""
+        if fixed or not by_zone:
+            zone = fixed or claim.offering.zone
+            entry.load[zone] = entry.load.get(zone, 0.0) + weight
+            return claim
+        load = entry.load
+        bound = entry.balance.max_skew + EPSILON
+        within = [z for z in by_zone if skew({**load, z: load.get(z, 0.0) + weight}) <= bound]
+        if not within:
+            least = min(load.get(z, 0.0) for z in by_zone)
+            within = [z for z in by_zone if load.get(z, 0.0) <= least + EPSILON]
+        zone = min(within, key=lambda z: (by_zone[z][1].price, load.get(z, 0.0), z))
+        load[zone] = load.get(zone, 0.0) + weight
+        options = tuple(it for it in claim.options if self._offering(it, claim.requirements, zone) is not None)
+        offering = by_zone[zone][1]
+        pinned = Requirements([Requirement(wk.ZONE, False, frozenset((zone,)))])
+        return replace(claim, requirements=claim.requirements.intersection(pinned), options=options, offering=offering)
+
+    def _offers(self, claim: PlannedClaim) -> dict[str, tuple[InstanceType, Offering]]:
+        """Zone -> the first option (in the claim's order) launchable there, with its cheapest offering."""
+        out: dict[str, tuple[InstanceType, Offering]] = {}
+        for it in claim.options:
+            for o in it.offerings:
+                if o.zone in out or not o.available or not o.allowed_by(claim.requirements):
+                    continue
+                if (o.capacity_type, it.name, o.zone) in self.blocked:
+                    continue
+                best = self._offering(it, claim.requirements, o.zone)
+                if best is not None:
+                    out[o.zone] = (it, best)
+        return dict(sorted(out.items()))
+
+    def _offering(self, it: InstanceType, reqs: Requirements, zone: str) -> Offering | None:
+        found = [
+            o
+            for o in it.offerings
+            if o.zone == zone
+            and o.available
+            and o.allowed_by(reqs)
+            and (o.capacity_type, it.name, o.zone) not in self.blocked
+        ]
+        return min(found, key=lambda o: (o.price, o.capacity_type)) if found else None
+
+    # -- disruption ----------------------------------------------------------------------------
+
+    def remove(self, nodes: Iterable[Node]) -> None:
+        """Take `nodes` out of their NodePools' loads."""
+        for node in nodes:
+            entry = self.pools.get(node.nodepool)
+            zone = node.labels.get(wk.ZONE, "")
+            if entry is not None and zone in entry.load:
+                entry.load[zone] -= entry.node_weight(node)
+
+    def judge(self, removed: Sequence[Node], claims: Sequence[PlannedClaim]) -> tuple[tuple[PlannedClaim, ...], str]:
+        """Removing `removed` and launching `claims`: the claims pinned, and '' when every balanced
+        NodePool stays within its bound (or no more lopsided than now), else why not. Leaves
+        `self` unchanged.
+        """
+        if not self.pools:
+            return tuple(claims), ""
+        before = {name: skew(entry.load) for name, entry in self.pools.items()}
+        after = self.copy()
+        after.remove(removed)
+        pinned = after.pin(claims)
+        touched = {n.nodepool for n in removed} | {c.nodepool for c in claims}
+        for name in sorted(touched & set(after.pools)):
+            entry = after.pools[name]
+            now = skew(entry.load)
+            if now > max(entry.balance.max_skew, before[name]) + EPSILON:
+                return pinned, (
+                    f"would unbalance NodePool {name}'s zones ({describe(entry.load)}: a skew of {now:g} "
+                    f"{entry.balance.by}, over its zone balance of {entry.balance.max_skew:g})"
+                )
+        return pinned, ""
+
+    def deletable(self, nodes: Sequence[Node]) -> tuple[list[int], dict[int, str]]:
+        """Of `nodes` (to delete, in order), the indexes whose deletion together keeps every
+        balanced NodePool within its bound, taking the fullest zones first; the others with why.
+        """
+        kept: list[int] = []
+        why: dict[int, str] = {}
+        taken: list[Node] = []
+        order = sorted(range(len(nodes)), key=lambda i: -self._zone_load(nodes[i]))
+        for i in order:
+            _, reason = self.judge([*taken, nodes[i]], ())
+            if reason:
+                why[i] = reason
+                continue
+            taken.append(nodes[i])
+            kept.append(i)
+        return sorted(kept), why
+
+    def _zone_load(self, node: Node) -> float:
+        entry = self.pools.get(node.nodepool)
+        return entry.load.get(node.labels.get(wk.ZONE, ""), 0.0) if entry is not None else 0.0
+
+
+def balance_result(inp: SchedulingInput, result: SchedulingResult) -> SchedulingResult:
+    """`result` with the new claims of balanced NodePools pinned to zones (unchanged without any)."""
+    loads = ZoneLoads.for_provisioning(inp)
+    if not loads or not result.claims:
+        return result
+    return replace(result, claims=loads.pin(result.claims))

@@ -1,0 +1,262 @@
+"""Zone balance (`nodewright.io/zone-balance`) through the provisioner and consolidator handlers.
+
+Real: functions/provisioner/handler.py and functions/consolidator/handler.py (Powertools
+decorators), the provisioner and the consolidator controllers, the solver and the disruption
+engine. Faked: the cluster (in-memory, with a kubelet that registers booted instances and a
+first-fit kube-scheduler), EC2 (the fake cloud, which launches in the cheapest zone a claim's
+requirements allow), the state store (in memory) and time (a virtual clock the controllers'
+sleep advances). Observed: the zones of what was launched, which nodes are left, and the reasons.
+
+The catalog prices every zone alike (the tie goes to the first zone by name) or makes one zone
+cheaper: without zone balance every node lands in that one zone, as Karpenter's do without a
+spread constraint on the workload.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+import pytest
+
+from bench.harness.cluster_actors import node_for
+from functions.consolidator import handler as consolidator_handler
+from functions.provisioner import handler as provisioner_handler
+from nodewright.controllers.assembly import build_provisioner
+from nodewright.controllers.configstatus import ConfigStatus
+from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
+from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
+from nodewright.model import labels as wk
+from nodewright.model.instance import Instance
+from nodewright.model.instancetype import InstanceType
+from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodepool import NodePool, ZoneBalance
+from nodewright.ports import Configuration
+from tests.builders import ZONES, node_pool, pod
+from tests.controllers.test_disruption import ConsolidationWorld
+from tests.controllers.test_interruption import START
+from tests.controllers.test_provisioning import TYPES, FixedCatalog
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
+
+BALANCED = node_pool(zone_balance=ZoneBalance("nodes", 1.0))
+# TYPES with zone us-east-1c 10% cheaper than the others.
+CHEAP_C = tuple(
+    replace(t, offerings=tuple(replace(o, price=o.price * (0.9 if o.zone.endswith("c") else 1.0)) for o in t.offerings))
+    for t in TYPES
+)
+
+
+class Context:
+    """The parts of a Lambda context the handlers and Powertools read."""
+
+    memory_limit_in_mb = 1024
+    aws_request_id = "6b1f0a52-3c7e-4d9a-8e21-0f4b7c9d2a11"
+
+    def __init__(self, function: str, seconds: float) -> None:
+        self.function_name = f"nodewright-{function}"
+        self.invoked_function_arn = f"arn:aws:lambda:us-east-1:123456789012:function:{self.function_name}"
+        self.seconds = seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int(self.seconds * 1000)
+
+
+@pytest.fixture(autouse=True)
+def unconfigured() -> Iterator[None]:
+    yield
+    provisioner_handler.configure(None)
+    consolidator_handler.configure(None)
+
+
+@dataclass
+class ZonedWorld(ConsolidationWorld):
+    """The consolidation world, with nodes placed in a chosen zone, a catalog of `types` (TYPES,
+    or the same types priced differently per zone) and the functions run through their handlers."""
+
+    types: tuple[InstanceType, ...] = TYPES
+
+    def provisioner(
+        self, config: Configuration | None = None, config_status: ConfigStatus | None = None
+    ) -> Provisioner:
+        return build_provisioner(
+            cluster=self.cluster,
+            cloud=self.cloud,
+            store=self.store,
+            clock=self.clock,
+            config=config if config is not None else StaticConfiguration(self.pools),
+            catalog=FixedCatalog(self.types),
+            observer=self.observer,
+            sleep=lambda _: None,
+            config_status=config_status,
+        )
+
+    def consolidator(self, **options: float) -> Consolidator:
+        return Consolidator(
+            cluster=self.cluster,
+            cloud=self.cloud,
+            store=self.store,
+            clock=self.clock,
+            config=StaticConfiguration(self.pools),
+            catalog=FixedCatalog(self.types),
+            observer=self.observer,
+            launcher=self.provisioner().launcher,
+            options=ConsolidatorOptions(**options),  # type: ignore[arg-type]
+            sleep=lambda seconds: self.tick(max(1.0, seconds)),
+        )
+
+    def provision_through_handler(self) -> None:
+        self.schedule()
+        provisioner = self.provisioner()
+        provisioner.sleep = lambda seconds: self.tick(max(1.0, seconds))  # the loop waits in virtual time
+        provisioner_handler.configure(provisioner)
+        provisioner_handler.handler({}, Context("provisioner", 30))
+
+    def consolidate_through_handler(self, seconds: float) -> None:
+        consolidator_handler.configure(self.consolidator())
+        consolidator_handler.handler({}, Context("consolidator", seconds))
+        self.tick(5)
+
+    def zoned(self, name: str, zone: str, pods: int, *, instance_type: str = "m5.xlarge", pinned: bool = False) -> None:
+        """A registered on-demand node of NodePool default in `zone` with `pods` pods of 500m
+        (`pinned`: with a node selector on that zone)."""
+        it = next(t for t in TYPES if t.name == instance_type)
+        price = next(o.price for o in it.offerings if o.capacity_type == "on-demand" and o.zone == zone)
+        instance = self.cloud.add_instance(
+            Instance(
+                instance_id=f"i-{name}",
+                instance_type=instance_type,
+                zone=zone,
+                capacity_type="on-demand",
+                state="running",
+                launched_at=START - 3600,
+                nodeclaim=f"claim-{name}",
+                nodepool="default",
+                price=price,
+            )
+        )
+        self.store.create_claim(
+            NodeClaim(
+                name=f"claim-{name}",
+                nodepool="default",
+                state="initialized",
+                instance_type=instance_type,
+                capacity_type="on-demand",
+                zone=zone,
+                price=price,
+                instance_id=instance.instance_id,
+                provider_id=instance.provider_id,
+                node_name=name,
+                created_at=START - 3600,
+            )
+        )
+        self.cluster.add_node(node_for(instance, TYPES, name))
+        for i in range(pods):
+            selector = {wk.ZONE: zone} if pinned else None
+            p = self.cluster.add_pod(
+                pod(f"web-{name}-{i}", cpu="500m", memory="1Gi", labels={"app": "web"}, node_selector=selector)
+            )
+            self.cluster.bind(p, name)
+
+    def zones(self) -> dict[str, int]:
+        counted = collections.Counter(n.labels.get(wk.ZONE, "") for n in self.cluster.nodes())
+        return {z: counted.get(z, 0) for z in ZONES}
+
+    def launched_zones(self) -> dict[str, int]:
+        counted = collections.Counter(i.zone for i in self.cloud.instances())
+        return {z: counted.get(z, 0) for z in ZONES}
+
+
+def big_pods(world: ZonedWorld, count: int) -> None:
+    """`count` pending pods of 12 cpu: one m5.4xlarge each."""
+    for i in range(count):
+        world.cluster.add_pod(pod(f"batch-{i}", cpu="12", memory="8Gi"))
+
+
+@pytest.mark.parametrize(
+    ("pools", "expected"),
+    [
+        pytest.param((node_pool(),), {"us-east-1a": 0, "us-east-1b": 0, "us-east-1c": 6}, id="off-cheapest-zone"),
+        pytest.param((BALANCED,), {"us-east-1a": 2, "us-east-1b": 2, "us-east-1c": 2}, id="nodes-1-even"),
+        pytest.param(
+            (node_pool(zone_balance=ZoneBalance("nodes", 2.0)),),
+            {"us-east-1a": 2, "us-east-1b": 1, "us-east-1c": 3},
+            id="nodes-2-within-two",
+        ),
+    ],
+)
+def test_the_provisioner_spreads_a_balanced_pools_new_nodes_across_zones(
+    pools: tuple[NodePool, ...], expected: dict[str, int]
+) -> None:
+    world = ZonedWorld(pools=pools, types=CHEAP_C)
+    big_pods(world, 6)
+    world.provision_through_handler()
+    assert world.launched_zones() == expected
+    assert len(world.store.claims()) == 6
+    # Every claim's zone requirement names the zone it launched in.
+    for claim in world.store.claims():
+        if pools[0].zone_balance is not None:
+            assert claim.requirements[wk.ZONE].values == frozenset({claim.zone})
+
+
+def test_the_provisioner_counts_the_nodes_already_there() -> None:
+    world = ZonedWorld(pools=(BALANCED,))
+    world.zoned("a-1", "us-east-1a", 4)
+    world.zoned("a-2", "us-east-1a", 4)
+    big_pods(world, 3)
+    world.provision_through_handler()
+    # Zone a had two nodes already: of the three new ones, b and c get two and one (in some order).
+    launched = world.launched_zones()
+    assert launched["us-east-1a"] == 2  # the two existing nodes' instances
+    assert sorted((launched["us-east-1b"], launched["us-east-1c"])) == [1, 2]
+
+
+def test_a_pod_tied_to_one_zone_still_gets_its_node_there() -> None:
+    world = ZonedWorld(pools=(BALANCED,))
+    world.zoned("a-1", "us-east-1a", 4)
+    world.cluster.add_pod(pod("pinned", cpu="12", memory="8Gi", node_selector={wk.ZONE: "us-east-1a"}))
+    world.provision_through_handler()
+    assert [c.zone for c in world.store.claims() if c.pods] == ["us-east-1a"]
+
+
+def test_emptiness_keeps_an_empty_node_whose_deletion_would_unbalance_the_zones() -> None:
+    world = ZonedWorld(pools=(BALANCED,))
+    world.zoned("a-1", "us-east-1a", 0)
+    for zone in ("us-east-1b", "us-east-1c"):
+        world.zoned(f"{zone[-1]}-1", zone, 7, pinned=True)  # tied to their zone: they stay
+        world.zoned(f"{zone[-1]}-2", zone, 7, pinned=True)
+    world.consolidate_through_handler(90)
+    assert world.cluster.get_node("a-1") is not None
+    assert world.zones() == {"us-east-1a": 1, "us-east-1b": 2, "us-east-1c": 2}
+    reasons = {d["node"]: str(d["reason"]) for d in world.observer.of("disruption-rejected")}
+    assert "unbalance NodePool default's zones (us-east-1a=0 us-east-1b=2 us-east-1c=2" in reasons["a-1"]
+
+
+def test_without_zone_balance_the_same_empty_node_is_deleted() -> None:
+    world = ZonedWorld()
+    world.zoned("a-1", "us-east-1a", 0)
+    for zone in ("us-east-1b", "us-east-1c"):
+        world.zoned(f"{zone[-1]}-1", zone, 7, pinned=True)  # tied to their zone: they stay
+        world.zoned(f"{zone[-1]}-2", zone, 7, pinned=True)
+    world.consolidate_through_handler(90)
+    assert world.cluster.get_node("a-1") is None
+
+
+def test_consolidation_keeps_a_balanced_pool_even_and_leaves_an_unbalanced_one_in_the_cheapest_zone() -> None:
+    # Three underused nodes, one per zone; zone c is the cheapest. Consolidation deletes and
+    # replaces until two nodes are left: without zone balance both end up in c (each replacement
+    # goes to the cheapest zone), balanced they end up in two zones.
+    for pools, expected in (((BALANCED,), [0, 1, 1]), ((node_pool(),), [0, 0, 2])):
+        world = ZonedWorld(pools=pools, types=CHEAP_C)
+        world.zoned("big", "us-east-1a", 2, instance_type="m5.4xlarge")
+        world.zoned("b-1", "us-east-1b", 4)
+        world.zoned("c-1", "us-east-1c", 4)
+        world.consolidate_through_handler(240)
+        assert world.cluster.get_node("big") is None
+        assert world.cluster.lost_pods() == []
+        assert all(p.node_name for p in world.workload_pods())
+        assert sorted(world.zones().values()) == expected
+        if pools == (BALANCED,):
+            replacements = [c for c in world.store.claims() if c.zone]
+            assert all(c.requirements[wk.ZONE].values == frozenset({c.zone}) for c in replacements if c.pods)
