@@ -5,9 +5,12 @@ envelope, `Document`, `Loaded` and the kinds' parsers). `read_stream` turns a YA
 into `Manifest`s, each with a map from field path to line, so every problem names its line;
 `parse_yaml` reads and parses in one call; `dump_yaml` writes manifests back as YAML.
 
-Hostile input is refused with a problem before anything walks it: a YAML document whose aliases
-would repeat more than MAX_ALIASED_VALUES values ("billion laughs"), an alias inside the node it
-names (a cycle), any document nested deeper than MAX_DEPTH, an integer longer than MAX_INT_DIGITS.
+Plain YAML (no anchors, aliases or tags: what manifests are) is read from libyaml's events and
+its lines are found only when a problem asks (`nodewright.config.plainyaml`); any other stream is
+composed into nodes, measured and walked here. Hostile input is refused with a problem before
+anything walks it: a YAML document whose aliases would repeat more than MAX_ALIASED_VALUES values
+("billion laughs"), an alias inside the node it names (a cycle), any document nested deeper than
+MAX_DEPTH, an integer longer than MAX_INT_DIGITS.
 """
 
 from __future__ import annotations
