@@ -16,8 +16,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from nodewright.inmemory.apisource import ServedCluster
 from nodewright.inmemory.apistore import ObjectStore
-from nodewright.inmemory.cluster import DELETED, InMemoryCluster
+from nodewright.inmemory.cluster import DELETED
 from nodewright.model.event import StoredEvent
 from nodewright.model.manifests import daemonset_manifest, node_manifest, pdb_manifest, pod_manifest
 from nodewright.model.node import Node
@@ -30,7 +31,7 @@ class ClusterFeed:
 
     def __init__(
         self,
-        cluster: InMemoryCluster,
+        cluster: ServedCluster,
         store: ObjectStore,
         dress: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:

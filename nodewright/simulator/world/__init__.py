@@ -251,9 +251,9 @@ class World:
         if scenario.node_roles is not None:
             self.account.create_node_roles(scenario.nodeclasses)
         for daemonset in scenario.daemonsets:
-            self.cluster.add_daemonset(daemonset)
+            self.cluster.memory.add_daemonset(daemonset)
         for pdb in scenario.pdbs:
-            self.cluster.add_pdb(pdb)
+            self.cluster.memory.add_pdb(pdb)
         # Nodes another autoscaler launched before the run (a migration's starting point).
         self.foreign_nodes = add_initial_nodes(scenario, self.account, self.catalog, self.cluster)
         self.functions.wire()

@@ -172,8 +172,8 @@ class Kubelet(Ec2Hooks):
             allocatable=instance_type.allocatable,
             provider_id=f"aws:///{record.zone}/{instance_id}",
         )
-        self._cluster.add_node(node)
-        self._cluster.reconcile_daemonsets()
+        self._cluster.memory.add_node(node)
+        self._cluster.memory.reconcile_daemonsets()
         record.node = name
         record.ready_at = self._clock.now()
         self._feed.publish(NodeRegistered(self._clock.now(), name))
@@ -197,7 +197,7 @@ class Kubelet(Ec2Hooks):
             record.terminated_by = by
             self._booting.pop(instance_id, None)
             if record.node and self._cluster.get_node(record.node) is not None:
-                self._cluster.remove_node(record.node)
-                self._cluster.reconcile_daemonsets()
+                self._cluster.memory.remove_node(record.node)
+                self._cluster.memory.reconcile_daemonsets()
             for state in ("shutting-down", "terminated"):
                 self._signals.put(STATE_CHANGE_NOTIFICATION, instance_id, {"instance-id": instance_id, "state": state})
