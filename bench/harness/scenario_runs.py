@@ -30,7 +30,7 @@ def bound_waits(world: World, prefix: str) -> list[float]:
     """Seconds from creation to binding of each pod whose key starts with `prefix`."""
     created: dict[str, float] = {}
     waits: list[float] = []
-    for change in world.cluster.changes:
+    for change in world.cluster.memory.changes:
         if not change.name.startswith(prefix):
             continue
         if change.kind == kinds.POD_CREATED and not change.node:

@@ -20,9 +20,9 @@ import threading
 from typing import Any
 
 from nodewright.inmemory.apipatch import APPLY_PATCH, media_type, patched
+from nodewright.inmemory.apisource import ServedCluster
 from nodewright.inmemory.apistore import ObjectStore
 from nodewright.inmemory.apiwire import Failure, Resource, Route, json_object, not_found
-from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model.errors import InvalidValue
 
 _PREFIX = "/apis/resource.k8s.io/v1"
@@ -64,7 +64,7 @@ DRA_KINDS = frozenset(r.kind for r in DRA_RESOURCES)
 class DeviceWrites:
     """POST, PATCH and DELETE of the DRA kinds (module docstring)."""
 
-    def __init__(self, cluster: InMemoryCluster, store: ObjectStore, lock: threading.RLock) -> None:
+    def __init__(self, cluster: ServedCluster, store: ObjectStore, lock: threading.RLock) -> None:
         self._cluster = cluster
         self._store = store
         self._lock = lock

@@ -17,8 +17,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from nodewright.inmemory.apisource import ServedCluster
 from nodewright.inmemory.apistore import ObjectStore
-from nodewright.inmemory.cluster import DELETED, InMemoryCluster
+from nodewright.inmemory.cluster import DELETED
 from nodewright.inmemory.clusterdevices import LISTENER_KINDS, DeviceObject
 from nodewright.model.event import StoredEvent
 from nodewright.model.manifests import daemonset_manifest, node_manifest, pdb_manifest, pod_manifest
@@ -32,7 +33,7 @@ class ClusterFeed:
 
     def __init__(
         self,
-        cluster: InMemoryCluster,
+        cluster: ServedCluster,
         store: ObjectStore,
         dress: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:

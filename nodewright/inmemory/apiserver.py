@@ -1,6 +1,7 @@
 """A Kubernetes API server over the in-memory cluster, on real local HTTP.
 
-Role: serve `InMemoryCluster` as a kube-apiserver would (paged lists, watches with
+Role: serve a cluster (`apisource.ServedCluster`: `InMemoryCluster`, or the simulator's
+`SimulatedCluster` that holds one) as a kube-apiserver would (paged lists, watches with
 resourceVersions, bookmarks and 410, GET/PATCH/DELETE of nodes, the eviction subresource) so the
 real Kubernetes adapter (`KubeCluster`, built with `from_cluster_info`) can be run and measured
 against it in tests, in the simulator and in the API-load benchmark: requests, bytes, CPU.
@@ -15,6 +16,7 @@ with no dependency and with the cluster's own rules (PDBs, evictions, the pod GC
 Parts (one concept each; each an object that owns its state and is handed its collaborators)
   * `apiserver.py`: `ApiServer`: lifecycle and dispatching each request (tokens, injected faults,
     discovery, routing to the part that answers it).
+  * `apisource.py`: `ServedCluster`, what the emulator reads, follows and writes through.
   * `apistore.py`: `ObjectStore`, the served objects, revisions and watch history (the one
     condition lock). `apifeed.py`: `ClusterFeed`, the cluster's objects into the store.
   * `apireads.py`: `Reads`, lists with continue tokens, GETs, watches (JSON or Table).
@@ -147,6 +149,7 @@ from nodewright.inmemory.apihttp import Handler, HttpServer, Usage
 from nodewright.inmemory.apireads import Reads
 from nodewright.inmemory.apiscale import DEPLOYMENTS, STATEFULSETS, Scaler, Workloads
 from nodewright.inmemory.apiscale import answers as scaled
+from nodewright.inmemory.apisource import ServedCluster
 from nodewright.inmemory.apistore import ObjectStore
 from nodewright.inmemory.apitables import Tables, wants_table
 from nodewright.inmemory.apiwire import (
@@ -166,7 +169,6 @@ from nodewright.inmemory.apiwire import (
     verb_of,
 )
 from nodewright.inmemory.apiwrites import Writes
-from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.ports import ApiUsage
 
 __all__ = ["FAULT_MESSAGES", "STRATEGIC_MERGE_PATCH", "ApiServer"]
@@ -187,7 +189,7 @@ class ApiServer:
 
     def __init__(
         self,
-        cluster: InMemoryCluster,
+        cluster: ServedCluster,
         *,
         history: int = 10_000,
         bookmark_every: float = 5.0,

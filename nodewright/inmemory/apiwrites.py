@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from nodewright.inmemory.apipatch import BUILTIN_LIST_KEYS, media_type, patched
+from nodewright.inmemory.apisource import ServedCluster
 from nodewright.inmemory.apistore import ObjectStore
 from nodewright.inmemory.apiwire import (
     CODE_SUFFIX,
@@ -32,7 +33,6 @@ from nodewright.inmemory.apiwire import (
     status_body,
     with_taint,
 )
-from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.model.errors import InvalidValue
 from nodewright.model.event import StoredEvent
 from nodewright.model.node import Node
@@ -43,7 +43,7 @@ from nodewright.model.taints import Taint
 class Writes:
     """Node, pod, eviction and Event writes (module docstring)."""
 
-    def __init__(self, cluster: InMemoryCluster, store: ObjectStore, lock: threading.RLock) -> None:
+    def __init__(self, cluster: ServedCluster, store: ObjectStore, lock: threading.RLock) -> None:
         self._cluster = cluster
         self._store = store
         self._lock = lock

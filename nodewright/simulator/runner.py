@@ -143,7 +143,7 @@ def run_scenario(
             summary["faults"] = world.faults.summary()
             if scenario.faults:
                 summary["faults"]["spot_interruptions"] = _interruptions_hit(scenario, world)
-            summary["kube_events"] = world.cluster.event_summary()
+            summary["kube_events"] = world.cluster.memory.event_summary()
             if world.http is not None:
                 summary["kube_api"] = world.http.usage(scenario.duration)
             summary = {

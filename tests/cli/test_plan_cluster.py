@@ -74,6 +74,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     try:
         yield {
             "server": server,
+            "cluster": world.cluster,
             "kubeconfig": write_kubeconfig(tmp_path_factory.mktemp("kube") / "config", url),
             "expected": expected,
             "snapshot": snapshot,
@@ -121,7 +122,7 @@ def test_pending_pods_get_claims_and_nothing_is_written(served: dict[str, Any]) 
             late_pod = dataclasses.replace(
                 template, name=f"late-{index}", node_name="", uid=f"late-{index}", unschedulable=True
             )
-            server.cluster.add_pod(late_pod)
+            served["cluster"].memory.add_pod(late_pod)
 
     report = _plan("--kubeconfig", str(served["kubeconfig"]), "-f", str(NODEPOOLS))
 

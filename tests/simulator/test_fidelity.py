@@ -89,7 +89,7 @@ def test_consolidation_replacements_come_up_cheaper_and_never_replace_a_type_by_
         replaced_types = {r.instance_type for r in world.recorder.instances.values() if r.node in replace.candidates}
         assert not replaced_types & set(replace.launched_types)
     moves = summary["consolidation_moves"]
-    evicted = [c for c in world.cluster.changes if c.kind == "pod_evicted"]
+    evicted = [c for c in world.cluster.memory.changes if c.kind == "pod_evicted"]
     assert moves["pods_moved"] == len(evicted) > 0
     assert moves["pods_moved_per_dollar_saved"] == pytest.approx(moves["pods_moved"] / moves["saved_usd"], rel=0.01)
     report = (tmp_path / "report" / "report.md").read_text()

@@ -40,7 +40,7 @@ def test_pods_land_on_an_interruptible_reservation_labelled_as_such() -> None:
     world, summary = run(scenario)
     records = list(world.recorder.instances.values())
     assert [r.capacity_type for r in records] == ["reserved", "reserved"]
-    nodes = world.cluster.nodes()
+    nodes = world.cluster.memory.nodes()
     assert len(nodes) == 2
     for node in nodes:
         assert node.labels[wk.CAPACITY_RESERVATION_ID] == spec.id

@@ -30,27 +30,27 @@ def test_pods_on_a_cordoned_node_still_count_in_their_zone() -> None:
     """
     cluster = SimulatedCluster(VirtualClock(1_800_000_000.0))
     a, b, c = ZONES
-    cluster.add_node(replace(node("draining", cpu="4", labels={wk.ZONE: a}), unschedulable=True))
-    cluster.add_node(node("roomy-a", cpu="4", labels={wk.ZONE: a}))
-    cluster.add_node(node("roomy-b", cpu="4", labels={wk.ZONE: b}))
-    cluster.add_node(node("roomy-c", cpu="4", labels={wk.ZONE: c}))
+    cluster.memory.add_node(replace(node("draining", cpu="4", labels={wk.ZONE: a}), unschedulable=True))
+    cluster.memory.add_node(node("roomy-a", cpu="4", labels={wk.ZONE: a}))
+    cluster.memory.add_node(node("roomy-b", cpu="4", labels={wk.ZONE: b}))
+    cluster.memory.add_node(node("roomy-c", cpu="4", labels={wk.ZONE: c}))
     for name, where in (("mem-0", "draining"), ("mem-1", "draining"), ("mem-2", "roomy-b")):
-        cluster.bind(cluster.add_pod(_mem(name)), where)  # type: ignore[arg-type]
-    new = cluster.add_pod(_mem("mem-new"))  # type: ignore[arg-type]
+        cluster.bind(cluster.memory.add_pod(_mem(name)), where)  # type: ignore[arg-type]
+    new = cluster.memory.add_pod(_mem("mem-new"))  # type: ignore[arg-type]
 
     assert KubeScheduler(cluster).schedule([new.key]) == 1
-    bound = cluster.get_pod(new.key)
+    bound = cluster.memory.get_pod(new.key)
     assert bound is not None
     assert bound.node_name == "roomy-c"
 
 
 def test_a_cordoned_or_not_ready_node_takes_no_pod() -> None:
     cluster = SimulatedCluster(VirtualClock(1_800_000_000.0))
-    cluster.add_node(replace(node("cordoned", cpu="4", labels={wk.ZONE: ZONES[0]}), unschedulable=True))
-    cluster.add_node(node("booting", cpu="4", labels={wk.ZONE: ZONES[1]}, ready=False))
-    waiting = cluster.add_pod(pod("web", cpu="500m"))
+    cluster.memory.add_node(replace(node("cordoned", cpu="4", labels={wk.ZONE: ZONES[0]}), unschedulable=True))
+    cluster.memory.add_node(node("booting", cpu="4", labels={wk.ZONE: ZONES[1]}, ready=False))
+    waiting = cluster.memory.add_pod(pod("web", cpu="500m"))
     assert KubeScheduler(cluster).schedule([waiting.key]) == 0
-    still = cluster.get_pod(waiting.key)
+    still = cluster.memory.get_pod(waiting.key)
     assert still is not None
     assert not still.node_name
     assert still.unschedulable

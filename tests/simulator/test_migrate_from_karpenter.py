@@ -37,9 +37,9 @@ def test_karpenter_nodes_are_left_alone_through_the_hand_over(migrated: RunResul
     assert world is not None
     foreign = set(world.foreign_nodes)
     assert len(foreign) == 6
-    touched = [c for kind in TOUCHING for c in world.cluster.changes_of(kind) if c.name in foreign]
+    touched = [c for kind in TOUCHING for c in world.cluster.memory.changes_of(kind) if c.name in foreign]
     assert touched == []
-    evicted = [c for c in world.cluster.changes_of("pod_evicted") if c.node in foreign]
+    evicted = [c for c in world.cluster.memory.changes_of("pod_evicted") if c.node in foreign]
     assert evicted == []
     for name in foreign:
         node = world.cluster.get_node(name)
@@ -54,10 +54,10 @@ def test_karpenter_nodes_are_left_alone_through_the_hand_over(migrated: RunResul
 def test_the_hand_over_loses_no_pod(migrated: RunResult) -> None:
     world = migrated.world
     assert world is not None
-    pods = [p for p in world.cluster.pods() if not p.daemon]
+    pods = [p for p in world.cluster.memory.pods() if not p.daemon]
     assert len(pods) == 140
     assert [p.key for p in pods if not p.node_name] == []
-    assert world.cluster.lost_pods() == []
+    assert world.cluster.memory.lost_pods() == []
     # The pods that were on Karpenter's nodes at the start are still there.
     foreign = set(world.foreign_nodes)
     assert sum(1 for p in pods if p.node_name in foreign) >= 40

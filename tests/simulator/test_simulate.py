@@ -35,8 +35,8 @@ def test_a_burst_of_pods_is_launched_for_within_seconds_and_nothing_is_lost(
     assert 35 <= summary["pending_seconds"]["p50"] <= 45
     world = result.world
     assert world is not None
-    assert all(p.node_name for p in world.cluster.pods())
-    nodes = world.cluster.nodes()
+    assert all(p.node_name for p in world.cluster.memory.pods())
+    nodes = world.cluster.memory.nodes()
     assert nodes
     assert all(n.ready and n.provider_id.startswith("aws:///us-east-1") for n in nodes)
     assert all(n.labels[wk.NODEPOOL] == "default" and n.labels[wk.NW_NODECLAIM] for n in nodes)
@@ -85,9 +85,9 @@ def test_nodepool_limits_are_never_exceeded(scenario: Callable[[str], Scenario])
     assert summary["pods_lost"] == 0
     world = result.world
     assert world is not None
-    cpus = sum(n.capacity["cpu"] for n in world.cluster.nodes()) / 1000
+    cpus = sum(n.capacity["cpu"] for n in world.cluster.memory.nodes()) / 1000
     assert 0 < cpus <= 16
-    assert any(not p.node_name for p in world.cluster.pods())  # the rest waits, as it should
+    assert any(not p.node_name for p in world.cluster.memory.pods())  # the rest waits, as it should
 
 
 def test_capacity_errors_block_the_offering_and_fall_back_to_on_demand(scenario: Callable[[str], Scenario]) -> None:
@@ -107,7 +107,7 @@ def test_capacity_errors_block_the_offering_and_fall_back_to_on_demand(scenario:
     launched = list(world.recorder.instances.values())
     assert not any(r.zone == "us-east-1a" and r.capacity_type == "spot" for r in launched)
     assert any(r.capacity_type == "spot" for r in launched)
-    assert all(p.node_name for p in world.cluster.pods())
+    assert all(p.node_name for p in world.cluster.memory.pods())
     # Spot failed in us-east-1a and the pass re-planned at once: on-demand there, in seconds.
     fallback = min(r.launched_at for r in launched if r.zone == "us-east-1a" and r.capacity_type == "on-demand")
     assert fallback - outage.start <= 12

@@ -41,8 +41,8 @@ def test_the_cluster_log_becomes_typed_changes_once_with_replacements_attributed
     for kind in (PodCreated, PodBound, PodGone, NodeGone, ClusterChanged):
         feed.subscribe(kind, seen.append)
     changes = ClusterChanges(cluster, feed)
-    cluster.add_node(_node("n1"))
-    cluster.add_pod(_pod("p1"))
+    cluster.memory.add_node(_node("n1"))
+    cluster.memory.add_pod(_pod("p1"))
     cluster.bind("default/p1", "n1")
     changes.read()
     assert [type(c) for c in seen] == [ClusterChanged, PodCreated, PodBound]
@@ -53,7 +53,7 @@ def test_the_cluster_log_becomes_typed_changes_once_with_replacements_attributed
     assert seen == []
 
     clock.advance(10)
-    pod = cluster.get_pod("default/p1")
+    pod = cluster.memory.get_pod("default/p1")
     assert pod is not None
     cluster.remove_pod(pod)  # its owner recreates it, pending, at the same instant
     changes.read()

@@ -38,12 +38,16 @@ from nodewright.engine.devices import lower
 from nodewright.engine.scheduling import SolverCache, Strategy, solve
 from nodewright.engine.scheduling.inputs import existing_nodes_input
 from nodewright.inmemory.cluster import InMemoryCluster
+from nodewright.inmemory.clusterdevices import ClusterDevices
+from nodewright.inmemory.clusterstore import Listener
+from nodewright.model.event import Event, ObjectRef, StoredEvent
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
 from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.model.taints import Taint
-from nodewright.ports import Clock, Eviction
+from nodewright.model.workloads import PodDisruptionBudget
+from nodewright.ports import ApiUsage, Clock, Eviction
 from nodewright.simulator.scenario.workload import Workload
 
 _FLAG_LABELS = re.compile(r"--node-labels=\"?([^\"\s']*)")
@@ -61,15 +65,20 @@ class _Snapshot(ClusterSnapshot):
         return list(self.waiting)
 
 
-class SimulatedCluster(InMemoryCluster):
+class SimulatedCluster:
     """The in-memory API server, audited and with cached snapshots (see the module docstring).
+
+    Holds an `InMemoryCluster` (`memory`) and is the `Cluster` port and the emulator's
+    `ServedCluster` over it: the writes a function makes, directly or over HTTP through the
+    emulator, go through the hooks below; the setup and observation the world does are handed to
+    `memory` as they are.
 
     `before_evict(pod)` and `before_delete_node(name)` are called before an eviction or a Node
     deletion through the API; the world sets them.
     """
 
     def __init__(self, clock: Clock) -> None:
-        super().__init__(clock, recreate_owned_pods=True)
+        self.memory = InMemoryCluster(clock, recreate_owned_pods=True)
         self._snapshot: _Snapshot | None = None
         self.before_evict: Callable[[Pod], None] = lambda pod: None
         self.after_evict: Callable[[Pod, Eviction], None] = lambda pod, result: None
@@ -77,9 +86,16 @@ class SimulatedCluster(InMemoryCluster):
         self.before_request: Callable[[str, str], None] = lambda verb, call: None
         self.after_effect: Callable[[str], None] = lambda what: None
 
+    # -- the Cluster port, cached and audited -------------------------------------------------
+
+    def snapshot(self) -> ClusterSnapshot:
+        """The API server's snapshot (a recorded call), the same object until something changes."""
+        self.memory.store.enter("snapshot")
+        return self.snapshot_unrecorded()
+
     def snapshot_unrecorded(self) -> ClusterSnapshot:
         """The API server's snapshot, the same object until something in it changes."""
-        base = super().snapshot_unrecorded()
+        base = self.memory.snapshot_unrecorded()
         cached = self._snapshot
         if (
             cached is not None
@@ -101,6 +117,11 @@ class SimulatedCluster(InMemoryCluster):
         )
         return self._snapshot
 
+    def pending(self) -> list[Pod]:
+        """The pods that need capacity now (from the cached snapshot)."""
+        self.memory.store.enter("pending")
+        return self.snapshot_unrecorded().pending()
+
     def evict(self, pod: Pod) -> Eviction:
         """The Eviction API, audited."""
         try:
@@ -109,10 +130,10 @@ class SimulatedCluster(InMemoryCluster):
             if error.status == 429:
                 return Eviction(pod.key, "blocked", f"{error.message} (429)")
             raise
-        current = self.get_pod(pod.key)
+        current = self.memory.get_pod(pod.key)
         if current is not None:
             self.before_evict(current)
-        result = super().evict(pod)
+        result = self.memory.evict(pod)
         if current is not None:
             self.after_evict(current, result)
         if result.outcome == "evicted":
@@ -121,42 +142,132 @@ class SimulatedCluster(InMemoryCluster):
 
     def delete_node(self, name: str) -> None:
         """Delete the Node (its pods go with it), audited."""
-        existed = self.get_node(name) is not None
+        existed = self.memory.get_node(name) is not None
         if existed:
             self.before_delete_node(name)
-        super().delete_node(name)
+        self.memory.delete_node(name)
         if existed:
             self.after_effect("delete node")
 
     def cordon(self, name: str, taint: Taint | None = None) -> None:
         """Cordon (a node patch)."""
         self.before_request("patch", f"cordon node {name}")
-        super().cordon(name, taint)
+        self.memory.cordon(name, taint)
         self.after_effect("cordon")
 
     def uncordon(self, name: str, taint_key: str | None = None) -> None:
         """Uncordon (a node patch)."""
         self.before_request("patch", f"uncordon node {name}")
-        super().uncordon(name, taint_key)
+        self.memory.uncordon(name, taint_key)
         self.after_effect("uncordon")
 
     def pods_on(self, node: str) -> list[Pod]:
         """The pods on a node (a LIST with a field selector, for the adapter)."""
         self.before_request("list", "list pods")
-        return super().pods_on(node)
+        return self.memory.pods_on(node)
+
+    # -- the Cluster port, as the in-memory cluster answers it --------------------------------
+
+    def follow(self, seconds: float) -> None:
+        """`InMemoryCluster.follow`."""
+        self.memory.follow(seconds)
+
+    def version(self) -> int:
+        """`InMemoryCluster.version`."""
+        return self.memory.version()
+
+    def usage(self) -> list[ApiUsage]:
+        """`InMemoryCluster.usage`."""
+        return self.memory.usage()
+
+    def get_node(self, name: str) -> Node | None:
+        """`InMemoryCluster.get_node`."""
+        return self.memory.get_node(name)
+
+    def node_by_instance(self, instance_id: str) -> Node | None:
+        """`InMemoryCluster.node_by_instance`."""
+        return self.memory.node_by_instance(instance_id)
+
+    def label_node(self, name: str, labels: Mapping[str, str | None]) -> None:
+        """`InMemoryCluster.label_node`."""
+        self.memory.label_node(name, labels)
+
+    def record(self, event: Event, now: float) -> None:
+        """`InMemoryCluster.record`."""
+        self.memory.record(event, now)
+
+    # -- what the emulator also uses (`ServedCluster`), as the in-memory cluster does it ------
+
+    @property
+    def clock(self) -> Clock:
+        """The clock every timestamp comes from."""
+        return self.memory.clock
+
+    @property
+    def devices(self) -> ClusterDevices:
+        """`InMemoryCluster.devices`: the DRA objects held."""
+        return self.memory.devices
+
+    @property
+    def listeners(self) -> list[Listener]:
+        """`InMemoryCluster.listeners`: append to follow every change."""
+        return self.memory.listeners
+
+    def events(self, regarding: ObjectRef | None = None) -> list[StoredEvent]:
+        """`InMemoryCluster.events`."""
+        return self.memory.events(regarding)
+
+    def budget_allowed(self, pdb: PodDisruptionBudget) -> int:
+        """`InMemoryCluster.budget_allowed`."""
+        return self.memory.budget_allowed(pdb)
+
+    def bind(self, pod: Pod | str, node: str, *, running: bool = True) -> Pod:
+        """`InMemoryCluster.bind` (kube-scheduler's binding)."""
+        return self.memory.bind(pod, node, running=running)
+
+    def remove_pod(self, pod: Pod | str) -> bool:
+        """`InMemoryCluster.remove_pod`."""
+        return self.memory.remove_pod(pod)
+
+    def taint(self, name: str, taint: Taint) -> None:
+        """`InMemoryCluster.taint`."""
+        self.memory.taint(name, taint)
+
+    def untaint(self, name: str, key: str, effect: str | None = None) -> None:
+        """`InMemoryCluster.untaint`."""
+        self.memory.untaint(name, key, effect)
+
+    def replace_node(self, node: Node) -> None:
+        """`InMemoryCluster.replace_node`."""
+        self.memory.replace_node(node)
+
+    def set_node_condition(self, name: str, kind: str, status: str, reason: str = "") -> None:
+        """`InMemoryCluster.set_node_condition`."""
+        self.memory.set_node_condition(name, kind, status, reason)
+
+    def create_event(self, stored: StoredEvent) -> bool:
+        """`InMemoryCluster.create_event`."""
+        return self.memory.create_event(stored)
+
+    def patch_event_series(self, namespace: str, name: str, count: int, last: float) -> StoredEvent | None:
+        """`InMemoryCluster.patch_event_series`."""
+        return self.memory.patch_event_series(namespace, name, count, last)
+
+    # -- the world's own writes -----------------------------------------------------------------
 
     def remove_pods(self, pods: Sequence[Pod]) -> None:
         """Delete pods for good (a scale-down): their controller does not recreate them."""
-        recreate, self.recreate_owned_pods = self.recreate_owned_pods, False
+        memory = self.memory
+        recreate, memory.recreate_owned_pods = memory.recreate_owned_pods, False
         try:
             for pod in pods:
-                self.remove_pod(pod)
+                memory.remove_pod(pod)
         finally:
-            self.recreate_owned_pods = recreate
+            memory.recreate_owned_pods = recreate
 
     def forget_calls(self) -> None:
         """Drop the recorded port calls (the simulator does not read them; they only grow)."""
-        self.calls.clear()
+        self.memory.calls.clear()
 
 
 class KubeScheduler:
@@ -175,7 +286,7 @@ class KubeScheduler:
         cluster = self.cluster
         pending = []
         for key in keys:
-            pod = cluster.get_pod(key)
+            pod = cluster.memory.get_pod(key)
             if pod is not None and not pod.node_name and not pod.daemon and not pod.terminal and not pod.deleting:
                 pending.append(pod)
         if not pending:
@@ -205,7 +316,7 @@ class KubeScheduler:
                     placed.add(key)
         for pod in pending:
             if pod.key not in placed and not pod.unschedulable:
-                cluster.mark_unschedulable(pod)
+                cluster.memory.mark_unschedulable(pod)
         return len(placed)
 
 
@@ -316,7 +427,7 @@ class Deployments:
             else:
                 names = [f"{workload.name}-r{next(self._names)}" for _ in range(change)]
             for name in names:
-                self.cluster.add_pod(replace(workload.template, name=name))
+                self.cluster.memory.add_pod(replace(workload.template, name=name))
         elif change < 0:
             if workload.kind == "StatefulSet":
                 victims = sorted(pods, key=lambda p: _ordinal(p.name), reverse=True)[:-change]

@@ -30,7 +30,7 @@ from nodewright.adapters.kube.cluster import KubeCluster
 from nodewright.adapters.kube.store import KINDS, ClusterStore
 from nodewright.adapters.kube.transport import Transport
 from nodewright.inmemory.apiserver import ApiServer
-from nodewright.inmemory.cluster import InMemoryCluster
+from nodewright.inmemory.apisource import ServedCluster
 from nodewright.model.cluster import ClusterInfo
 from nodewright.model.event import Event
 from nodewright.model.node import Node
@@ -126,7 +126,7 @@ class HttpCluster:
 
     def __init__(
         self,
-        cluster: InMemoryCluster,
+        cluster: ServedCluster,
         *,
         fault: Callable[[str, str], tuple[int, float | None] | None] | None = None,
         alive: Callable[[], None] = lambda: None,

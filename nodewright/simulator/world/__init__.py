@@ -255,11 +255,11 @@ class World:
         if scenario.node_roles is not None:
             self.account.create_node_roles(scenario.nodeclasses)
         for daemonset in scenario.daemonsets:
-            self.cluster.add_daemonset(daemonset)
+            self.cluster.memory.add_daemonset(daemonset)
         for pdb in scenario.pdbs:
-            self.cluster.add_pdb(pdb)
+            self.cluster.memory.add_pdb(pdb)
         for manifest in scenario.devices:
-            self.cluster.devices.put(manifest)
+            self.cluster.memory.devices.put(manifest)
         # Nodes another autoscaler launched before the run (a migration's starting point).
         self.foreign_nodes = add_initial_nodes(scenario, self.account, self.catalog, self.cluster)
         self.functions.wire()
@@ -348,8 +348,8 @@ class World:
 
     def _add_daemonset(self, daemonset: DaemonSet) -> None:
         """A DaemonSet created during the run: its controller makes a pod for every node at once."""
-        self.cluster.add_daemonset(daemonset)
-        self.cluster.reconcile_daemonsets()
+        self.cluster.memory.add_daemonset(daemonset)
+        self.cluster.memory.reconcile_daemonsets()
 
     def _scale(self, key: str, t: float) -> None:
         workload = self.deployments.workloads[key]

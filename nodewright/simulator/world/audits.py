@@ -125,7 +125,7 @@ class Audits:
 
     def on_consolidated_node(self, key: str) -> bool:
         """True when the pod is still bound to a node a consolidation command has tainted."""
-        pod = self._cluster.get_pod(key)
+        pod = self._cluster.memory.get_pod(key)
         return pod is not None and bool(pod.node_name) and self._consolidating(pod.node_name)
 
     def _launched(self, change: InstanceLaunched) -> None:

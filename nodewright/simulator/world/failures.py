@@ -80,7 +80,7 @@ class NodeFailures:
         candidates = sorted(
             (
                 n
-                for n in self._cluster.nodes()
+                for n in self._cluster.memory.nodes()
                 if n.ready
                 and n.instance_id
                 and n.launched_by_nodewright
@@ -134,7 +134,7 @@ class NodeFailures:
             self._loop.at(now + max(0.0, seconds), partial(self._taint_evict, node, pod.key))
 
     def _taint_evict(self, node: str, key: str) -> None:
-        pod = self._cluster.get_pod(key)
+        pod = self._cluster.memory.get_pod(key)
         if pod is not None and pod.node_name == node and not pod.deleting:
             self._cluster.remove_pod(pod)
 

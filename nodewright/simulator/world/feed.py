@@ -167,7 +167,7 @@ class ClusterChanges:
 
     def read(self) -> None:
         """Publish the entries logged since the last read."""
-        changes = self._cluster.changes
+        changes = self._cluster.memory.changes
         if self._seen == len(changes):
             return
         publish = self._feed.publish

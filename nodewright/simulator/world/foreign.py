@@ -69,7 +69,7 @@ def add_initial_nodes(
                 wk.CAPACITY_TYPE: group.capacity_type,
                 **group.labels,
             }
-            cluster.add_node(
+            cluster.memory.add_node(
                 node_for(
                     name,
                     labels=labels,
@@ -82,5 +82,5 @@ def add_initial_nodes(
             )
             names.append(name)
     if names:
-        cluster.reconcile_daemonsets()
+        cluster.memory.reconcile_daemonsets()
     return names

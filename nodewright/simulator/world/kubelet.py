@@ -173,8 +173,8 @@ class Kubelet(Ec2Hooks):
             allocatable=instance_type.allocatable,
             provider_id=f"aws:///{record.zone}/{instance_id}",
         )
-        self._cluster.add_node(node)
-        self._cluster.reconcile_daemonsets()
+        self._cluster.memory.add_node(node)
+        self._cluster.memory.reconcile_daemonsets()
         record.node = name
         record.ready_at = self._clock.now()
         self._feed.publish(NodeRegistered(self._clock.now(), name))
@@ -191,7 +191,7 @@ class Kubelet(Ec2Hooks):
             record.stopped_at = now
             record.stops.append(now)
             if record.node and self._cluster.get_node(record.node) is not None:
-                self._cluster.set_node_ready(record.node, False)
+                self._cluster.memory.set_node_ready(record.node, False)
 
     def started(self, instance_ids: Sequence[str]) -> None:
         """Stopped standby instances were started: billed at their price again; each Node is Ready
@@ -213,7 +213,7 @@ class Kubelet(Ec2Hooks):
             return
         if self._cluster.get_node(record.node) is None:
             return
-        self._cluster.set_node_ready(record.node)
+        self._cluster.memory.set_node_ready(record.node)
         record.ready_again_at.append(self._clock.now())
         self._feed.publish(NodeRegistered(self._clock.now(), record.node))
 
@@ -236,7 +236,7 @@ class Kubelet(Ec2Hooks):
             record.terminated_by = by
             self._booting.pop(instance_id, None)
             if record.node and self._cluster.get_node(record.node) is not None:
-                self._cluster.remove_node(record.node)
-                self._cluster.reconcile_daemonsets()
+                self._cluster.memory.remove_node(record.node)
+                self._cluster.memory.reconcile_daemonsets()
             for state in ("shutting-down", "terminated"):
                 self._signals.put(STATE_CHANGE_NOTIFICATION, instance_id, {"instance-id": instance_id, "state": state})

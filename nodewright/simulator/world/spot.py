@@ -67,7 +67,7 @@ class SpotInterruptions:
         candidates = sorted(
             (
                 n
-                for n in self._cluster.nodes()
+                for n in self._cluster.memory.nodes()
                 if n.labels.get(wk.CAPACITY_TYPE) == "spot"
                 and n.instance_id
                 and n.instance_id not in self._recorder.interruptions
