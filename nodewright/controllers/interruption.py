@@ -83,6 +83,7 @@ from nodewright.engine.interruption.drainstep import (
     taken_at,
     waits_for_replacement,
 )
+from nodewright.engine.interruption.messages import STATE_CHANGE
 from nodewright.model import labels as wk
 from nodewright.model.event import (
     CAPACITY_RESERVATION_INTERRUPTED,
@@ -98,6 +99,7 @@ from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
 from nodewright.model.snapshot import reschedulable
+from nodewright.model.standby import STANDBY_LABEL
 from nodewright.model.taints import Taint
 from nodewright.ports import (
     ClaimRecords,
@@ -258,6 +260,11 @@ class InterruptionController:
         if checked.verdict.dropped or claim is None:
             self.verifier.report_drop(message, instance_id, checked)
             record["action"] = f"ignored: {checked.verdict.reason}"
+            self.observer.decision("interruption", event=message.kind, instance_id=instance_id, **record)
+            return record
+        if message.kind == STATE_CHANGE and message.state in ("stopping", "stopped") and STANDBY_LABEL in claim.labels:
+            # The provisioner stopped its own standby instance (controllers/standby.py): no interruption.
+            record["action"] = "ignored: a standby instance, stopped by the provisioner"
             self.observer.decision("interruption", event=message.kind, instance_id=instance_id, **record)
             return record
         pool = self._pool(claim.nodepool)

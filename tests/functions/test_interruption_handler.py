@@ -22,6 +22,7 @@ from functions.interruption import handler as interruption_handler
 from nodewright.adapters.idempotency import EventDeduplicator
 from nodewright.engine.interruption import SPOT_INTERRUPTION
 from nodewright.inmemory.cluster import SimulatedApiError
+from nodewright.model.standby import STANDBY_LABEL, STOPPED
 from tests.controllers.test_interruption import START, World
 from tests.events import load, sqs_event
 
@@ -141,3 +142,25 @@ def test_a_drain_continues_across_invocations_through_delayed_messages(world: Wo
     assert world.cluster.get_node("spot-1") is None
     assert world.cluster.lost_pods() == []
     assert world.observer.of("interruption")[0]["event"] == SPOT_INTERRUPTION
+
+
+@pytest.mark.parametrize("state", ["stopping", "stopped"])
+def test_a_standby_instance_the_provisioner_stopped_is_left_alone(world: World, state: str) -> None:
+    node = world.spot_node("standby-1", pods=0, capacity_type="on-demand")
+    (claim,) = world.store.claims()
+    world.store.save_claim(claim.with_changes(state=STOPPED, labels={**claim.labels, STANDBY_LABEL: "default.warm"}))
+    world.cloud.set_state(claim.instance_id, state)  # what EC2 confirms
+    event = load(f"state_change_{state}")
+    event["detail"]["instance-id"] = claim.instance_id
+    event["resources"] = [f"arn:aws:ec2:us-east-1:123456789012:instance/{claim.instance_id}"]
+    event["time"] = datetime.fromtimestamp(START, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    response = invoke(event)
+
+    assert response == {"batchItemFailures": []}
+    assert world.cluster.changes_of("node_cordoned") == []
+    assert world.cluster.get_node(node.name) is not None
+    assert [c.state for c in world.store.claims()] == [STOPPED]
+    assert world.cloud.instance(claim.instance_id).state == state  # type: ignore[union-attr]
+    assert world.trigger.requests == []
+    assert "standby" in str(world.observer.of("interruption")[-1]["action"])

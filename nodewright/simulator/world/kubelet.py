@@ -181,7 +181,8 @@ class Kubelet(Ec2Hooks):
 
     def stopped(self, instance_ids: Sequence[str]) -> None:
         """Standby instances were stopped: billed for their volumes only from now; their kubelets
-        stop, so their Nodes go NotReady (the node lifecycle's view once heartbeats stop).
+        stop, so their Nodes go NotReady (the node lifecycle's view once heartbeats stop); EC2's
+        state-change events go on the bus.
         """
         now = self._clock.now()
         for instance_id in instance_ids:
@@ -192,6 +193,9 @@ class Kubelet(Ec2Hooks):
             record.stops.append(now)
             if record.node and self._cluster.get_node(record.node) is not None:
                 self._cluster.memory.set_node_ready(record.node, False)
+            # EC2 reports the stop on the bus, as for any state change: the interruption function must let it be.
+            for state in ("stopping", "stopped"):
+                self._signals.put(STATE_CHANGE_NOTIFICATION, instance_id, {"instance-id": instance_id, "state": state})
 
     def started(self, instance_ids: Sequence[str]) -> None:
         """Stopped standby instances were started: billed at their price again; each Node is Ready
