@@ -117,6 +117,7 @@ def provisioning_input(
             snapshot.nodes, claims, {pc.nodepool.name: {t.name: t for t in pc.instance_types} for pc in pools}
         ),
         now=now,
+        device_problems=lowered.problems,
     )
 
 

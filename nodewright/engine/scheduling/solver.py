@@ -171,6 +171,10 @@ def _within_limits(
     """`best`, or when NodePool limits left pods out, the passes of LIMITS_PORTFOLIO's plan if it
     places more (or as many, for less). Costs nothing when no pod is left out or no pool has limits.
     """
+    if inp.device_problems and best.unschedulable:
+        # A pod whose DRA claims fit no node says why (engine.devices), not "no type satisfies".
+        reasons = {k: inp.device_problems.get(k, why) for k, why in best.unschedulable.items()}
+        best = replace(best, unschedulable=reasons)
     if not best.unschedulable or all(pc.nodepool.limits is None for pc in inp.pools):
         return best
     plans = [best]

@@ -49,6 +49,9 @@ class SchedulingInput:
     blocked: frozenset[OfferingKey] = frozenset()
     used: Mapping[str, Resources] = field(default_factory=dict)
     now: float = 0.0
+    # Pod key -> why its DRA claims fit no node (`engine.devices.Lowered.problems`): its reason
+    # when it is left out.
+    device_problems: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
