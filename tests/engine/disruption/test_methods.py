@@ -19,6 +19,7 @@ def test_every_method_has_its_own_name_and_a_budget_reason() -> None:
         "emptiness",
         "expiration",
         "drift",
+        "daemonset-overflow",
         "consolidation",
     ]
     assert {m.name: m.reason for m in METHODS} == {
@@ -28,6 +29,7 @@ def test_every_method_has_its_own_name_and_a_budget_reason() -> None:
         "emptiness": "Empty",
         "expiration": "Expired",
         "drift": "Drifted",
+        "daemonset-overflow": "Drifted",
         "consolidation": "Underutilized",
     }
     assert [m.name for m in METHODS if not m.budgeted] == ["repair", "expiration"]
