@@ -248,7 +248,12 @@ class Simulator:
         self.solves += 1
         portfolio = len(candidates) > 1 and len(pods) <= PORTFOLIO_PODS
         solver = self.cache.solver
-        result = solve(scheduling, cache=solver) if portfolio else solve(scheduling, Strategy(), cache=solver)
+        # Preferences as Karpenter's consolidation treats them (required until a pod cannot be
+        # placed), without the provisioner's bound on what they may cost: with the bound, moves
+        # re-packed preferring replicas together and moved 2-13x the pods for a dearer day
+        # (generated seeds 1 and 4 at one hour; docs/design/solver.md, "What a preference may cost").
+        strategy = None if portfolio else Strategy()
+        result = solve(scheduling, strategy, cache=solver, bound_preferences=False)
         self._cache[key] = result
         return result
 

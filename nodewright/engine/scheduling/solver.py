@@ -101,6 +101,7 @@ def solve(
     *,
     cache: SolverCache | None = None,
     deadline: SolveDeadline | None = None,
+    bound_preferences: bool = True,
 ) -> SchedulingResult:
     """Decide where `inp.pods` go: existing nodes, in-flight claims, or new node claims.
 
@@ -120,10 +121,13 @@ def solve(
     When pods have preferred pod (anti)-affinity and the plan buys nodes, the same input is planned
     again without those preferences, and the plan that honours them is kept only while it costs at
     most PREFERENCE_PREMIUM more (`preferences.py`): a preference never buys a node per replica.
+    `bound_preferences=False` skips that (consolidation's questions: see `disruption/simulate.py`).
     """
     cache = cache if cache is not None else SolverCache()
     plan = _solve(inp, strategy, cache, deadline)
-    if plan.price_per_hour <= 0 or not has_preferred_pod_terms(inp) or (deadline is not None and deadline.expired()):
+    if not bound_preferences or plan.price_per_hour <= 0 or not has_preferred_pod_terms(inp):
+        return plan
+    if deadline is not None and deadline.expired():
         return plan
     relaxed = _solve(without_preferred_pod_terms(inp), strategy, cache, deadline)
     if bounded(plan, relaxed):
