@@ -18,7 +18,7 @@ import pytest
 
 from bench.harness.cluster_actors import pdb
 from nodewright.controllers.explain import Sources, event_rows, explain_node, explain_pod
-from nodewright.controllers.provisioning import pool_capacities
+from nodewright.controllers.provisionoptions import pool_capacities
 from nodewright.engine.daemonfit import OVERFLOW
 from nodewright.model import labels as wk
 from nodewright.model.workloads import DaemonSet

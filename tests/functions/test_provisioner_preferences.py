@@ -25,7 +25,8 @@ from nodewright.config.documents import EC2NODECLASS, NODEPOOL
 from nodewright.config.workloads import read_workloads
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.inmemory.clock import VirtualClock
 from nodewright.inmemory.cloud import FakeCloudProvider
 from nodewright.inmemory.cluster import InMemoryCluster

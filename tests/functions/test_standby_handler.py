@@ -18,7 +18,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.model import labels as wk
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.model.node import Node

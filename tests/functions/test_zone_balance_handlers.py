@@ -26,7 +26,8 @@ from functions.provisioner import handler as provisioner_handler
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
-from nodewright.controllers.provisioning import Provisioner, StaticConfiguration
+from nodewright.controllers.provisioning import Provisioner
+from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.model import labels as wk
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
@@ -96,7 +97,10 @@ class ZonedWorld(ConsolidationWorld):
         return Consolidator(
             cluster=self.cluster,
             cloud=self.cloud,
-            store=self.store,
+            claim_records=self.store,
+            command_records=self.store,
+            leases=self.store,
+            offering_blocks=self.store,
             clock=self.clock,
             config=StaticConfiguration(self.pools),
             catalog=FixedCatalog(self.types),
