@@ -170,7 +170,18 @@ def match(
         left = [p for p in pending if p.key not in taken]
     if not left:
         return {}
-    return _place(left, tuple(as_capacity(n) for n in stopped), bound_pods, daemonsets=daemonsets, now=now, cache=cache)
+    # One node at a time, largest first, so the pods fill the fewest stopped nodes (each start is
+    # billed by the hour); the solver, given them all, would spread the pods in its own node order.
+    largest = sorted(stopped, key=lambda n: (-n.allocatable.get("cpu"), -n.allocatable.get("memory"), n.name))
+    chosen: dict[str, tuple[str, ...]] = {}
+    for candidate in largest:
+        if not left:
+            break
+        placed = _place(left, (as_capacity(candidate),), bound_pods, daemonsets=daemonsets, now=now, cache=cache)
+        if keys := placed.get(candidate.name):
+            chosen[candidate.name] = keys
+            left = [p for p in left if p.key not in set(keys)]
+    return dict(sorted(chosen.items()))
 
 
 def stale_reason(

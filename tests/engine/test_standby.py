@@ -74,6 +74,16 @@ def test_pending_pods_go_to_running_nodes_first_and_start_only_the_stopped_nodes
     assert len(chosen["s-1"]) == 2
 
 
+def test_pods_fill_the_largest_stopped_node_first_so_the_fewest_start() -> None:
+    pending = [pod(f"p-{i}", cpu="1", memory="1Gi") for i in range(2)]
+
+    # The small node is listed (and named) first: first-fit in that order would start both.
+    chosen = match(pending, [], [stopped("a-small", cpu="1500m"), stopped("b-large", cpu="4")], [])
+
+    assert list(chosen) == ["b-large"]
+    assert len(chosen["b-large"]) == 2
+
+
 def test_a_pod_that_no_stopped_node_can_take_starts_nothing() -> None:
     spot_only = pod("spot", cpu="1", node_selector={wk.CAPACITY_TYPE: "spot"})
     too_big = pod("big", cpu="8", memory="1Gi")

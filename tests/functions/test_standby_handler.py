@@ -149,14 +149,14 @@ def test_pending_pods_that_fit_a_stopped_node_start_it_instead_of_launching_and_
     warm_standby(world, example_plan, invoke)
     stopped = {i for i, s in states(world).items() if s == "stopped"}
     fleets_before = len(world.ec2.fleet_requests)
-    burst = [pod(f"burst-{i}", cpu="1", memory="2Gi") for i in range(2)]
+    burst = [pod(f"burst-{i}", cpu="500m", memory="1Gi") for i in range(2)]  # fit the smallest standby node together
     world.cluster.add_pods(burst)
 
     result = invoke(world.provisioner, "burst")
 
     now = states(world)
     started = {i for i in stopped if now[i] == "running"}
-    assert len(started) == 1  # two 1-cpu pods fit one stopped node: that one is started
+    assert len(started) == 1  # two small pods fit one stopped node: that one is started
     claims = {c.instance_id: c for c in world.store.claims()}
     claim = claims[started.pop()]
     assert claim.state == STARTING
@@ -193,7 +193,7 @@ def test_a_capacity_error_on_start_blocks_the_offering_terminates_the_instance_a
         raise ClientError({"Error": error}, "StartInstances")
 
     monkeypatch.setattr(world.ec2, "start_instances", no_capacity, raising=False)
-    burst = [pod(f"burst-{i}", cpu="1", memory="2Gi") for i in range(2)]
+    burst = [pod(f"burst-{i}", cpu="500m", memory="1Gi") for i in range(2)]  # fit the smallest standby node together
     world.cluster.add_pods(burst)
 
     invoke(world.provisioner, "burst")
