@@ -39,6 +39,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from types import MappingProxyType
 from typing import Any
 
 from nodewright.model.quantity import parse_quantity
@@ -106,22 +107,24 @@ _TOKEN = re.compile(
     )""",
     re.VERBOSE,
 )
-_BINARY = {
-    "||": 1,
-    "&&": 2,
-    "==": 3,
-    "!=": 3,
-    "<": 3,
-    "<=": 3,
-    ">": 3,
-    ">=": 3,
-    "in": 3,
-    "+": 4,
-    "-": 4,
-    "*": 5,
-    "/": 5,
-    "%": 5,
-}
+_BINARY = MappingProxyType(
+    {
+        "||": 1,
+        "&&": 2,
+        "==": 3,
+        "!=": 3,
+        "<": 3,
+        "<=": 3,
+        ">": 3,
+        ">=": 3,
+        "in": 3,
+        "+": 4,
+        "-": 4,
+        "*": 5,
+        "/": 5,
+        "%": 5,
+    }
+)
 Node = tuple[Any, ...]
 
 
@@ -388,12 +391,14 @@ def _logical(op: str, left: Node, right: Node, device: Device) -> bool:
     return not decisive
 
 
-_COMPARE: dict[str, Callable[[int], bool]] = {
-    "<": lambda c: c < 0,
-    "<=": lambda c: c <= 0,
-    ">": lambda c: c > 0,
-    ">=": lambda c: c >= 0,
-}
+_COMPARE: Mapping[str, Callable[[int], bool]] = MappingProxyType(
+    {
+        "<": lambda c: c < 0,
+        "<=": lambda c: c <= 0,
+        ">": lambda c: c > 0,
+        ">=": lambda c: c >= 0,
+    }
+)
 
 
 def _operator(op: str, left_node: Node, right_node: Node, device: Device) -> object:

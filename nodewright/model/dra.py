@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from nodewright.model import labels as wk
@@ -50,27 +51,29 @@ NEURON_DRIVER = "neuron.aws.com"
 
 # The resource each driver's devices are counted as: the device plugin's extended resource, so a
 # GPU is one GPU whichever API asks for it (a node runs one of the two per device kind).
-DRIVER_RESOURCE = {NVIDIA_DRIVER: NVIDIA_GPU, NEURON_DRIVER: AWS_NEURON}
+DRIVER_RESOURCE = MappingProxyType({NVIDIA_DRIVER: NVIDIA_GPU, NEURON_DRIVER: AWS_NEURON})
 
 # EC2 GPU name (lower case, as the catalog labels it) -> NVIDIA architecture name, as
 # nvidia-smi and the DRA driver's `architecture` attribute give it.
-_ARCHITECTURE = {
-    "k80": "Kepler",
-    "m60": "Maxwell",
-    "v100": "Volta",
-    "t4": "Turing",
-    "t4g": "Turing",
-    "a10g": "Ampere",
-    "a100": "Ampere",
-    "l4": "Ada Lovelace",
-    "l40s": "Ada Lovelace",
-    "h100": "Hopper",
-    "h200": "Hopper",
-    "b200": "Blackwell",
-    "b300": "Blackwell",
-    "rtx pro 4500": "Blackwell",
-    "rtx pro server 6000": "Blackwell",
-}
+_ARCHITECTURE = MappingProxyType(
+    {
+        "k80": "Kepler",
+        "m60": "Maxwell",
+        "v100": "Volta",
+        "t4": "Turing",
+        "t4g": "Turing",
+        "a10g": "Ampere",
+        "a100": "Ampere",
+        "l4": "Ada Lovelace",
+        "l40s": "Ada Lovelace",
+        "h100": "Hopper",
+        "h200": "Hopper",
+        "b200": "Blackwell",
+        "b300": "Blackwell",
+        "rtx pro 4500": "Blackwell",
+        "rtx pro server 6000": "Blackwell",
+    }
+)
 _NEURON_PRODUCTS = ("trainium", "trainium2", "trainium3", "inferentia2")
 _MIB = 1024 * 1024
 

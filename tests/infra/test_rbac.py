@@ -86,9 +86,11 @@ def test_only_the_functions_that_drain_may_evict_or_patch_and_the_provisioner_on
 
     # Besides its Events (Nominated, FailedScheduling), which every function writes, and its
     # NodeClaim mirror: the objects, and the NodePools' status (configSource=crd); the status of the
-    # CapacityBuffers and NodeOverlays it read (configSource=crd).
+    # CapacityBuffers and NodeOverlays it read (configSource=crd); its standby nodes, cordoned
+    # and tainted (patch).
     assert {a for a in provisioner if a.verb in writes} == {
         KubeAccess("", "nodes", "delete"),
+        KubeAccess("", "nodes", "patch"),
         *events,
         *mirror,
         KubeAccess("nodewright.io", "nodepools/status", "patch"),
@@ -103,11 +105,11 @@ def test_only_the_functions_that_drain_may_evict_or_patch_and_the_provisioner_on
 
 def test_a_verb_nothing_uses_fails_the_check(derived: Recorder) -> None:
     role = copy.deepcopy(_role("provisioner"))
-    role["rules"].append({"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]})
+    role["rules"].append({"apiGroups": [""], "resources": ["nodes"], "verbs": ["update"]})
 
     found = drift(_strings(derived.kube["provisioner"]), _strings(rbac_rules(role)))
 
-    assert found.unused == {"patch nodes"}
+    assert found.unused == {"update nodes"}
     assert not found.ungranted
 
 
