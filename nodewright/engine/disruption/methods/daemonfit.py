@@ -11,10 +11,9 @@ from dataclasses import dataclass
 
 from nodewright.engine.daemonfit import overflows
 from nodewright.engine.disruption.candidates import ClusterView
-from nodewright.engine.disruption.methods.shared import note, ordered, recheck, within_budget
+from nodewright.engine.disruption.methods.shared import ordered, recheck, replace_first, within_budget
 from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
 from nodewright.engine.disruption.types import Command
-from nodewright.engine.zonebalance import ZoneLoads
 
 DAEMONSET_OVERFLOW = "daemonset-overflow"
 REPLACE = "Replace"
@@ -35,24 +34,8 @@ class DaemonSetOverflow:
             return None
         candidates = [c for c in view.eligible() if c.name in found and c.pool.replicas is None]
         kept = within_budget(ordered(candidates), view.quotas(self.reason), self.reason, why, view.blockers)
-        for c in kept[: view.inp.options.max_candidates]:
-            result = sim.run([c])
-            if result.unschedulable:
-                key, problem = next(iter(sorted(result.unschedulable.items())))
-                note(why, c.name, f"{found[c.name]}, but pod {key} would have nowhere to go: {problem}")
-                continue
-            replacements, _ = ZoneLoads.for_disruption(view.inp).judge([c.node], result.claims)
-            new = sum(r.price for r in replacements)
-            return Command(
-                method=self.name,
-                reason=self.reason,
-                candidates=(c.name,),
-                replacements=replacements,
-                savings=c.price - new,
-                detail=f"replace {c.describe()}: {found[c.name]}; {len(replacements)} replacement(s) at ${new:.4f}/h",
-                pods=tuple(sorted(p.key for p in c.pods)),
-            )
-        return None
+        limit = view.inp.options.max_candidates
+        return replace_first(view, sim, kept[:limit], method=self.name, reason=self.reason, because=found, why=why)
 
     def still_holds(self, command: Command, view: ClusterView, cache: DisruptionCache | None) -> str | None:
         """Stale when the shared re-check fails or a candidate's daemon pods fit (or are gone)."""

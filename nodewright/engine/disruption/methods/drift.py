@@ -9,10 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
-from nodewright.engine.disruption.methods.shared import drifted, note, ordered, recheck, within_budget
+from nodewright.engine.disruption.methods.shared import drifted, note, ordered, recheck, replace_first, within_budget
 from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
 from nodewright.engine.disruption.types import Command
-from nodewright.engine.zonebalance import ZoneLoads
 
 DRIFT = "drift"
 
@@ -50,25 +49,14 @@ class Drift:
                 pods=(),
             )
         limit = view.inp.options.max_candidates
-        for c in kept[:limit]:
-            result = sim.run([c])
-            if result.unschedulable:
-                key, problem = next(iter(sorted(result.unschedulable.items())))
-                note(why, c.name, f"drifted ({reasons[c.name]}), but pod {key} would have nowhere to go: {problem}")
-                continue
-            # A zone-balanced NodePool's replacement goes where its zones stay even; drift still
-            # happens when they would not (the replacement then goes to the least loaded zone).
-            replacements, _ = ZoneLoads.for_disruption(view.inp).judge([c.node], result.claims)
-            new = sum(r.price for r in replacements)
-            return Command(
-                method=self.name,
-                reason=self.reason,
-                candidates=(c.name,),
-                replacements=replacements,
-                savings=c.price - new,
-                detail=f"replace {c.describe()}: {reasons[c.name]}; {len(replacements)} replacement(s) at ${new:.4f}/h",
-                pods=tuple(sorted(p.key for p in c.pods)),
-            )
+        # A zone-balanced NodePool's replacement goes where its zones stay even; drift still
+        # happens when they would not (the replacement then goes to the least loaded zone).
+        noted = {name: f"drifted ({text})" for name, text in reasons.items()}
+        command = replace_first(
+            view, sim, kept[:limit], method=self.name, reason=self.reason, because=reasons, why=why, noted=noted
+        )
+        if command is not None:
+            return command
         for c in kept[limit:]:
             note(why, c.name, f"drifted ({reasons[c.name]}); beyond max_candidates ({limit}) this pass")
         return None

@@ -10,8 +10,10 @@ from collections.abc import Mapping, Sequence
 from nodewright.engine.disruption.balance import BALANCED
 from nodewright.engine.disruption.candidates import Candidate, ClusterView, counts_by_pool
 from nodewright.engine.disruption.drift import drift_reason
+from nodewright.engine.disruption.simulate import Simulator
 from nodewright.engine.disruption.types import Command
 from nodewright.engine.scheduling.types import SchedulingResult
+from nodewright.engine.zonebalance import ZoneLoads
 from nodewright.model.blocker import BUDGET, Blocker
 from nodewright.model.duration import format_duration
 from nodewright.model.resources import CPU
@@ -153,3 +155,39 @@ def forceful_replacement(
         budgeted=False,
         pods=tuple(sorted(p.key for c in found for p in c.pods)),
     )
+
+
+def replace_first(
+    view: ClusterView,
+    sim: Simulator,
+    candidates: Sequence[Candidate],
+    *,
+    method: str,
+    reason: str,
+    because: Mapping[str, str],
+    why: dict[str, str],
+    noted: Mapping[str, str] | None = None,
+) -> Command | None:
+    """Replace the first of `candidates` whose pods all find a home, by what that takes (placed
+    where a zone-balanced NodePool's zones stay even); `because[node]` says why in the command's
+    detail, `noted[node]` (default `because`) in the note of a node whose pods would be stranded.
+    """
+    for c in candidates:
+        result = sim.run([c])
+        if result.unschedulable:
+            key, problem = next(iter(sorted(result.unschedulable.items())))
+            said = (noted or because)[c.name]
+            note(why, c.name, f"{said}, but pod {key} would have nowhere to go: {problem}")
+            continue
+        replacements, _ = ZoneLoads.for_disruption(view.inp).judge([c.node], result.claims)
+        new = sum(r.price for r in replacements)
+        return Command(
+            method=method,
+            reason=reason,
+            candidates=(c.name,),
+            replacements=replacements,
+            savings=c.price - new,
+            detail=f"replace {c.describe()}: {because[c.name]}; {len(replacements)} replacement(s) at ${new:.4f}/h",
+            pods=tuple(sorted(p.key for p in c.pods)),
+        )
+    return None
