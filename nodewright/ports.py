@@ -385,6 +385,17 @@ class StatusWrites(Protocol):
         ...
 
 
+class ImageIds(Protocol):
+    """The AMI ids each EC2NodeClass resolves to now, by NodeClass name: what a node booted from
+    another image has drifted from (and a standby instance is replaced for). A NodeClass left out
+    is unknown, never a reason to replace; lookups are cached by the adapter, so a pass may ask.
+    """
+
+    def __call__(self) -> Mapping[str, frozenset[str]]:
+        """The resolved ids; never raises for a NodeClass that does not resolve (it is left out)."""
+        ...
+
+
 class NodeProfiles(Protocol):
     """The instance profiles Nodewright created for the cluster's node roles (uninstall removes them)."""
 

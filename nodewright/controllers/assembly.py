@@ -10,7 +10,7 @@ provisioner's components with `build_provisioner`, and hand the controller to th
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from nodewright.adapters.aws import session
 from nodewright.adapters.aws.catalog import LiveCatalog
@@ -53,6 +53,7 @@ from nodewright.ports import (
     CloudProvider,
     Cluster,
     Configuration,
+    ImageIds,
     Observer,
     ReservationEnds,
     StateStore,
@@ -77,7 +78,7 @@ def build_provisioner(
     schedule: Schedule | None = None,
     config_status: ConfigStatus | None = None,
     kind: type[Provisioner] = Provisioner,
-    images: Callable[[], Mapping[str, frozenset[str]]] | None = None,
+    images: ImageIds | None = None,
 ) -> Provisioner:
     """The provisioner's components wired to the given ports: one `Launcher` (the launch path
     `StaticCapacity` and `StandbyCapacity` launch through too), `Housekeeping`, `StaticCapacity`,
@@ -249,9 +250,14 @@ def _provisioner(
         schedule=schedule_for(settings.consolidation),
         mirror=mirror,
         config_status=config_status,
-        # The AMIs each EC2NodeClass resolves to now: standby instances booted from another are replaced.
-        images=lambda: aws.cloud.image_ids(aws.config.load()[1]),
+        # Standby instances booted from an AMI their EC2NodeClass no longer resolves to are replaced.
+        images=_image_ids(aws),
     )
+
+
+def _image_ids(aws: _Aws) -> ImageIds:
+    """The AMI ids each configured EC2NodeClass resolves to now (cached by the EC2 adapter)."""
+    return lambda: aws.cloud.image_ids(aws.config.load()[1])
 
 
 def _catalog(aws: _Aws, settings: Settings) -> LiveCatalog:
@@ -298,6 +304,8 @@ def consolidator_from_settings(settings: Settings, observer: Observer) -> Consol
         options=consolidator_options_for(
             settings.consolidation, ConsolidatorOptions(disruption=settings.disruption_options())
         ),
+        # Nodes booted from an AMI their EC2NodeClass no longer resolves to have drifted.
+        images=_image_ids(aws),
         decisions=decisions_for(settings.consolidation),
         # The consolidator's mirror writes only its verdicts (Drifted, Consolidatable, Disrupting).
         mirror=ClaimMirror(KubeClaimObjects(aws.cluster, aws.api_client), aws.clock, observer, judge=True),

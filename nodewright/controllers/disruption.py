@@ -77,6 +77,7 @@ from nodewright.ports import (
     Cluster,
     CommandRecords,
     Configuration,
+    ImageIds,
     Leases,
     Observer,
     OfferingBlocks,
@@ -107,6 +108,7 @@ class Consolidator:
         sleep: Callable[[float], None] = time.sleep,
         decisions: Decisions | None = None,
         mirror: ClaimMirror | None = None,
+        images: ImageIds | None = None,
     ) -> None:
         self.cluster = cluster
         self.cloud = cloud
@@ -123,6 +125,9 @@ class Consolidator:
         self.launcher = launcher
         # Writes the consolidator's verdicts on the NodeClaim objects (None: not mirrored).
         self.mirror = mirror
+        # The AMIs each EC2NodeClass resolves to now: a node booted from another has drifted
+        # (None: not known, so never a reason).
+        self.images = images
         self.options = options
         self.sleep = sleep
         self.drainer = Drainer(cluster, observer)
@@ -211,6 +216,7 @@ class Consolidator:
             no_cheaper=frozenset(self._no_cheaper),
             stalled=frozenset(self._stalled),
             instance_statuses=statuses,
+            images=self.images() if self.images is not None else {},
             options=self.options.disruption,
         )
 

@@ -26,7 +26,7 @@ that carries out `nodewright.engine.standby`'s decisions for the CapacityBuffers
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from nodewright.controllers.launching import Launcher
@@ -60,6 +60,7 @@ from nodewright.ports import (
     CloudProvider,
     Cluster,
     Configuration,
+    ImageIds,
     InsufficientCapacity,
     LaunchError,
     LaunchRecords,
@@ -67,10 +68,6 @@ from nodewright.ports import (
 )
 
 WARMING = ("launched", "registered", "initialized")
-
-
-def _no_images() -> Mapping[str, frozenset[str]]:
-    return {}
 
 
 class StandbyCapacity:
@@ -87,7 +84,7 @@ class StandbyCapacity:
         config: Configuration,
         observer: Observer,
         options: ProvisionerOptions = ProvisionerOptions(),  # noqa: B008 (frozen: a shared default is safe)
-        images: Callable[[], Mapping[str, frozenset[str]]] | None = None,
+        images: ImageIds | None = None,
     ) -> None:
         self.launcher = launcher
         self.cluster = cluster
@@ -99,7 +96,7 @@ class StandbyCapacity:
         self.options = options
         # The AMI ids each EC2NodeClass resolves to now (by name): a stopped instance booted from
         # another is replaced. Empty: not known, so never a reason.
-        self.images = images or _no_images
+        self.images = images
         # Whether the last `keep()` found standby buffers or instances: the provisioner's loop
         # checks again every `static_poll` only then.
         self.configured = False
@@ -129,7 +126,7 @@ class StandbyCapacity:
             self._resumed = True
         mine = [self._stop_if_warm(c, nodes.get(c.name) or nodes.get(c.provider_id)) for c in mine]
         pools = {p.name: p for p in nodepools}
-        images = self.images()
+        images = self.images() if self.images is not None else {}
         now = self.clock.now()
         keep: list[NodeClaim] = []
         for claim in mine:

@@ -7,6 +7,7 @@ after a boot delay, a first-fit scheduler) with the consolidator's `sleep` advan
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import pytest
@@ -32,6 +33,9 @@ from tests.controllers.test_provisioning import FixedCatalog
 
 @dataclass
 class ConsolidationWorld(World):
+    # What the EC2 adapter's image_ids answers (None: the consolidator is given no images).
+    images: Mapping[str, frozenset[str]] | None = None
+
     def consolidator(self, **options: float) -> Consolidator:
         launcher = self.provisioner().launcher
         return Consolidator(
@@ -48,6 +52,7 @@ class ConsolidationWorld(World):
             launcher=launcher,
             options=ConsolidatorOptions(**options),  # type: ignore[arg-type]
             sleep=lambda seconds: self.tick(max(1.0, seconds)),
+            images=None if self.images is None else lambda: self.images or {},
         )
 
     def run(self, seconds: float = 60.0, **options: float) -> dict[str, object]:
