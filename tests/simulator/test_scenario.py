@@ -94,6 +94,12 @@ BASE = f"name: bad\nduration: 5m\nnodepools:{nodepool()}nodeclasses:{NODECLASS}"
             "workloads[0].at: is after the end of the scenario",
             id="daemonset-after-the-end",
         ),
+        pytest.param(BASE + "ami_releases: [soon]\n", "ami_releases[0]:", id="ami-release-duration"),
+        pytest.param(
+            BASE + "ami_releases: [1m, 5m]\n",
+            "ami_releases[1]: is not before the scenario's duration",
+            id="ami-release-after-the-end",
+        ),
         pytest.param("kind: Simulation\n" + BASE, 'kind: must be Scenario, got "Simulation"', id="kind"),
         pytest.param("apiVersion: v1\n" + BASE, "apiVersion: must be nodewright.io/v1alpha1", id="api-version"),
     ],
@@ -114,6 +120,12 @@ def test_a_daemonset_entry_with_at_is_created_then(tmp_path: Path) -> None:
     loaded = load_scenario(path)
     assert loaded.daemonsets == ()
     assert [(t, d.name) for t, d in loaded.late_daemonsets] == [(120.0, "d")]
+
+
+def test_ami_releases_are_read_in_time_order(tmp_path: Path) -> None:
+    path = tmp_path / "releases.yaml"
+    path.write_text(BASE + "ami_releases: [4m, 90s]\n", encoding="utf-8")
+    assert load_scenario(path).ami_releases == (90.0, 240.0)
 
 
 def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:

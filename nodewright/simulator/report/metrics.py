@@ -251,6 +251,8 @@ class Recorder:
     errors: list[dict[str, Any]] = field(default_factory=list)
     timeouts: Counter[str] = field(default_factory=Counter)
     wall: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    # The scenario's AMI releases: (when, the image ids the public parameters point at from then).
+    image_releases: list[tuple[float, frozenset[str]]] = field(default_factory=list)
 
     # -- pods ----------------------------------------------------------------------------------------
 
@@ -370,11 +372,34 @@ class Recorder:
             "wall_seconds_by_part": {k: round(v, 2) for k, v in sorted(self.wall.items())},
             "wall_seconds": round(wall_seconds, 2),
         }
+        images = self.images(end)
+        if images is not None:  # only when an AMI was released: other summaries unchanged
+            out["ami_releases"] = images
         standby = self.standby(end)
         if standby is not None:  # only when a standby instance was stopped: other summaries unchanged
             out["standby"] = standby
             out["fidelity"]["nodes_from_standby"] = standby["nodes_from_standby"]
         return out
+
+    def images(self, end: float) -> dict[str, Any] | None:
+        """After the AMI releases: how many instances Nodewright launched still ran an image older
+        than the latest release at the end, and when the last one launched before the release
+        went (how long the roll took); None when no AMI was released.
+        """
+        if not self.image_releases:
+            return None
+        at, current = self.image_releases[-1]
+        ours = [r for r in self.instances.values() if r.launched_by != "world"]  # not initial nodes
+        older = [r for r in ours if r.image_id and r.image_id not in current]
+        live = [r for r in older if r.terminated_at is None or r.terminated_at > end]
+        gone = [r.terminated_at for r in older if r.terminated_at is not None and r.launched_at < at]
+        return {
+            "releases": len(self.image_releases),
+            "last_release_at_seconds": round(at - self.start, 1),
+            "instances_on_older_images": len(older),
+            "on_older_images_at_end": len(live),
+            "rolled_seconds": None if live or not gone else round(max(gone) - at, 1),
+        }
 
     def standby(self, end: float) -> dict[str, Any] | None:
         """Standby instances: how many were stopped, started (and their Nodes Ready again, how

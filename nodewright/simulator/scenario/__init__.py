@@ -38,6 +38,8 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
       - {at: 9m, condition: KernelReady, status: "False"}   # NotReady; others the node
       - {at: 12m, status_check: system}   # monitoring agent's; or an impaired EC2 status check
     repair_max_unhealthy_percent: 20      # node repair's guard, as the deploy key (default 20)
+    ami_releases: [2h]                    # AWS publishes a new EKS-optimized AMI: the aliases
+                                          # (al2023@latest, ...) resolve to new images from then on
     node_roles: [KarpenterNodeRole-my-cluster]   # the deploy key nodeRoles: an EC2NodeClass's role
                                          # gets its own instance profile (moto IAM); another role
                                          # is refused. Absent: every role uses the stack's profile

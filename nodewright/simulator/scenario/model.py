@@ -289,6 +289,8 @@ class Scenario:
     # Nodes that break (node repair), and the share of unhealthy nodes repair stops at (the deploy
     # key repairMaxUnhealthyPercent).
     node_failures: tuple[NodeFailure, ...] = ()
+    # When AWS publishes a new EKS-optimized AMI release: every alias resolves to new images.
+    ami_releases: tuple[float, ...] = ()
     repair_max_unhealthy_percent: int = 20
     # Capacity reservations (ODCRs, capacity blocks) the simulated EC2 holds.
     capacity_reservations: tuple[CapacityReservationSpec, ...] = ()

@@ -92,6 +92,7 @@ _TOP = (
     "node_failures",
     "repair_max_unhealthy_percent",
     "node_roles",
+    "ami_releases",
 )
 _CHANGE = ("at", "manifest")
 
@@ -213,6 +214,13 @@ class ScenarioReader:
             at / "repair_max_unhealthy_percent", top.get("repair_max_unhealthy_percent"), minimum=0, maximum=100
         )
         node_roles = f.string_list(at / "node_roles", top.get("node_roles"))
+        releases: list[float] = []
+        for index, raw in enumerate(f.array(at / "ami_releases", top.get("ami_releases")) or ()):
+            release = read_duration(at / "ami_releases" / index, raw)
+            if release is not None and duration is not None and release >= duration:
+                (at / "ami_releases" / index).error("is not before the scenario's duration")
+            elif release is not None:
+                releases.append(release)
         self._cross_check(
             at, nodepools=nodepools, nodeclasses=nodeclasses, interruptions=interruptions, errors=errors, zones=zones
         )
@@ -253,6 +261,7 @@ class ScenarioReader:
             nodeoverlays=self.overlays,
             nodepool_changes=changes,
             node_failures=failures,
+            ami_releases=tuple(sorted(releases)),
             repair_max_unhealthy_percent=20 if repair_percent is None else repair_percent,
             node_roles=None if node_roles is None else tuple(node_roles),
             **functions,

@@ -138,7 +138,10 @@ class Account:
         self.queue_arn = ""
         self.priority_queue_url = ""
         self.priority_queue_arn = ""
+        # EC2 architecture (x86_64, arm64) -> the AMI AWS's public parameters point at now
+        # (PublicParameters reads it live, so a release is seen once the resolver's cache expires).
         self.images: dict[str, str] = {}
+        self.releases = 0
         self.rules: dict[str, str] = {}
 
     def create(
@@ -207,9 +210,20 @@ class Account:
         # The AMIs AWS's public parameters point at (see PublicParameters): one per architecture.
         for arch in ("x86_64", "arm64"):
             image = self.ec2.register_image(
-                Name=f"simulated-eks-node-{arch}", Architecture=arch, RootDeviceName="/dev/xvda"
+                Name=f"simulated-eks-node-{arch}{self._release_suffix()}", Architecture=arch, RootDeviceName="/dev/xvda"
             )
             self.images[arch] = str(image["ImageId"])
+
+    def _release_suffix(self) -> str:
+        return f"-r{self.releases}" if self.releases else ""
+
+    def release_images(self) -> dict[str, str]:
+        """AWS publishes a new EKS-optimized AMI release: new images, which the public parameters
+        (every alias: al2023@latest, bottlerocket@latest, ...) point at from now on. The new ids.
+        """
+        self.releases += 1
+        self._images()
+        return dict(self.images)
 
     def _queue(self, name: str, dead_letter_name: str, timeout: float) -> tuple[str, str]:
         """A queue and its DLQ as the stack creates them; the queue's URL and ARN."""

@@ -19,6 +19,7 @@ from nodewright.model.command import CommandRecord
 from nodewright.model.instance import Instance, InstanceFacts, InstanceStatus
 from nodewright.model.instancetype import OfferingKey
 from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.ports import DrainRecord, LaunchRequest
 
 
@@ -27,7 +28,9 @@ class PublicParameters:
 
     def __init__(self, client: Any, images: Mapping[str, str]) -> None:
         self._client = client
-        self._images = dict(images)  # EC2 architecture (x86_64, arm64) -> image id
+        # EC2 architecture (x86_64, arm64) -> image id: the account's own mapping, read live, so
+        # an AMI release (SimulatedAccount.release_images) moves every alias to the new images.
+        self._images = images
 
     def get_parameter(self, **request: Any) -> dict[str, Any]:
         """The public parameter's value (an AMI of the architecture in its path), else moto's answer."""
@@ -84,6 +87,10 @@ class MirroredCloud:
     def instance_facts(self, instance_ids: Sequence[str], *, spot_status: bool = False) -> dict[str, InstanceFacts]:
         """The provider's facts about the instances."""
         return self.cloud.instance_facts(instance_ids, spot_status=spot_status)
+
+    def image_ids(self, nodeclasses: Mapping[str, EC2NodeClass]) -> dict[str, frozenset[str]]:
+        """The provider's resolved AMIs per EC2NodeClass (SSM parameters, DescribeImages)."""
+        return self.cloud.image_ids(nodeclasses)
 
     def described(self) -> list[Instance]:
         """The same list as `instances()`, from moto (DescribeInstances), for the end-of-run check."""

@@ -278,6 +278,8 @@ class World:
                 self.loop.at(scenario.start + t, partial(self._scale, workload.key, t))
         for t, daemonset in scenario.late_daemonsets:
             self.loop.at(scenario.start + t, partial(self._add_daemonset, daemonset))
+        for t in scenario.ami_releases:
+            self.loop.at(scenario.start + t, self._release_images)
         for index, interruption in enumerate(scenario.interruptions):
             self.loop.at(scenario.start + interruption.at, partial(self.spot.interrupt, interruption, index))
         for index, failure in enumerate(scenario.node_failures):
@@ -345,6 +347,11 @@ class World:
             self.pods.settle()
             if not self.queue.poll():
                 return
+
+    def _release_images(self) -> None:
+        """AWS publishes a new EKS-optimized AMI release: every alias resolves to it from now on."""
+        images = self.account.release_images()
+        self.recorder.image_releases.append((self.clock.now(), frozenset(images.values())))
 
     def _add_daemonset(self, daemonset: DaemonSet) -> None:
         """A DaemonSet created during the run: its controller makes a pod for every node at once."""

@@ -207,6 +207,11 @@ class Functions:
             scenario.start,
         )
         self._configuration = config
+
+        def images() -> Mapping[str, frozenset[str]]:
+            # As the Lambdas' assembly: the AMIs each EC2NodeClass resolves to now (drift by image).
+            return cloud.image_ids(config.load()[1])
+
         if self._http is not None:
             self._http.start()
 
@@ -228,6 +233,7 @@ class Functions:
                 mirror=self._mirror(observer),
                 reservations=counts,
                 schedule=schedule_for(mode),
+                images=images,
             )
 
         module = importlib.import_module(HANDLERS["provisioner"])
@@ -289,6 +295,7 @@ class Functions:
                 sleep=self._lambdas.sleep,
                 decisions=decisions_for(mode),
                 mirror=replacing.mirror,
+                images=images,
             )
             consolidator.configure(controller)
             self._use("consolidator", consolidator)
