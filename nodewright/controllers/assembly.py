@@ -73,7 +73,7 @@ def build_provisioner(
     wait: Callable[[float, Callable[[], bool]], None] | None = None,
     mirror: ClaimMirror | None = None,
     reservations: ReservationEnds | None = None,
-    solve_clock: Callable[[], float] = time.monotonic,
+    solve_clock: Callable[[], float] | None = None,
     schedule: Schedule | None = None,
     config_status: ConfigStatus | None = None,
     kind: type[Provisioner] = Provisioner,

@@ -60,6 +60,7 @@ from nodewright.simulator.standins.kube import SimulatedCluster
 from nodewright.simulator.standins.kubehttp import HttpCluster
 from nodewright.simulator.standins.lambdas import REGION, Lambdas
 from nodewright.simulator.standins.mirrors import MirroredCloud, MirroredStateStore
+from nodewright.simulator.standins.solveclock import SolveClock
 from nodewright.simulator.world.invocations import Invocations
 
 HANDLERS = {
@@ -227,6 +228,8 @@ class Functions:
                 options=provisioner_options_for(mode, ProvisionerOptions(idle_exit=scenario.provisioner.idle_exit)),
                 mirror=self._mirror(observer),
                 reservations=counts,
+                # The solve budget on a charged clock, not the machine's wall clock (solveclock.py).
+                solve_clock=SolveClock(),
                 schedule=schedule_for(mode),
             )
 
