@@ -76,15 +76,13 @@ def build_provisioner(
     solve_clock: Callable[[], float] | None = None,
     schedule: Schedule | None = None,
     config_status: ConfigStatus | None = None,
-    kind: type[Provisioner] = Provisioner,
     images: Callable[[], Mapping[str, frozenset[str]]] | None = None,
 ) -> Provisioner:
     """The provisioner's components wired to the given ports: one `Launcher` (the launch path
     `StaticCapacity` and `StandbyCapacity` launch through too), `Housekeeping`, `StaticCapacity`,
     `StandbyCapacity` and a `Batch`.
 
-    `kind` is the class run (a subclass measures passes in the latency benchmark); the rest is
-    what `Provisioner` and its components take (see them).
+    The arguments are what `Provisioner` and its components take (see them).
     """
     launcher = Launcher(
         cluster=cluster,
@@ -129,7 +127,7 @@ def build_provisioner(
         options=options,
         images=images,
     )
-    return kind(
+    return Provisioner(
         launcher,
         housekeeping,
         static_capacity,

@@ -71,6 +71,7 @@ from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.standins.account import STATE_TABLE, Account, launched_roles
 from nodewright.simulator.standins.catalog import SimCatalog
 from nodewright.simulator.standins.configuration import ScenarioConfiguration
+from nodewright.simulator.standins.cpuclock import CpuChargedClock, WorldClock
 from nodewright.simulator.standins.ec2 import SimulatedEc2
 from nodewright.simulator.standins.faults import ORPHAN_GRACE_SECONDS, Faults
 from nodewright.simulator.standins.kube import Deployments, KubeScheduler, SimulatedCluster
@@ -84,12 +85,13 @@ from nodewright.simulator.world.decisions import Decisions
 from nodewright.simulator.world.failures import NodeFailures
 from nodewright.simulator.world.feed import ChangeFeed, ClusterChanges
 from nodewright.simulator.world.foreign import add_initial_nodes
-from nodewright.simulator.world.invocations import Invocations
+from nodewright.simulator.world.invocations import Invocations, SingleFlight
 from nodewright.simulator.world.kubelet import Kubelet
 from nodewright.simulator.world.pods import PodAccounting
 from nodewright.simulator.world.queue import QueueSource
 from nodewright.simulator.world.signals import Ec2Signals
 from nodewright.simulator.world.spot import SpotInterruptions
+from nodewright.simulator.world.waits import CapacityWaits
 from nodewright.simulator.world.wiring import HANDLERS, Functions, functions_importable, live_instances
 
 __all__ = ["HANDLERS", "World", "functions_importable"]
@@ -106,11 +108,15 @@ class World:
     def __init__(self, scenario: Scenario, session: Any) -> None:
         self.scenario = scenario
         # -- the stand-ins: clock, event loop, Lambda, cluster (and its API), faults, AWS
-        self.clock = VirtualClock(scenario.start)
+        # The plain virtual clock, or with `cpu_charge` one that the handlers' CPU time moves too.
+        charged = CpuChargedClock(scenario.start, scenario.cpu_charge) if scenario.cpu_charge > 0 else None
+        self.clock: WorldClock = VirtualClock(scenario.start) if charged is None else charged
         self.end = scenario.start + scenario.duration
         self.loop = EventLoop(self.clock)
         self.loop.after_step = self._after_step
-        self.lambdas = Lambdas(self.loop, {name: getattr(scenario, name).memory_mb for name in HANDLERS})
+        self.lambdas = Lambdas(
+            self.loop, {name: getattr(scenario, name).memory_mb for name in HANDLERS}, charged=charged
+        )
         self.cluster = SimulatedCluster(self.clock)
         # The scenario's faults meet the functions at the cluster's and AWS's edges (faults.py).
         self.faults = Faults(scenario, self.lambdas)
@@ -188,6 +194,9 @@ class World:
         )
         self.blocks = CapacityBlocks(scenario, self.loop, self.ec2, signals, self.recorder)
         self.pods = PodAccounting(self.scheduler, self.recorder, self.spot, self.feed)
+        self.waits = CapacityWaits(
+            cluster=self.cluster, provisioner=self.observers["provisioner"], recorder=self.recorder, feed=self.feed
+        )
         self.audits = Audits(
             scenario=scenario,
             clock=self.clock,
@@ -202,6 +211,7 @@ class World:
         self.cluster.after_evict = self.audits.after_evict
         self.cluster.before_delete_node = partial(self.audits.audit_node, how="Node deleted through the API")
         self.decisions = Decisions(self.observers, self.clock, self.recorder, self.audits)
+        self.single_flight = SingleFlight(scenario=scenario, clock=self.clock, loop=self.loop, lambdas=self.lambdas)
         self.invocations = Invocations(
             scenario=scenario,
             clock=self.clock,
@@ -209,6 +219,7 @@ class World:
             lambdas=self.lambdas,
             faults=self.faults,
             recorder=self.recorder,
+            single_flight=self.single_flight,
         )
         self.queue = QueueSource(
             scenario=scenario,
@@ -353,7 +364,8 @@ class World:
 
     def _scale(self, key: str, t: float) -> None:
         workload = self.deployments.workloads[key]
-        self.deployments.scale(workload, workload.replicas_at(t))
+        # Stamped with the time the event was due, which a handler's charged CPU may have passed.
+        self.deployments.scale(workload, workload.replicas_at(t), at=self.scenario.start + t)
 
     def _sample(self) -> None:
         nodes: dict[str, int] = {}

@@ -15,7 +15,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from nodewright.inmemory.clock import VirtualClock
 from nodewright.model import labels as wk
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
@@ -26,6 +25,7 @@ from nodewright.ports import Eviction
 from nodewright.simulator.report.metrics import LaunchAudit, Recorder, ReplaceAudit, Violation
 from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.standins.catalog import SimCatalog
+from nodewright.simulator.standins.cpuclock import WorldClock
 from nodewright.simulator.standins.faults import Faults, audit_claims
 from nodewright.simulator.standins.kube import SimulatedCluster
 from nodewright.simulator.standins.mirrors import MirroredStateStore
@@ -40,7 +40,7 @@ class Audits:
         self,
         *,
         scenario: Scenario,
-        clock: VirtualClock,
+        clock: WorldClock,
         recorder: Recorder,
         cluster: SimulatedCluster,
         catalog: SimCatalog,

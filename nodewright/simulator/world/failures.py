@@ -28,13 +28,13 @@ import random
 from functools import partial
 
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.node import READY
 from nodewright.model.pod import Pod
 from nodewright.model.snapshot import reschedulable
 from nodewright.model.taints import Taint
 from nodewright.simulator.report.metrics import Recorder, RepairRecord
 from nodewright.simulator.scenario.model import NodeFailure
+from nodewright.simulator.standins.cpuclock import WorldClock
 from nodewright.simulator.standins.kube import SimulatedCluster
 from nodewright.simulator.standins.lambdas import EventLoop
 from nodewright.simulator.world.feed import ChangeFeed, NodeGone, PodBound, PodCreated, PodGone
@@ -56,7 +56,7 @@ class NodeFailures:
         *,
         cluster: SimulatedCluster,
         recorder: Recorder,
-        clock: VirtualClock,
+        clock: WorldClock,
         loop: EventLoop,
         rng: random.Random,
         consolidator: RecordingObserver,

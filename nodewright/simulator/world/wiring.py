@@ -12,6 +12,7 @@ import importlib.util
 import logging
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -37,7 +38,6 @@ from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.provisionoptions import ProvisionerOptions, StaticConfiguration
 from nodewright.inmemory.claimobjects import InMemoryClaimObjects
-from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.instance import Instance
 from nodewright.ports import Cluster
 from nodewright.reference import automode
@@ -54,6 +54,7 @@ from nodewright.simulator.standins.account import (
 )
 from nodewright.simulator.standins.catalog import SimCatalog
 from nodewright.simulator.standins.configuration import ScenarioConfiguration
+from nodewright.simulator.standins.cpuclock import WorldClock
 from nodewright.simulator.standins.ec2 import SimulatedEc2
 from nodewright.simulator.standins.faults import Faults
 from nodewright.simulator.standins.kube import SimulatedCluster
@@ -103,7 +104,7 @@ class Functions:
         self,
         *,
         scenario: Scenario,
-        clock: VirtualClock,
+        clock: WorldClock,
         lambdas: Lambdas,
         faults: Faults,
         account: Account,
@@ -211,6 +212,9 @@ class Functions:
         if self._http is not None:
             self._http.start()
 
+        # ProvisionerOptions set otherwise than deployed (an experiment's, e.g. the latency benchmark's).
+        changed: dict[str, Any] = dict(scenario.provisioner_options)
+
         def provisioner(observer: RecordingObserver) -> Provisioner:
             cluster = self._cluster_for("provisioner")
             return build_provisioner(
@@ -225,7 +229,10 @@ class Functions:
                 observer=observer,
                 sleep=self._lambdas.sleep,
                 wait=self._lambdas.sleep,
-                options=provisioner_options_for(mode, ProvisionerOptions(idle_exit=scenario.provisioner.idle_exit)),
+                options=provisioner_options_for(
+                    mode,
+                    replace(ProvisionerOptions(idle_exit=scenario.provisioner.idle_exit), **changed),
+                ),
                 mirror=self._mirror(observer),
                 reservations=counts,
                 # The solve budget on a charged clock, not the machine's wall clock (solveclock.py).
