@@ -36,9 +36,9 @@ def test_a_pattern_is_a_scenario_of_workloads_on_the_charged_clock_with_one_invo
     assert sum(w.replicas_at(scenario.duration) for w in scenario.workloads) == pattern.pods == 500
 
 
-@pytest.mark.parametrize("name", ["single", "mid-burst"])
-def test_a_quick_pattern_serves_every_pod(name: str) -> None:
-    result = latency.run_pattern(latency.patterns(quick=True)[name], TYPES, latency.Settings())
+def test_a_quick_pattern_serves_every_pod() -> None:
+    # (the single pattern runs in the next test, through main)
+    result = latency.run_pattern(latency.patterns(quick=True)["mid-burst"], TYPES, latency.Settings())
     assert result.unserved == 0
     assert result.waits.count + result.bound == result.pods
     assert 0 < result.waits.median <= result.waits.p99 <= result.waits.max

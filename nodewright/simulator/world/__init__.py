@@ -35,7 +35,8 @@ change feed (`feed.py`), and each component subscribes to what it follows.
     __init__.py     `World`: builds and holds everything; `build()`, the schedule, `run()`, `release()`
     feed.py         the typed changes, the feed, and the cluster's change log read onto it
     wiring.py       `Functions`: the real handlers wired to controllers on the stand-ins
-    invocations.py  `Invocations`: the deployed handlers; EventBridge schedules, asynchronous invokes
+    invocations.py  `Invocations`: the deployed handlers; EventBridge schedules, asynchronous invokes;
+                    `SingleFlight`: reserved concurrency 1 and Lambda's retries of throttled events
     queue.py        `QueueSource`: the SQS event source mappings of the interruption function
     pods.py         `PodAccounting`: pending pods, the kube-scheduler's runs, lost pods
     decisions.py    `Decisions`: the functions' decisions into the recorder
@@ -47,6 +48,7 @@ change feed (`feed.py`), and each component subscribes to what it follows.
     audits.py       `Audits`: budget and do-not-disrupt violations, limits, fleet choices,
                     consolidation replacements, duplicate and orphan instances after faults
     foreign.py      the nodes another autoscaler launched before the run
+    waits.py        `CapacityWaits`: seconds from pending to the capacity committed to each pod
 
 The stand-ins themselves are in `nodewright.simulator.standins`, the scenario in
 `nodewright.simulator.scenario`, the recorder and the report in `nodewright.simulator.report`.
