@@ -1,9 +1,9 @@
-"""The simulator's clocks: the world's clock protocol, and a virtual clock charged with the CPU
-time the handlers spend.
+"""A virtual clock charged with the CPU time the handlers spend.
 
-`WorldClock` is what the world's stand-ins and components read and move: `VirtualClock`
-(nodewright.inmemory.clock), on which a handler's computation takes no time, or
-`CpuChargedClock`, on which it takes the CPU seconds it used (times `scale`).
+The world's clock (`LoopClock`, what the event loop moves; everyone else reads it through the
+`Clock` port) is either `VirtualClock` (nodewright.inmemory.clock), on which a handler's
+computation takes no time, or `CpuChargedClock`, on which it takes the CPU seconds it used (times
+`scale`).
 
 Why charge CPU time: on the plain virtual clock a slow solve delays nothing, so the time from a
 pod becoming pending to its CreateFleet call is only the batching windows. In the Lambda the
@@ -33,25 +33,8 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Protocol
 
 from nodewright.inmemory.clock import VirtualClock
-
-
-class WorldClock(Protocol):
-    """The world's clock: read by everyone, moved forward by the event loop."""
-
-    def now(self) -> float:
-        """Seconds since the epoch."""
-        ...
-
-    def advance(self, seconds: float) -> float:
-        """Move forward by `seconds`; return the new time."""
-        ...
-
-    def advance_to(self, t: float) -> float:
-        """Move forward to `t`; return it."""
-        ...
 
 
 class CpuChargedClock:
@@ -102,3 +85,7 @@ class CpuChargedClock:
 
     def __repr__(self) -> str:
         return f"CpuChargedClock(now={self._clock.now()}, scale={self.scale})"
+
+
+# The clocks the event loop can move (`standins.lambdas.EventLoop`).
+LoopClock = VirtualClock | CpuChargedClock

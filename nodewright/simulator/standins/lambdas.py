@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from nodewright.simulator.standins.cpuclock import CpuChargedClock, WorldClock
+from nodewright.simulator.standins.cpuclock import CpuChargedClock, LoopClock
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -46,7 +46,7 @@ class Stopped(BaseException):
 class EventLoop:
     """A heap of timed actions on a virtual clock (see the module docstring)."""
 
-    def __init__(self, clock: WorldClock) -> None:
+    def __init__(self, clock: LoopClock) -> None:
         self.clock = clock
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
@@ -80,7 +80,7 @@ class EventLoop:
 class LambdaContext:
     """The context object Lambda passes to a handler, on the virtual clock."""
 
-    def __init__(self, function: str, request_id: str, deadline: float, clock: WorldClock, memory_mb: int) -> None:
+    def __init__(self, function: str, request_id: str, deadline: float, clock: LoopClock, memory_mb: int) -> None:
         self.function_name = f"nodewright-{function}"
         self.function_version = "$LATEST"
         self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{self.function_name}"

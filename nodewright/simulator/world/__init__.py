@@ -73,7 +73,7 @@ from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.standins.account import STATE_TABLE, Account, launched_roles
 from nodewright.simulator.standins.catalog import SimCatalog
 from nodewright.simulator.standins.configuration import ScenarioConfiguration
-from nodewright.simulator.standins.cpuclock import CpuChargedClock, WorldClock
+from nodewright.simulator.standins.cpuclock import CpuChargedClock, LoopClock
 from nodewright.simulator.standins.ec2 import SimulatedEc2
 from nodewright.simulator.standins.faults import ORPHAN_GRACE_SECONDS, Faults
 from nodewright.simulator.standins.kube import Deployments, KubeScheduler, SimulatedCluster
@@ -112,7 +112,7 @@ class World:
         # -- the stand-ins: clock, event loop, Lambda, cluster (and its API), faults, AWS
         # The plain virtual clock, or with `cpu_charge` one that the handlers' CPU time moves too.
         charged = CpuChargedClock(scenario.start, scenario.cpu_charge) if scenario.cpu_charge > 0 else None
-        self.clock: WorldClock = VirtualClock(scenario.start) if charged is None else charged
+        self.clock: LoopClock = VirtualClock(scenario.start) if charged is None else charged
         self.end = scenario.start + scenario.duration
         self.loop = EventLoop(self.clock)
         self.loop.after_step = self._after_step

@@ -21,11 +21,10 @@ from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
 from nodewright.model.resources import Resources
 from nodewright.model.snapshot import reschedulable
-from nodewright.ports import Eviction
+from nodewright.ports import Clock, Eviction
 from nodewright.simulator.report.metrics import LaunchAudit, Recorder, ReplaceAudit, Violation
 from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.standins.catalog import SimCatalog
-from nodewright.simulator.standins.cpuclock import WorldClock
 from nodewright.simulator.standins.faults import Faults, audit_claims
 from nodewright.simulator.standins.kube import SimulatedCluster
 from nodewright.simulator.standins.mirrors import MirroredStateStore
@@ -40,7 +39,7 @@ class Audits:
         self,
         *,
         scenario: Scenario,
-        clock: WorldClock,
+        clock: Clock,
         recorder: Recorder,
         cluster: SimulatedCluster,
         catalog: SimCatalog,

@@ -32,9 +32,9 @@ from nodewright.model.node import READY
 from nodewright.model.pod import Pod
 from nodewright.model.snapshot import reschedulable
 from nodewright.model.taints import Taint
+from nodewright.ports import Clock
 from nodewright.simulator.report.metrics import Recorder, RepairRecord
 from nodewright.simulator.scenario.model import NodeFailure
-from nodewright.simulator.standins.cpuclock import WorldClock
 from nodewright.simulator.standins.kube import SimulatedCluster
 from nodewright.simulator.standins.lambdas import EventLoop
 from nodewright.simulator.world.feed import ChangeFeed, NodeGone, PodBound, PodCreated, PodGone
@@ -56,7 +56,7 @@ class NodeFailures:
         *,
         cluster: SimulatedCluster,
         recorder: Recorder,
-        clock: WorldClock,
+        clock: Clock,
         loop: EventLoop,
         rng: random.Random,
         consolidator: RecordingObserver,

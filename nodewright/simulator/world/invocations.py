@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
+from nodewright.ports import Clock
 from nodewright.simulator.report.metrics import Recorder
 from nodewright.simulator.scenario import Scenario
-from nodewright.simulator.standins.cpuclock import WorldClock
 from nodewright.simulator.standins.faults import Faults
 from nodewright.simulator.standins.lambdas import ACCOUNT, REGION, EventLoop, Invocation, Lambdas
 
@@ -33,7 +33,7 @@ class SingleFlight:
     the counts of throttles and dropped events per function.
     """
 
-    def __init__(self, *, scenario: Scenario, clock: WorldClock, loop: EventLoop, lambdas: Lambdas) -> None:
+    def __init__(self, *, scenario: Scenario, clock: Clock, loop: EventLoop, lambdas: Lambdas) -> None:
         self._clock = clock
         self._loop = loop
         self._lambdas = lambdas
@@ -74,7 +74,7 @@ class Invocations:
         self,
         *,
         scenario: Scenario,
-        clock: WorldClock,
+        clock: Clock,
         loop: EventLoop,
         lambdas: Lambdas,
         faults: Faults,

@@ -17,10 +17,10 @@ from nodewright.adapters.aws.ec2 import NODECLAIM_TAG, NODEPOOL_TAG
 from nodewright.engine.interruption.rules import STATE_CHANGE_NOTIFICATION
 from nodewright.model import labels as wk
 from nodewright.model.nodepool import NodePool
+from nodewright.ports import Clock
 from nodewright.simulator.report.metrics import InstanceRecord, Recorder
 from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.standins.catalog import SimCatalog
-from nodewright.simulator.standins.cpuclock import WorldClock
 from nodewright.simulator.standins.ec2 import Ec2Hooks, FleetCall, Launched
 from nodewright.simulator.standins.faults import Faults
 from nodewright.simulator.standins.kube import SimulatedCluster, node_for, registration
@@ -45,7 +45,7 @@ class Kubelet(Ec2Hooks):
         self,
         *,
         scenario: Scenario,
-        clock: WorldClock,
+        clock: Clock,
         loop: EventLoop,
         lambdas: Lambdas,
         cluster: SimulatedCluster,

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from nodewright.ports import Clock
 from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.standins.account import PRIORITY_QUEUE, QUEUE, Account
-from nodewright.simulator.standins.cpuclock import WorldClock
 from nodewright.simulator.standins.faults import Faults
 from nodewright.simulator.standins.lambdas import ACCOUNT, REGION, EventLoop, Invocation, Lambdas
 from nodewright.simulator.world.invocations import Invocations
@@ -49,7 +49,7 @@ class QueueSource:
         self,
         *,
         scenario: Scenario,
-        clock: WorldClock,
+        clock: Clock,
         loop: EventLoop,
         lambdas: Lambdas,
         faults: Faults,

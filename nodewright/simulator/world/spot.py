@@ -13,9 +13,9 @@ from functools import partial
 from nodewright.engine.interruption.rules import REBALANCE_RECOMMENDATION, SPOT_INTERRUPTION_WARNING
 from nodewright.model import labels as wk
 from nodewright.model.snapshot import reschedulable
+from nodewright.ports import Clock
 from nodewright.simulator.report.metrics import InterruptionRecord, Recorder
 from nodewright.simulator.scenario import Interruption
-from nodewright.simulator.standins.cpuclock import WorldClock
 from nodewright.simulator.standins.ec2 import SimulatedEc2
 from nodewright.simulator.standins.kube import SimulatedCluster
 from nodewright.simulator.standins.lambdas import EventLoop
@@ -37,7 +37,7 @@ class SpotInterruptions:
         *,
         cluster: SimulatedCluster,
         recorder: Recorder,
-        clock: WorldClock,
+        clock: Clock,
         loop: EventLoop,
         rng: random.Random,
         signals: Ec2Signals,

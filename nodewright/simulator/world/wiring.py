@@ -39,7 +39,7 @@ from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.provisionoptions import ProvisionerOptions, StaticConfiguration
 from nodewright.inmemory.claimobjects import InMemoryClaimObjects
 from nodewright.model.instance import Instance
-from nodewright.ports import Cluster
+from nodewright.ports import Clock, Cluster
 from nodewright.reference import automode
 from nodewright.simulator.report.metrics import Recorder
 from nodewright.simulator.scenario import Scenario
@@ -54,7 +54,6 @@ from nodewright.simulator.standins.account import (
 )
 from nodewright.simulator.standins.catalog import SimCatalog
 from nodewright.simulator.standins.configuration import ScenarioConfiguration
-from nodewright.simulator.standins.cpuclock import WorldClock
 from nodewright.simulator.standins.ec2 import SimulatedEc2
 from nodewright.simulator.standins.faults import Faults
 from nodewright.simulator.standins.kube import SimulatedCluster
@@ -104,7 +103,7 @@ class Functions:
         self,
         *,
         scenario: Scenario,
-        clock: WorldClock,
+        clock: Clock,
         lambdas: Lambdas,
         faults: Faults,
         account: Account,
