@@ -1,39 +1,35 @@
 """Provisioner latency: from a pod becoming pending to its CreateFleet call (`python -m bench.provisioner_latency`).
 
-Drives the real `Provisioner.run()` (nodewright/controllers/provisioning.py), invocation after
-invocation as the Lambda schedule runs it, against the in-memory cluster, the in-memory state
-store and the fake cloud provider, on a virtual clock, for several arrival patterns; prints per
-pattern the median, p99 and max wait and the CPU seconds per provisioning pass. Goal (issue 4):
-median <= 3 s, p99 <= 12 s.
+A thin driver over the simulator's world (`nodewright.simulator`): for each arrival pattern it
+builds a scenario and runs it with `run_scenario`, then prints per pattern the median, p99 and
+max wait and the CPU seconds per invocation. Goal (issue 4): median <= 3 s, p99 <= 12 s.
 
-The model, and what is real:
+The model is the simulator's, and what is real is what `nodewright simulate` runs:
 
-* Controller: real (batching, solve, claims, launches, housekeeping), with its default
-  `ProvisionerOptions` unless `--option name=value` overrides one.
-* Time: a virtual clock that sleeps take no real time on, but that also advances by the CPU
-  seconds the process spends between sleeps (times `--cpu-scale`; 1.0 = this machine, ~1.7 = a
-  1,024 MB Lambda, which gets 0.58 of a vCPU). So a one-second solve delays the pods behind it
-  by one second, as it would in the Lambda. The world's own work (creating pods, registering
-  nodes, binding) is not charged.
-* Schedule (infra/config.py): an EventBridge tick every `--rate` s (60), the function's timeout
-  `--timeout` s (68), the loop stopping `deadline_margin` (10 s) before it, reserved concurrency
-  1. A tick that finds the previous invocation still running is throttled and retried by Lambda
-  1, 2, 4, 8, 16, ... s later (exponential backoff from 1 s) until the event is older than
-  its maximum age (one tick, `configure_single_flight`); then it is dropped. Between
-  invocations nothing watches the cluster.
-* Pods: created at their arrival time already marked unschedulable (the emulated kube-scheduler
-  found no room), unless a registered node has room, in which case they are bound at once and
-  never pending (counted as `bound`, not measured). Shapes cycle through a few common requests.
-* Nodes: a launched instance registers as a Ready node `--boot-seconds` (40) after CreateFleet;
-  the emulated kube-scheduler then binds the claim's pods, then any other pending pod that fits.
-* CreateFleet: the fake cloud answers at once, or after `--fleet-seconds` of virtual time (the
-  controller launches claims one after another, so later claims of a pass wait for earlier ones).
+* Functions: the real provisioner handler and controller with its deployed `ProvisionerOptions`
+  (unless `--option name=value` overrides one), over the moto account (DynamoDB state table,
+  EC2 CreateFleet) and the in-memory cluster; consolidation is off.
+* Time: the simulator's CPU-charged clock (`nodewright/simulator/standins/cpuclock.py`, scenario
+  key `cpu_charge`): the virtual clock also advances by the CPU seconds the handler's thread
+  spends (times `--cpu-scale`; 1.0 = this machine, ~1.7 = a 1,024 MB Lambda), so a slow solve
+  delays the pods behind it. The world's own work (creating pods, registering nodes, binding) is
+  not charged; the handler's calls into moto are (they stand in for the calls' latency).
+* Schedule: an EventBridge tick every `--rate` s (60), the function's timeout `--timeout` s
+  (68), the loop stopping `deadline_margin` (10 s) before it; reserved concurrency 1 with
+  Lambda's throttle-and-retry (scenario `single_flight`, `world.invocations.SingleFlight`): a
+  tick that finds the previous invocation still running is retried 1, 2, 4, 8, ... s later
+  until the event is older than one tick, then dropped.
+* Pods: the pattern's arrivals are the scenario's workloads (`scenario/arrivals.py`: one
+  Deployment per pod shape, scaled up at the arrival times); the simulator's kube-scheduler binds
+  a new pod to a node with room (`bound`, not measured) or marks it unschedulable.
+* Nodes: a launched instance registers as a Ready node `--boot-seconds` (40) after CreateFleet.
+* Instance types: the benchmarks' 400 (`bench/harness/instance_types.py`), as the NodePool's
+  allowed instance types, from the simulator's catalog; spot and on-demand.
 
-A pod's wait ends when capacity is committed to it: the CreateFleet call for a claim holding it
-is issued, it is nominated onto a node already launched whose Node has not registered yet, or
-kube-scheduler binds it to a node with room, whichever comes first. A nomination onto a claim
-whose node had already registered does not count ("phantom": nothing will come for the pod);
-the table counts them. Pods with no commitment by the end are `unserved`.
+A pod's wait is the simulator's `pending_to_capacity` measure (`world/waits.py`): it ends at the
+CreateFleet call for a claim holding it, its nomination onto a node launched but not registered,
+or its binding, whichever comes first; `phant` counts nominations onto claims whose node had
+registered, and pods with no commitment by the end are `unserved`.
 
 Patterns (times from the first invocation's start; every pattern is deterministic):
   single        one pod needing its own node (3 cpu) every 97.31 s, 30 times (phases vary)
@@ -57,37 +53,22 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench.harness.instance_types import benchmark_types, default_pool, machine
-from nodewright.controllers.assembly import build_provisioner
-from nodewright.controllers.observe import RecordingObserver
-from nodewright.controllers.provisioning import Provisioner
-from nodewright.controllers.provisionoptions import PassReport, ProvisionerOptions, StaticConfiguration
-from nodewright.inmemory.catalog import FixedCatalog
-from nodewright.inmemory.cloud import FakeCloudProvider
-from nodewright.inmemory.cluster import InMemoryCluster
-from nodewright.inmemory.state import InMemoryStateStore
-from nodewright.inmemory.timeline import Timeline, Waits, capacity_committed
-from nodewright.model import labels as wk
-from nodewright.model.instance import Instance
-from nodewright.model.instancetype import InstanceType
-from nodewright.model.node import Node
-from nodewright.model.pod import Pod
-from nodewright.model.resources import Resources
-from nodewright.model.snapshot import ClusterSnapshot
-from nodewright.ports import LaunchRequest
+from bench.harness.instance_types import benchmark_types, machine
+from nodewright.controllers.provisionoptions import ProvisionerOptions
+from nodewright.inmemory.timeline import Waits
+from nodewright.simulator.runner import run_scenario
+from nodewright.simulator.scenario import FunctionSettings, Scenario, parse_scenario
+from nodewright.simulator.scenario.arrivals import arrival_workloads
 
-START = 1_800_000_000.0
 GOAL_MEDIAN = 3.0
 GOAL_P99 = 12.0
 SHAPES = (("250m", "512Mi"), ("500m", "1Gi"), ("1", "2Gi"), ("2", "4Gi"), ("500m", "4Gi"), ("1", "1Gi"))
 DRAIN_SECONDS = 200.0
-LAMBDA_RETRY_OFFSETS = (0.0, 1.0, 3.0, 7.0, 15.0, 31.0, 63.0, 127.0)
 
 
 # --- arrival patterns ----------------------------------------------------------------------------
@@ -134,168 +115,7 @@ def patterns(quick: bool = False) -> dict[str, Pattern]:
     return {p.name: p for p in found}
 
 
-# --- the world: clock, kube-scheduler and kubelets -------------------------------------------------
-
-
-class ChargedClock:
-    """A virtual clock that also advances by the CPU time spent between its readings (x `scale`).
-
-    `quiet(action)` wraps world emulation whose CPU must not be charged.
-    """
-
-    def __init__(self, start: float, scale: float = 1.0) -> None:
-        self._now = start
-        self.scale = scale
-        self._mark = time.process_time()
-
-    def now(self) -> float:
-        if self.scale > 0:
-            cpu = time.process_time()
-            self._now += (cpu - self._mark) * self.scale
-            self._mark = cpu
-        return self._now
-
-    def advance_to(self, t: float) -> float:
-        """Move to `t`, or stay where charged CPU time already carried the clock past it."""
-        self._now = max(t, self.now())
-        return self._now
-
-    def advance(self, seconds: float) -> float:
-        return self.advance_to(self.now() + seconds)
-
-    def quiet(self, action: Callable[[], object]) -> Callable[[], object]:
-        def run() -> object:
-            self.now()  # charge what ran before
-            try:
-                return action()
-            finally:
-                self._mark = time.process_time()
-
-        return run
-
-
-class World:
-    """The emulated cluster around the provisioner: arrivals, kube-scheduler, kubelets."""
-
-    def __init__(self, clock: ChargedClock, types: Sequence[InstanceType], boot_seconds: float) -> None:
-        self.clock = clock
-        self.timeline = Timeline(clock)
-        self.cluster = FeedingCluster(self.timeline, clock)
-        self.store = InMemoryStateStore()
-        self.types = {t.name: t for t in types}
-        self.boot_seconds = boot_seconds
-        self.free: dict[str, Resources] = {}  # node -> room left
-        self.registered_at: dict[str, float] = {}  # claim -> when its Node registered
-        self.bound_at: dict[str, float] = {}  # pod -> when bound, for pods that were pending
-        self.never_pending: set[str] = set()  # pods bound on arrival
-
-    def arrive(self, pods: Sequence[Pod]) -> None:
-        for pod in pods:
-            node = self._room_for(pod)
-            if node is None:
-                self.cluster.add_pod(pod)
-            else:
-                self.cluster.add_pod(dataclasses.replace(pod, unschedulable=False))
-                self._bind(pod.key, node, pod.requests, pending=False)
-
-    def launched(self, instance: Instance) -> None:
-        """The fake cloud's on_launch: the node registers `boot_seconds` later."""
-        self.timeline.at(instance.launched_at + self.boot_seconds, self.clock.quiet(partial(self._register, instance)))
-
-    def _register(self, instance: Instance) -> None:
-        kind = self.types[instance.instance_type]
-        name = f"ip-{instance.instance_id}"
-        labels = {
-            wk.HOSTNAME: name,
-            wk.INSTANCE_TYPE: instance.instance_type,
-            wk.ZONE: instance.zone,
-            wk.CAPACITY_TYPE: instance.capacity_type,
-            wk.ARCH: kind.arch,
-            wk.NODEPOOL: instance.nodepool,
-            wk.NW_NODEPOOL: instance.nodepool,
-            wk.NW_NODECLAIM: instance.nodeclaim,
-        }
-        node = Node(
-            name=name,
-            labels=labels,
-            capacity=kind.capacity,
-            allocatable=kind.allocatable,
-            provider_id=f"aws:///{instance.zone}/{instance.instance_id}",
-            ready=True,
-        )
-        self.cluster.add_node(node)
-        self.free[name] = kind.allocatable
-        self.registered_at[instance.nodeclaim] = self.clock.now()
-        claim = next((c for c in self.store.claims() if c.name == instance.nodeclaim), None)
-        held = set(claim.pods) if claim is not None else set()
-        pending = sorted(
-            (p for p in self.cluster.pods() if not p.node_name),
-            key=lambda p: (p.key not in held, p.created_at, p.key),
-        )
-        for pod in pending:  # kube-scheduler retries unschedulable pods when a node is added
-            target = name if pod.requests.fits_in(self.free[name]) else self._room_for(pod)
-            if target is not None:
-                self._bind(pod.key, target, pod.requests, pending=True)
-
-    def _room_for(self, pod: Pod) -> str | None:
-        return next((node for node, room in self.free.items() if pod.requests.fits_in(room)), None)
-
-    def _bind(self, key: str, node: str, requests: Resources, *, pending: bool) -> None:
-        self.cluster.bind(key, node)
-        self.free[node] = self.free[node] - requests
-        if pending:
-            self.bound_at[key] = self.clock.now()
-        else:
-            self.never_pending.add(key)
-
-
-class FeedingCluster(InMemoryCluster):
-    """The in-memory cluster, bringing the world up to date before each snapshot: arrivals that
-    happened while the provisioner computed are visible as soon as it looks again.
-    """
-
-    def __init__(self, timeline: Timeline, clock: ChargedClock) -> None:
-        super().__init__(clock)
-        self._timeline = timeline
-
-    def snapshot(self) -> ClusterSnapshot:
-        self._timeline.run_due()
-        return super().snapshot()
-
-
-class IssuedFleets(FakeCloudProvider):
-    """The fake cloud, recording when each CreateFleet was issued and taking `seconds` to answer."""
-
-    def __init__(self, clock: ChargedClock, world: World, seconds: float) -> None:
-        super().__init__(clock, on_launch=world.launched)
-        self._charged = clock
-        self.seconds = seconds
-        self.issued: list[tuple[float, tuple[str, ...]]] = []
-
-    def launch(self, request: LaunchRequest) -> Instance:
-        self.issued.append((self._charged.now(), request.claim.pods))
-        instance = super().launch(request)
-        if self.seconds:
-            self._charged.advance(self.seconds)
-        return instance
-
-
-class MeteredProvisioner(Provisioner):
-    """The real provisioner, timing the CPU of each pass."""
-
-    def __init__(self, *components: Any, **ports: Any) -> None:
-        super().__init__(*components, **ports)
-        self.pass_cpu: list[float] = []
-
-    def provision(self, snapshot: ClusterSnapshot) -> PassReport:
-        started = time.process_time()
-        try:
-            return super().provision(snapshot)
-        finally:
-            self.pass_cpu.append(time.process_time() - started)
-
-
-# --- one pattern ----------------------------------------------------------------------------------
+# --- the scenario of one pattern ------------------------------------------------------------------
 
 
 @dataclass
@@ -303,14 +123,60 @@ class Settings:
     """How the world and the schedule behave (see the module docstring)."""
 
     rate: float = 60.0
-    timeout: float = 90.0
+    timeout: float = 68.0
     boot_seconds: float = 40.0
-    fleet_seconds: float = 0.0
     cpu_scale: float = 1.0
     options: dict[str, float] = field(default_factory=dict)
-    # True: the loop waits for the pending pods to change (as the watch-fed adapter wakes it);
-    # False: it polls once a second, as before the adapter watched.
-    wake_on_change: bool = True
+
+
+def _config(types: Sequence[str]) -> str:
+    """The NodePool (the benchmark's instance types, spot and on-demand) and its EC2NodeClass."""
+    names = ", ".join(types)
+    return f"""
+nodepools:
+  - apiVersion: karpenter.sh/v1
+    kind: NodePool
+    metadata: {{name: default}}
+    spec:
+      template:
+        spec:
+          nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+          requirements:
+            - {{key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}}
+            - {{key: node.kubernetes.io/instance-type, operator: In, values: [{names}]}}
+nodeclasses:
+  - apiVersion: karpenter.k8s.aws/v1
+    kind: EC2NodeClass
+    metadata: {{name: default}}
+    spec:
+      amiSelectorTerms: [{{alias: al2023@latest}}]
+      role: KarpenterNodeRole-latency
+      subnetSelectorTerms: [{{tags: {{karpenter.sh/discovery: latency}}}}]
+      securityGroupSelectorTerms: [{{tags: {{karpenter.sh/discovery: latency}}}}]
+"""
+
+
+def scenario_for(pattern: Pattern, types: Sequence[str], settings: Settings) -> Scenario:
+    """The simulator's scenario of one pattern: its arrivals as workloads, the provisioner alone
+    on its schedule with reserved concurrency 1, the CPU-charged clock.
+    """
+    duration = max(at for at, _ in pattern.arrivals) + DRAIN_SECONDS
+    text = f"name: latency-{pattern.name}\nduration: {duration:.3f}s\nconsolidation: off\n" + _config(types)
+    base = parse_scenario(text, Path("latency.yaml"))
+    return dataclasses.replace(
+        base,
+        description=f"provisioner latency, pattern {pattern.name}",
+        boot_delay=settings.boot_seconds,
+        workloads=arrival_workloads(pattern.name, pattern.arrivals, pattern.shapes),
+        provisioner=FunctionSettings(
+            rate=settings.rate, timeout=settings.timeout, memory_mb=base.provisioner.memory_mb, single_flight=True
+        ),
+        cpu_charge=settings.cpu_scale,
+        provisioner_options=tuple(sorted(settings.options.items())),
+    )
+
+
+# --- one pattern ----------------------------------------------------------------------------------
 
 
 @dataclass
@@ -324,11 +190,13 @@ class Result:
     unserved: int
     phantom: int
     invocations: int
+    throttled: int
     passes: int
     fleets: int
     hourly_cost: float
-    pass_cpu_median: float
-    pass_cpu_max: float
+    cpu_per_invocation: float
+    cpu_max: float
+    charged_seconds: float
     coverage: float
     wall_seconds: float
 
@@ -338,106 +206,33 @@ class Result:
         return out
 
 
-def next_start(tick: int, end: float, rate: float) -> tuple[int, float]:
-    """The next invocation after one that ran until `end` and was started by tick `tick`:
-    (its tick, its start), as Lambda retries a throttled scheduled event.
-    """
-    while True:
-        tick += 1
-        for offset in LAMBDA_RETRY_OFFSETS:
-            if offset > rate:  # older than its maximum event age: dropped
-                break
-            if tick * rate + offset >= end:
-                return tick, tick * rate + offset
-
-
-def _pods(pattern: Pattern, at: float, count: int, first: int) -> list[Pod]:
-    out = []
-    for i in range(first, first + count):
-        cpu, memory = pattern.shapes[i % len(pattern.shapes)]
-        out.append(
-            Pod(
-                namespace="default",
-                name=f"{pattern.name}-{i}",
-                uid=f"uid-{i}",
-                labels={"app": pattern.name},
-                requests=Resources.of(cpu=cpu, memory=memory, pods=1),
-                owner_kind="ReplicaSet",
-                unschedulable=True,
-                created_at=at,
-            )
-        )
-    return out
-
-
-def run_pattern(pattern: Pattern, types: Sequence[InstanceType], settings: Settings) -> Result:
-    """Run the pattern through as many invocations as it takes; measure every pod's wait."""
+def run_pattern(pattern: Pattern, types: Sequence[str], settings: Settings) -> Result:
+    """Run the pattern's scenario in the simulator's world; read its `pending_to_capacity` block."""
     wall = time.perf_counter()
-    clock = ChargedClock(START, settings.cpu_scale)
-    world = World(clock, types, settings.boot_seconds)
-    cloud = IssuedFleets(clock, world, settings.fleet_seconds)
-    observer = RecordingObserver()
-    provisioner = build_provisioner(
-        kind=MeteredProvisioner,
-        cluster=world.cluster,
-        cloud=cloud,
-        store=world.store,
-        clock=clock,
-        config=StaticConfiguration((default_pool(),)),
-        catalog=FixedCatalog(tuple(types)),
-        observer=observer,
-        options=ProvisionerOptions(**settings.options),  # type: ignore[arg-type]
-        sleep=world.timeline.sleep,
-        wait=world.timeline.sleep if settings.wake_on_change else None,
-    )
-    assert isinstance(provisioner, MeteredProvisioner)
-    first = 0
-    for at, count in pattern.arrivals:
-        world.timeline.at(START + at, clock.quiet(partial(world.arrive, _pods(pattern, START + at, count, first))))
-        first += count
-    horizon = START + max(at for at, _ in pattern.arrivals) + DRAIN_SECONDS
-    tick, start, covered, invocations, passes = 0, START, 0.0, 0, 0
-    while start < horizon:
-        world.timeline.sleep(max(0.0, start - clock.now()))
-        report = provisioner.run(clock.now() + settings.timeout, invocation=f"invocation-{invocations}")
-        end = clock.now()
-        covered += end - start
-        invocations += 1
-        passes += report.passes
-        tick, relative = next_start(tick, end - START, settings.rate)
-        start = START + relative
-    world.timeline.sleep(max(0.0, horizon - clock.now()))
-
-    # When capacity was committed to each pod: CreateFleet issued, a real nomination, or a binding.
-    commitments: list[tuple[str, float]] = [(key, at) for at, pods in cloud.issued for key in pods]
-    phantom = 0
-    for decision in observer.of("nominate"):
-        nominated = capacity_committed([decision])
-        registered = world.registered_at.get(str(decision.get("nodeclaim")), float("inf"))
-        if any(registered <= at for at in nominated.values()):
-            phantom += len(nominated)
-        else:
-            commitments += nominated.items()
-    commitments += world.bound_at.items()
-    committed: dict[str, float] = {}
-    for key, at in commitments:
-        committed[key] = min(at, committed.get(key, at))
-    measured = [p for p in world.cluster.pods() if p.key not in world.never_pending]
-    waits = [committed[p.key] - p.created_at for p in measured if p.key in committed]
+    run = run_scenario(scenario_for(pattern, types, settings), plots=False)
+    world = run.world
+    assert world is not None
+    block = run.summary["pending_to_capacity"]
+    observer = world.observers["provisioner"]
+    invocations = [i for i in (*world.lambdas.finished, *world.lambdas.running) if i.function == "provisioner"]
+    busy = sum(max(0.0, (i.ended or world.end) - i.started) for i in invocations)
+    cpu = [i.cpu for i in invocations]
     return Result(
         pattern=pattern.name,
-        pods=pattern.pods,
-        waits=Waits.of(waits),
-        bound=len(world.never_pending),
-        unserved=len(measured) - len(waits),
-        phantom=phantom,
-        invocations=invocations,
-        passes=passes,
-        fleets=len(cloud.issued),
-        hourly_cost=sum(i.price for i in cloud.launched),
-        pass_cpu_median=statistics.median(provisioner.pass_cpu) if provisioner.pass_cpu else 0.0,
-        pass_cpu_max=max(provisioner.pass_cpu, default=0.0),
-        coverage=covered / max(1.0, clock.now() - START),
+        pods=block["pods"],
+        waits=Waits(block["waited"], block["p50"], block["p99"], block["max"]),
+        bound=block["bound_at_once"],
+        unserved=block["unserved"],
+        phantom=block["phantom"],
+        invocations=len(invocations),
+        throttled=block["throttled"].get("provisioner", 0),
+        passes=sum(1 for m in observer.metrics if m[0] == "PendingPods"),
+        fleets=len(observer.of("launch")),
+        hourly_cost=round(sum(r.price for r in world.recorder.instances.values()), 4),
+        cpu_per_invocation=statistics.median(cpu) if cpu else 0.0,
+        cpu_max=max(cpu, default=0.0),
+        charged_seconds=block["charged_seconds"],
+        coverage=busy / max(1.0, world.scenario.duration),
         wall_seconds=time.perf_counter() - wall,
     )
 
@@ -460,10 +255,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=float, default=60.0, help="schedule period, seconds (infra: 1 minute)")
     p.add_argument("--timeout", type=float, default=68.0, help="Lambda timeout, seconds (infra: 68)")
     p.add_argument("--boot-seconds", type=float, default=40.0, help="CreateFleet to Ready node")
-    p.add_argument("--fleet-seconds", type=float, default=0.0, help="CreateFleet response time")
     p.add_argument("--cpu-scale", type=float, default=1.0, help="virtual seconds per CPU second (0: free)")
     p.add_argument("--option", type=_option, action="append", default=[], help="ProvisionerOptions NAME=VALUE")
-    p.add_argument("--poll", action="store_true", help="poll once a second instead of waking on change")
     p.add_argument("--json", help="also write the results to this file")
     return p
 
@@ -473,8 +266,9 @@ def _row(r: Result) -> str:
     ok = w.count and w.median <= GOAL_MEDIAN and w.p99 <= GOAL_P99 and not r.unserved
     return (
         f"{r.pattern:12s} {r.pods:6d} {w.count:6d} {r.bound:5d} {r.unserved:5d} {r.phantom:5d} "
-        f"{w.median:7.2f} {w.p99:7.2f} {w.max:7.2f}  {r.passes:5d} {r.fleets:6d} {r.hourly_cost:8.2f} "
-        f"{r.pass_cpu_median:7.3f} {r.pass_cpu_max:7.3f} {r.coverage:6.0%}  {'ok' if ok else 'MISSED'}"
+        f"{w.median:7.2f} {w.p99:7.2f} {w.max:7.2f}  {r.invocations:5d} {r.throttled:5d} {r.passes:6d} "
+        f"{r.fleets:6d} {r.hourly_cost:8.2f} {r.cpu_per_invocation:7.3f} {r.cpu_max:7.3f} {r.coverage:6.0%}  "
+        f"{'ok' if ok else 'MISSED'}"
     )
 
 
@@ -484,10 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rate=args.rate,
         timeout=args.timeout,
         boot_seconds=args.boot_seconds,
-        fleet_seconds=args.fleet_seconds,
         cpu_scale=args.cpu_scale,
         options=dict(args.option),
-        wake_on_change=not args.poll,
     )
     chosen = patterns(args.quick)
     names = args.pattern or list(chosen)
@@ -496,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"unknown pattern(s) {', '.join(unknown)}; known: {', '.join(chosen)}", file=sys.stderr)
         return 2
     info = machine()
-    types = benchmark_types()
+    types = [t.name for t in benchmark_types()]
     options = ProvisionerOptions(**settings.options)  # type: ignore[arg-type]
     print(f"machine: {info['cpu']}, {info['cores']} cores, Python {info['python']} ({info['platform']})")
     print(
@@ -505,15 +297,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         + "".join(f", {k}={v:g}" for k, v in settings.options.items())
     )
     print(
-        f"{len(types)} instance types; node ready {settings.boot_seconds:g} s after CreateFleet; CreateFleet answers "
-        f"in {settings.fleet_seconds:g} s; CPU charged x{settings.cpu_scale:g}"
+        f"{len(types)} instance types; node ready {settings.boot_seconds:g} s after CreateFleet; "
+        f"CPU charged x{settings.cpu_scale:g}; the simulator's world (moto, the in-memory cluster)"
     )
     print(f"goal: median <= {GOAL_MEDIAN:g} s, p99 <= {GOAL_P99:g} s from pending to CreateFleet")
     print()
     print(
         f"{'pattern':12s} {'pods':>6s} {'waited':>6s} {'bound':>5s} {'unsrv':>5s} {'phant':>5s} "
-        f"{'median':>7s} {'p99':>7s} {'max':>7s}  {'passes':>5s} {'fleets':>6s} {'$/h':>8s} "
-        f"{'cpu/pass':>7s} {'cpu max':>7s} {'cover':>6s}"
+        f"{'median':>7s} {'p99':>7s} {'max':>7s}  {'invoc':>5s} {'thrtl':>5s} {'passes':>6s} {'fleets':>6s} "
+        f"{'$/h':>8s} {'cpu/inv':>7s} {'cpu max':>7s} {'cover':>6s}"
     )
     results = []
     for name in names:
@@ -525,9 +317,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "waited: pods that were pending (bound: placed on a node with room at once, not measured); "
         "median/p99/max: seconds from pending to CreateFleet (or nomination onto a launched node, or "
         "binding); unsrv: never served; phant: pods nominated onto a claim whose node had registered; "
-        "fleets: CreateFleet calls; $/h: price of the instances launched; "
-        "cpu/pass: CPU seconds of one provisioning pass (median, max); cover: share of time an "
-        "invocation was running."
+        "invoc: provisioner invocations; thrtl: scheduled events throttled (retried or dropped); "
+        "passes: provisioning passes; fleets: CreateFleet calls; $/h: price of the instances launched; "
+        "cpu/inv: CPU seconds of one invocation (median, max); cover: share of time an invocation was running."
     )
     if args.json:
         document = {

@@ -74,18 +74,16 @@ def build_provisioner(
     wait: Callable[[float, Callable[[], bool]], None] | None = None,
     mirror: ClaimMirror | None = None,
     reservations: ReservationEnds | None = None,
-    solve_clock: Callable[[], float] = time.monotonic,
+    solve_clock: Callable[[], float] | None = None,
     schedule: Schedule | None = None,
     config_status: ConfigStatus | None = None,
-    kind: type[Provisioner] = Provisioner,
     images: ImageIds | None = None,
 ) -> Provisioner:
     """The provisioner's components wired to the given ports: one `Launcher` (the launch path
     `StaticCapacity` and `StandbyCapacity` launch through too), `Housekeeping`, `StaticCapacity`,
     `StandbyCapacity` and a `Batch`.
 
-    `kind` is the class run (a subclass measures passes in the latency benchmark); the rest is
-    what `Provisioner` and its components take (see them).
+    The arguments are what `Provisioner` and its components take (see them).
     """
     launcher = Launcher(
         cluster=cluster,
@@ -130,7 +128,7 @@ def build_provisioner(
         options=options,
         images=images,
     )
-    return kind(
+    return Provisioner(
         launcher,
         housekeeping,
         static_capacity,

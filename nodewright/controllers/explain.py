@@ -31,7 +31,7 @@ from nodewright.model.command import CommandRecord
 from nodewright.model.event import StoredEvent
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.snapshot import ClusterSnapshot
-from nodewright.ports import StateStore
+from nodewright.ports import ClaimRecords, CommandRecords, OfferingBlocks
 
 IN_FLIGHT = ("pending", "launched", "registered")
 # Records every invocation writes about itself, not decisions about the cluster.
@@ -44,11 +44,14 @@ DEFAULT_STARTUP = 90.0
 
 @dataclass(frozen=True)
 class Sources:
-    """What an explanation reads: the state table, one cluster snapshot, the NodePools with their
-    instance types, the decision records, and the time.
+    """What an explanation reads: the state table's claims, disruption commands and capacity-error
+    cache (only read: one store may stand for all three), one cluster snapshot, the NodePools with
+    their instance types, the decision records, and the time.
     """
 
-    store: StateStore
+    claim_records: ClaimRecords
+    command_records: CommandRecords
+    offering_blocks: OfferingBlocks
     snapshot: ClusterSnapshot
     pools: tuple[PoolCapacity, ...]
     now: float
@@ -73,7 +76,7 @@ class Sources:
 
     def claims(self) -> list[NodeClaim]:
         """The claim records."""
-        return self.store.claims()
+        return self.claim_records.claims()
 
     def mentioning(self, *names: str) -> list[dict[str, Any]]:
         """Decision records naming any of `names` in a field (a value or an item of a list)."""
@@ -188,14 +191,14 @@ def explain_node(src: Sources, name: str) -> dict[str, Any]:
         answer["launched_because"] = {
             k: launch[-1].get(k) for k in ("reason", "pods", "instance_type_options", "price", "at")
         }
-    commands = src.store.commands()
+    commands = src.command_records.commands()
     inp = DisruptionInput(
         # DRA claims as the consolidator reads them (`Consolidator.disruption_input`).
         snapshot=lower(src.snapshot, (), (t for pc in src.pools for t in pc.instance_types)).snapshot,
         claims=tuple(claims),
         pools=src.pools,
         now=src.now,
-        blocked=src.store.blocked_offerings(src.now),
+        blocked=src.offering_blocks.blocked_offerings(src.now),
         in_progress=frozenset(n for r in commands for n in r.candidates),
     )
     verdict = claim_verdicts(inp, commands).get(claim.name)
@@ -243,12 +246,12 @@ def status(src: Sources, *, hour: float = 3600.0) -> dict[str, Any]:
             errors += 1
         if record.get("decision") == "kube-api-usage":
             requests += sum(int(c.get("requests", 0)) for c in record.get("calls") or ())
-    blocked = sorted("/".join(o) for o in src.store.blocked_offerings(src.now))
+    blocked = sorted("/".join(o) for o in src.offering_blocks.blocked_offerings(src.now))
     answer: dict[str, Any] = {
         "functions": last,
         "claims_in_flight": [_claim_summary(c) for c in claims if c.state in IN_FLIGHT],
         "claims": len(claims),
-        "commands": [_command_summary(r) for r in src.store.commands()],
+        "commands": [_command_summary(r) for r in src.command_records.commands()],
         "capacity_errors": blocked,
         "errors_last_hour": errors,
         "kube_requests_last_hour": requests,
@@ -349,7 +352,7 @@ def _why_unschedulable(src: Sources, key: str, claims: Sequence[NodeClaim]) -> d
     """
     snapshot = src.snapshot
     pod = next(p for p in snapshot.pods if p.key == key)
-    blocked = src.store.blocked_offerings(src.now)
+    blocked = src.offering_blocks.blocked_offerings(src.now)
     result = solve(
         provisioning_input(snapshot, pending=(pod,), pools=src.pools, claims=claims, blocked=blocked, now=src.now)
     )

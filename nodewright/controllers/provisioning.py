@@ -105,7 +105,7 @@ class Provisioner:
         sleep: Callable[[float], None] = time.sleep,
         wait: Callable[[float, Callable[[], bool]], None] | None = None,
         mirror: ClaimMirror | None = None,
-        solve_clock: Callable[[], float] = time.monotonic,
+        solve_clock: Callable[[], float] | None = None,
         schedule: Callable[[SchedulingInput], SchedulingResult] | None = None,
         standby: StandbyCapacity | None = None,
     ) -> None:
@@ -133,9 +133,10 @@ class Provisioner:
         self.mirror = mirror
         # Who plans a pass: None for the engine's `solve`; a reference scheduler (`controllers.algorithms`).
         self.schedule = schedule
-        # What a pass's solve budget is measured by: real elapsed time, whatever `clock` is (a
-        # simulation's virtual clock stands still while the solver runs).
-        self.solve_clock = solve_clock
+        # What a pass's solve budget is measured by: real elapsed time (None), whatever `clock`
+        # is (a simulation's virtual clock stands still while the solver runs, so the simulator
+        # gives a clock of its own). Looked up here, not at import, so a test can slow it.
+        self.solve_clock = time.monotonic if solve_clock is None else solve_clock
 
     # -- the invocation ------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from nodewright.simulator.report.bill import bill
 from nodewright.simulator.report.metrics import percentiles
 from nodewright.simulator.report.selfcost import AwsCalls, Invocation, self_cost
 from nodewright.simulator.scenario import Scenario
+from nodewright.simulator.standins.cpuclock import CpuChargedClock
 from nodewright.simulator.standins.lambdas import REGION
 from nodewright.simulator.standins.motofast import moto_faster
 from nodewright.simulator.standins.timewarp import moto_follows
@@ -146,6 +147,8 @@ def run_scenario(
             summary["kube_events"] = world.cluster.memory.event_summary()
             if world.http is not None:
                 summary["kube_api"] = world.http.usage(scenario.duration)
+            if scenario.cpu_charge > 0 or world.single_flight.limited:
+                summary["pending_to_capacity"] = _pending_to_capacity(world)
             summary = {
                 "scenario": scenario.name,
                 "description": scenario.description,
@@ -159,6 +162,22 @@ def run_scenario(
     if report_dir is not None:
         result.files = write_report(world, summary, report_dir, plots=plots)
     return result
+
+
+def _pending_to_capacity(world: World) -> dict[str, Any]:
+    """The `pending_to_capacity` block of a run whose handlers' CPU moves the clock, or whose
+    functions run one invocation at a time (only then is it more than the batching windows):
+    seconds from pending to the capacity committed to each pod (`world.waits`), the virtual
+    seconds charged for the handlers' CPU, and the throttled and dropped events.
+    """
+    clock = world.clock
+    return {
+        **world.waits.summary(),
+        "cpu_charge": world.scenario.cpu_charge,
+        "charged_seconds": round(clock.charged, 3) if isinstance(clock, CpuChargedClock) else 0.0,
+        "throttled": dict(world.single_flight.throttled),
+        "dropped": dict(world.single_flight.dropped),
+    }
 
 
 def _invocation_cpu(world: World) -> dict[str, dict[str, float | int]]:

@@ -18,7 +18,9 @@ from tests.controllers.test_provisioning import FixedCatalog, World
 
 def sources(world: World) -> Sources:
     return Sources(
-        store=world.store,
+        claim_records=world.store,
+        command_records=world.store,
+        offering_blocks=world.store,
         snapshot=world.cluster.snapshot(),
         pools=pool_capacities(list(world.pools), {}, FixedCatalog()),
         now=world.clock.now(),

@@ -54,7 +54,9 @@ class DaemonWorld(ZonedWorld):
 
     def sources(self) -> Sources:
         return Sources(
-            store=self.store,
+            claim_records=self.store,
+            command_records=self.store,
+            offering_blocks=self.store,
             snapshot=self.cluster.snapshot(),
             pools=pool_capacities(list(self.pools), {}, FixedCatalog()),
             now=self.clock.now(),

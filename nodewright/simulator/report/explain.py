@@ -195,7 +195,9 @@ def _sources(world: World) -> Sources:
         for record, at in zip(observer.decisions, _stamps(observer), strict=True)
     ]
     return Sources(
-        store=world.store,
+        claim_records=world.store,
+        command_records=world.store,
+        offering_blocks=world.store,
         snapshot=world.cluster.snapshot_unrecorded(),
         pools=pool_capacities(list(scenario.nodepools), dict(scenario.nodeclasses), world.catalog),
         now=world.clock.now(),

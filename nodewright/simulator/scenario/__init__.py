@@ -49,7 +49,8 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
       - {id: cr-0b1c2d3e4f5a60719, type: capacity-block, instance_type: p5.48xlarge,
          zone: us-east-1b, count: 2, until: 3h}   # a block must end; EC2 warns 40m before
     functions:
-      provisioner: {rate: 1m, timeout: 68s}   # also memory (MB), idle_exit (the economy key)
+      provisioner: {rate: 1m, timeout: 68s}   # also memory (MB), idle_exit (the economy key),
+                                            # single_flight (reserved concurrency 1, Lambda's retries)
       consolidator: {rate: 1m, timeout: 120s}
       interruption: {timeout: 30s}
     consolidation: nodewright            # karpenter | nodewright | off
@@ -59,6 +60,8 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
     spot_pool_depth: {min: 5, max: 500}  # spot instances per (type, zone) pool, drawn per seed
     kube_api: inmemory                   # or http: the functions read the cluster through the real
                                          # Kubernetes adapter, served over local HTTP
+    cpu_charge: 1.0                      # the clock also moves by the CPU the handlers spend, times
+                                         # this (default 0: computing takes no virtual time)
     faults:                              # failures as AWS and EKS produce them (see "Faults" below)
       - {kind: kube-5xx, rate: 0.05, verbs: [list, evict], from: 10m, until: 1h}
       - {kind: ec2-throttle, rate: 0.2, operations: [CreateFleet]}

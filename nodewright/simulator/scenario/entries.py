@@ -269,7 +269,7 @@ def read_functions(at: At, raw: Any) -> dict[str, FunctionSettings]:
         keys: tuple[str, ...] = (
             ("timeout", "batch_size", "concurrency", "priority_concurrency")
             if name == "interruption"
-            else ("rate", "timeout", "offset")
+            else ("rate", "timeout", "offset", "single_flight")
         )
         keys += ("memory", "idle_exit") if name == "provisioner" else ("memory",)
         settings = f.obj(here, entry.get(name), keys) or {}
@@ -278,6 +278,7 @@ def read_functions(at: At, raw: Any) -> dict[str, FunctionSettings]:
         rate = read_duration(here / "rate", settings.get("rate"))
         timeout = read_duration(here / "timeout", settings.get("timeout"), positive=True)
         offset = read_duration(here / "offset", settings.get("offset"))
+        single_flight = f.boolean(here / "single_flight", settings.get("single_flight"))
         batch = f.integer(here / "batch_size", settings.get("batch_size"), minimum=1, maximum=10)
         concurrency = f.integer(here / "concurrency", settings.get("concurrency"), minimum=1, maximum=100)
         priority_concurrency = f.integer(
@@ -294,5 +295,6 @@ def read_functions(at: At, raw: Any) -> dict[str, FunctionSettings]:
             batch_size=batch or default.batch_size,
             memory_mb=memory or default.memory_mb,
             idle_exit=idle_exit,
+            single_flight=bool(single_flight),
         )
     return out

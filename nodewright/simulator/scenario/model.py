@@ -200,6 +200,12 @@ class FunctionSettings:
     """How a function runs: invoked every `rate` seconds (0: never on a schedule), for at most
     `timeout` seconds; `concurrency` bounds simultaneous SQS-driven invocations from the main
     queue, `priority_concurrency` those from the priority queue (EC2's own events).
+
+    `single_flight` (scheduled functions): reserved concurrency 1 and a maximum event age of one
+    `rate`, as the stack deploys them (infra `configure_single_flight`): an event that finds an
+    invocation running is throttled, and Lambda retries it 1, 2, 4, 8, ... s later until it is
+    older than one `rate`, then drops it (`world.invocations.SingleFlight`). False: every event
+    starts an invocation at once, and the function's lease turns a second one away.
     """
 
     rate: float
@@ -212,6 +218,7 @@ class FunctionSettings:
     # provisioner the economy key `idle_exit` (seconds; None: wait for pods until the deadline).
     memory_mb: int = 1024
     idle_exit: float | None = None
+    single_flight: bool = False
 
 
 # What is deployed (nodewright/config/timings.py, which infra/config.py reads too): a scenario's
@@ -278,6 +285,13 @@ class Scenario:
     # How the functions reach the cluster: "inmemory" (the in-memory cluster directly) or "http"
     # (the real KubeCluster adapter, watching the cluster served by nodewright.inmemory.apiserver).
     kube_api: str = "inmemory"
+    # Virtual seconds per CPU second a handler spends (`standins.cpuclock`): 0 (the default) keeps
+    # the plain virtual clock, on which computing takes no time and every run repeats byte for
+    # byte; 1.0 charges this machine's CPU time, about 1.7 a 1,024 MB Lambda's.
+    cpu_charge: float = 0.0
+    # `ProvisionerOptions` fields set otherwise than deployed (name, value), for experiments such
+    # as the latency benchmark's `--option`; not a scenario file's key.
+    provisioner_options: tuple[tuple[str, float], ...] = ()
     faults: tuple[Fault, ...] = ()
     # CapacityBuffers and the PodTemplates they name (documents in `nodepools`), and NodePool
     # changes over time (`nodepool_changes`).

@@ -87,6 +87,7 @@ _TOP = (
     "spot_to_spot_consolidation",
     "spot_pool_depth",
     "kube_api",
+    "cpu_charge",
     "faults",
     "nodepool_changes",
     "node_failures",
@@ -181,6 +182,7 @@ class ScenarioReader:
         spot_to_spot = f.boolean(at / "spot_to_spot_consolidation", top.get("spot_to_spot_consolidation"))
         spot_depth = self._spot_pool_depth(at / "spot_pool_depth", top.get("spot_pool_depth"))
         kube_api = f.string(at / "kube_api", top.get("kube_api"), enum=KUBE_APIS)
+        cpu_charge = read_number(at / "cpu_charge", top.get("cpu_charge"), low=0, high=100)
         nodepools, nodeclasses = self._config(at, top)
         workloads, daemonsets, pdbs, late_daemonsets = read_workloads(at, top, duration, self._documents)
         for index, raw in enumerate(f.array(at / "pdbs", top.get("pdbs")) or ()):
@@ -255,6 +257,7 @@ class ScenarioReader:
             spot_to_spot_consolidation=spot_to_spot is not False,
             spot_pool_depth=spot_depth or DEFAULT_SPOT_POOL_DEPTH,
             kube_api=kube_api or "inmemory",
+            cpu_charge=cpu_charge or 0.0,
             faults=faults,
             capacitybuffers=self.buffers,
             podtemplates=self.templates,
@@ -264,7 +267,9 @@ class ScenarioReader:
             ami_releases=tuple(sorted(releases)),
             repair_max_unhealthy_percent=20 if repair_percent is None else repair_percent,
             node_roles=None if node_roles is None else tuple(node_roles),
-            **functions,
+            provisioner=functions["provisioner"],
+            consolidator=functions["consolidator"],
+            interruption=functions["interruption"],
         )
 
     def _devices(self, at: At, raw: Any) -> tuple[Mapping[str, Any], ...]:

@@ -416,8 +416,11 @@ class Deployments:
             if p.namespace == workload.namespace and p.owner_name == owner and not p.daemon and not p.terminal
         ]
 
-    def scale(self, workload: Workload, replicas: int) -> int:
-        """Create or delete pods so the workload has `replicas`; returns the change."""
+    def scale(self, workload: Workload, replicas: int, at: float | None = None) -> int:
+        """Create or delete pods so the workload has `replicas`; returns the change. `at`: when
+        the owner created the pods (their creationTimestamp; default now), which is earlier than
+        now when a handler's CPU time carried the clock past the scale event (`standins.cpuclock`).
+        """
         pods = self.owned(workload)
         change = replicas - len(pods)
         if change > 0:
@@ -427,7 +430,11 @@ class Deployments:
             else:
                 names = [f"{workload.name}-r{next(self._names)}" for _ in range(change)]
             for name in names:
-                self.cluster.memory.add_pod(replace(workload.template, name=name))
+                self.cluster.memory.add_pod(
+                    replace(workload.template, name=name)
+                    if at is None
+                    else replace(workload.template, name=name, created_at=at)
+                )
         elif change < 0:
             if workload.kind == "StatefulSet":
                 victims = sorted(pods, key=lambda p: _ordinal(p.name), reverse=True)[:-change]

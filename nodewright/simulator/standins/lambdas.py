@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from nodewright.inmemory.clock import VirtualClock
+from nodewright.simulator.standins.cpuclock import CpuChargedClock, LoopClock
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -46,7 +46,7 @@ class Stopped(BaseException):
 class EventLoop:
     """A heap of timed actions on a virtual clock (see the module docstring)."""
 
-    def __init__(self, clock: VirtualClock) -> None:
+    def __init__(self, clock: LoopClock) -> None:
         self.clock = clock
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
@@ -80,7 +80,7 @@ class EventLoop:
 class LambdaContext:
     """The context object Lambda passes to a handler, on the virtual clock."""
 
-    def __init__(self, function: str, request_id: str, deadline: float, clock: VirtualClock, memory_mb: int) -> None:
+    def __init__(self, function: str, request_id: str, deadline: float, clock: LoopClock, memory_mb: int) -> None:
         self.function_name = f"nodewright-{function}"
         self.function_version = "$LATEST"
         self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{self.function_name}"
@@ -123,9 +123,13 @@ class Invocation:
 class Lambdas:
     """Starts invocations and carries out their sleeps on the event loop."""
 
-    def __init__(self, loop: EventLoop, memory: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self, loop: EventLoop, memory: Mapping[str, int] | None = None, *, charged: CpuChargedClock | None = None
+    ) -> None:
         self.loop = loop
         self.clock = loop.clock
+        # The loop's clock when it charges the handlers' CPU time: each invocation's thread is charged.
+        self._charged = charged
         self.memory = dict(memory or {})
         self.current: Invocation | None = None
         self.running: list[Invocation] = []
@@ -220,6 +224,17 @@ class Lambdas:
 
     def _body(self, invocation: Invocation, handler: Callable[..., Any], event: dict[str, Any], context: Any) -> None:
         invocation.resume.acquire()
+        try:
+            if self._charged is None:
+                self._run(invocation, handler, event, context)
+            else:
+                with self._charged.charging():
+                    self._run(invocation, handler, event, context)
+        finally:
+            self._main.release()  # after the last charge: the loop's thread takes the clock back
+
+    def _run(self, invocation: Invocation, handler: Callable[..., Any], event: dict[str, Any], context: Any) -> None:
+        """The invocation's thread, once handed control: the handler, its outcome and timing."""
         profile = cProfile.Profile() if self.profiling else None
         if profile is not None:
             self.profiles.append(profile)
@@ -239,7 +254,6 @@ class Lambdas:
                 profile.disable()
             invocation.done = True
             invocation.ended = self.clock.now()
-            self._main.release()
 
     def _enter(self, invocation: Invocation) -> None:
         """Hand control to `invocation` until it sleeps or finishes (called by the loop only)."""

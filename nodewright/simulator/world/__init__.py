@@ -35,7 +35,8 @@ change feed (`feed.py`), and each component subscribes to what it follows.
     __init__.py     `World`: builds and holds everything; `build()`, the schedule, `run()`, `release()`
     feed.py         the typed changes, the feed, and the cluster's change log read onto it
     wiring.py       `Functions`: the real handlers wired to controllers on the stand-ins
-    invocations.py  `Invocations`: the deployed handlers; EventBridge schedules, asynchronous invokes
+    invocations.py  `Invocations`: the deployed handlers; EventBridge schedules, asynchronous invokes;
+                    `SingleFlight`: reserved concurrency 1 and Lambda's retries of throttled events
     queue.py        `QueueSource`: the SQS event source mappings of the interruption function
     pods.py         `PodAccounting`: pending pods, the kube-scheduler's runs, lost pods
     decisions.py    `Decisions`: the functions' decisions into the recorder
@@ -47,6 +48,7 @@ change feed (`feed.py`), and each component subscribes to what it follows.
     audits.py       `Audits`: budget and do-not-disrupt violations, limits, fleet choices,
                     consolidation replacements, duplicate and orphan instances after faults
     foreign.py      the nodes another autoscaler launched before the run
+    waits.py        `CapacityWaits`: seconds from pending to the capacity committed to each pod
 
 The stand-ins themselves are in `nodewright.simulator.standins`, the scenario in
 `nodewright.simulator.scenario`, the recorder and the report in `nodewright.simulator.report`.
@@ -71,6 +73,7 @@ from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.standins.account import STATE_TABLE, Account, launched_roles
 from nodewright.simulator.standins.catalog import SimCatalog
 from nodewright.simulator.standins.configuration import ScenarioConfiguration
+from nodewright.simulator.standins.cpuclock import CpuChargedClock, LoopClock
 from nodewright.simulator.standins.ec2 import SimulatedEc2
 from nodewright.simulator.standins.faults import ORPHAN_GRACE_SECONDS, Faults
 from nodewright.simulator.standins.kube import Deployments, KubeScheduler, SimulatedCluster
@@ -84,12 +87,13 @@ from nodewright.simulator.world.decisions import Decisions
 from nodewright.simulator.world.failures import NodeFailures
 from nodewright.simulator.world.feed import ChangeFeed, ClusterChanges
 from nodewright.simulator.world.foreign import add_initial_nodes
-from nodewright.simulator.world.invocations import Invocations
+from nodewright.simulator.world.invocations import Invocations, SingleFlight
 from nodewright.simulator.world.kubelet import Kubelet
 from nodewright.simulator.world.pods import PodAccounting
 from nodewright.simulator.world.queue import QueueSource
 from nodewright.simulator.world.signals import Ec2Signals
 from nodewright.simulator.world.spot import SpotInterruptions
+from nodewright.simulator.world.waits import CapacityWaits
 from nodewright.simulator.world.wiring import HANDLERS, Functions, functions_importable, live_instances
 
 __all__ = ["HANDLERS", "World", "functions_importable"]
@@ -106,11 +110,15 @@ class World:
     def __init__(self, scenario: Scenario, session: Any) -> None:
         self.scenario = scenario
         # -- the stand-ins: clock, event loop, Lambda, cluster (and its API), faults, AWS
-        self.clock = VirtualClock(scenario.start)
+        # The plain virtual clock, or with `cpu_charge` one that the handlers' CPU time moves too.
+        charged = CpuChargedClock(scenario.start, scenario.cpu_charge) if scenario.cpu_charge > 0 else None
+        self.clock: LoopClock = VirtualClock(scenario.start) if charged is None else charged
         self.end = scenario.start + scenario.duration
         self.loop = EventLoop(self.clock)
         self.loop.after_step = self._after_step
-        self.lambdas = Lambdas(self.loop, {name: getattr(scenario, name).memory_mb for name in HANDLERS})
+        self.lambdas = Lambdas(
+            self.loop, {name: getattr(scenario, name).memory_mb for name in HANDLERS}, charged=charged
+        )
         self.cluster = SimulatedCluster(self.clock)
         # The scenario's faults meet the functions at the cluster's and AWS's edges (faults.py).
         self.faults = Faults(scenario, self.lambdas)
@@ -188,6 +196,9 @@ class World:
         )
         self.blocks = CapacityBlocks(scenario, self.loop, self.ec2, signals, self.recorder)
         self.pods = PodAccounting(self.scheduler, self.recorder, self.spot, self.feed)
+        self.waits = CapacityWaits(
+            cluster=self.cluster, provisioner=self.observers["provisioner"], recorder=self.recorder, feed=self.feed
+        )
         self.audits = Audits(
             scenario=scenario,
             clock=self.clock,
@@ -202,6 +213,7 @@ class World:
         self.cluster.after_evict = self.audits.after_evict
         self.cluster.before_delete_node = partial(self.audits.audit_node, how="Node deleted through the API")
         self.decisions = Decisions(self.observers, self.clock, self.recorder, self.audits)
+        self.single_flight = SingleFlight(scenario=scenario, clock=self.clock, loop=self.loop, lambdas=self.lambdas)
         self.invocations = Invocations(
             scenario=scenario,
             clock=self.clock,
@@ -209,6 +221,7 @@ class World:
             lambdas=self.lambdas,
             faults=self.faults,
             recorder=self.recorder,
+            single_flight=self.single_flight,
         )
         self.queue = QueueSource(
             scenario=scenario,
@@ -360,7 +373,8 @@ class World:
 
     def _scale(self, key: str, t: float) -> None:
         workload = self.deployments.workloads[key]
-        self.deployments.scale(workload, workload.replicas_at(t))
+        # Stamped with the time the event was due, which a handler's charged CPU may have passed.
+        self.deployments.scale(workload, workload.replicas_at(t), at=self.scenario.start + t)
 
     def _sample(self) -> None:
         nodes: dict[str, int] = {}

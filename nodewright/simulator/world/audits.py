@@ -15,14 +15,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from nodewright.inmemory.clock import VirtualClock
 from nodewright.model import labels as wk
 from nodewright.model.nodeclass import EC2NodeClass
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
 from nodewright.model.resources import Resources
 from nodewright.model.snapshot import reschedulable
-from nodewright.ports import Eviction
+from nodewright.ports import Clock, Eviction
 from nodewright.simulator.report.metrics import LaunchAudit, Recorder, ReplaceAudit, Violation
 from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.standins.catalog import SimCatalog
@@ -40,7 +39,7 @@ class Audits:
         self,
         *,
         scenario: Scenario,
-        clock: VirtualClock,
+        clock: Clock,
         recorder: Recorder,
         cluster: SimulatedCluster,
         catalog: SimCatalog,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.inmemory.clock import VirtualClock
+from nodewright.ports import Clock
 from nodewright.simulator.report.metrics import Recorder
 from nodewright.simulator.world.audits import Audits
 
@@ -16,7 +16,7 @@ class Decisions:
     """Reads each function's new decisions once (module docstring)."""
 
     def __init__(
-        self, observers: Mapping[str, RecordingObserver], clock: VirtualClock, recorder: Recorder, audits: Audits
+        self, observers: Mapping[str, RecordingObserver], clock: Clock, recorder: Recorder, audits: Audits
     ) -> None:
         self._observers = observers
         self._clock = clock

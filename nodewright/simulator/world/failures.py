@@ -28,11 +28,11 @@ import random
 from functools import partial
 
 from nodewright.controllers.observe import RecordingObserver
-from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.node import READY
 from nodewright.model.pod import Pod
 from nodewright.model.snapshot import reschedulable
 from nodewright.model.taints import Taint
+from nodewright.ports import Clock
 from nodewright.simulator.report.metrics import Recorder, RepairRecord
 from nodewright.simulator.scenario.model import NodeFailure
 from nodewright.simulator.standins.kube import SimulatedCluster
@@ -56,7 +56,7 @@ class NodeFailures:
         *,
         cluster: SimulatedCluster,
         recorder: Recorder,
-        clock: VirtualClock,
+        clock: Clock,
         loop: EventLoop,
         rng: random.Random,
         consolidator: RecordingObserver,

@@ -1,6 +1,11 @@
 """Invoking the functions: EventBridge's scheduled events, the interruption function's asynchronous
 invoke of the provisioner, and each invocation's end (errors, timeouts, a busy lease), as Lambda
 would run them on the virtual clock (`standins.lambdas.Lambdas`), with the faults that may kill them.
+
+`SingleFlight` is Lambda's reserved concurrency of 1 for the functions whose settings ask for it
+(`FunctionSettings.single_flight`): an event that finds an invocation of the function running is
+throttled, and Lambda retries it 1, 2, 4, 8, ... s after its first attempt's throttle until it is
+older than its maximum event age (one schedule period, as the stack configures it), then drops it.
 """
 
 from __future__ import annotations
@@ -10,15 +15,54 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from nodewright.inmemory.clock import VirtualClock
+from nodewright.ports import Clock
 from nodewright.simulator.report.metrics import Recorder
 from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.standins.faults import Faults
 from nodewright.simulator.standins.lambdas import ACCOUNT, REGION, EventLoop, Invocation, Lambdas
 
 ASYNC_INVOKE_DELAY = 0.2  # seconds from an asynchronous invoke to the handler starting
+FIRST_RETRY = 1.0  # seconds from a throttle to Lambda's first retry; each next wait doubles
+FUNCTIONS = ("provisioner", "consolidator", "interruption")
 
 Handler = Callable[[dict[str, Any], Any], Any]
+
+
+class SingleFlight:
+    """Reserved concurrency 1 and Lambda's retries of throttled events (module docstring); it owns
+    the counts of throttles and dropped events per function.
+    """
+
+    def __init__(self, *, scenario: Scenario, clock: Clock, loop: EventLoop, lambdas: Lambdas) -> None:
+        self._clock = clock
+        self._loop = loop
+        self._lambdas = lambdas
+        # function -> its maximum event age (one schedule period), for the functions limited
+        self._max_age = {
+            name: getattr(scenario, name).rate for name in FUNCTIONS if getattr(scenario, name).single_flight
+        }
+        self.throttled: dict[str, int] = dict.fromkeys(self._max_age, 0)
+        self.dropped: dict[str, int] = dict.fromkeys(self._max_age, 0)
+
+    @property
+    def limited(self) -> bool:
+        """True when any function runs one invocation at a time."""
+        return bool(self._max_age)
+
+    def admit(self, name: str, start: Callable[[], object]) -> None:
+        """Start an invocation of `name` now (`start`), or throttle the event and retry it."""
+        self._attempt(name, start, self._clock.now(), 0.0, FIRST_RETRY)
+
+    def _attempt(self, name: str, start: Callable[[], object], first: float, age: float, wait: float) -> None:
+        if name not in self._max_age or not any(i.function == name for i in self._lambdas.running):
+            start()
+            return
+        self.throttled[name] += 1
+        if age + wait > self._max_age[name]:
+            self.dropped[name] += 1  # older than its maximum event age when retried: Lambda drops it
+            return
+        retry = partial(self._attempt, name, start, first, age + wait, wait * 2)
+        self._loop.at(first + age + wait, retry)
 
 
 class Invocations:
@@ -30,13 +74,15 @@ class Invocations:
         self,
         *,
         scenario: Scenario,
-        clock: VirtualClock,
+        clock: Clock,
         loop: EventLoop,
         lambdas: Lambdas,
         faults: Faults,
         recorder: Recorder,
+        single_flight: SingleFlight,
     ) -> None:
         self._scenario = scenario
+        self._single_flight = single_flight
         self._clock = clock
         self._loop = loop
         self._lambdas = lambdas
@@ -70,7 +116,7 @@ class Invocations:
             "resources": [f"arn:aws:events:{REGION}:{ACCOUNT}:rule/nodewright-{name}-schedule"],
             "detail": {},
         }
-        self.invoke(name, event)
+        self._single_flight.admit(name, partial(self.invoke, name, event))
 
     def invoke_async(self, function: str, event: dict[str, Any]) -> None:
         """The interruption function's asynchronous invoke of the provisioner (the Lambda
@@ -82,7 +128,7 @@ class Invocations:
 
     def start(self, name: str, event: dict[str, Any]) -> None:
         """Invoke `name` with `event` (a scheduled action's entry point)."""
-        self.invoke(name, event)
+        self._single_flight.admit(name, partial(self.invoke, name, event))
 
     def invoke(self, name: str, event: dict[str, Any], after: Callable[[Invocation], None] | None = None) -> Invocation:
         """Start an invocation of `name`; `after` is called when it ends."""

@@ -15,9 +15,9 @@ from typing import Any
 
 from nodewright.adapters.aws.ec2 import NODECLAIM_TAG, NODEPOOL_TAG
 from nodewright.engine.interruption.rules import STATE_CHANGE_NOTIFICATION
-from nodewright.inmemory.clock import VirtualClock
 from nodewright.model import labels as wk
 from nodewright.model.nodepool import NodePool
+from nodewright.ports import Clock
 from nodewright.simulator.report.metrics import InstanceRecord, Recorder
 from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.standins.catalog import SimCatalog
@@ -45,7 +45,7 @@ class Kubelet(Ec2Hooks):
         self,
         *,
         scenario: Scenario,
-        clock: VirtualClock,
+        clock: Clock,
         loop: EventLoop,
         lambdas: Lambdas,
         cluster: SimulatedCluster,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from nodewright.inmemory.clock import VirtualClock
+from nodewright.ports import Clock
 from nodewright.simulator.scenario import Scenario
 from nodewright.simulator.standins.account import PRIORITY_QUEUE, QUEUE, Account
 from nodewright.simulator.standins.faults import Faults
@@ -49,7 +49,7 @@ class QueueSource:
         self,
         *,
         scenario: Scenario,
-        clock: VirtualClock,
+        clock: Clock,
         loop: EventLoop,
         lambdas: Lambdas,
         faults: Faults,

@@ -11,14 +11,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nodewright.engine.interruption.rules import SOURCE_EC2
-from nodewright.inmemory.clock import VirtualClock
+from nodewright.ports import Clock
 from nodewright.simulator.standins.account import instance_arn
 
 
 class Ec2Signals:
     """EC2's events on the simulated account's EventBridge (module docstring)."""
 
-    def __init__(self, events: Any, clock: VirtualClock) -> None:
+    def __init__(self, events: Any, clock: Clock) -> None:
         self._events = events  # moto's EventBridge client
         self._clock = clock
 

@@ -11,9 +11,9 @@ import random
 from functools import partial
 
 from nodewright.engine.interruption.rules import REBALANCE_RECOMMENDATION, SPOT_INTERRUPTION_WARNING
-from nodewright.inmemory.clock import VirtualClock
 from nodewright.model import labels as wk
 from nodewright.model.snapshot import reschedulable
+from nodewright.ports import Clock
 from nodewright.simulator.report.metrics import InterruptionRecord, Recorder
 from nodewright.simulator.scenario import Interruption
 from nodewright.simulator.standins.ec2 import SimulatedEc2
@@ -37,7 +37,7 @@ class SpotInterruptions:
         *,
         cluster: SimulatedCluster,
         recorder: Recorder,
-        clock: VirtualClock,
+        clock: Clock,
         loop: EventLoop,
         rng: random.Random,
         signals: Ec2Signals,

@@ -12,6 +12,7 @@ import importlib.util
 import logging
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -37,9 +38,8 @@ from nodewright.controllers.observe import RecordingObserver
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.provisionoptions import ProvisionerOptions, StaticConfiguration
 from nodewright.inmemory.claimobjects import InMemoryClaimObjects
-from nodewright.inmemory.clock import VirtualClock
 from nodewright.model.instance import Instance
-from nodewright.ports import Cluster
+from nodewright.ports import Clock, Cluster
 from nodewright.reference import automode
 from nodewright.simulator.report.metrics import Recorder
 from nodewright.simulator.scenario import Scenario
@@ -60,6 +60,7 @@ from nodewright.simulator.standins.kube import SimulatedCluster
 from nodewright.simulator.standins.kubehttp import HttpCluster
 from nodewright.simulator.standins.lambdas import REGION, Lambdas
 from nodewright.simulator.standins.mirrors import MirroredCloud, MirroredStateStore
+from nodewright.simulator.standins.solveclock import SolveClock
 from nodewright.simulator.world.invocations import Invocations
 
 HANDLERS = {
@@ -102,7 +103,7 @@ class Functions:
         self,
         *,
         scenario: Scenario,
-        clock: VirtualClock,
+        clock: Clock,
         lambdas: Lambdas,
         faults: Faults,
         account: Account,
@@ -215,6 +216,9 @@ class Functions:
         if self._http is not None:
             self._http.start()
 
+        # ProvisionerOptions set otherwise than deployed (an experiment's, e.g. the latency benchmark's).
+        changed: dict[str, Any] = dict(scenario.provisioner_options)
+
         def provisioner(observer: RecordingObserver) -> Provisioner:
             cluster = self._cluster_for("provisioner")
             return build_provisioner(
@@ -229,9 +233,14 @@ class Functions:
                 observer=observer,
                 sleep=self._lambdas.sleep,
                 wait=self._lambdas.sleep,
-                options=provisioner_options_for(mode, ProvisionerOptions(idle_exit=scenario.provisioner.idle_exit)),
+                options=provisioner_options_for(
+                    mode,
+                    replace(ProvisionerOptions(idle_exit=scenario.provisioner.idle_exit), **changed),
+                ),
                 mirror=self._mirror(observer),
                 reservations=counts,
+                # The solve budget on a charged clock, not the machine's wall clock (solveclock.py).
+                solve_clock=SolveClock(),
                 schedule=schedule_for(mode),
                 images=images,
             )
