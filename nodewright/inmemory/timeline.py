@@ -1,17 +1,17 @@
 """A timeline: what happens in the world while a controller sleeps on a virtual clock.
 
-Role: tests, the benchmarks and the simulator hand `Timeline.sleep` to a controller as its
-`sleep`. The controller's sleep then moves the clock through every event due by the time it
-wakes, running each at its own time, in time order (ties: the order they were scheduled): pods
-created by a Deployment, a kube-scheduler marking them unschedulable, a node registering, ...
+Role: tests hand `Timeline.sleep` to a controller as its `sleep` (the simulator has its own
+event loop, `nodewright.simulator.standins.lambdas`). The controller's sleep then moves the
+clock through every event due by the time it wakes, running each at its own time, in time
+order (ties: the order they were scheduled): pods created by a Deployment, a kube-scheduler
+marking them unschedulable, a node registering, ...
 What is faked: the passage of time and the world's activity during it. What is observed:
 nothing; events are the caller's callbacks.
 
 Contract: `at(t, action)` schedules `action()` at time `t` (a `t` already past runs at the next
 `sleep` or `run_due`, at the then current time). `sleep(seconds)` returns with the clock exactly
-`seconds` later, unless an event moved it further (a clock that also counts compute time, see
-the latency benchmark). Actions may schedule further events; those due within the sleep run in
-the same sleep.
+`seconds` later, unless something else moved it further (a clock that also moves by itself).
+Actions may schedule further events; those due within the sleep run in the same sleep.
 """
 
 from __future__ import annotations
