@@ -10,7 +10,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nodewright.adapters.kube.cluster import parse_timestamp
@@ -93,6 +93,7 @@ def test_timestamps_are_whole_seconds_when_whole_and_microseconds_otherwise() ->
     assert format_timestamp(0.000001) == "1970-01-01T00:00:00.000001Z"
 
 
+@settings(deadline=None)  # as ROUND_TRIP below: a wall-clock deadline flakes under load
 @given(st.floats(min_value=1.0, max_value=4e9))
 def test_a_time_off_the_microsecond_grid_comes_back_to_the_nearest_microsecond(seconds: float) -> None:
     again = parse_timestamp(format_timestamp(seconds))
@@ -140,6 +141,13 @@ def test_a_pdb_without_a_selector_selects_nothing_and_keeps_no_selector() -> Non
 
 
 # ---------------------------------------------------------------- properties
+
+# No deadline: a round trip is checked for what it reads back, not for its speed, and a wall-clock
+# deadline (200 ms by default) fails at random on a shared, loaded machine. Without one, Hypothesis
+# also allows 30 s (not 1 s) of wall time to draw the first ten inputs before its too_slow health
+# check fails: a pod is drawn in about 9 ms of CPU, so ten of them need a load far past any
+# seen to come near it, while a strategy made much larger by mistake still fails the check.
+ROUND_TRIP = settings(deadline=None)
 
 _text = st.text(max_size=8)
 _name = st.text(min_size=1, max_size=8)
@@ -229,12 +237,29 @@ _toleration = st.one_of(
 _taint = st.builds(Taint, _name, st.sampled_from(EFFECTS), _text)
 
 
+# Every strategy a pod is drawn from is built once, here: a strategy built inside the composite
+# would be built and validated anew for every pod drawn, which made a pod cost about three times
+# what its draws do (and tripped Hypothesis's too_slow health check on a loaded machine).
+_pod_annotations = st.dictionaries(st.sampled_from(["a", "karpenter.sh/do-not-disrupt"]), _text, max_size=2)
+_required_terms = st.lists(_requirements, max_size=2).map(tuple)
+_preferred_terms = st.lists(st.builds(PreferredTerm, st.integers(0, 100), _requirements), max_size=2).map(tuple)
+_affinity = _affinity_terms(False)
+_weighted_affinity = _affinity_terms(True)
+_spreads = st.lists(_spread, max_size=2).map(tuple)
+_tolerations = st.lists(_toleration, max_size=3).map(tuple)
+_priority = st.integers(-(2**31), 2**31)
+_priority_class = st.sampled_from(["", "system-node-critical", "high"])
+_owner_kind = st.sampled_from(["", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "Node"])
+_phase = st.sampled_from(["Pending", "Running", "Succeeded", "Failed", "Unknown"])
+_grace = st.integers(0, 3600)
+
+
 @st.composite
-def pods(draw: st.DrawFn) -> Pod:
+def _pods(draw: st.DrawFn) -> Pod:
     """Pods as `Pod.parse` makes them: a pod slot in the requests, namespaces in affinity terms,
     `mirror` exactly when annotated.
     """
-    annotations = draw(st.dictionaries(st.sampled_from(["a", "karpenter.sh/do-not-disrupt"]), _text, max_size=2))
+    annotations = draw(_pod_annotations)
     mirror = draw(st.booleans())
     if mirror:
         annotations[MIRROR_ANNOTATION] = draw(_text)
@@ -247,29 +272,30 @@ def pods(draw: st.DrawFn) -> Pod:
         annotations=annotations,
         requests=requests + Resources({"pods": 1000}),
         node_selector=draw(_labels),
-        required_terms=draw(st.lists(_requirements, max_size=2).map(tuple)),
-        preferred_terms=draw(
-            st.lists(st.builds(PreferredTerm, st.integers(0, 100), _requirements), max_size=2).map(tuple)
-        ),
-        affinity=draw(_affinity_terms(False)),
-        preferred_affinity=draw(_affinity_terms(True)),
-        anti_affinity=draw(_affinity_terms(False)),
-        preferred_anti_affinity=draw(_affinity_terms(True)),
-        spread=draw(st.lists(_spread, max_size=2).map(tuple)),
-        tolerations=draw(st.lists(_toleration, max_size=3).map(tuple)),
-        priority=draw(st.integers(-(2**31), 2**31)),
-        priority_class=draw(st.sampled_from(["", "system-node-critical", "high"])),
-        owner_kind=draw(st.sampled_from(["", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "Node"])),
+        required_terms=draw(_required_terms),
+        preferred_terms=draw(_preferred_terms),
+        affinity=draw(_affinity),
+        preferred_affinity=draw(_weighted_affinity),
+        anti_affinity=draw(_affinity),
+        preferred_anti_affinity=draw(_weighted_affinity),
+        spread=draw(_spreads),
+        tolerations=draw(_tolerations),
+        priority=draw(_priority),
+        priority_class=draw(_priority_class),
+        owner_kind=draw(_owner_kind),
         owner_name=draw(_text),
         node_name=draw(_text),
         nominated_node_name=draw(_text),
-        phase=draw(st.sampled_from(["Pending", "Running", "Succeeded", "Failed", "Unknown"])),
+        phase=draw(_phase),
         unschedulable=draw(st.booleans()),
         deleting=draw(st.booleans()),
         created_at=draw(_time),
         mirror=mirror,
-        termination_grace_seconds=draw(st.integers(0, 3600)),
+        termination_grace_seconds=draw(_grace),
     )
+
+
+pods = _pods()
 
 
 nodes = st.builds(
@@ -289,13 +315,13 @@ nodes = st.builds(
 
 
 @st.composite
-def daemonsets(draw: st.DrawFn) -> DaemonSet:
+def _daemonsets(draw: st.DrawFn) -> DaemonSet:
     """DaemonSets as `DaemonSet.parse` makes them: the template is a Pending pod named after and
     owned by its DaemonSet, with no uid or creation time (templates have none).
     """
     namespace, name = draw(_name), draw(_name)
     template = replace(
-        draw(pods()),
+        draw(pods),
         namespace=namespace,
         name=f"{name}-template",
         uid="",
@@ -310,6 +336,7 @@ def daemonsets(draw: st.DrawFn) -> DaemonSet:
     return DaemonSet(namespace, name, template)
 
 
+daemonsets = _daemonsets()
 _budget_value = st.none() | st.integers(0, 10) | st.integers(0, 100).map(lambda n: f"{n}%")
 pdbs = st.builds(
     PodDisruptionBudget,
@@ -322,21 +349,25 @@ pdbs = st.builds(
 )
 
 
-@given(pods())
+@ROUND_TRIP
+@given(pods)
 def test_every_pod_reads_back_equal(original: Pod) -> None:
     assert Pod.parse(over_http(pod_manifest(original))) == original
 
 
+@ROUND_TRIP
 @given(nodes)
 def test_every_node_reads_back_equal(original: Node) -> None:
     assert read_node(node_manifest(original)) == original
 
 
-@given(daemonsets())
+@ROUND_TRIP
+@given(daemonsets)
 def test_every_daemonset_reads_back_equal(original: DaemonSet) -> None:
     assert DaemonSet.parse(over_http(daemonset_manifest(original))) == original
 
 
+@ROUND_TRIP
 @given(pdbs)
 def test_every_pdb_reads_back_equal_with_its_status(original: PodDisruptionBudget) -> None:
     manifest = pdb_manifest(original, original.disruptions_allowed)
