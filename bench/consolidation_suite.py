@@ -56,6 +56,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from nodewright.simulator.scenario.generate_features import parse_features
+
 MODES = ("nodewright", "karpenter", "automode", "many-to-one", "off")
 DEFAULT_MODES = ("nodewright", "karpenter", "automode")
 SHIPPED = Path(__file__).resolve().parents[1] / "examples" / "scenarios"
@@ -81,6 +83,7 @@ class Task:
     scale: float = 1.0
     faults: bool = False
     spot_to_spot: bool = True
+    features: tuple[str, ...] = ()
 
 
 def run(task: Task) -> dict[str, Any]:
@@ -90,17 +93,23 @@ def run(task: Task) -> dict[str, Any]:
     from nodewright.simulator.scenario.generate import generate, load
 
     if task.seed is not None:
-        scenario = load(
-            generate(task.seed, hours=task.hours, scale=task.scale, faults=task.faults), f"<generated seed {task.seed}>"
-        )
+        document = generate(task.seed, hours=task.hours, scale=task.scale, faults=task.faults, features=task.features)
+        scenario = load(document, f"<generated seed {task.seed}>")
     else:
         scenario = load_scenario(task.path or "")
     from bench.harness.binding_audit import audit_plans
+    from bench.harness.feature_checks import FeatureWatch, shortfalls
 
+    watch = FeatureWatch(scenario) if task.features else None
     with audit_plans() as audit:
         chosen = replace(scenario, consolidation=task.mode, spot_to_spot_consolidation=task.spot_to_spot)
-        summary = run_scenario(chosen, None, plots=False).summary
-    return {"scenario": task.label, "mode": task.mode, **figures(summary), **audit.figures()}
+        result = run_scenario(chosen, None, plots=False, on_built=None if watch is None else watch.attach)
+        summary = result.summary
+    row = {"scenario": task.label, "mode": task.mode, **figures(summary), **audit.figures()}
+    if watch is not None:
+        row["features"] = watch.figures(result.world, summary)
+        row["feature_shortfalls"] = shortfalls(row["features"])
+    return row
 
 
 def figures(summary: dict[str, Any]) -> dict[str, Any]:
@@ -156,12 +165,22 @@ def tasks(
     files: Sequence[Path] = (),
     faults: bool = False,
     spot_to_spot: bool = True,
+    features: tuple[str, ...] = (),
 ) -> list[Task]:
     """Every run, nodewright mode first (the longest), so the pool ends with the short ones."""
     out: list[Task] = []
     for mode in modes:
         out.extend(
-            Task(f"seed {seed}", mode, seed=seed, hours=hours, scale=scale, faults=faults, spot_to_spot=spot_to_spot)
+            Task(
+                f"seed {seed}",
+                mode,
+                seed=seed,
+                hours=hours,
+                scale=scale,
+                faults=faults,
+                spot_to_spot=spot_to_spot,
+                features=features,
+            )
             for seed in seeds
         )
         out.extend(Task(path.stem, mode, path=str(path), spot_to_spot=spot_to_spot) for path in files)
@@ -188,6 +207,8 @@ def shortfalls(by_mode: dict[str, dict[str, Any]]) -> list[str]:
         ):
             if row.get(key):
                 out.append(f"{mode}: {row[key]} {what}")
+    if nodewright is not None:  # the references ignore Nodewright's own capabilities
+        out.extend(nodewright.get("feature_shortfalls", ()))
     if nodewright is not None:
         if nodewright["displaced_pending_max"] > DISPLACED_MAX_SECONDS:
             out.append(f"displaced pod pending {nodewright['displaced_pending_max']:.0f} s")
@@ -372,6 +393,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--faults", action="store_true", help="also draw faults into the generated scenarios")
     parser.add_argument(
+        "--features",
+        default="",
+        metavar="LIST",
+        help="also draw these into the generated scenarios (standby, dra, zone-balance, late-daemonset; or all)",
+    )
+    parser.add_argument(
         "--spot-to-spot",
         choices=("on", "off"),
         default="on",
@@ -387,6 +414,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = sorted(set(modes) - set(MODES))
     if unknown or args.seeds < 0 or args.jobs < 1:
         parser.error(f"--modes takes {', '.join(MODES)}; --seeds >= 0; --jobs >= 1 (got {args})")
+    try:
+        features = parse_features(args.features)
+    except ValueError as error:
+        parser.error(f"--features: {error}")
     seeds = range(args.first, args.first + args.seeds)
     todo = tasks(
         seeds,
@@ -396,6 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         files=[] if args.no_shipped else args.scenario or sorted(SHIPPED.glob("*.yaml")),
         faults=args.faults,
         spot_to_spot=args.spot_to_spot == "on",
+        features=features,
     )
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
@@ -448,6 +480,7 @@ def _report(
         "modes": list(modes),
         "files": [] if args.no_shipped else [str(p) for p in args.scenario] or "shipped",
         "faults": args.faults,
+        "features": list(parse_features(args.features)),
         "cpus": os.cpu_count(),
     }
     result["complete"] = done and len(rows) == len(todo)

@@ -47,6 +47,14 @@ def simulate(
     faults: Annotated[
         bool, typer.Option("--faults", help="With --generate: also draw faults (API errors, throttling, crashes).")
     ] = False,
+    features: Annotated[
+        str,
+        typer.Option(
+            "--features",
+            metavar="LIST",
+            help="With --generate: also draw these: standby, dra, zone-balance, late-daemonset (or all).",
+        ),
+    ] = "",
     write: Annotated[
         Path | None,
         typer.Option("--write", metavar="FILE", help="With --generate: write the drawn scenario's YAML and stop."),
@@ -72,7 +80,7 @@ def simulate(
     """Simulate Nodewright on a virtual cluster and write a report (summary.json, report.md/html, plots)."""
     from nodewright.simulator.runner import run_scenario
 
-    scenario = _scenario(scenario_file, generate, write, hours=hours, scale=scale, faults=faults)
+    scenario = _scenario(scenario_file, generate, write, hours=hours, scale=scale, faults=faults, features=features)
     if scenario is None:
         return
     if seed is not None:
@@ -147,21 +155,31 @@ def _scenario(
     hours: float | None,
     scale: float,
     faults: bool,
+    features: str = "",
 ) -> Scenario | None:
     """The scenario to run: the file, or the one drawn for the seed; None when it was only written."""
     if (scenario_file is None) == (generate is None):
         typer.secho("give either SCENARIO.yaml or --generate SEED", err=True, fg=typer.colors.RED)
         raise typer.Exit(2)
-    if generate is None and (hours is not None or scale != 1.0 or faults or write is not None):
-        typer.secho("--hours, --scale, --faults and --write go with --generate SEED", err=True, fg=typer.colors.RED)
+    if generate is None and (hours is not None or scale != 1.0 or faults or features or write is not None):
+        typer.secho(
+            "--hours, --scale, --faults, --features and --write go with --generate SEED", err=True, fg=typer.colors.RED
+        )
         raise typer.Exit(2)
+    from nodewright.simulator.scenario.generate_features import parse_features
+
+    try:
+        chosen = parse_features(features)
+    except ValueError as error:
+        typer.secho(f"--features: {error}", err=True, fg=typer.colors.RED)
+        raise typer.Exit(2) from None
     try:
         if scenario_file is not None:
             return load_scenario(scenario_file)
         from nodewright.simulator.scenario.generate import generate as draw
         from nodewright.simulator.scenario.generate import load, to_yaml
 
-        document = draw(generate or 0, hours=hours, scale=scale, faults=faults)
+        document = draw(generate or 0, hours=hours, scale=scale, faults=faults, features=chosen)
         if write is None:
             return load(document)
         write.write_text(to_yaml(document), encoding="utf-8")

@@ -41,6 +41,7 @@ from nodewright.engine.standby import (
     stale_reason,
     standby_buffers,
 )
+from nodewright.engine.zonebalance import balance_result
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodeclass import EC2NodeClass
@@ -236,6 +237,9 @@ class StandbyCapacity:
             )
             # Limits and blocked offerings as for any launch; placement on new claims alone.
             result = solve(replace(inp, nodes=(), bound_pods=(), inflight=()), cache=self.launcher.solver_cache)
+            # Standby instances are nodes of their NodePool: a zone-balanced one pins them to zones
+            # as any launch, counting its nodes and claims in flight (the full input).
+            result = balance_result(inp, result)
             if result.unschedulable:
                 why = f"a chunk fits no NodePool's on-demand offerings: {sorted(result.unschedulable.values())[0]}"
             planned = tuple(replace(c, pods=()) for c in result.claims)

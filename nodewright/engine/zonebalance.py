@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.scheduling.inputs import in_flight
 from nodewright.engine.scheduling.types import PlannedClaim, PoolCapacity, SchedulingInput, SchedulingResult
 from nodewright.model import labels as wk
@@ -44,6 +44,11 @@ from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool, ZoneBalance
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.resources import CPU
+
+if TYPE_CHECKING:
+    # A name for annotations only: the disruption package imports this module (its consolidation
+    # judges moves here), so importing it back at run time would make `import zonebalance` first fail.
+    from nodewright.engine.disruption.types import DisruptionInput
 
 EPSILON = 1e-9
 

@@ -44,9 +44,12 @@ from nodewright.inmemory.apiwire import (
     Resource,
     Route,
     Stored,
+    already_exists,
     encode,
     json_object,
     not_found,
+    posted,
+    qualified,
 )
 from nodewright.model.manifests import format_timestamp
 
@@ -110,27 +113,11 @@ class CustomResources:
 
     def create(self, route: Route, body: bytes, query: Mapping[str, str]) -> bytes:
         """POST of a CRD or a custom object: 201 with the stored object; 409 when taken."""
-        obj = json_object(body)
-        metadata = dict(obj.get("metadata") or {})
-        name = str(metadata.get("name") or "")
-        if not name:
-            raise Failure(422, "metadata.name: Required value: name or generateName is required")
-        if route.resource.namespaced:
-            namespace = str(metadata.get("namespace") or route.namespace)
-            if namespace != route.namespace:
-                raise Failure(
-                    400, "the namespace of the provided object does not match the namespace sent on the request"
-                )
-            metadata["namespace"] = namespace
-        obj["metadata"] = metadata
+        obj, metadata, name = posted(route, body)
         key = f"{route.namespace}/{name}" if route.resource.namespaced else name
         with self._lock, self._store.condition:
             if self._store.get(route.resource.kind, key) is not None:
-                raise Failure(
-                    409,
-                    f'{self._qualified(route.resource)} "{name}" already exists',
-                    {"name": name, "group": route.resource.group, "kind": route.resource.plural},
-                )
+                raise already_exists(route.resource, name)
             metadata.pop("resourceVersion", None)
             metadata["uid"] = f"00000000-0000-4000-8000-{next(self._uids):012d}"
             metadata["creationTimestamp"] = format_timestamp(int(self._now()))
@@ -165,7 +152,7 @@ class CustomResources:
         if wanted and str(wanted) != str(current.rv):
             raise Failure(
                 409,
-                f'Operation cannot be fulfilled on {self._qualified(resource)} "{route.name}": the object has been '
+                f'Operation cannot be fulfilled on {qualified(resource)} "{route.name}": the object has been '
                 "modified; please apply your changes to the latest version and try again",
                 {"name": route.name, "group": resource.group, "kind": resource.plural},
             )
@@ -311,10 +298,6 @@ class CustomResources:
             "storedVersions": [v.get("name") for v in spec["versions"] if v.get("storage")],
         }
         return crd_resources(crd)
-
-    @staticmethod
-    def _qualified(resource: Resource) -> str:
-        return f"{resource.plural}.{resource.group}" if resource.group else resource.plural
 
 
 def _cause(error: str) -> dict[str, str]:

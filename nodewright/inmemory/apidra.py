@@ -22,7 +22,7 @@ from typing import Any
 from nodewright.inmemory.apipatch import APPLY_PATCH, media_type, patched
 from nodewright.inmemory.apisource import ServedCluster
 from nodewright.inmemory.apistore import ObjectStore
-from nodewright.inmemory.apiwire import Failure, Resource, Route, json_object, not_found
+from nodewright.inmemory.apiwire import Failure, Resource, Route, already_exists, not_found, posted
 from nodewright.model.errors import InvalidValue
 
 _PREFIX = "/apis/resource.k8s.io/v1"
@@ -71,27 +71,11 @@ class DeviceWrites:
 
     def create(self, route: Route, body: bytes) -> bytes:
         """201's body: the stored object."""
-        obj = json_object(body)
-        metadata = dict(obj.get("metadata") or {})
-        name = str(metadata.get("name") or "")
-        if not name:
-            raise Failure(422, "metadata.name: Required value: name or generateName is required")
-        if route.resource.namespaced:
-            namespace = str(metadata.get("namespace") or route.namespace)
-            if namespace != route.namespace:
-                raise Failure(
-                    400, "the namespace of the provided object does not match the namespace sent on the request"
-                )
-            metadata["namespace"] = namespace
-        obj["metadata"] = metadata
+        obj, _, name = posted(route, body)
         obj["kind"] = route.resource.object_kind
         with self._lock:
             if self._cluster.devices.get(route.resource.object_kind, route.namespace, name) is not None:
-                raise Failure(
-                    409,
-                    f'{route.resource.plural}.resource.k8s.io "{name}" already exists',
-                    {"name": name, "group": "resource.k8s.io", "kind": route.resource.plural},
-                )
+                raise already_exists(route.resource, name)
             return self._put(route, obj, name)
 
     def patch(self, route: Route, content_type: str, body: bytes) -> bytes:

@@ -463,12 +463,44 @@ def status_body(code: int, message: str, details: Mapping[str, Any] | None = Non
     return encode(status)
 
 
+def qualified(resource: Resource) -> str:
+    """The resource as kube-apiserver names it in messages: qualified by its group (`daemonsets.apps`)."""
+    return f"{resource.plural}.{resource.group}" if resource.group else resource.plural
+
+
 def not_found(resource: Resource, name: str) -> Failure:
     """404 as kube-apiserver words it: the resource qualified by its group (`daemonsets.apps`)."""
-    qualified = f"{resource.plural}.{resource.group}" if resource.group else resource.plural
+    details = {"name": name, "group": resource.group, "kind": resource.plural}
+    return Failure(404, f'{qualified(resource)} "{name}" not found', details)
+
+
+def already_exists(resource: Resource, name: str) -> Failure:
+    """409 of a create whose name is taken, as kube-apiserver words it."""
     return Failure(
-        404, f'{qualified} "{name}" not found', {"name": name, "group": resource.group, "kind": resource.plural}
+        409,
+        f'{qualified(resource)} "{name}" already exists',
+        {"name": name, "group": resource.group, "kind": resource.plural},
     )
+
+
+def posted(route: Route, body: bytes) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """A create's (POST) object checked as kube-apiserver checks every kind's: a JSON object with
+    `metadata.name` (422 without; `generateName` is not served) and, for a namespaced kind, the
+    request's namespace (filled in when the object names none, 400 when it names another). Returns
+    the object, its metadata (a copy, set back into the object: callers add to it) and its name.
+    """
+    obj = json_object(body)
+    metadata = dict(obj.get("metadata") or {})
+    name = str(metadata.get("name") or "")
+    if not name:
+        raise Failure(422, "metadata.name: Required value: name or generateName is required")
+    if route.resource.namespaced:
+        namespace = str(metadata.get("namespace") or route.namespace)
+        if namespace != route.namespace:
+            raise Failure(400, "the namespace of the provided object does not match the namespace sent on the request")
+        metadata["namespace"] = namespace
+    obj["metadata"] = metadata
+    return obj, metadata, name
 
 
 def integer_param(query: Mapping[str, str], name: str) -> int:

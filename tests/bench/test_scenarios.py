@@ -197,7 +197,7 @@ def test_simulate_wants_a_file_or_a_seed_and_generator_options_only_with_a_seed(
     assert both.exit_code == 2
     stray = runner.invoke(app, ["simulate", str(tmp_path / "x.yaml"), "--hours", "2"])
     assert stray.exit_code == 2
-    assert "--hours, --scale, --faults and --write go with --generate SEED" in stray.output
+    assert "--hours, --scale, --faults, --features and --write go with --generate SEED" in stray.output
 
 
 def test_the_suite_runs_each_mode_and_reports_ratios_shortfalls_and_totals(tmp_path: Path) -> None:

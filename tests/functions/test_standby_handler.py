@@ -10,6 +10,7 @@ real user data names (the simulator's reader). Real: the handler, the controller
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,8 @@ from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.model import labels as wk
 from nodewright.model.capacitybuffer import CapacityBuffer, PodTemplate
 from nodewright.model.node import Node
-from nodewright.model.nodepool import NodePool
+from nodewright.model.nodepool import NodePool, ZoneBalance
+from nodewright.model.requirements import Requirements
 from nodewright.model.standby import STANDBY_CAPACITY, STANDBY_LABEL, STANDBY_TAINT, STARTING, STOPPED
 from nodewright.simulator.standins.kube import registration
 from tests.builders import pod
@@ -267,3 +269,31 @@ def test_a_stopped_standby_instance_booted_from_an_ami_no_longer_resolved_is_rep
     reasons = [d["reason"] for d in decisions(world, "standby-replace")]
     assert reasons
     assert all("no longer resolves to" in r and "ami-new" in r for r in reasons)
+
+
+def test_a_zone_balanced_nodepools_standby_instances_are_spread_across_its_zones(
+    world: Ec2World, example_plan: ExamplePlan, invoke: Invoke
+) -> None:
+    # Standby instances are nodes of their NodePool: a zone-balanced one keeps them even too.
+    one_per_node = [{"key": wk.INSTANCE_SIZE, "operator": "In", "values": ["xlarge"]}]
+    pool = default_pool(example_plan)
+    pool = replace(
+        pool,
+        requirements=pool.requirements.intersection(Requirements.parse(one_per_node)),
+        zone_balance=ZoneBalance("nodes", 1.0),
+    )
+    chunk = PodTemplate("chunk", "default", pod("chunk", cpu="3", memory="4Gi"))
+    world.config.current = StaticConfiguration(
+        nodepools=(pool,),
+        nodeclasses=example_plan.nodeclasses,
+        capacitybuffers=(replace(BUFFER, replicas=6),),
+        podtemplates=(chunk,),
+    )
+    for p in world.cluster.pods():
+        world.cluster.remove_pod(p)
+
+    invoke(world.provisioner, "warm-1")
+
+    zones = Counter(item["Placement"]["AvailabilityZone"] for item in all_instances(world).values())
+    assert sum(zones.values()) == 6
+    assert zones == dict.fromkeys(("us-east-1a", "us-east-1b", "us-east-1c"), 2)

@@ -49,3 +49,21 @@ def test_a_claim_with_a_bad_selector_is_refused_naming_the_field(kubectl: Kubect
     result = kubectl("apply", "-f", str(bad))
     assert result.code != 0
     assert "spec.devices.requests[0].exactly.selectors[0].cel.expression" in result.err
+
+
+def test_creating_a_taken_name_is_refused_as_the_api_server_words_it_for_dra_and_custom_kinds(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    # The DRA kinds and the custom kinds share the emulator's create checks (`apiwire.posted`,
+    # `apiwire.already_exists`): the same 409 for both.
+    kubectl.ok("create", "-f", str(DEVICES))
+    again = kubectl("create", "-f", str(DEVICES))
+    assert again.code != 0
+    assert 'deviceclasses.resource.k8s.io "gpu.nvidia.com" already exists' in again.err
+    assert 'resourceclaimtemplates.resource.k8s.io "one-l40s" already exists' in again.err
+    kubectl.ok("apply", "-f", str(REPO / "deploy" / "crds"))
+    pool = REPO / "examples" / "nodepools" / "default.yaml"
+    kubectl.ok("create", "-f", str(pool))
+    taken = kubectl("create", "-f", str(pool))
+    assert taken.code != 0
+    assert 'nodepools.karpenter.sh "default" already exists' in taken.err

@@ -27,6 +27,10 @@ What is drawn (each seed independently, from `random.Random(seed)`):
   PDB-protected service when there is one), zone-wide spot capacity errors, sometimes shallow spot
   pools.
 
+With `features` (`--features` on `nodewright simulate --generate` and on the suite), Nodewright's
+own capabilities are drawn in too: standby buffers, DRA device workloads, zone balance, a late
+DaemonSet (`generate_features`). Without, the document is what it always was.
+
 Shortening: `hours=H` compresses the drawn day to H hours. Every time of the scenario's own story
 (curve periods and peaks, when bursts start and how long they last, interruption and capacity-error
 times, the curves' step) is multiplied by H / the drawn hours; the controllers' own timings
@@ -39,6 +43,7 @@ Pure: no I/O (`to_yaml` renders, `load` validates through the real scenario load
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +52,7 @@ import yaml
 
 from nodewright.model.duration import format_duration
 from nodewright.simulator.scenario import Scenario, parse_scenario
+from nodewright.simulator.scenario.generate_features import add_features, check_features
 
 HOUR = 3600.0
 MINUTE = 60.0
@@ -93,9 +99,18 @@ SIZES = (
 )
 
 
-def generate(seed: int, *, hours: float | None = None, scale: float = 1.0, faults: bool = False) -> dict[str, Any]:
+def generate(
+    seed: int,
+    *,
+    hours: float | None = None,
+    scale: float = 1.0,
+    faults: bool = False,
+    features: Sequence[str] = (),
+) -> dict[str, Any]:
     """The scenario document drawn for `seed` (see the module docstring), as plain YAML data; with
-    `faults`, also a `faults:` list (drawn from a source of its own, so the rest is the same day).
+    `faults`, also a `faults:` list (drawn from a source of its own, so the rest is the same day);
+    with `features` (names of `generate_features.FEATURES`), those capabilities drawn in too
+    (`generate_features`: each from a source of its own). ValueError for a bad argument.
     """
     if seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed}")
@@ -105,6 +120,7 @@ def generate(seed: int, *, hours: float | None = None, scale: float = 1.0, fault
         )
     if scale <= 0:
         raise ValueError(f"scale must be positive, got {scale}")
+    features = check_features(features)
     draw = _Draw(random.Random(seed), seed, hours, scale)
     document = draw.scenario()
     if faults:
@@ -118,6 +134,8 @@ def generate(seed: int, *, hours: float | None = None, scale: float = 1.0, fault
             document["interruptions"] = sorted(
                 [*document.get("interruptions", ()), aimed], key=lambda entry: _seconds(entry["at"])
             )
+    if features:  # after the faults: their interruption aims at the day's own NodePools
+        add_features(document, draw, seed, features)
     return document
 
 
@@ -161,6 +179,10 @@ class _Draw:
 
     def count(self, replicas: int) -> int:
         return max(1, round(replicas * self.scale))
+
+    def step(self, seconds: float) -> str:
+        """A curve's step, compressed, but at least a minute."""
+        return format_duration(max(MINUTE, round(seconds * self.factor)))
 
     # -- the scenario --------------------------------------------------------------------------------
 
@@ -329,7 +351,7 @@ class _Draw:
                 "max": self.count(high),
                 "period": self.time(period),
                 "peak": self.time(peak),
-                "every": format_duration(max(MINUTE, round(every * self.factor))),
+                "every": self.step(every),
             }
             workload["replicas"] = [{"at": "0s", "diurnal": curve}]
         else:
