@@ -173,3 +173,18 @@ def test_the_stability_guard_is_read_from_the_scenario(scenario: Callable[[str],
     loaded = scenario(text + "consolidation_min_savings: 0.02\nconsolidation_min_savings_percent: 5\n")
     assert (loaded.consolidation_min_savings, loaded.consolidation_min_savings_percent) == (0.02, 5.0)
     assert (scenario(text).consolidation_min_savings, scenario(text).consolidation_min_savings_percent) == (0.0, 0.0)
+
+
+def test_the_cpu_charge_and_single_flight_are_read_and_default_to_the_plain_clock(
+    scenario: Callable[[str], Scenario], tmp_path: Path
+) -> None:
+    text = BASE.replace("name: bad", "name: charged")
+    loaded = scenario(text + "cpu_charge: 1.7\nfunctions:\n  provisioner: {rate: 1m, single_flight: true}\n")
+    assert loaded.cpu_charge == 1.7
+    assert loaded.provisioner.single_flight
+    assert not loaded.consolidator.single_flight
+    plain = scenario(text)
+    assert (plain.cpu_charge, plain.provisioner.single_flight) == (0.0, False)
+    found = problems(text + "cpu_charge: -1\nfunctions:\n  provisioner: {single_flight: maybe}\n", tmp_path)
+    assert any("cpu_charge" in p for p in found)
+    assert any("single_flight" in p for p in found)
