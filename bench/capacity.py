@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.harness.scenario_runs import bound_waits, mean_price, percentile, run
+from bench.harness.scenario_runs import burst_figures, emit, mean_price, run, seed_and_json, violations
 from nodewright.simulator.scenario import load_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "examples" / "scenarios"
@@ -39,18 +38,12 @@ def headroom(seed: int | None) -> dict[str, Any]:
     out: dict[str, Any] = {"scenario": scenario.name, "seed": scenario.seed}
     for label, variant in (("with_buffer", scenario), ("without_buffer", replace(scenario, capacitybuffers=()))):
         world, summary = run(variant)
-        waits = bound_waits(world, "default/burst-")
         out[label] = {
-            "burst_pods": len(waits),
-            "pending_to_bound_p50": percentile(waits, 0.5),
-            "pending_to_bound_p95": percentile(waits, 0.95),
-            "pending_to_bound_max": max(waits, default=float("nan")),
+            **burst_figures(world, "default/burst-"),
             "usd_per_hour_before_burst": round(mean_price(world, burst_at - 600, burst_at), 4),
             "cost_usd": summary["cost_usd"],
             "nodes_launched": summary["nodes_launched"],
-            "pods_lost": summary["pods_lost"],
-            "pdb_violations": summary["pdb_violations"],
-            "limit_violations": summary["limit_violations"],
+            **violations(summary),
         }
     out["buffer_usd_per_hour"] = round(
         out["with_buffer"]["usd_per_hour_before_burst"] - out["without_buffer"]["usd_per_hour_before_burst"], 4
@@ -92,9 +85,7 @@ def static(seed: int | None) -> dict[str, Any]:
         "launched": len(records),
         "terminated": sum(1 for r in records if r.terminated_at is not None),
         "instance_types": sorted({r.instance_type for r in records}),
-        "pods_lost": summary["pods_lost"],
-        "pdb_violations": summary["pdb_violations"],
-        "limit_violations": summary["limit_violations"],
+        **violations(summary),
         "pods_pending_at_end": summary["pods_pending_at_end"],
     }
 
@@ -103,14 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one measurement and print it as JSON (and write it to --json FILE)."""
     parser = argparse.ArgumentParser(prog="python -m bench.capacity", description=__doc__)
     parser.add_argument("what", choices=("headroom", "static"))
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args(argv)
-    result = headroom(args.seed) if args.what == "headroom" else static(args.seed)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json is not None:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    args = seed_and_json(parser).parse_args(argv)
+    emit(headroom(args.seed) if args.what == "headroom" else static(args.seed), args.json)
     return 0
 
 

@@ -17,7 +17,6 @@ is paid in both runs.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -25,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.harness.scenario_runs import mean_price, run
+from bench.harness.scenario_runs import emit, mean_price, run, seed_and_json
 from nodewright.adapters.aws.reservations import queries
 from nodewright.simulator.scenario import load_scenario
 from nodewright.simulator.scenario.model import Scenario
@@ -85,13 +84,8 @@ def measure(seed: int | None) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the measurement and print it as JSON (and write it to --json FILE)."""
     parser = argparse.ArgumentParser(prog="python -m bench.reservations", description=__doc__)
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args(argv)
-    text = json.dumps(measure(args.seed), indent=2)
-    print(text)
-    if args.json is not None:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    args = seed_and_json(parser).parse_args(argv)
+    emit(measure(args.seed), args.json)
     return 0
 
 

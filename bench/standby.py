@@ -17,14 +17,13 @@ lost and PDB / limit violations.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.harness.scenario_runs import bound_waits, percentile, run
+from bench.harness.scenario_runs import burst_figures, emit, run, seed_and_json, violations
 from nodewright.model.capacitybuffer import ACTIVE_CAPACITY
 from nodewright.simulator.report.metrics import STANDBY_VOLUME_USD_PER_HOUR, InstanceRecord
 from nodewright.simulator.scenario import load_scenario
@@ -76,19 +75,13 @@ def measure(seed: int | None) -> dict[str, Any]:
     }
     for label, variant in variants:
         world, summary = run(variant)
-        waits = bound_waits(world, "default/burst-")
         out[label] = {
-            "burst_pods": len(waits),
-            "pending_to_bound_p50": percentile(waits, 0.5),
-            "pending_to_bound_p95": percentile(waits, 0.95),
-            "pending_to_bound_max": max(waits, default=float("nan")),
+            **burst_figures(world, "default/burst-"),
             "usd_per_hour_before_burst": round(mean_usd_per_hour(world, BURST_AT - 600, BURST_AT), 4),
             "nodes_from_standby": len((summary.get("standby") or {}).get("nodes_from_standby", [])),
             "nodes_launched": summary["nodes_launched"],
             "cost_usd": summary["cost_usd"],
-            "pods_lost": summary["pods_lost"],
-            "pdb_violations": summary["pdb_violations"],
-            "limit_violations": summary["limit_violations"],
+            **violations(summary),
         }
     base = out["nothing"]["usd_per_hour_before_burst"]
     for label in ("standby", "pause_pods", "nothing"):
@@ -98,14 +91,8 @@ def measure(seed: int | None) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the measurement and print it as JSON (and write it to --json FILE)."""
-    parser = argparse.ArgumentParser(prog="python -m bench.standby", description=__doc__)
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args(argv)
-    text = json.dumps(measure(args.seed), indent=2)
-    print(text)
-    if args.json is not None:
-        args.json.write_text(text + "\n", encoding="utf-8")
+    args = seed_and_json(argparse.ArgumentParser(prog="python -m bench.standby", description=__doc__)).parse_args(argv)
+    emit(measure(args.seed), args.json)
     return 0
 
 
