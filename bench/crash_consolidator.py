@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.harness.cluster_actors import Kubelet, node_for, pdb, schedule_first_fit
+from bench.harness.cluster_actors import Kubelet, pdb, running_node, schedule_first_fit
 from bench.harness.crash import KILL, LOST, Point, singles
 from nodewright.config.timings import (
     CONSOLIDATOR_OFFSET_SECONDS,
@@ -62,9 +62,7 @@ from nodewright.inmemory.cloud import FakeCloudProvider
 from nodewright.inmemory.cluster import InMemoryCluster
 from nodewright.inmemory.state import InMemoryStateStore
 from nodewright.model import labels as wk
-from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType, Offering
-from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirement, Requirements
@@ -297,35 +295,18 @@ class ConsolidatorCrashWorld:
 
     def _node(self, name: str, instance_type: str, *, pods: int) -> None:
         price = next(o.price for t in TYPES if t.name == instance_type for o in t.offerings)
-        instance = self.cloud.add_instance(
-            Instance(
-                instance_id=f"i-{name}",
-                instance_type=instance_type,
-                zone=ZONE,
-                capacity_type="on-demand",
-                state="running",
-                launched_at=START - 3600,
-                nodeclaim=f"claim-{name}",
-                nodepool="default",
-                price=price,
-            )
+        running_node(
+            self.cluster,
+            self.cloud,
+            self.store,
+            TYPES,
+            name=name,
+            instance_type=instance_type,
+            zone=ZONE,
+            capacity_type="on-demand",
+            price=price,
+            launched_at=START - 3600,
         )
-        self.store.create_claim(
-            NodeClaim(
-                name=f"claim-{name}",
-                nodepool="default",
-                state="initialized",
-                instance_type=instance_type,
-                capacity_type="on-demand",
-                zone=ZONE,
-                price=price,
-                instance_id=instance.instance_id,
-                provider_id=instance.provider_id,
-                node_name=name,
-                created_at=START - 3600,
-            )
-        )
-        self.cluster.add_node(node_for(instance, TYPES, name))
         for i in range(pods):
             p = self.cluster.add_pod(_pod(f"web-{name}-{i}"))
             self.cluster.bind(p, name)

@@ -10,7 +10,9 @@ clock. What the controllers do not do themselves is done here, one way for all o
   capacity that of its instance type;
 * `schedule_first_fit`: kube-scheduler reduced to first fit: each pending pod is bound to the first
   Ready, schedulable node its requests fit on; a pod that fits nowhere is marked unschedulable;
-* `pdb`: a PodDisruptionBudget over the pods labelled `app=<app>`.
+* `pdb`: a PodDisruptionBudget over the pods labelled `app=<app>`;
+* `running_node`: a node Nodewright launched before the test starts, as every layer holds it (the
+  running instance, its initialized claim record, its Ready Node).
 
 What is left out on purpose: affinity, taints, spread and the scheduler's scoring (the controllers'
 own decisions are what these worlds test; the binding model is `engine/scheduling/binding.py`).
@@ -27,11 +29,13 @@ from nodewright.model import labels as wk
 from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
+from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.pod import Pod
 from nodewright.model.resources import Resources
 from nodewright.model.selectors import LabelSelector
 from nodewright.model.taints import tolerates_all
 from nodewright.model.workloads import PodDisruptionBudget
+from nodewright.ports import ClaimRecords
 
 
 def node_for(instance: Instance, types: Sequence[InstanceType], name: str = "") -> Node:
@@ -56,6 +60,58 @@ def node_for(instance: Instance, types: Sequence[InstanceType], name: str = "") 
         provider_id=instance.provider_id,
         ready=True,
     )
+
+
+def running_node(
+    cluster: InMemoryCluster,
+    cloud: FakeCloudProvider,
+    claims: ClaimRecords,
+    types: Sequence[InstanceType],
+    *,
+    name: str,
+    instance_type: str,
+    zone: str,
+    capacity_type: str,
+    price: float,
+    launched_at: float,
+    instance_id: str = "",
+    claim_pods: tuple[str, ...] = (),
+) -> Node:
+    """A node of NodePool `default` launched at `launched_at`, registered and initialized: the
+    running instance `instance_id` (default `i-<name>`) tagged with claim `claim-<name>`, that
+    claim's record (`claim_pods`: the pods it was launched for, as the provisioner records them)
+    and its Ready Node `name` (`node_for`). The caller binds the pods it wants on it.
+    """
+    instance = cloud.add_instance(
+        Instance(
+            instance_id=instance_id or f"i-{name}",
+            instance_type=instance_type,
+            zone=zone,
+            capacity_type=capacity_type,
+            state="running",
+            launched_at=launched_at,
+            nodeclaim=f"claim-{name}",
+            nodepool="default",
+            price=price,
+        )
+    )
+    claims.create_claim(
+        NodeClaim(
+            name=f"claim-{name}",
+            nodepool="default",
+            state="initialized",
+            instance_type=instance_type,
+            capacity_type=capacity_type,
+            zone=zone,
+            price=price,
+            instance_id=instance.instance_id,
+            provider_id=instance.provider_id,
+            node_name=name,
+            created_at=launched_at,
+            pods=claim_pods,
+        )
+    )
+    return cluster.add_node(node_for(instance, types, name))
 
 
 class Kubelet:

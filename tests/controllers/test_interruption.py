@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from bench.harness.cluster_actors import Kubelet, node_for, pdb, schedule_first_fit
+from bench.harness.cluster_actors import Kubelet, pdb, running_node, schedule_first_fit
 from nodewright.controllers.assembly import build_provisioner
 from nodewright.controllers.configstatus import ConfigStatus
 from nodewright.controllers.interruption import InterruptionController, InterruptionOptions
@@ -133,38 +133,21 @@ class World:
         instance_id: str = "",
         capacity_type: str = "spot",
     ) -> Node:
-        price = 0.32 if capacity_type == "spot" else 0.768
-        instance = self.cloud.add_instance(
-            Instance(
-                instance_id=instance_id or f"i-{name}",
-                instance_type="m5.4xlarge",
-                zone=ZONE,
-                capacity_type=capacity_type,
-                state="running",
-                launched_at=START - 3600,
-                nodeclaim=f"claim-{name}",
-                nodepool="default",
-                price=price,
-            )
+        node = running_node(
+            self.cluster,
+            self.cloud,
+            self.store,
+            TYPES,
+            name=name,
+            instance_type="m5.4xlarge",
+            zone=ZONE,
+            capacity_type=capacity_type,
+            price=0.32 if capacity_type == "spot" else 0.768,
+            launched_at=START - 3600,
+            instance_id=instance_id,
+            # As the provisioner records them: the pods the node was launched for.
+            claim_pods=tuple(f"default/{app}-{name}-{i}" for i in range(pods)),
         )
-        self.store.create_claim(
-            NodeClaim(
-                name=f"claim-{name}",
-                nodepool="default",
-                state="initialized",
-                instance_type=instance.instance_type,
-                capacity_type=capacity_type,
-                zone=ZONE,
-                price=price,
-                instance_id=instance.instance_id,
-                provider_id=instance.provider_id,
-                node_name=name,
-                created_at=START - 3600,
-                # As the provisioner records them: the pods the node was launched for.
-                pods=tuple(f"default/{app}-{name}-{i}" for i in range(pods)),
-            )
-        )
-        node = self.cluster.add_node(node_for(instance, TYPES, name))
         for i in range(pods):
             p = self.cluster.add_pod(pod(f"{app}-{name}-{i}", cpu="500m", memory="1Gi", labels={"app": app}))
             self.cluster.bind(p, name)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from bench.harness.cluster_actors import node_for
+from bench.harness.cluster_actors import running_node
 from functions.consolidator import handler as consolidator_handler
 from functions.provisioner import handler as provisioner_handler
 from nodewright.controllers.assembly import build_provisioner
@@ -29,9 +29,7 @@ from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
 from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.model import labels as wk
-from nodewright.model.instance import Instance
 from nodewright.model.instancetype import InstanceType
-from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool, ZoneBalance
 from nodewright.ports import Configuration
 from tests.builders import ZONES, node_pool, pod
@@ -127,35 +125,18 @@ class ZonedWorld(ConsolidationWorld):
         (`pinned`: with a node selector on that zone)."""
         it = next(t for t in TYPES if t.name == instance_type)
         price = next(o.price for o in it.offerings if o.capacity_type == "on-demand" and o.zone == zone)
-        instance = self.cloud.add_instance(
-            Instance(
-                instance_id=f"i-{name}",
-                instance_type=instance_type,
-                zone=zone,
-                capacity_type="on-demand",
-                state="running",
-                launched_at=START - 3600,
-                nodeclaim=f"claim-{name}",
-                nodepool="default",
-                price=price,
-            )
+        running_node(
+            self.cluster,
+            self.cloud,
+            self.store,
+            TYPES,
+            name=name,
+            instance_type=instance_type,
+            zone=zone,
+            capacity_type="on-demand",
+            price=price,
+            launched_at=START - 3600,
         )
-        self.store.create_claim(
-            NodeClaim(
-                name=f"claim-{name}",
-                nodepool="default",
-                state="initialized",
-                instance_type=instance_type,
-                capacity_type="on-demand",
-                zone=zone,
-                price=price,
-                instance_id=instance.instance_id,
-                provider_id=instance.provider_id,
-                node_name=name,
-                created_at=START - 3600,
-            )
-        )
-        self.cluster.add_node(node_for(instance, TYPES, name))
         for i in range(pods):
             selector = {wk.ZONE: zone} if pinned else None
             p = self.cluster.add_pod(
