@@ -23,12 +23,47 @@ from pathlib import Path
 
 import pytest
 
+# Session fixtures worth building once per run, and the xdist group of the modules that use them.
+SHARED = {"synthesized": "cdk", "derived": "cdk", "example_plan": "example-plan"}
+
 _FRESH = pytest.StashKey[Path]()
 _LEFT = pytest.StashKey[list[str]]()
 
 
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """`-n N` deals tests out by xdist group (see the module docstring) unless --dist is given."""
+    if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", "no") == "no":
+        config.option.dist = "loadgroup"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups off the tests
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put each test in the xdist group of the expensive fixtures its module shares."""
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    groups: dict[str, str] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        for name in item.fixturenames:
+            definitions = info.name2fixturedefs.get(name)
+            if not definitions:
+                continue
+            if name in SHARED and definitions[-1].scope == "session":
+                groups[module] = SHARED[name]
+            elif definitions[-1].scope == "module":
+                groups.setdefault(module, module)
+    for item in items:
+        group = groups.get(item.nodeid.split("::")[0])
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_configure(config: pytest.Config) -> None:

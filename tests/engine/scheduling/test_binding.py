@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from nodewright.engine.scheduling import PlannedClaim, SchedulingInput, SchedulingResult, solve
@@ -134,10 +134,14 @@ def test_permuting_the_input_never_changes_which_pods_are_placed_nor_raises_the_
 
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="names still order classes of equal size (PodClass.sort_key), and a different order can "
     "pack differently: renaming a pod may change what is placed and the cost (open work)",
 )
-@PROPERTIES
+# Expected to fail: stop at the first input that fails instead of shrinking it (shrinking took
+# about 30 of the test's 34 CPU seconds, to simplify an input no one reads while the mark stands).
+@pytest.mark.filterwarnings("ignore:Generating overly large repr")  # the unshrunk input's
+@settings(PROPERTIES, phases=[Phase.explicit, Phase.reuse, Phase.generate], report_multiple_bugs=False)
 @given(with_followers(), st.integers(0, 2**32 - 1))
 def test_renaming_pods_never_changes_what_is_placed_nor_the_cost(inp: SchedulingInput, seed: int) -> None:
     names = [p.name for p in inp.pods]
