@@ -189,6 +189,7 @@ def test_a_glob_like_id_is_answered_by_moto(ec2: Any) -> None:
 def test_everything_is_restored_on_exit() -> None:
     import jsonpath_ng.ext
     import moto.core.responses as responses
+    from moto.core.serialize import AttributePicker
     from moto.ec2.models.instances import InstanceBackend
 
     places = [
@@ -198,6 +199,9 @@ def test_everything_is_restored_on_exit() -> None:
         (responses, "method_names_from_class"),
         (InstanceBackend, "all_reservations"),
         (InstanceBackend, "get_instance"),
+        (InstanceBackend, "get_reservations_by_instance_ids"),
+        (InstanceBackend, "get_multi_instances_by_id"),
+        (AttributePicker, "__call__"),
     ]
     before = [vars(owner)[name] for owner, name in places]
     with moto_faster():
@@ -266,3 +270,89 @@ def test_instances_found_by_id_are_unchanged(ec2: Any) -> None:
     assert all(w is c for w, c in zip(warm, cold, strict=True))
     with pytest.raises(InvalidInstanceIdError):
         original(backend, "i-00000000000000000")
+
+
+def test_reservations_by_instance_ids_are_unchanged(ec2: Any) -> None:
+    from moto.ec2.exceptions import InvalidInstanceIdError
+    from moto.ec2.models.instances import InstanceBackend
+
+    ids, backend = three_reservations(ec2)
+    original = InstanceBackend.__dict__["get_reservations_by_instance_ids"]
+    asked = [ids[1:4], [ids[5], ids[0]], ids[2:3], ids]
+    filters = {"instance-state-name": ["running"]}
+
+    def seen(reservations: list[Any]) -> list[tuple[type, dict[str, Any]]]:
+        return [(type(r), dict(vars(r))) for r in reservations]
+
+    cold = [seen(original(backend, i)) for i in asked] + [seen(original(backend, ids, filters))]
+    described = ec2.describe_instances(InstanceIds=ids[1:4])["Reservations"]
+    with moto_faster():
+        warm = [seen(backend.get_reservations_by_instance_ids(i)) for i in asked]
+        warm.append(seen(backend.get_reservations_by_instance_ids(ids, filters)))
+        with pytest.raises(InvalidInstanceIdError) as unknown:
+            backend.get_reservations_by_instance_ids([ids[1], "i-00000000000000000"])
+        assert ec2.describe_instances(InstanceIds=ids[1:4])["Reservations"] == described
+    assert warm == cold
+    assert [len(r) for r in cold] == [2, 2, 1, 3, 3]  # the terminated one filtered out of the last
+    with pytest.raises(InvalidInstanceIdError) as moto_says:
+        original(backend, [ids[1], "i-00000000000000000"])
+    assert str(unknown.value) == str(moto_says.value)
+    assert len(backend.reservations[next(iter(backend.reservations))].instances) == 2  # originals untouched
+
+
+def test_instances_by_ids_are_unchanged(ec2: Any) -> None:
+    from moto.ec2.exceptions import InvalidInstanceIdError
+    from moto.ec2.models.instances import InstanceBackend
+
+    ids, backend = three_reservations(ec2)
+    original = InstanceBackend.__dict__["get_multi_instances_by_id"]
+    asked = [ids, ids[::-1], ids[2:3]]
+    cold = [original(backend, i) for i in asked]
+    statuses = ec2.describe_instance_status(InstanceIds=ids[1:], IncludeAllInstances=True)["InstanceStatuses"]
+    with moto_faster():
+        warm = [backend.get_multi_instances_by_id(i) for i in asked]
+        with pytest.raises(InvalidInstanceIdError):
+            backend.get_multi_instances_by_id([ids[1], "i-00000000000000000"])
+        again = ec2.describe_instance_status(InstanceIds=ids[1:], IncludeAllInstances=True)["InstanceStatuses"]
+    for w, c in zip(warm, cold, strict=True):
+        assert len(w) == len(c)
+        assert all(a is b for a, b in zip(w, c, strict=True))
+    assert again == statuses
+    assert len(cold[0]) == 6
+
+
+def test_serialized_responses_are_unchanged(ec2: Any) -> None:
+    """Responses of several shapes (nested structures, lists, tags, errors) read the same."""
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    ids, _ = three_reservations(ec2)
+    ec2.create_tags(Resources=ids[1:3], Tags=[{"Key": "nodewright.io/nodeclaim", "Value": "claim-1"}])
+    queue = sqs.create_queue(QueueName="q")["QueueUrl"]
+    sqs.send_message(
+        QueueUrl=queue, MessageBody="hello", MessageAttributes={"a": {"DataType": "String", "StringValue": "b"}}
+    )
+
+    def answers() -> list[Any]:
+        out: list[Any] = [
+            ec2.describe_instances(),
+            ec2.describe_instances(InstanceIds=ids[1:3]),
+            ec2.describe_instance_status(InstanceIds=ids[1:], IncludeAllInstances=True),
+            ec2.describe_instance_attribute(InstanceId=ids[2], Attribute="userData"),
+            ec2.describe_subnets(),
+            ec2.describe_instance_types(InstanceTypes=["m5.large", "c6g.xlarge"]),
+            sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["All"]),
+        ]
+        try:
+            ec2.describe_instances(InstanceIds=["i-00000000000000000"])
+        except Exception as error:  # moto's error, serialized
+            out.append(getattr(error, "response", {}).get("Error"))
+        for one in out:
+            if isinstance(one, dict):
+                one.pop("ResponseMetadata", None)
+        return out
+
+    cold = answers()
+    with moto_faster():
+        warm = answers()
+    assert warm == cold
+    assert cold[-1]["Code"] == "InvalidInstanceID.NotFound"
+    assert len(cold[2]["InstanceStatuses"]) == 5

@@ -8,7 +8,9 @@ derive from the same immutable objects is derived once and kept here:
   used, compared by value; the answers each one remembers (options, targets) go with it, and
   pools alike but for their name share the prepared types (`typeview.TypeViews`);
 * `pod_facts` / `node_facts`: what the solver reads of a bound pod or a node, by object identity;
-* `bound_runs`: runs of consecutive bound pods on one node, added up once (`existing.py`).
+* `bound_runs`: runs of consecutive bound pods on one node, added up once (`existing.py`);
+* `catalog_peaks`: the most allocatable of the pools' catalogs (`state.Pass.catalog_peak`), by the
+  resource names and the catalogs' identity: a consolidation pass's solves share their pools.
 
 Every entry is a pure function of its key, and entries found by `id()` hold their object, so an id
 cannot be reused while it is remembered: a solve with a warm cache returns exactly what it returns
@@ -70,6 +72,7 @@ class SolverCache:
         self.pod_facts = PodFacts(pod_facts)
         self.node_facts = NodeFacts(node_facts)
         self.bound_runs = BoundRuns(self.pod_facts, bound_runs)
+        self.catalog_peaks = CatalogPeaks()
 
     def age(self) -> None:
         """Start a new generation of the memos found by identity: call once per pass (a
@@ -79,6 +82,31 @@ class SolverCache:
         self.pod_facts.age()
         self.node_facts.age()
         self.bound_runs.age()
+
+
+class CatalogPeaks:
+    """`Pass.catalog_peak` by the pass's resource names and its pools' catalogs, compared by
+    identity (each entry holds its catalogs, so their ids stay theirs). The last few only: the
+    pools of one consolidation pass or provisioning invocation are the same objects throughout.
+    """
+
+    LIMIT = 8
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[Any, ...], tuple[list[Sequence[Any]], tuple[int, ...]]] = OrderedDict()
+
+    def get(self, names: tuple[str, ...], catalogs: list[Sequence[Any]]) -> tuple[int, ...] | None:
+        """The peak remembered for these names and these very catalogs, or None."""
+        hit = self._entries.get((names, *map(id, catalogs)))
+        if hit is None or not all(map(operator.is_, hit[0], catalogs)):
+            return None
+        return hit[1]
+
+    def put(self, names: tuple[str, ...], catalogs: list[Sequence[Any]], peak: tuple[int, ...]) -> None:
+        """Remember `peak` for these names and catalogs."""
+        self._entries[(names, *map(id, catalogs))] = (catalogs, peak)
+        while len(self._entries) > self.LIMIT:
+            self._entries.popitem(last=False)
 
 
 @dataclass(frozen=True, slots=True)

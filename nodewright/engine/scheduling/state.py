@@ -137,6 +137,8 @@ class Pass:
         claim of any pool, which is known without preparing each pool's view of its catalog.
         """
         if self._catalog_peak is None:
+            self._catalog_peak = self.cache.catalog_peaks.get(self.names, [pool.catalog for pool in self.pools])
+        if self._catalog_peak is None:
             peak = [0] * len(self.names)
             catalogs: list[Sequence[InstanceType]] = []
             for pool in self.pools:
@@ -151,6 +153,7 @@ class Pass:
                 for it in catalog:
                     peak = [max(a, b) for a, b in zip(peak, self.vec(it.allocatable), strict=True)]
             self._catalog_peak = tuple(peak)
+            self.cache.catalog_peaks.put(self.names, [pool.catalog for pool in self.pools], self._catalog_peak)
         return self._catalog_peak
 
     def vec(self, resources: Mapping[str, int]) -> tuple[int, ...]:

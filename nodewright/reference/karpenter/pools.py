@@ -7,7 +7,8 @@ the pool's remaining limits; claims narrow their type set with `mask` and price 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import copy
+from collections.abc import Callable, Iterable, Sequence
 from types import MappingProxyType
 
 import numpy as np
@@ -58,14 +59,29 @@ class Pool:
         self.capacity: IntArray = np.array(
             [[ONE_NODE if n == NODES else it.capacity[n] for n in names] for it in self.types], dtype=np.int64
         ).reshape(len(self.types), len(names))
-        self.remaining: IntArray | None = None
-        if np_.limits is not None:
-            used = inp.used.get(np_.name, Resources())
-            self.remaining = np.array(
-                [np_.limits[n] - used[n] if n in np_.limits else 1 << 62 for n in names], dtype=np.int64
-            )
+        self._limits = np_.limits
+        self._names = tuple(names)
+        self.remaining: IntArray | None = self._remaining(inp)
         self._masks: dict[Requirements, BoolArray] = {}
         self._cheapest: dict[tuple[Requirement | None, Requirement | None], list[Offering | None]] = {}
+
+    def _remaining(self, inp: SchedulingInput) -> IntArray | None:
+        """What the pool's limits leave after `inp.used` (None: no limits)."""
+        limits = self._limits
+        if limits is None:
+            return None
+        used = inp.used.get(self.name, Resources())
+        return np.array([limits[n] - used[n] if n in limits else 1 << 62 for n in self._names], dtype=np.int64)
+
+    def again(self, inp: SchedulingInput) -> Pool:
+        """This pool for another schedule of the same NodePools, daemonsets and blocked offerings
+        (`PreparedPools`): its types, vectors and caches shared, its remaining limits from `inp.used`.
+        A schedule only replaces `remaining` (never changes it in place), and the caches are
+        functions of the types, the blocked offerings and their key.
+        """
+        twin = copy.copy(self)
+        twin.remaining = self._remaining(inp)
+        return twin
 
     def _allowed(self, it: InstanceType, reqs: Requirements) -> bool:
         return bool(self.offerings(it, reqs))
@@ -103,6 +119,28 @@ class Pool:
                 hit.append(min(offers, key=offering_order) if offers else None)
             self._cheapest[key] = hit
         return hit
+
+
+class PreparedPools:
+    """The `Pool`s of many schedules over the same NodePools, daemonsets and blocked offerings
+    (one disruption pass's simulations), prepared once per set of resource names: filtering a
+    NodePool's types and building their vectors is most of a small schedule's work. Owned by its
+    caller, for as long as those inputs stay the same objects (checked on every use).
+    """
+
+    def __init__(self) -> None:
+        self._by_names: dict[tuple[str, ...], tuple[SchedulingInput, list[Pool]]] = {}
+
+    def pools(self, inp: SchedulingInput, names: tuple[str, ...], make: Callable[[], list[Pool]]) -> list[Pool]:
+        """`make()`'s pools for `inp` and `names`, or the ones made before for the same inputs."""
+        hit = self._by_names.get(names)
+        if hit is not None:
+            first, pools = hit
+            if first.pools is inp.pools and first.daemonsets is inp.daemonsets and first.blocked is inp.blocked:
+                return [pool.again(inp) for pool in pools]
+        pools = make()
+        self._by_names[names] = (inp, pools)
+        return [pool.again(inp) for pool in pools]
 
 
 def offering_order(o: Offering) -> tuple[float, int, str]:

@@ -64,17 +64,19 @@ from nodewright.model.requirements import Requirement, Requirements, label_match
 from nodewright.model.resources import CPU, MEMORY, PODS, Resources
 from nodewright.model.taints import Taint
 from nodewright.reference.karpenter.pods import AFFINITY, ANTI, SPREAD, PodState, Vector, View, views_of
-from nodewright.reference.karpenter.pools import NODES, IntArray, Pool, tolerated
+from nodewright.reference.karpenter.pools import NODES, IntArray, Pool, PreparedPools, tolerated
 from nodewright.reference.karpenter.topology import Bin, Topology
 
 
-def schedule(inp: SchedulingInput) -> SchedulingResult:
-    """Place `inp.pods` the way Karpenter's scheduler does (see module doc)."""
-    return _Scheduler(inp).run()
+def schedule(inp: SchedulingInput, prepared: PreparedPools | None = None) -> SchedulingResult:
+    """Place `inp.pods` the way Karpenter's scheduler does (see module doc). `prepared`, when
+    given, keeps the NodePools' prepared types for the next schedule over the same NodePools.
+    """
+    return _Scheduler(inp, prepared).run()
 
 
 class _Scheduler:
-    def __init__(self, inp: SchedulingInput) -> None:
+    def __init__(self, inp: SchedulingInput, prepared: PreparedPools | None = None) -> None:
         self.inp = inp
         names = {CPU, MEMORY, PODS}
         for pod in inp.pods:
@@ -84,9 +86,12 @@ class _Scheduler:
         for pc in inp.pools:
             names |= set(pc.nodepool.limits or ())
         self.names = tuple(sorted(names))
-        self.pools = [
-            Pool(pc, inp, self.names) for pc in sorted(inp.pools, key=lambda p: (-p.nodepool.weight, p.nodepool.name))
-        ]
+
+        def make() -> list[Pool]:
+            ordered = sorted(inp.pools, key=lambda p: (-p.nodepool.weight, p.nodepool.name))
+            return [Pool(pc, inp, self.names) for pc in ordered]
+
+        self.pools = make() if prepared is None else prepared.pools(inp, self.names, make)
         prefer = any(t.effect == "PreferNoSchedule" for p in self.pools for t in p.taints)
         view_cache: dict[object, tuple[View, ...]] = {}
         self.states: list[PodState] = []

@@ -20,6 +20,7 @@ from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.scheduling.inputs import remaining_cluster, rescheduling_input
 from nodewright.engine.scheduling.types import SchedulingResult
 from nodewright.engine.scheduling.usage import pool_usage
+from nodewright.reference.karpenter.pools import PreparedPools
 from nodewright.reference.karpenter.scheduler import schedule
 
 
@@ -31,6 +32,7 @@ class Simulation:
         inp = view.inp
         self.used = pool_usage(inp.snapshot.nodes, inp.claims, view.types)
         self._answers: dict[frozenset[str], SchedulingResult] = {}
+        self._pools = PreparedPools()  # the NodePools' types, prepared once for the pass
         self.runs = 0
 
     def run(self, candidates: Sequence[Candidate]) -> SchedulingResult:
@@ -52,6 +54,6 @@ class Simulation:
             now=inp.now,
         )
         self.runs += 1
-        result = schedule(scheduling)
+        result = schedule(scheduling, self._pools)
         self._answers[leaving] = result
         return result
