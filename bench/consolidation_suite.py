@@ -39,7 +39,13 @@ kube-scheduler's filters and the planned pods it would not bind (`bench.harness.
 the fault audit's claims with a duplicate instance and orphan instances or claims. Per scenario it
 prints the cost ratio nodewright / karpenter and which goals fall short; in total the ratio's
 median and maximum, the sums and the worst figures, and wall time per mode. `--json FILE` writes
-every row and the totals.
+every row and the totals; each row says the commit of the code that ran it.
+
+`--reuse FILE` (repeatable) takes the rows of an earlier `--json` file for the runs it holds
+instead of running them again, so the modes of a long suite can run at different times (say the
+references while the machine is busy, then `nodewright` after a change to it). Its settings
+(hours, scale, faults, features, spot-to-spot) must be this run's; a reused row keeps its commit
+and names its file (`reused_from`), and the output lists every commit the table rests on.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -409,6 +416,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--scenario", type=Path, action="append", default=[], help="run this file instead of the shipped ones"
     )
     parser.add_argument("--json", type=Path, help="write every row and the totals here")
+    parser.add_argument(
+        "--reuse",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="take the runs an earlier --json FILE holds (same settings) instead of running them",
+    )
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
     unknown = sorted(set(modes) - set(MODES))
@@ -429,10 +444,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         spot_to_spot=args.spot_to_spot == "on",
         features=features,
     )
+    try:
+        rows = reused(args.reuse, _settings(args, modes, seeds), todo)
+    except ValueError as error:
+        parser.error(f"--reuse: {error}")
+    done_before = {(r["scenario"], r["mode"]) for r in rows}
+    commit = code_commit()
     started = time.perf_counter()
-    rows: list[dict[str, Any]] = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(run, task): task for task in todo}
+        futures = {pool.submit(run, task): task for task in todo if (task.label, task.mode) not in done_before}
         for future in as_completed(futures):
             task = futures[future]
             try:
@@ -440,7 +460,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except Exception as error:  # one broken run is a finding, not the suite's end
                 print(f"{task.label} {task.mode}: FAILED {type(error).__name__}: {error}", file=sys.stderr)
                 continue
-            rows.append(row)
+            rows.append({**row, "commit": commit})
             print(
                 f"[{len(rows)}/{len(todo)} {time.perf_counter() - started:.0f} s] {task.label} {task.mode}: "
                 f"${row['cost_usd']:.2f}, lost {row['pods_lost']}, wall {row['wall_seconds']:.0f} s",
@@ -453,6 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(table(rows, result))
     print()
     print(bill_table(rows, result))
+    print(f"code: {', '.join(result['commits'])}")
     print(json.dumps(result["totals"], indent=2))
     return 1 if len(rows) < len(todo) else 0
 
@@ -472,7 +493,20 @@ def _report(
     rows.sort(key=lambda r: (order[r["scenario"]], MODES.index(r["mode"])))
     result = summarise(rows)
     result["totals"]["suite_wall_seconds"] = round(time.perf_counter() - started, 1)
-    result["settings"] = {
+    result["settings"] = _settings(args, modes, seeds)
+    result["commits"] = sorted({str(r.get("commit", "unknown")) for r in rows})
+    result["complete"] = done and len(rows) == len(todo)
+    if args.json is not None:
+        args.json.write_text(json.dumps({**result, "rows": rows}, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+# The settings a reused row must share with the run that reuses it (the rest say what ran, not how).
+SAME_SETTINGS = ("hours", "scale", "faults", "features", "spot_to_spot")
+
+
+def _settings(args: argparse.Namespace, modes: Sequence[str], seeds: Sequence[int]) -> dict[str, Any]:
+    return {
         "seeds": list(seeds),
         "hours": None if args.full else args.hours,
         "scale": args.scale,
@@ -481,12 +515,53 @@ def _report(
         "files": [] if args.no_shipped else [str(p) for p in args.scenario] or "shipped",
         "faults": args.faults,
         "features": list(parse_features(args.features)),
+        "spot_to_spot": args.spot_to_spot == "on",
         "cpus": os.cpu_count(),
     }
-    result["complete"] = done and len(rows) == len(todo)
-    if args.json is not None:
-        args.json.write_text(json.dumps({**result, "rows": rows}, indent=2) + "\n", encoding="utf-8")
-    return result
+
+
+def reused(files: Sequence[Path], settings: dict[str, Any], todo: Sequence[Task]) -> list[dict[str, Any]]:
+    """The rows of earlier `--json` files that are runs of `todo`, each naming its file; a file
+    that cannot be read or whose settings differ from `settings` raises ValueError naming it and
+    the setting. A run found in two files is taken from the first.
+    """
+    wanted = {(t.label, t.mode) for t in todo}
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in files:
+        try:
+            earlier = json.loads(path.read_text(encoding="utf-8"))
+            theirs = earlier["settings"]
+            rows = earlier["rows"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"{path}: not a suite --json file ({type(error).__name__}: {error})") from error
+        for key in SAME_SETTINGS:
+            if theirs.get(key, settings[key]) != settings[key]:
+                raise ValueError(f"{path}: its {key} is {theirs.get(key)!r}, this run's is {settings[key]!r}")
+        for row in rows:
+            run_key = (row.get("scenario"), row.get("mode"))
+            if run_key in wanted and run_key not in out:
+                out[run_key] = {**row, "reused_from": str(path)}
+    return list(out.values())
+
+
+def code_commit() -> str:
+    """The git commit of the code this suite runs (with `+changes` when the tree differs), or
+    "unknown" outside a git checkout."""
+    here = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{head}+changes" if dirty else head
 
 
 def _ratio(by_mode: dict[str, dict[str, Any]]) -> float | None:

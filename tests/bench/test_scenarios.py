@@ -239,6 +239,40 @@ def test_the_suite_runs_each_mode_and_reports_ratios_shortfalls_and_totals(tmp_p
     assert result["settings"]["hours"] == 0.25
 
 
+def test_the_suite_takes_the_runs_an_earlier_json_holds_and_refuses_one_of_other_settings(tmp_path: Path) -> None:
+    args = ["--seeds", "1", "--first", "11", "--hours", "0.25", "--scale", "0.1", "--jobs", "1", "--no-shipped"]
+    # An earlier run's file, as --json writes it: the karpenter run of seed 11 at these settings.
+    summary = {
+        "cost_usd": 1.5, "bill": {"compute_usd": 1.5, "fee_usd": 0.0, "autoscaler_usd": 0.1, "total_usd": 1.6},
+        "pods_lost": 0, "pdb_violations": 0, "do_not_disrupt_violations": 0, "limit_violations": 0,
+        "displaced_pending_seconds": {"other": {"max": 40.0}, "interruption": {"max": 0.0}},
+        "invocations": {"consolidator": 15}, "invocations_lease_busy": {}, "consolidation_moves": {"pods_moved": 4},
+        "interruption": {"instances": 0, "drain_seconds_max": None, "reclaimed_with_pods": 0},
+        "pods_pending_at_end": 0, "nodes_launched": 3, "handler_errors": 0, "wall_seconds": 9.0, "cpu_seconds": 8.0,
+    }  # fmt: skip
+    row = {
+        "scenario": "seed 11", "mode": "karpenter", **consolidation_suite.figures(summary),
+        "plans_checked": 0, "unbindable_pods": 0, "commit": "abc1234",
+    }  # fmt: skip
+    settings = {"seeds": [11], "hours": 0.25, "scale": 0.1, "faults": False, "features": [], "spot_to_spot": True}
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(json.dumps({"settings": settings, "rows": [row]}), encoding="utf-8")
+
+    out = tmp_path / "again.json"
+    # Everything it asks for is in the earlier file: nothing runs, the row is the earlier one.
+    assert consolidation_suite.main([*args, "--modes", "karpenter", "--reuse", str(earlier), "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["rows"] == [{**row, "reused_from": str(earlier)}]
+    assert result["commits"] == ["abc1234"]
+    assert consolidation_suite.code_commit() != ""
+
+    with pytest.raises(SystemExit):  # compressed to another length: not the same runs
+        consolidation_suite.main([*args[:4], "--hours", "0.5", *args[6:], "--reuse", str(earlier)])
+    (tmp_path / "broken.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(SystemExit):
+        consolidation_suite.main([*args, "--reuse", str(tmp_path / "broken.json")])
+
+
 def test_a_scenario_short_of_the_goals_says_which_and_by_how_much() -> None:
     row = {
         "cost_usd": 11.0,
