@@ -41,6 +41,7 @@ class Strategy:
     fill_limits: bool = False
     widen_claims: bool = False
     smallest_first: bool = False
+    other_order: bool = False
 
 
 DEFAULT_STRATEGY = Strategy()
@@ -49,6 +50,7 @@ PORTFOLIO = (
     Strategy(emptiest_first=True),
     Strategy(mix_shapes=True),
     Strategy(mix_shapes=True, lp_plan=True),
+    Strategy(other_order=True),
 )
 # When limits leave pods out, these passes run too, and the plan placing the most pods, then the
 # cheapest, wins (a pool's limits are a budget of capacity: big nodes waste less of it).

@@ -66,7 +66,7 @@ from dataclasses import replace
 
 from nodewright.engine.scheduling.budget import FairTurns, SolveDeadline
 from nodewright.engine.scheduling.cache import SolverCache
-from nodewright.engine.scheduling.classes import PodClass
+from nodewright.engine.scheduling.classes import PodClass, orders_differ
 from nodewright.engine.scheduling.existing import BoundPods, add_existing, topology_groups
 from nodewright.engine.scheduling.fill import schedule, unconstrained, zone_parts, zone_spread_only
 from nodewright.engine.scheduling.finalize import finalize
@@ -155,6 +155,12 @@ def _solve(
         if plans and deadline is not None and deadline.expired():
             break
         p = Pass(inp, candidate, bound, cache)
+        if candidate.other_order and not orders_differ(p.classes):
+            continue  # the classes would go in the same order as in the first pass
+        if candidate.mix_shapes and not candidate.lp_plan and not begin_pass(p):
+            # No class is mixable: the pass would place every class in order, step for step
+            # as the first-fit pass did.
+            continue
         plans.append(run_pass(p, deadline))
         plannable = plannable or p.plannable
     return _within_limits(inp, min(plans, key=_rank), bound, cache, deadline)
@@ -189,10 +195,12 @@ def _within_limits(
     return min(plans, key=_rank)
 
 
-def run_pass(p: Pass, deadline: SolveDeadline | None = None) -> SchedulingResult:
-    """Run one pass (the steps of the module docstring) and return its result; with a `deadline`,
-    the classes not reached in time (tenants taking turns: `budget.FairTurns`) are `deferred`.
+def begin_pass(p: Pass) -> bool:
+    """The pass's first steps (topology groups, existing capacity, demand); returns whether some
+    class is mixable (`mix.py` would pack it), the only way a shape-mixing pass differs from the
+    first-fit one.
     """
+    p.begun = True
     groups = p.tracked = topology_groups(p)
     p.topology.track(groups)
     p.topology_keys = sorted({wk.HOSTNAME, wk.ZONE, wk.CAPACITY_TYPE} | {g.key for g in groups})
@@ -202,6 +210,17 @@ def run_pass(p: Pass, deadline: SolveDeadline | None = None) -> SchedulingResult
         if pool is not None:
             req = p.vec(cls.requests)
             add(remaining_demand(p, pool, capacity_types(p, cls, pool)), req, len(cls.pods))
+    return any(
+        home_pool(p, cls) is not None and (unconstrained(p, cls) or zone_spread_only(p, cls)) for cls in p.classes
+    )
+
+
+def run_pass(p: Pass, deadline: SolveDeadline | None = None) -> SchedulingResult:
+    """Run one pass (the steps of the module docstring) and return its result; with a `deadline`,
+    the classes not reached in time (tenants taking turns: `budget.FairTurns`) are `deferred`.
+    """
+    if not p.begun:
+        begin_pass(p)
     turns = FairTurns(deadline)
 
     def tenant(cls: PodClass) -> tuple[str, str]:

@@ -74,7 +74,7 @@ class Pass:
         self.strategy = strategy
         self.bound = bound
         self.cache = cache
-        self.classes = group(inp.pods)
+        self.classes = group(inp.pods, other_order=strategy.other_order)
         self.names = resource_names(inp, self.classes)
         self.index = {n: i for i, n in enumerate(self.names)}
         # A static NodePool (`replicas`) keeps its own count of nodes and never opens a claim for
@@ -112,6 +112,7 @@ class Pass:
         self.plan_option_lists: dict[tuple[object, ...], list[tuple[PoolType, float]]] = {}  # plan
         # Set by a shape-mixing pass that met pods a planned fill could plan (see `solve`).
         self.plannable = False
+        self.begun = False  # `solver.begin_pass` ran
         self.topology_keys: list[str] = []
         self.tracked: list[Group] = []  # the topology groups the pass tracks
         self.min_cpu = min((c.requests[CPU] for c in self.classes), default=0)
