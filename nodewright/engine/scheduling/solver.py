@@ -14,7 +14,8 @@ queue.go / preferences.go split):
    the pass is kept in the caller's `SolverCache` (`cache.py`) and reused by later solves.
 2. *Group* (`classes.py`). Pods with identical scheduling specs form one class, handled as a batch:
    "how many of these fit here?" is asked once per class and node, not once per pod. Classes go
-   largest first (cpu, then memory), like Karpenter's pod order (its queue.go).
+   largest first (cpu, then memory), like Karpenter's pod order (its queue.go); classes of equal
+   size by their spec, never their pods' names (`classes.group`).
 3. *Existing capacity* (`existing.py`). Nodes and in-flight claims become bins with the room their
    bound pods leave; every bound pod is counted for topology where it is.
 4. *Fill with topology* (`fill.py`, checks in `fit.py`). Zone- and capacity-type-keyed spread and
@@ -43,7 +44,9 @@ them only while it costs at most PREFERENCE_PREMIUM more (Karpenter relaxes a pr
 it cannot be met; kube-scheduler scores preferences and never buys a node for one).
 
 The portfolio (`portfolio.py`): small inputs run a pass per strategy of PORTFOLIO and keep the plan
-that leaves the fewest pods unplaced, then costs least.
+that leaves the fewest pods unplaced, then costs least. A pass that would repeat another step for
+step is skipped: shape mixing when no class is mixable (`begin_pass`), the other class order when
+it is the same order (`classes.orders_differ`).
 
 When NodePool limits leave pods out (of the best plan, whatever the input's size), the passes of
 LIMITS_PORTFOLIO run as well and the same rule picks among all of them: a limit is a budget of
@@ -55,9 +58,10 @@ one more entry of that budget: every type's limit vector charges one node (`prep
 `usage.charged`), as each node and claim in flight does in the usage, so every pass treats it
 like cpu: no claim past it, pods left out with "limits reached".
 
-Determinism: classes are sorted by requests then by their first pod's name, pods inside a class by
-name, types by price then name, offerings by price, capacity type and zone; no set or dict
-iteration order leaks into the result, and no cache changes it (`cache.py`).
+Determinism: classes are sorted by requests then by their spec (`classes.group`; names play no
+part, so renaming pods never changes the plan), pods inside a class by name, types by price then
+name, offerings by price, capacity type and zone; no set or dict iteration order leaks into the
+result, and no cache changes it (`cache.py`).
 """
 
 from __future__ import annotations
