@@ -151,6 +151,7 @@ def _solve(
         return _within_limits(inp, first, bound, cache, deadline)
     plans: list[SchedulingResult] = []
     plannable = False
+    grouped: dict[bool, list[PodClass]] = {}  # the classes in each order, grouped once per solve
     for candidate in PORTFOLIO:
         if candidate.lp_plan and not plannable:
             # The shape-mixing pass (earlier in PORTFOLIO) met nothing to plan, so this pass
@@ -158,7 +159,8 @@ def _solve(
             continue
         if plans and deadline is not None and deadline.expired():
             break
-        p = Pass(inp, candidate, bound, cache)
+        p = Pass(inp, candidate, bound, cache, grouped.get(candidate.other_order))
+        grouped.setdefault(candidate.other_order, p.classes)
         if candidate.other_order and not orders_differ(p.classes):
             continue  # the classes would go in the same order as in the first pass
         if candidate.mix_shapes and not candidate.lp_plan and not begin_pass(p):

@@ -69,12 +69,21 @@ class Pass:
     passes of one `solve()` call; `cache` by whatever solves its caller lets share it.
     """
 
-    def __init__(self, inp: SchedulingInput, strategy: Strategy, bound: BoundPods, cache: SolverCache) -> None:
+    def __init__(
+        self,
+        inp: SchedulingInput,
+        strategy: Strategy,
+        bound: BoundPods,
+        cache: SolverCache,
+        classes: Sequence[PodClass] | None = None,
+    ) -> None:
         self.inp = inp
         self.strategy = strategy
         self.bound = bound
         self.cache = cache
-        self.classes = group(inp.pods, other_order=strategy.other_order)
+        # `classes`: `group(inp.pods)` in this strategy's order, when the caller has it already
+        # (classes are immutable, so passes of one solve share them).
+        self.classes = list(classes) if classes is not None else group(inp.pods, other_order=strategy.other_order)
         self.names = resource_names(inp, self.classes)
         self.index = {n: i for i, n in enumerate(self.names)}
         # A static NodePool (`replicas`) keeps its own count of nodes and never opens a claim for
