@@ -14,9 +14,10 @@ PreferNoSchedule taints are tolerated.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass, replace
 
+from nodewright.model import labels as wk
 from nodewright.model.pod import AffinityTerm, Pod, SpreadConstraint
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import CPU, MEMORY, Resources
@@ -65,9 +66,11 @@ class PodClass:
     preferred_anti_affinity: tuple[AffinityTerm, ...]
     preferred_node: tuple[Requirements, ...]
     soft_spread: bool
+    # Where `group` put the class in the placement order (`sort_key`).
+    position: int = 0
 
     @classmethod
-    def of(cls, pods: Iterable[Pod]) -> PodClass:
+    def of(cls, pods: Iterable[Pod], *, position: int = 0) -> PodClass:
         """The class of some identical pods (sorted by name so results do not depend on input order)."""
         ordered = tuple(sorted(pods, key=lambda p: (p.namespace, p.name)))
         sample = ordered[0]
@@ -82,6 +85,7 @@ class PodClass:
             preferred_node=tuple(t.requirements for t in by_weight),
             soft_spread=True,
             tolerate_prefer_no_schedule=False,
+            position=position,
         )
 
     def relaxed(self) -> PodClass | None:
@@ -107,9 +111,9 @@ class PodClass:
         return replace(self, alternatives=tuple(a.intersection(requirements) for a in self.alternatives))
 
     @property
-    def sort_key(self) -> tuple[int, int, str, str]:
-        """Karpenter's order, largest first: cpu, then memory; then a stable tie-break."""
-        return (-self.requests[CPU], -self.requests[MEMORY], self.sample.namespace, self.sample.name)
+    def sort_key(self) -> int:
+        """The class's place in the placement order `group` chose (see there)."""
+        return self.position
 
     def _rebuild(
         self,
@@ -132,6 +136,7 @@ class PodClass:
             tolerate_prefer_no_schedule=(
                 self.tolerate_prefer_no_schedule if tolerate_prefer_no_schedule is None else tolerate_prefer_no_schedule
             ),
+            position=self.position,
         )
 
 
@@ -144,6 +149,7 @@ def _build(
     preferred_node: tuple[Requirements, ...],
     soft_spread: bool,
     tolerate_prefer_no_schedule: bool,
+    position: int,
 ) -> PodClass:
     alternatives = sample.node_requirements()
     if preferred_node:
@@ -162,12 +168,91 @@ def _build(
         preferred_anti_affinity=preferred_anti_affinity,
         preferred_node=preferred_node,
         soft_spread=soft_spread,
+        position=position,
     )
 
 
-def group(pods: Iterable[Pod]) -> list[PodClass]:
-    """Pods grouped into classes, in Karpenter's placement order (largest cpu, then memory, first)."""
+def group(pods: Iterable[Pod], *, other_order: bool = False) -> list[PodClass]:
+    """Pods grouped into classes, in placement order: largest cpu, then memory, first (Karpenter's
+    order). Classes of equal size go the most constrained first (`constraint_rank`), then the one
+    with more pods first, then by their spec as a canonical string (`canonical`, descending). Only
+    specs decide, never pods' names nor the input's order, so renaming or reordering the pods
+    never changes the plan. `other_order` puts the least constrained first instead: a second
+    canonical order the portfolio tries (`portfolio.Strategy.other_order`).
+    """
     buckets: dict[PodKey, list[Pod]] = {}
     for pod in pods:
         buckets.setdefault(class_key(pod), []).append(pod)
-    return sorted((PodClass.of(members) for members in buckets.values()), key=lambda c: c.sort_key)
+    memo: dict[object, str] = {}
+    by_spec = sorted(buckets.items(), key=lambda kv: canonical(kv[0], memo), reverse=True)
+    sign = 1 if other_order else -1
+
+    def order(kv: tuple[PodKey, list[Pod]]) -> tuple[int, int, int, int]:
+        sample = kv[1][0]
+        return (-sample.requests[CPU], -sample.requests[MEMORY], sign * constraint_rank(sample), -len(kv[1]))
+
+    return [PodClass.of(members, position=i) for i, (_, members) in enumerate(sorted(by_spec, key=order))]
+
+
+def orders_differ(classes: Sequence[PodClass]) -> bool:
+    """True when `other_order` gives another order: two classes of equal size and unequal
+    `constraint_rank`.
+    """
+    ranks: dict[tuple[int, int], int] = {}
+    for c in classes:
+        size = (c.requests[CPU], c.requests[MEMORY])
+        rank = constraint_rank(c.sample)
+        if ranks.setdefault(size, rank) != rank:
+            return True
+    return False
+
+
+def canonical(key: PodKey, memo: dict[object, str]) -> str:
+    """A class's spec (`class_key`) as a canonical string: equal specs give equal strings in every
+    process, and pods' names play no part; `memo` remembers the parts classes share.
+    """
+    return ",".join([_canon(part, memo) for part in key])
+
+
+def constraint_rank(pod: Pod) -> int:
+    """How much a pod's required constraints narrow where it may go, as a rank: hostname
+    anti-affinity (a node each) over hostname-keyed spread or affinity over other spread or
+    affinity over none. Among pods of one size the more constrained are placed first, so the
+    free ones fill the room they leave (first fit decreasing's rule, applied to constraints).
+    """
+    rank = 0
+    for term in pod.anti_affinity:
+        rank |= 8 if term.topology_key == wk.HOSTNAME else 2
+    for key in [s.topology_key for s in pod.spread if s.required] + [t.topology_key for t in pod.affinity]:
+        rank |= 4 if key == wk.HOSTNAME else 1
+    return rank
+
+
+def _canon(x: object, memo: dict[object, str]) -> str:
+    """`x` as a canonical string: equal values give equal strings in every process (sets and
+    maps written sorted, so no hash-seed order), values of different types different strings.
+    Remembered in `memo` (by value: classes share their terms, labels and requests).
+    """
+    if x is None or isinstance(x, (str, bool, int, float)):
+        return repr(x)
+    if x == ():
+        return "()"
+    hit = memo.get(x)
+    if hit is not None:
+        return hit
+    out: str
+    if isinstance(x, Resources):
+        # Explicit zeros are equal to absent amounts (Resources.__eq__).
+        out = "R{" + ",".join(sorted(f"{k}:{v}" for k, v in x.items() if v)) + "}"
+    elif isinstance(x, (frozenset, set)):
+        out = "{" + ",".join(sorted(_canon(e, memo) for e in x)) + "}"
+    elif isinstance(x, Mapping):
+        out = "{" + ",".join(sorted(f"{_canon(k, memo)}:{_canon(v, memo)}" for k, v in x.items())) + "}"
+    elif isinstance(x, tuple):
+        out = "(" + ",".join([_canon(e, memo) for e in x]) + ")"
+    elif is_dataclass(x):
+        out = type(x).__name__ + "(" + ",".join([_canon(getattr(x, f.name), memo) for f in fields(x)]) + ")"
+    else:
+        raise TypeError(f"no canonical form for {type(x).__name__}")
+    memo[x] = out
+    return out

@@ -3,7 +3,8 @@
 `solve()` (solver.py) runs every strategy of PORTFOLIO on inputs up to PORTFOLIO_LIMIT pods and
 keeps the plan that leaves the fewest pods unplaced, then costs least; larger inputs get one pass
 of DEFAULT_STRATEGY. Each flag switches on one part of the pass: `emptiest_first` the claim order
-in `fill.py`, `mix_shapes` `mix.py`, `lp_plan` `plan.py`.
+in `fill.py`, `mix_shapes` `mix.py`, `lp_plan` `plan.py`, `other_order` the order of classes of
+equal size (`classes.group`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ class Strategy:
     its pods; with `emptiest_first` the pods then go one by one to the claim with the fewest
     (`fill._round_robin`), Karpenter's order. `smallest_first` takes the classes smallest first:
     a binding limit is a budget, and small pods first place the most pods in it.
+
+    `other_order` places classes of equal size the least constrained first instead of the most
+    constrained first (`classes.group`): first fit is sensitive to the order of equal items, and
+    neither canonical order is the cheaper on every workload.
     """
 
     emptiest_first: bool = False
@@ -41,6 +46,7 @@ class Strategy:
     fill_limits: bool = False
     widen_claims: bool = False
     smallest_first: bool = False
+    other_order: bool = False
 
 
 DEFAULT_STRATEGY = Strategy()
@@ -49,6 +55,7 @@ PORTFOLIO = (
     Strategy(emptiest_first=True),
     Strategy(mix_shapes=True),
     Strategy(mix_shapes=True, lp_plan=True),
+    Strategy(other_order=True),
 )
 # When limits leave pods out, these passes run too, and the plan placing the most pods, then the
 # cheapest, wins (a pool's limits are a budget of capacity: big nodes waste less of it).

@@ -1,12 +1,12 @@
 """Retrying pods that wait on others of the same batch, as Karpenter's queue does. Pure.
 
 A pod whose required pod affinity names pods pending in the same batch cannot be placed before
-them: placed first (classes go largest first, then by name), it finds no pod to follow and is set
+them: placed first (classes go largest first, then by spec), it finds no pod to follow and is set
 aside. Karpenter's queue puts such a pod back and tries it again after the others, for as long as
 a round places anything. `retry_waiting` does the same after the pass's first round: the classes
 that left pods out and whose constraints read other pods' places (pod affinity, topology spread)
 are scheduled again, round after round while a round places at least one pod. So whether a
-follower is placed does not depend on whether its name sorts before its target's.
+follower is placed does not depend on whether it is ordered before its target.
 
 A claim of this pass has no zone (nor capacity type) until it is finalized, and a pod counts in a
 domain only once its node has one (as in Karpenter's topology). Before a round, each claim holding

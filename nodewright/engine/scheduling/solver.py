@@ -14,7 +14,8 @@ queue.go / preferences.go split):
    the pass is kept in the caller's `SolverCache` (`cache.py`) and reused by later solves.
 2. *Group* (`classes.py`). Pods with identical scheduling specs form one class, handled as a batch:
    "how many of these fit here?" is asked once per class and node, not once per pod. Classes go
-   largest first (cpu, then memory), like Karpenter's pod order (its queue.go).
+   largest first (cpu, then memory), like Karpenter's pod order (its queue.go); classes of equal
+   size by their spec, never their pods' names (`classes.group`).
 3. *Existing capacity* (`existing.py`). Nodes and in-flight claims become bins with the room their
    bound pods leave; every bound pod is counted for topology where it is.
 4. *Fill with topology* (`fill.py`, checks in `fit.py`). Zone- and capacity-type-keyed spread and
@@ -43,7 +44,9 @@ them only while it costs at most PREFERENCE_PREMIUM more (Karpenter relaxes a pr
 it cannot be met; kube-scheduler scores preferences and never buys a node for one).
 
 The portfolio (`portfolio.py`): small inputs run a pass per strategy of PORTFOLIO and keep the plan
-that leaves the fewest pods unplaced, then costs least.
+that leaves the fewest pods unplaced, then costs least. A pass that would repeat another step for
+step is skipped: shape mixing when no class is mixable (`begin_pass`), the other class order when
+it is the same order (`classes.orders_differ`).
 
 When NodePool limits leave pods out (of the best plan, whatever the input's size), the passes of
 LIMITS_PORTFOLIO run as well and the same rule picks among all of them: a limit is a budget of
@@ -55,9 +58,10 @@ one more entry of that budget: every type's limit vector charges one node (`prep
 `usage.charged`), as each node and claim in flight does in the usage, so every pass treats it
 like cpu: no claim past it, pods left out with "limits reached".
 
-Determinism: classes are sorted by requests then by their first pod's name, pods inside a class by
-name, types by price then name, offerings by price, capacity type and zone; no set or dict
-iteration order leaks into the result, and no cache changes it (`cache.py`).
+Determinism: classes are sorted by requests then by their spec (`classes.group`; names play no
+part, so renaming pods never changes the plan), pods inside a class by name, types by price then
+name, offerings by price, capacity type and zone; no set or dict iteration order leaks into the
+result, and no cache changes it (`cache.py`).
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ from dataclasses import replace
 
 from nodewright.engine.scheduling.budget import FairTurns, SolveDeadline
 from nodewright.engine.scheduling.cache import SolverCache
-from nodewright.engine.scheduling.classes import PodClass
+from nodewright.engine.scheduling.classes import PodClass, orders_differ
 from nodewright.engine.scheduling.existing import BoundPods, add_existing, topology_groups
 from nodewright.engine.scheduling.fill import schedule, unconstrained, zone_parts, zone_spread_only
 from nodewright.engine.scheduling.finalize import finalize
@@ -147,6 +151,7 @@ def _solve(
         return _within_limits(inp, first, bound, cache, deadline)
     plans: list[SchedulingResult] = []
     plannable = False
+    grouped: dict[bool, list[PodClass]] = {}  # the classes in each order, grouped once per solve
     for candidate in PORTFOLIO:
         if candidate.lp_plan and not plannable:
             # The shape-mixing pass (earlier in PORTFOLIO) met nothing to plan, so this pass
@@ -154,7 +159,14 @@ def _solve(
             continue
         if plans and deadline is not None and deadline.expired():
             break
-        p = Pass(inp, candidate, bound, cache)
+        p = Pass(inp, candidate, bound, cache, grouped.get(candidate.other_order))
+        grouped.setdefault(candidate.other_order, p.classes)
+        if candidate.other_order and not orders_differ(p.classes):
+            continue  # the classes would go in the same order as in the first pass
+        if candidate.mix_shapes and not candidate.lp_plan and not begin_pass(p):
+            # No class is mixable: the pass would place every class in order, step for step
+            # as the first-fit pass did.
+            continue
         plans.append(run_pass(p, deadline))
         plannable = plannable or p.plannable
     return _within_limits(inp, min(plans, key=_rank), bound, cache, deadline)
@@ -189,10 +201,12 @@ def _within_limits(
     return min(plans, key=_rank)
 
 
-def run_pass(p: Pass, deadline: SolveDeadline | None = None) -> SchedulingResult:
-    """Run one pass (the steps of the module docstring) and return its result; with a `deadline`,
-    the classes not reached in time (tenants taking turns: `budget.FairTurns`) are `deferred`.
+def begin_pass(p: Pass) -> bool:
+    """The pass's first steps (topology groups, existing capacity, demand); returns whether some
+    class is mixable (`mix.py` would pack it), the only way a shape-mixing pass differs from the
+    first-fit one.
     """
+    p.begun = True
     groups = p.tracked = topology_groups(p)
     p.topology.track(groups)
     p.topology_keys = sorted({wk.HOSTNAME, wk.ZONE, wk.CAPACITY_TYPE} | {g.key for g in groups})
@@ -202,6 +216,17 @@ def run_pass(p: Pass, deadline: SolveDeadline | None = None) -> SchedulingResult
         if pool is not None:
             req = p.vec(cls.requests)
             add(remaining_demand(p, pool, capacity_types(p, cls, pool)), req, len(cls.pods))
+    return any(
+        home_pool(p, cls) is not None and (unconstrained(p, cls) or zone_spread_only(p, cls)) for cls in p.classes
+    )
+
+
+def run_pass(p: Pass, deadline: SolveDeadline | None = None) -> SchedulingResult:
+    """Run one pass (the steps of the module docstring) and return its result; with a `deadline`,
+    the classes not reached in time (tenants taking turns: `budget.FairTurns`) are `deferred`.
+    """
+    if not p.begun:
+        begin_pass(p)
     turns = FairTurns(deadline)
 
     def tenant(cls: PodClass) -> tuple[str, str]:

@@ -69,12 +69,21 @@ class Pass:
     passes of one `solve()` call; `cache` by whatever solves its caller lets share it.
     """
 
-    def __init__(self, inp: SchedulingInput, strategy: Strategy, bound: BoundPods, cache: SolverCache) -> None:
+    def __init__(
+        self,
+        inp: SchedulingInput,
+        strategy: Strategy,
+        bound: BoundPods,
+        cache: SolverCache,
+        classes: Sequence[PodClass] | None = None,
+    ) -> None:
         self.inp = inp
         self.strategy = strategy
         self.bound = bound
         self.cache = cache
-        self.classes = group(inp.pods)
+        # `classes`: `group(inp.pods)` in this strategy's order, when the caller has it already
+        # (classes are immutable, so passes of one solve share them).
+        self.classes = list(classes) if classes is not None else group(inp.pods, other_order=strategy.other_order)
         self.names = resource_names(inp, self.classes)
         self.index = {n: i for i, n in enumerate(self.names)}
         # A static NodePool (`replicas`) keeps its own count of nodes and never opens a claim for
@@ -112,6 +121,7 @@ class Pass:
         self.plan_option_lists: dict[tuple[object, ...], list[tuple[PoolType, float]]] = {}  # plan
         # Set by a shape-mixing pass that met pods a planned fill could plan (see `solve`).
         self.plannable = False
+        self.begun = False  # `solver.begin_pass` ran
         self.topology_keys: list[str] = []
         self.tracked: list[Group] = []  # the topology groups the pass tracks
         self.min_cpu = min((c.requests[CPU] for c in self.classes), default=0)

@@ -3,9 +3,9 @@
 Faked: nothing. The table builds plans by hand that kube-scheduler would refuse (and their fixed
 twins) and checks the model refuses exactly those; the properties run the real `solve()` on
 random small clusters (`test_invariants.scheduling_inputs`, plus pods that follow pods pending
-in the same batch) and check that every plan binds and that permuting the input never changes
-which pods are placed nor raises the cost. Renaming the pods (so equal-sized classes are placed
-in another order) can still change the plan: that property is kept, marked as open work.
+in the same batch) and check that every plan binds, that permuting the input never changes
+which pods are placed nor raises the cost, and that renaming the pods changes neither (classes of
+equal size are ordered by their spec, not by their pods' names).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nodewright.engine.scheduling import PlannedClaim, SchedulingInput, SchedulingResult, solve
@@ -132,16 +132,7 @@ def test_permuting_the_input_never_changes_which_pods_are_placed_nor_raises_the_
     assert second.price_per_hour <= first.price_per_hour + 1e-9
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="names still order classes of equal size (PodClass.sort_key), and a different order can "
-    "pack differently: renaming a pod may change what is placed and the cost (open work)",
-)
-# Expected to fail: stop at the first input that fails instead of shrinking it (shrinking took
-# about 30 of the test's 34 CPU seconds, to simplify an input no one reads while the mark stands).
-@pytest.mark.filterwarnings("ignore:Generating overly large repr")  # the unshrunk input's
-@settings(PROPERTIES, phases=[Phase.explicit, Phase.reuse, Phase.generate], report_multiple_bugs=False)
+@PROPERTIES
 @given(with_followers(), st.integers(0, 2**32 - 1))
 def test_renaming_pods_never_changes_what_is_placed_nor_the_cost(inp: SchedulingInput, seed: int) -> None:
     names = [p.name for p in inp.pods]

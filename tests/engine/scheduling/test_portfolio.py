@@ -1,13 +1,18 @@
-"""Small passes try every fill strategy and keep the best plan."""
+"""Small passes try every fill strategy and keep the best plan; classes of equal size go in an
+order their spec decides, never their pods' names."""
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
 from nodewright.engine.scheduling import PORTFOLIO, SchedulingResult, Strategy, solve
+from nodewright.engine.scheduling.classes import class_key, group, orders_differ
+from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
+from nodewright.model.pod import Pod
 from nodewright.model.resources import Resources
 from tests.builders import ZONES, instance_type, node_pool
 from tests.engine.scheduling.expect import canonical, zone_of
@@ -102,3 +107,52 @@ def test_the_planned_fill_leaves_pools_with_limits_to_the_usual_pass() -> None:
     inp = scheduling_input(SERVICES, pools=[limited])
 
     assert canonical(solve(inp, PLANNED)) == canonical(solve(inp, Strategy(mix_shapes=True)))
+
+
+# -- the order of classes of equal size (classes.group, Strategy.other_order) -------------------------
+
+# One size, three kinds: hostname anti-affinity (a node each), a hostname spread over every pod of
+# the size, and free pods; the spread counts all of them, so nothing is mixable (`mix.py`).
+SAME_SIZE = (
+    pods(4, "solo", cpu="500m", memory="1Gi", labels={"app": "solo"}, anti_affinity=(term("solo"),))
+    + pods(6, "spread", cpu="500m", memory="1Gi", labels={"app": "x"}, spread=(spread("x", key=wk.HOSTNAME),))
+    + pods(9, "free", cpu="500m", memory="1Gi", labels={"app": "x"})
+)
+
+
+def _renamed(workload: list[Pod]) -> list[Pod]:
+    """The same pods with their names handed out in reverse, so the names sort the other way."""
+    names = [p.name for p in reversed(workload)]
+    return [replace(p, name=n, uid=n) for p, n in zip(workload, names, strict=True)]
+
+
+def test_classes_of_equal_size_go_most_constrained_first_whatever_their_names() -> None:
+    workload = SAME_SIZE
+    first = [c.sample.name.split("-")[0] for c in group(workload)]
+    renamed = [class_key(c.sample) for c in group(_renamed(workload))]
+
+    assert first == ["solo", "spread", "free"]
+    assert renamed == [class_key(c.sample) for c in group(workload)]
+    assert [c.sample.name.split("-")[0] for c in group(workload, other_order=True)] == ["free", "spread", "solo"]
+    assert orders_differ(group(workload))
+    assert not orders_differ(
+        group(pods(3, "a", cpu="1", labels={"app": "a"}) + pods(3, "b", cpu="1", labels={"app": "b"}))
+    )
+
+
+def test_renaming_the_pods_of_a_workload_with_classes_of_equal_size_changes_no_plan() -> None:
+    inp = scheduling_input(SAME_SIZE)
+    renamed = scheduling_input(_renamed(SAME_SIZE))
+
+    for strategy in (None, *PORTFOLIO):
+        first = solve(inp) if strategy is None else solve(inp, strategy)
+        second = solve(renamed) if strategy is None else solve(renamed, strategy)
+        assert second.price_per_hour == pytest.approx(first.price_per_hour), strategy
+        assert sorted(len(c.pods) for c in second.claims) == sorted(len(c.pods) for c in first.claims), strategy
+
+
+def test_a_shape_mixing_pass_with_nothing_to_mix_is_the_first_fit_pass_it_is_skipped_for() -> None:
+    inp = scheduling_input(SAME_SIZE)
+
+    assert canonical(solve(inp, Strategy(mix_shapes=True))) == canonical(solve(inp, Strategy()))
+    assert _key(solve(inp)) == min(_key(solve(inp, s)) for s in PORTFOLIO)
