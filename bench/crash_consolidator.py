@@ -294,7 +294,6 @@ class ConsolidatorCrashWorld:
     # -- setup and checks ---------------------------------------------------------------------
 
     def _node(self, name: str, instance_type: str, *, pods: int) -> None:
-        price = next(o.price for t in TYPES if t.name == instance_type for o in t.offerings)
         running_node(
             self.cluster,
             self.cloud,
@@ -303,8 +302,6 @@ class ConsolidatorCrashWorld:
             name=name,
             instance_type=instance_type,
             zone=ZONE,
-            capacity_type="on-demand",
-            price=price,
             launched_at=START - 3600,
         )
         for i in range(pods):

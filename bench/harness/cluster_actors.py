@@ -71,17 +71,21 @@ def running_node(
     name: str,
     instance_type: str,
     zone: str,
-    capacity_type: str,
-    price: float,
     launched_at: float,
+    capacity_type: str = "on-demand",
+    price: float | None = None,
     instance_id: str = "",
     claim_pods: tuple[str, ...] = (),
 ) -> Node:
     """A node of NodePool `default` launched at `launched_at`, registered and initialized: the
     running instance `instance_id` (default `i-<name>`) tagged with claim `claim-<name>`, that
     claim's record (`claim_pods`: the pods it was launched for, as the provisioner records them)
-    and its Ready Node `name` (`node_for`). The caller binds the pods it wants on it.
+    and its Ready Node `name` (`node_for`). `price` defaults to the type's offering of that
+    capacity type in `zone`. The caller binds the pods it wants on it.
     """
+    if price is None:
+        offerings = next(t.offerings for t in types if t.name == instance_type)
+        price = next(o.price for o in offerings if o.zone == zone and o.capacity_type == capacity_type)
     instance = cloud.add_instance(
         Instance(
             instance_id=instance_id or f"i-{name}",

@@ -123,8 +123,6 @@ class ZonedWorld(ConsolidationWorld):
     def zoned(self, name: str, zone: str, pods: int, *, instance_type: str = "m5.xlarge", pinned: bool = False) -> None:
         """A registered on-demand node of NodePool default in `zone` with `pods` pods of 500m
         (`pinned`: with a node selector on that zone)."""
-        it = next(t for t in TYPES if t.name == instance_type)
-        price = next(o.price for o in it.offerings if o.capacity_type == "on-demand" and o.zone == zone)
         running_node(
             self.cluster,
             self.cloud,
@@ -133,8 +131,6 @@ class ZonedWorld(ConsolidationWorld):
             name=name,
             instance_type=instance_type,
             zone=zone,
-            capacity_type="on-demand",
-            price=price,
             launched_at=START - 3600,
         )
         for i in range(pods):

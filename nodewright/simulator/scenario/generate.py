@@ -52,7 +52,7 @@ import yaml
 
 from nodewright.model.duration import format_duration
 from nodewright.simulator.scenario import Scenario, parse_scenario
-from nodewright.simulator.scenario.generate_features import add_features, check_features
+from nodewright.simulator.scenario.generate_features import add_features, check_features, node_daemonset
 
 HOUR = 3600.0
 MINUTE = 60.0
@@ -386,30 +386,11 @@ class _Draw:
     def daemonset(self, index: int) -> dict[str, Any]:
         rng = self.rng
         name = ("node-agent", "log-shipper")[index]
-        labels = {"app": name}
         requests = {
             "cpu": rng.choice(("50m", "100m", "150m", "200m")),
             "memory": rng.choice(("64Mi", "128Mi", "256Mi")),
         }
-        return {
-            "manifest": {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "metadata": {"name": name, "namespace": "kube-system"},
-                "spec": {
-                    "selector": {"matchLabels": labels},
-                    "template": {
-                        "metadata": {"labels": labels},
-                        "spec": {
-                            "tolerations": [{"operator": "Exists"}],
-                            "containers": [
-                                {"name": name, "image": f"example.com/{name}:1.0", "resources": {"requests": requests}}
-                            ],
-                        },
-                    },
-                },
-            }
-        }
+        return {"manifest": node_daemonset(name, f"example.com/{name}:1.0", requests)}
 
     # -- events --------------------------------------------------------------------------------------
 

@@ -307,32 +307,33 @@ def _standby(document: dict[str, Any], story: Story, rng: random.Random) -> None
 
 def _late_daemonset(document: dict[str, Any], story: Story, rng: random.Random) -> None:
     name = rng.choice(LATE_DAEMONSETS)
-    labels = {"app": name}
     requests = {"cpu": rng.choice(("500m", "750m", "1", "1500m")), "memory": rng.choice(("512Mi", "1Gi", "2Gi"))}
-    document["workloads"].append(
-        {
-            "at": story.time(rng.uniform(0.3, 0.7) * story.duration),
-            "manifest": {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "metadata": {"name": name, "namespace": "kube-system"},
-                "spec": {
-                    "selector": {"matchLabels": labels},
-                    "template": {
-                        "metadata": {"labels": dict(labels)},
-                        "spec": {
-                            "tolerations": [{"operator": "Exists"}],
-                            "containers": [
-                                {"name": name, "image": f"example.com/{name}:2.0", "resources": {"requests": requests}}
-                            ],
-                        },
-                    },
-                },
-            },
-        }
-    )
+    at = story.time(rng.uniform(0.3, 0.7) * story.duration)
+    document["workloads"].append({"at": at, "manifest": node_daemonset(name, f"example.com/{name}:2.0", requests)})
     for pool in _nodepools(document):
         _annotate(pool, wk.NW_DAEMONSET_OVERFLOW, rng.choices(OVERFLOW_POLICIES, weights=OVERFLOW_WEIGHTS)[0])
+
+
+def node_daemonset(name: str, image: str, requests: dict[str, str]) -> dict[str, Any]:
+    """A DaemonSet manifest in kube-system tolerating every taint, as node agents are: one
+    container asking for `requests`, labelled app=name (the day's own DaemonSets and the late one).
+    """
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": "kube-system"},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {
+                    "tolerations": [{"operator": "Exists"}],
+                    "containers": [{"name": name, "image": image, "resources": {"requests": requests}}],
+                },
+            },
+        },
+    }
 
 
 _ADD = {"dra": _dra, "zone-balance": _zone_balance, "standby": _standby, "late-daemonset": _late_daemonset}
