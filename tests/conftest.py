@@ -16,10 +16,13 @@ workers do neither.
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,36 +37,44 @@ def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_cmdline_main(config: pytest.Config) -> None:
-    """`-n N` deals tests out by xdist group (see the module docstring) unless --dist is given."""
-    if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", "no") == "no":
-        config.option.dist = "loadgroup"
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under `-n N` (xdist's `load`), deal out the tests sharing an expensive fixture as one unit."""
+    if config.getvalue("dist") != "load":
+        return None  # an explicit --dist is obeyed
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        """`load`, except that tests of one fixture group (`fixture_group`) go to one worker."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return fixture_group(nodeid)
+
+    return SharedFixtureScheduling(config, log)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups off the tests
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Put each test in the xdist group of the expensive fixtures its module shares."""
-    if getattr(config.option, "dist", "no") != "loadgroup":
-        return
-    groups: dict[str, str] = {}
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
-        for name in item.fixturenames:
-            definitions = info.name2fixturedefs.get(name)
-            if not definitions:
-                continue
-            if name in SHARED and definitions[-1].scope == "session":
-                groups[module] = SHARED[name]
-            elif definitions[-1].scope == "module":
-                groups.setdefault(module, module)
-    for item in items:
-        group = groups.get(item.nodeid.split("::")[0])
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+@functools.cache
+def _group_of_module(path: str) -> str | None:
+    try:
+        text = (Path(config_root()) / path).read_text(encoding="utf-8")
+    except OSError:
+        return None
+    for name, group in SHARED.items():
+        if re.search(rf"\b{name}\b", text):
+            return group
+    return path if 'scope="module"' in text else None
+
+
+def config_root() -> Path:
+    """The directory node ids are relative to (the repository root, where pyproject.toml is)."""
+    return Path(__file__).resolve().parents[1]
+
+
+def fixture_group(nodeid: str) -> str:
+    """The unit a test is dealt out in: its SHARED group when its module names one of those session
+    fixtures, its module when the module defines a module-scoped fixture, else the test alone.
+    """
+    return _group_of_module(nodeid.split("::", maxsplit=1)[0]) or nodeid
 
 
 def pytest_configure(config: pytest.Config) -> None:

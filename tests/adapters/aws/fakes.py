@@ -99,10 +99,22 @@ def create_network(
 
 
 def amazon_images(ec2: Any) -> dict[str, list[str]]:
-    """moto's public Amazon AMI ids by architecture (x86_64, arm64), sorted: one DescribeImages
-    call, which costs moto over a second.
+    """moto's public Amazon AMI ids by architecture (x86_64, arm64), sorted.
+
+    moto registers the same public AMIs (from the list it ships) in every mock, and one
+    DescribeImages of them costs it about a second of CPU, so the first call of the process asks
+    and later calls reuse its answer, after checking (one cheap DescribeImages by id) that this
+    mock holds the first image of each architecture.
     """
-    out: dict[str, list[str]] = {}
-    for image in ec2.describe_images(Owners=["amazon"])["Images"]:
-        out.setdefault(str(image["Architecture"]), []).append(str(image["ImageId"]))
-    return {arch: sorted(ids) for arch, ids in out.items()}
+    if not _AMAZON_IMAGES:
+        for image in ec2.describe_images(Owners=["amazon"])["Images"]:
+            _AMAZON_IMAGES.setdefault(str(image["Architecture"]), []).append(str(image["ImageId"]))
+        for ids in _AMAZON_IMAGES.values():
+            ids.sort()
+    else:
+        firsts = [ids[0] for ids in _AMAZON_IMAGES.values()]
+        assert len(ec2.describe_images(ImageIds=firsts)["Images"]) == len(firsts)
+    return {arch: list(ids) for arch, ids in _AMAZON_IMAGES.items()}
+
+
+_AMAZON_IMAGES: dict[str, list[str]] = {}
