@@ -117,6 +117,25 @@ def test_a_node_is_replaced_by_a_cheaper_one_first_then_drained() -> None:
     assert all(p.node_name for p in world.workload_pods())
 
 
+@pytest.mark.parametrize(("k", "replaced"), [(2.0, True), (1.0, False)], ids=["worth-it", "not-worth-it"])
+def test_the_balance_threshold_keeps_a_node_whose_move_saves_too_little_for_its_pods(k: float, replaced: bool) -> None:
+    # The only node of its NodePool: a cheaper node saves about 3/4 of the NodePool's $/h for all
+    # of its disruption, a Balanced score of about 0.75: enough at k = 2 (>= 1/2), not at k = 1.
+    world = ConsolidationWorld()
+    world.node_with("big", 2, capacity_type="on-demand")
+
+    world.run(180, disruption=DisruptionOptions(balance_threshold=k))  # type: ignore[arg-type]
+
+    assert (world.cluster.get_node("big") is None) == replaced
+    assert bool(list(world.cluster.changes_of("pod_evicted"))) == replaced
+    if not replaced:
+        reasons = [d["reason"] for d in world.observer.of("disruption-rejected") if d["node"] == "big"]
+        assert reasons
+        assert all("not worth the disruption" in str(r) and "k = 1" in str(r) for r in reasons)
+    assert world.cluster.lost_pods() == []
+    assert all(p.node_name for p in world.workload_pods())
+
+
 def test_a_command_whose_state_changed_during_validation_is_dropped() -> None:
     world = ConsolidationWorld()
     world.node_with("busy", 4)

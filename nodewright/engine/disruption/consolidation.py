@@ -214,7 +214,8 @@ def names(items: Iterable[str]) -> str:
 
 def _weighed(candidates: Sequence[Candidate], new_nodes: int, options: DisruptionOptions) -> dict[str, float]:
     """NodePool -> k for the pools whose savings must justify this move's disruption: `Balanced`
-    pools always; every pool for a many-to-many move (N nodes replaced by two or more).
+    pools always; every pool for a many-to-many move (N nodes replaced by two or more); every
+    pool for any other move when `options.balance_threshold` is set.
     """
     out: dict[str, float] = {}
     for c in candidates:
@@ -222,6 +223,8 @@ def _weighed(candidates: Sequence[Candidate], new_nodes: int, options: Disruptio
             out[c.pool.name] = BALANCED_K
         elif new_nodes > 1 and options.many_to_many_threshold > 0:
             out[c.pool.name] = options.many_to_many_threshold
+        elif options.balance_threshold > 0:
+            out[c.pool.name] = options.balance_threshold
     return out
 
 

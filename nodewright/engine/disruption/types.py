@@ -25,12 +25,16 @@ class DisruptionOptions:
     by one). `min_savings` ($/h) and `min_savings_fraction` (of the candidates' price) skip moves
     that save too little to be worth the churn (Karpenter #7146). A many-to-many move (N nodes
     replaced by two or more) must also be worth its disruption by Karpenter's Balanced score with
-    k = `many_to_many_threshold` (0: not weighed). Nodes a provisioning pass put pods on within
-    `nomination_window` seconds are left alone. `max_candidates` bounds the search.
+    k = `many_to_many_threshold` (0: not weighed); with `balance_threshold` > 0 every other
+    consolidation move is weighed the same way with that k, whatever its NodePool's policy (a
+    moves-per-saving limit: a move that re-packs many pods to save little is left alone). Nodes
+    a provisioning pass put pods on within `nomination_window` seconds are left alone.
+    `max_candidates` bounds the search.
     """
 
     many_to_many: bool = True
     many_to_many_threshold: float = 2.0
+    balance_threshold: float = 0.0
     min_savings: float = 0.0
     min_savings_fraction: float = 0.0
     spot_to_spot_min_types: int = 15

@@ -163,16 +163,29 @@ def hostname_bound(p: Pass, cls: PodClass) -> bool:
 
 
 def home_pool(p: Pass, cls: PodClass) -> Pool | None:
-    """The first pool (by weight) whose taints and requirements the class allows; None when none."""
-    key = (cls.alternatives, p.tolerations_id(cls.sample.tolerations), cls.tolerate_prefer_no_schedule)
+    """The first pool (by weight) whose taints and requirements the class allows and that has an
+    instance type one pod fits; when no pool has such a type, the first that allows the class
+    (its claims fail there with the reason); None when none allows it.
+
+    The home pool is where the class's demand is counted, and a new claim's target serves its
+    pool's demand (`targets.py`): counted in a pool that cannot hold one pod (a heavier-weighted
+    pool of small sizes), the demand was invisible to the pool the pods go to, whose claims then
+    aimed at the smallest type that fits one pod (81 eight-cpu pods on 81 nodes of 16 cpus).
+    """
+    key = (cls.alternatives, p.tolerations_id(cls.sample.tolerations), cls.tolerate_prefer_no_schedule, cls.requests)
     if key not in p.homes:
-        p.homes[key] = next(
-            (
-                pool
-                for pool in p.pools
-                if pool_tolerates(p, cls, pool)
-                and any(pool.requirements.compatible(a) and not pins_hostname(a) for a in cls.alternatives)
-            ),
-            None,
-        )
+        req = p.vec(cls.requests)
+        first: Pool | None = None
+        found: Pool | None = None
+        for pool in p.pools:
+            if not pool_tolerates(p, cls, pool):
+                continue
+            alts = [a for a in cls.alternatives if pool.requirements.compatible(a) and not pins_hostname(a)]
+            if not alts:
+                continue
+            first = first or pool
+            if any(pool.prepared.targets(pool.types, a, req).fitting for a in alts):
+                found = pool
+                break
+        p.homes[key] = found or first
     return p.homes[key]

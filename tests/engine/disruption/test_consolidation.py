@@ -478,6 +478,30 @@ def test_a_balanced_nodepool_keeps_a_node_whose_move_would_cost_more_disruption_
     assert only(balanced_world(28, "WhenEmptyOrUnderutilized").run()).candidates == ("big",)
 
 
+@pytest.mark.parametrize(
+    ("pods_on_big", "k", "moved"),
+    [
+        (28, 0, True),  # unweighed (Karpenter's WhenEmptyOrUnderutilized): any saving moves the pods
+        (28, 2, False),  # score 0.45 < 1/2
+        (28, 4, True),  # score 0.45 >= 1/4
+        (4, 2, True),  # score 1.6 >= 1/2
+    ],
+    ids=["off", "k2-too-many-pods", "k4-loose-enough", "k2-few-pods"],
+)
+def test_balance_threshold_weighs_every_move_of_a_whenemptyorunderutilized_nodepool(
+    pods_on_big: int, k: float, moved: bool
+) -> None:
+    world = balanced_world(pods_on_big, "WhenEmptyOrUnderutilized")
+
+    result = world.run(opts={"balance_threshold": k})
+
+    if moved:
+        assert only(result).candidates == ("big",)
+    else:
+        assert result.commands == ()
+        assert f"k = {k:g}" in result.rejected["big"]
+
+
 def test_an_empty_node_of_a_balanced_nodepool_is_deleted() -> None:
     world = balanced_world(0)
 

@@ -149,6 +149,30 @@ def test_pods_overflow_to_the_lighter_pool_when_the_heavier_hits_its_limit() -> 
     expect_within_limits(inp, result)
 
 
+@pytest.mark.parametrize("lighter_limits", [None, {"cpu": "1000"}], ids=["no-limits", "with-limits"])
+def test_pods_no_type_of_the_heavier_pool_holds_are_sized_by_the_demand_of_the_pool_they_go_to(
+    lighter_limits: dict[str, str] | None,
+) -> None:
+    # The heavier pool's largest type (2 cpu) holds none of the 3-cpu pods. Counted as that pool's
+    # demand, the lighter pool's claims aimed at the smallest type one pod fits: ten 4-cpu nodes
+    # ($1.00/h) where two 16-cpu nodes ($0.80/h) hold the ten pods.
+    small = [instance_type("c5.large", cpu="2", memory="4Gi", price=0.05)]
+    big = [
+        instance_type("c5.xlarge", cpu="4", memory="8Gi", price=0.10),
+        instance_type("c5.4xlarge", cpu="16", memory="32Gi", price=0.40),
+    ]
+    heavy = node_pool("heavy", weight=90)
+    light = node_pool("light", weight=10, limits=lighter_limits)
+    inp = scheduling_input(pods(10, "batch", cpu="3", memory="1Gi"), pools=[pool(heavy, small), pool(light, big)])
+
+    result = solve(inp)
+
+    expect_on_claims(result, [f"batch-{i}" for i in range(10)])
+    assert {c.nodepool for c in result.claims} == {"light"}
+    assert sorted(c.instance_type.name for c in result.claims) == ["c5.4xlarge", "c5.4xlarge"]
+    expect_within_limits(inp, result)
+
+
 # ---------------------------------------------------------------- offerings
 
 
