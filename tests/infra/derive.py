@@ -141,7 +141,7 @@ class Recorder:
             yield
 
     def _wrappers(self, request: Callable[..., Any]) -> list[tuple[Any, str, Any]]:
-        from nodewright.adapters.aws.nodeclass_resolver import NodeClassResolver
+        from nodewright.adapters.aws.nodeclass_resolver import STANDARD, NodeClassResolver
         from nodewright.adapters.kube.events import KubeEvents
         from nodewright.controllers.provisionoptions import StaticConfiguration
         from nodewright.model.nodeclass import AMISelectorTerm
@@ -231,7 +231,9 @@ class Recorder:
         original_images = NodeClassResolver.images
 
         def by_name(self: Any, *_: Any, **__: Any) -> Any:
-            return original_images(self, (AMISelectorTerm(name="simulated-eks-node-x86_64"),))
+            # Past the resolver's cache: the simulated functions share one cloud provider, so a
+            # lookup another function made first would otherwise hide this function's call.
+            return self._find_images((AMISelectorTerm(name="simulated-eks-node-x86_64"),), STANDARD)
 
         wrappers.append((NodeClassResolver, "images", also(original_images, by_name, "images")))
         for name in ("claims", "blocked_offerings", "commands"):

@@ -175,6 +175,9 @@ def home_pool(p: Pass, cls: PodClass) -> Pool | None:
     key = (cls.alternatives, p.tolerations_id(cls.sample.tolerations), cls.tolerate_prefer_no_schedule, cls.requests)
     if key not in p.homes:
         req = p.vec(cls.requests)
+        # A pod larger than every catalog's largest type fits no pool: then the first that allows
+        # the class is the answer, without preparing each pool's types (thousands of NodePools).
+        fits_some = all(r <= c for r, c in zip(req, p.catalog_peak, strict=True))
         first: Pool | None = None
         found: Pool | None = None
         for pool in p.pools:
@@ -184,6 +187,8 @@ def home_pool(p: Pass, cls: PodClass) -> Pool | None:
             if not alts:
                 continue
             first = first or pool
+            if not fits_some:
+                break
             if any(pool.prepared.targets(pool.types, a, req).fitting for a in alts):
                 found = pool
                 break
