@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +79,6 @@ def _record(service: str, kind: str, **fields: Any) -> str:
 
 
 def _world(endpoint: str, tmp_path: Path) -> tuple[ApiServer, Path, float]:
-    # moto's backends outlive one server: start from nothing.
-    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")).close()
     _client("cloudformation").create_stack(StackName=f"Nodewright-{NAME}", TemplateBody=json.dumps(STACK))
     now = time.time()
     store = DynamoStateStore(_client("dynamodb"), _stack_resource("StateTable"))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,10 +19,10 @@ from typing import Any
 import boto3
 import pytest
 import yaml
-from moto.server import ThreadedMotoServer
 
 from nodewright.adapters.aws.config_store import create_table
 from nodewright.config.stream import parse_yaml
+from tests.moto_server import moto_server
 
 pytestmark = pytest.mark.integration
 
@@ -36,22 +35,10 @@ KUBECTL_NODECLASSES = ROOT / "tests" / "config" / "fixtures" / "kubectl" / "ec2n
 TABLE = "nodewright-config"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def moto_endpoint() -> Iterator[str]:
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
+    with moto_server() as endpoint:
+        yield endpoint
 
 
 @pytest.fixture

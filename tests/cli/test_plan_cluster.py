@@ -187,20 +187,15 @@ def test_cluster_flag_connects_as_the_functions_do(
     presigned STS token, then the same read; prices fall back to the estimates (moto has no Price
     List API) and the report says why."""
     import base64
-    import socket
 
     import boto3
     from moto.backends import get_backend
-    from moto.server import ThreadedMotoServer
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    moto.start()
-    try:
+    from tests.moto_server import moto_server
+
+    with moto_server() as endpoint:
         for name, value in {
-            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+            "AWS_ENDPOINT_URL": endpoint,
             "AWS_ACCESS_KEY_ID": "testing",
             "AWS_SECRET_ACCESS_KEY": "testing",
             "AWS_DEFAULT_REGION": "us-east-1",
@@ -219,8 +214,6 @@ def test_cluster_flag_connects_as_the_functions_do(
         result = CliRunner().invoke(
             app, ["plan", "--cluster", "shop", "--region", "us-east-1", "-f", str(NODEPOOLS), "--output", "json"]
         )
-    finally:
-        moto.stop()
 
     assert result.exit_code == 0, result.output
     # moto's server, in this process, prints a line of its own to stdout when asked for Pricing.

@@ -13,14 +13,12 @@ reserved concurrency and the schedule's state, the exit code and the report.
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 from typer.testing import CliRunner
 
 from nodewright.adapters.aws.instance_profiles import profile_name, profile_path
@@ -35,6 +33,7 @@ from nodewright.model.selectors import LabelSelector
 from nodewright.model.workloads import PodDisruptionBudget
 from tests.builders import pod
 from tests.cli.test_plan_cluster import write_kubeconfig
+from tests.moto_server import moto_server
 
 REGION = "us-east-1"
 CLUSTER = "demo"
@@ -71,25 +70,17 @@ STACK = {
 
 @pytest.fixture
 def moto(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    for name, value in {
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_CONFIG_FILE": str(tmp_path / "none"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
-    }.items():
-        monkeypatch.setenv(name, value)
-    try:
+    with moto_server() as endpoint:
+        for name, value in {
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_CONFIG_FILE": str(tmp_path / "none"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+        }.items():
+            monkeypatch.setenv(name, value)
         yield endpoint
-    finally:
-        server.stop()
 
 
 def _client(service: str) -> Any:

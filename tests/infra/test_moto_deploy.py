@@ -11,20 +11,19 @@ on the deployed idempotency table, cordons and drains the node of that instance.
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from functions.interruption import handler as interruption_handler
 from nodewright.adapters.idempotency import EventDeduplicator
 from nodewright.inmemory.clock import VirtualClock
 from tests.controllers.test_interruption import World
 from tests.infra.conftest import Synthesized
+from tests.moto_server import moto_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:No application metrics to publish")]
 
@@ -96,15 +95,8 @@ def for_moto(document: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def moto_endpoint() -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
+    with moto_server() as endpoint:
+        yield endpoint
 
 
 @pytest.fixture(scope="module")
