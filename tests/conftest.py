@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 # Session fixtures worth building once per run, and the xdist group of the modules that use them.
-SHARED = {"synthesized": "cdk", "derived": "cdk", "example_plan": "example-plan"}
+SHARED = {"synthesized": "cdk", "derived": "cdk", "example_plan": "example-plan", "shipped_run": "shipped-runs"}
 
 _FRESH = pytest.StashKey[Path]()
 _LEFT = pytest.StashKey[list[str]]()
