@@ -12,6 +12,13 @@ When the session ends, the directory must be empty: whatever is left is named in
 fails the run (exit status 1), then the directory is removed. Under pytest-xdist, the controller
 makes the directory (the workers inherit TMPDIR) and checks it once all workers are done; the
 workers do neither.
+
+Bytecode: when PYTHONDONTWRITEBYTECODE is set (so no `__pycache__` lands beside the sources),
+every Python process the suite starts (the xdist workers, the `nodewright` console script, the
+simulator and pytest children, the CDK app) would compile botocore, moto, kubernetes and ours from
+source again, seconds of CPU each. The controller then lets them write bytecode into one cache of
+the run's own (PYTHONPYCACHEPREFIX, outside the source tree and outside the checked temporary
+directory) and removes it at the end: the first process compiles, the others read.
 """
 
 from __future__ import annotations
@@ -27,9 +34,10 @@ from typing import Any
 import pytest
 
 # Session fixtures worth building once per run, and the xdist group of the modules that use them.
-SHARED = {"synthesized": "cdk", "derived": "cdk", "example_plan": "example-plan"}
+SHARED = {"synthesized": "cdk", "derived": "cdk", "example_plan": "example-plan", "shipped_run": "shipped-runs"}
 
 _FRESH = pytest.StashKey[Path]()
+_PYCACHE = pytest.StashKey[Path]()
 _LEFT = pytest.StashKey[list[str]]()
 
 
@@ -87,6 +95,11 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["TMPDIR"] = str(fresh)
     tempfile.tempdir = None  # recomputed from TMPDIR on next use
     config.stash[_FRESH] = fresh
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+        pycache = Path(tempfile.mkdtemp(prefix="nodewright-pycache-", dir=usual))
+        del os.environ["PYTHONDONTWRITEBYTECODE"]
+        os.environ["PYTHONPYCACHEPREFIX"] = str(pycache)
+        config.stash[_PYCACHE] = pycache
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -105,7 +118,10 @@ def _empty(directory: Path) -> bool:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    """Name what was left behind, and remove the session's temporary directory."""
+    """Name what was left behind, and remove the session's temporary directory (and bytecode cache)."""
+    pycache = config.stash.get(_PYCACHE, None)
+    if pycache is not None:
+        shutil.rmtree(pycache, ignore_errors=True)
     fresh = config.stash.get(_FRESH, None)
     if fresh is None:
         return

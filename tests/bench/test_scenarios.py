@@ -177,16 +177,16 @@ def test_simulate_generate_writes_a_file_that_reproduces_the_run(
     drawn = load(generate(11, hours=0.25, scale=0.1))
     assert replace(from_file, source="") == replace(drawn, source="")
     first = run_scenario(from_file, plots=False).summary
-    again = run_scenario(drawn, plots=False).summary
-    for key in ("cost_usd", "pods_created", "nodes_launched", "nodes_terminated", "pods_lost", "consolidation_moves"):
-        assert first[key] == again[key], key
+    # The seed run again, as `simulate --generate` runs it: the file's run is the same run.
     monkeypatch.chdir(tmp_path)
     report = tmp_path / "report"
     ran = runner.invoke(
         app, ["simulate", "--generate", "11", "--hours", "0.25", "--scale", "0.1", "--report", str(report)]
     )
     assert ran.exit_code == 0, ran.output
-    assert json.loads((report / "summary.json").read_text())["cost_usd"] == first["cost_usd"]
+    again = json.loads((report / "summary.json").read_text())
+    for key in ("cost_usd", "pods_created", "nodes_launched", "nodes_terminated", "pods_lost", "consolidation_moves"):
+        assert first[key] == again[key], key
 
 
 def test_simulate_wants_a_file_or_a_seed_and_generator_options_only_with_a_seed(tmp_path: Path) -> None:

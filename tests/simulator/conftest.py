@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from nodewright.simulator.runner import RunResult, run_scenario
 from nodewright.simulator.scenario import Scenario, load_scenario
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 
 NODECLASS = """
   - apiVersion: karpenter.k8s.aws/v1
@@ -81,3 +84,22 @@ def scenario(tmp_path: Path) -> Callable[[str], Scenario]:
         return load_scenario(path)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def shipped_run() -> Callable[[str], RunResult]:
+    """The run of a shipped scenario (examples/scenarios/NAME.yaml) as `nodewright simulate` runs it:
+    in memory, no report written (`write_report(run.world, run.summary, dir)` writes it as the runner
+    would), simulated once per session and shared by the tests that only read it.
+
+    The tests using it are dealt out to one worker (tests/conftest.py's SHARED), so each scenario
+    runs once per suite. A test must not change the run's world or summary.
+    """
+    runs: dict[str, RunResult] = {}
+
+    def run(name: str) -> RunResult:
+        if name not in runs:
+            runs[name] = run_scenario(load_scenario(EXAMPLES / f"{name}.yaml"), plots=False)
+        return runs[name]
+
+    return run

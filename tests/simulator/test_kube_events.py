@@ -1,21 +1,24 @@
 """Kubernetes Events in a simulation: the spot storm's, as the in-memory cluster stored them.
 
 Faked: AWS (moto), the cluster (in memory), on a virtual clock. Real: the three handlers and
-their controllers. Observed: summary.json's `kube_events` block and the report's figures.
+their controllers (the session's `shipped_run`). Observed: summary.json's `kube_events` block and the report's figures.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from nodewright.simulator.runner import run_scenario
-from nodewright.simulator.scenario import load_scenario
-
-SPOT_STORM = Path(__file__).parents[2] / "examples" / "scenarios" / "spot-storm.yaml"
+from nodewright.simulator.report import write_report
+from nodewright.simulator.runner import RunResult
 
 
-def test_the_spot_storm_leaves_its_interruption_drain_and_scheduler_events_in_the_summary(tmp_path: Path) -> None:
-    result = run_scenario(load_scenario(SPOT_STORM), tmp_path, plots=False)
+def test_the_spot_storm_leaves_its_interruption_drain_and_scheduler_events_in_the_summary(
+    tmp_path: Path, shipped_run: Callable[[str], RunResult]
+) -> None:
+    result = shipped_run("spot-storm")
+    assert result.world is not None
+    write_report(result.world, result.summary, tmp_path, plots=False)
 
     events = result.summary["kube_events"]
     ours = events["nodewright"]

@@ -3,18 +3,20 @@ writes the cluster through the real Kubernetes adapter over local HTTP (nodewrig
 
 Real: the handlers, the controllers, moto, the kubernetes client, HTTP on 127.0.0.1, the
 adapters' watch threads, the API emulator over the simulated cluster. Observed: the summary of
-each run against the same scenario run in memory (the adapter must decide the same), and the
+each run against the same scenario run in memory (the adapter must decide the same; the in-memory
+run is the session's `shipped_run`), and the
 `kube_api` block: what the functions cost the API server.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from nodewright.simulator.runner import run_scenario
+from nodewright.simulator.runner import RunResult, run_scenario
 from nodewright.simulator.scenario import load_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
@@ -31,9 +33,11 @@ KINDS = ("nodes", "pods", "daemonsets", "poddisruptionbudgets")
 
 
 @pytest.mark.parametrize("name", ["scale-up", "spot-storm"])
-def test_a_scenario_over_http_decides_as_in_memory_and_lists_each_kind_once_per_function(name: str) -> None:
+def test_a_scenario_over_http_decides_as_in_memory_and_lists_each_kind_once_per_function(
+    name: str, shipped_run: Callable[[str], RunResult]
+) -> None:
     scenario = load_scenario(EXAMPLES / f"{name}.yaml")
-    in_memory = run_scenario(scenario, plots=False).summary
+    in_memory = shipped_run(name).summary
     over_http = run_scenario(replace(scenario, kube_api="http"), plots=False).summary
 
     assert {k: over_http[k] for k in SAME} == {k: in_memory[k] for k in SAME}

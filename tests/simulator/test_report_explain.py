@@ -1,23 +1,23 @@
 """The simulation report explains the pods worth a look: the spot-storm scenario's evicted pods.
 
-Real: the scenario run through the handlers against moto and the in-memory cluster, the report
-written from it. Observed: report.md's explanation section and its links.
+Real: the scenario run through the handlers against moto and the in-memory cluster (the session's
+`shipped_run`), the report written from it. Observed: report.md's explanation section and its links.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from nodewright.simulator.report import write_report
-from nodewright.simulator.runner import run_scenario
-from nodewright.simulator.scenario import load_scenario
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+from nodewright.simulator.runner import RunResult
 
 
-def test_the_spot_storm_report_links_each_evicted_pod_to_why_it_moved(tmp_path: Path) -> None:
-    run = run_scenario(load_scenario(EXAMPLES / "spot-storm.yaml"), plots=False)
+def test_the_spot_storm_report_links_each_evicted_pod_to_why_it_moved(
+    tmp_path: Path, shipped_run: Callable[[str], RunResult]
+) -> None:
+    run = shipped_run("spot-storm")
     assert run.world is not None
     write_report(run.world, run.summary, tmp_path, plots=False)
     text = (tmp_path / "report.md").read_text(encoding="utf-8")

@@ -1,15 +1,18 @@
 """Nodewright's own bill: the pricing of what a run measured, and the block every summary carries.
 
-Real: the simulator (handlers, moto, the in-memory cluster) for the summary test. Observed: the
+Real: the simulator (handlers, moto, the in-memory cluster; the session's `shipped_run`) for the
+summary test. Observed: the
 `self_cost` block and the report's row.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from nodewright.simulator.report import write_report
 from nodewright.simulator.report.selfcost import (
     HOURS_PER_MONTH,
     LAMBDA_GB_SECOND_ARM,
@@ -19,10 +22,7 @@ from nodewright.simulator.report.selfcost import (
     Invocation,
     self_cost,
 )
-from nodewright.simulator.runner import run_scenario
-from nodewright.simulator.scenario import load_scenario
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
+from nodewright.simulator.runner import RunResult
 
 
 def test_an_hour_of_one_waiting_provisioner_is_priced_by_its_gigabyte_seconds_and_scaled_to_a_month() -> None:
@@ -48,8 +48,12 @@ def test_a_run_of_no_time_has_no_monthly_cost() -> None:
         self_cost(hours=0, invocations=[], calls=AwsCalls(), decisions={}, metrics={})
 
 
-def test_every_simulation_reports_what_nodewright_itself_would_cost(tmp_path: Path) -> None:
-    result = run_scenario(load_scenario(EXAMPLES / "scale-up.yaml"), tmp_path, plots=False)
+def test_every_simulation_reports_what_nodewright_itself_would_cost(
+    tmp_path: Path, shipped_run: Callable[[str], RunResult]
+) -> None:
+    result = shipped_run("scale-up")
+    assert result.world is not None
+    write_report(result.world, result.summary, tmp_path, plots=False)
     own = result.summary["self_cost"]
     # The provisioner waits for pods until 10 s before its 68 s timeout, every minute.
     seconds_a_month = own["lambda_gb_seconds_per_month"]["provisioner"]  # at 1,024 MB: GB-s = seconds
