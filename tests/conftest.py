@@ -35,6 +35,8 @@ import pytest
 
 # Session fixtures worth building once per run, and the xdist group of the modules that use them.
 SHARED = {"synthesized": "cdk", "derived": "cdk", "example_plan": "example-plan", "shipped_run": "shipped-runs"}
+# Modules whose tests each simulate a day or a flood (tens of CPU seconds apiece): dealt out first.
+SLOW = ("tests/simulator/test_generated_guard.py", "tests/bench/")
 
 _FRESH = pytest.StashKey[Path]()
 _PYCACHE = pytest.StashKey[Path]()
@@ -53,10 +55,23 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadScopeScheduling
 
     class SharedFixtureScheduling(LoadScopeScheduling):
-        """`load`, except that tests of one fixture group (`fixture_group`) go to one worker."""
+        """`load`, except that tests of one fixture group (`fixture_group`) go to one worker, and the
+        units known to take tens of seconds each (`SLOW`) are dealt out first: dealt last, one of them
+        would run alone while the other workers have nothing left.
+        """
+
+        _slow_first = False
 
         def _split_scope(self, nodeid: str) -> str:
             return fixture_group(nodeid)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if not self._slow_first:
+                self._slow_first = True
+                units = sorted(self.workqueue.items(), key=lambda unit: not unit[0].startswith(SLOW))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
 
     return SharedFixtureScheduling(config, log)
 
