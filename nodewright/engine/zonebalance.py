@@ -8,14 +8,16 @@ zones (subnet IP exhaustion in one, a larger blast radius when it fails). Here t
 
 Two decisions, both from the same count (`ZoneLoads`):
 
-* **Provisioning** (`ZoneLoads.pin`): each new claim of a balanced NodePool gets one zone, in the
-  order the solver planned them: among the zones some option of the claim can launch in (an
+* **Provisioning** (`ZoneLoads.pin`): each new claim of a balanced NodePool gets one zone. The
+  claims tied to a zone are counted first, then the free ones are pinned in the order the solver
+  planned them: among the zones some option of the claim can launch in (an
   available offering its requirements allow, not in the capacity-error cache), those where one
   more node keeps the skew within the bound, the cheapest first (then the least loaded, then the
   name); if no zone keeps it, the least loaded zones. The claim's zone requirement is narrowed to
   that zone and its options to the types offered there, so CreateFleet cannot undo the choice. A
-  claim its pods already tie to one zone, or one priced on a capacity reservation, keeps its zone
-  and is counted there. The options only shrink, so NodePool limits still hold.
+  claim its pods already tie to one zone (`tied`), or one priced on a capacity reservation, keeps
+  its zone and is counted there; a zone the solver chose for a preference only (a ScheduleAnyway
+  spread) ties nothing. The options only shrink, so NodePool limits still hold.
 * **Disruption** (`ZoneLoads.judge`): a move (delete or replace) out of a balanced NodePool is
   made only when, its replacements pinned as above, the NodePool's skew afterwards is within the
   bound or no larger than before (a NodePool already lopsided, e.g. by pods tied to one zone, may
