@@ -8,14 +8,16 @@ zones (subnet IP exhaustion in one, a larger blast radius when it fails). Here t
 
 Two decisions, both from the same count (`ZoneLoads`):
 
-* **Provisioning** (`ZoneLoads.pin`): each new claim of a balanced NodePool gets one zone, in the
-  order the solver planned them: among the zones some option of the claim can launch in (an
+* **Provisioning** (`ZoneLoads.pin`): each new claim of a balanced NodePool gets one zone. The
+  claims tied to a zone are counted first, then the free ones are pinned in the order the solver
+  planned them: among the zones some option of the claim can launch in (an
   available offering its requirements allow, not in the capacity-error cache), those where one
   more node keeps the skew within the bound, the cheapest first (then the least loaded, then the
   name); if no zone keeps it, the least loaded zones. The claim's zone requirement is narrowed to
   that zone and its options to the types offered there, so CreateFleet cannot undo the choice. A
-  claim its pods already tie to one zone, or one priced on a capacity reservation, keeps its zone
-  and is counted there. The options only shrink, so NodePool limits still hold.
+  claim its pods already tie to one zone (`tied`), or one priced on a capacity reservation, keeps
+  its zone and is counted there; a zone the solver chose for a preference only (a ScheduleAnyway
+  spread) ties nothing. The options only shrink, so NodePool limits still hold.
 * **Disruption** (`ZoneLoads.judge`): a move (delete or replace) out of a balanced NodePool is
   made only when, its replacements pinned as above, the NodePool's skew afterwards is within the
   bound or no larger than before (a NodePool already lopsided, e.g. by pods tied to one zone, may
@@ -42,6 +44,7 @@ from nodewright.model.instancetype import InstanceType, Offering, OfferingKey
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool, ZoneBalance
+from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.resources import CPU
 
@@ -74,6 +77,17 @@ def pool_zones(pc: PoolCapacity) -> frozenset[str]:
 def leaving(node: Node) -> bool:
     """A node that is going away: being deleted or tainted disrupted."""
     return node.deleting or any(t.key == wk.DISRUPTED_TAINT_KEY for t in node.taints)
+
+
+def tied(pod: Pod) -> bool:
+    """Whether the pod's own constraints can tie it to a zone: a zone-keyed DoNotSchedule spread,
+    a required pod affinity or anti-affinity by zone, or a zone in its node requirements.
+    """
+    if any(c.required and c.topology_key == wk.ZONE for c in pod.spread):
+        return True
+    if any(t.topology_key == wk.ZONE for t in (*pod.affinity, *pod.anti_affinity)):
+        return True
+    return any(wk.ZONE in reqs for reqs in pod.node_requirements())
 
 
 def claim_zone(claim: NodeClaim) -> str:
@@ -182,20 +196,47 @@ class ZoneLoads:
     # -- provisioning --------------------------------------------------------------------------
 
     def pin(self, claims: Sequence[PlannedClaim]) -> tuple[PlannedClaim, ...]:
-        """`claims` with each claim of a balanced NodePool pinned to one zone, counted as it goes."""
-        return tuple(self._pin(claim) for claim in claims)
+        """`claims` with each claim of a balanced NodePool pinned to one zone, counted as it goes:
+        first the claims tied to their zone (counted where they are), then the free ones, in order,
+        so the free claims even out what the tied ones of the same pass leave lopsided.
+        """
+        out = list(claims)
+        free: list[tuple[int, Requirements, dict[str, tuple[InstanceType, Offering]]]] = []
+        for i, claim in enumerate(claims):
+            entry = self.pools.get(claim.nodepool)
+            if entry is None:
+                continue
+            base = self._base(entry, claim)
+            by_zone = self._offers(claim, base)
+            if claim.offering.reservation_id or len(by_zone) <= 1:
+                zone = claim.offering.zone
+                entry.load[zone] = entry.load.get(zone, 0.0) + entry.type_weight(claim.instance_type.name)
+            else:
+                free.append((i, base, by_zone))
+        for i, base, by_zone in free:
+            out[i] = self._pin(out[i], base, by_zone)
+        return tuple(out)
 
-    def _pin(self, claim: PlannedClaim) -> PlannedClaim:
-        entry = self.pools.get(claim.nodepool)
-        if entry is None:
-            return claim
+    @staticmethod
+    def _base(entry: PoolLoad, claim: PlannedClaim) -> Requirements:
+        """The requirements the claim's zone may be chosen within. The solver narrows a claim to
+        the zone its topology split gave its pods; when none of them is tied to a zone (a zone-keyed
+        DoNotSchedule spread, required pod (anti-)affinity by zone, or a zone in its node
+        requirements), that narrowing came from a preference (a ScheduleAnyway spread) or the
+        order the solver filled zones in, and the NodePool's balance decides instead. Otherwise
+        the claim's own requirements.
+        """
+        if wk.ZONE not in claim.requirements or any(tied(pod) for pod in claim.pods):
+            return claim.requirements
+        base = Requirements(r for key, r in claim.requirements.items() if key != wk.ZONE)
+        pool_zone = entry.pool.requirements.get(wk.ZONE)
+        return base.intersection(Requirements([pool_zone])) if pool_zone is not None else base
+
+    def _pin(
+        self, claim: PlannedClaim, base: Requirements, by_zone: dict[str, tuple[InstanceType, Offering]]
+    ) -> PlannedClaim:
+        entry = self.pools[claim.nodepool]
         weight = entry.type_weight(claim.instance_type.name)
-        by_zone = self._offers(claim)
-        fixed = claim.offering.zone if claim.offering.reservation_id or len(by_zone) <= 1 else ""
-        if fixed or not by_zone:
-            zone = fixed or claim.offering.zone
-            entry.load[zone] = entry.load.get(zone, 0.0) + weight
-            return claim
         load = entry.load
         bound = entry.balance.max_skew + EPSILON
         within = [z for z in by_zone if skew({**load, z: load.get(z, 0.0) + weight}) <= bound]
@@ -204,21 +245,23 @@ class ZoneLoads:
             within = [z for z in by_zone if load.get(z, 0.0) <= least + EPSILON]
         zone = min(within, key=lambda z: (by_zone[z][1].price, load.get(z, 0.0), z))
         load[zone] = load.get(zone, 0.0) + weight
-        options = tuple(it for it in claim.options if self._offering(it, claim.requirements, zone) is not None)
+        options = tuple(it for it in claim.options if self._offering(it, base, zone) is not None)
         offering = by_zone[zone][1]
         pinned = Requirements([Requirement(wk.ZONE, False, frozenset((zone,)))])
-        return replace(claim, requirements=claim.requirements.intersection(pinned), options=options, offering=offering)
+        return replace(claim, requirements=base.intersection(pinned), options=options, offering=offering)
 
-    def _offers(self, claim: PlannedClaim) -> dict[str, tuple[InstanceType, Offering]]:
-        """Zone -> the first option (in the claim's order) launchable there, with its cheapest offering."""
+    def _offers(self, claim: PlannedClaim, reqs: Requirements) -> dict[str, tuple[InstanceType, Offering]]:
+        """Zone -> the first option (in the claim's order) launchable there under `reqs`, with its
+        cheapest offering.
+        """
         out: dict[str, tuple[InstanceType, Offering]] = {}
         for it in claim.options:
             for o in it.offerings:
-                if o.zone in out or not o.available or not o.allowed_by(claim.requirements):
+                if o.zone in out or not o.available or not o.allowed_by(reqs):
                     continue
                 if (o.capacity_type, it.name, o.zone) in self.blocked:
                     continue
-                best = self._offering(it, claim.requirements, o.zone)
+                best = self._offering(it, reqs, o.zone)
                 if best is not None:
                     out[o.zone] = (it, best)
         return dict(sorted(out.items()))

@@ -31,6 +31,8 @@ from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodepool import NodePool, ZoneBalance
+from nodewright.model.pod import SpreadConstraint
+from nodewright.model.selectors import LabelSelector
 from nodewright.ports import Configuration
 from tests.builders import ZONES, node_pool, pod
 from tests.controllers.test_disruption import ConsolidationWorld
@@ -241,3 +243,60 @@ def test_consolidation_keeps_a_balanced_pool_even_and_leaves_an_unbalanced_one_i
         if pools == (BALANCED,):
             replacements = [c for c in world.store.claims() if c.zone]
             assert all(c.requirements[wk.ZONE].values == frozenset({c.zone}) for c in replacements if c.pods)
+
+
+def spread_pods(world: ZonedWorld, count: int, when: str) -> None:
+    """`count` pending `web` pods of 12 cpu (one m5.4xlarge each), spread by zone over `app: web`."""
+    spread = SpreadConstraint(1, wk.ZONE, when, LabelSelector((("app", "web"),)))
+    for i in range(count):
+        world.cluster.add_pod(pod(f"web-new-{i}", cpu="12", memory="8Gi", labels={"app": "web"}, spread=(spread,)))
+
+
+def zone_a_full_of_nodes_and_empty_of_web_pods(world: ZonedWorld) -> None:
+    """Two nodes in zone a without a `web` pod, one node with four `web` pods in each of b and c:
+    a pod's zone spread prefers a, the NodePool's balance (a=2 b=1 c=1) wants b or c."""
+    world.zoned("a-1", "us-east-1a", 0)
+    world.zoned("a-2", "us-east-1a", 0)
+    world.zoned("b-1", "us-east-1b", 4)
+    world.zoned("c-1", "us-east-1c", 4)
+
+
+def test_a_pods_preferred_zone_spread_yields_to_the_nodepools_balance() -> None:
+    # ScheduleAnyway is a preference (kube-scheduler scores it; the pod binds in any zone): it
+    # does not tie the claim to zone a, so the claim goes where the balance keeps its bound.
+    world = ZonedWorld(pools=(BALANCED,))
+    zone_a_full_of_nodes_and_empty_of_web_pods(world)
+    spread_pods(world, 1, "ScheduleAnyway")
+    world.provision_through_handler()
+    [claim] = [c for c in world.store.claims() if c.pods]
+    assert claim.zone in ("us-east-1b", "us-east-1c")
+    assert claim.requirements[wk.ZONE].values == frozenset({claim.zone})
+    launched = world.launched_zones()
+    assert max(launched.values()) - min(launched.values()) <= 1
+
+
+def test_a_pods_required_zone_spread_still_wins_over_the_nodepools_balance() -> None:
+    # DoNotSchedule ties the pod to zone a (the only zone keeping its spread): its node goes
+    # there although the NodePool's skew grows to 2, as the contract says (pods' constraints first).
+    world = ZonedWorld(pools=(BALANCED,))
+    zone_a_full_of_nodes_and_empty_of_web_pods(world)
+    spread_pods(world, 1, "DoNotSchedule")
+    world.provision_through_handler()
+    assert [c.zone for c in world.store.claims() if c.pods] == ["us-east-1a"]
+
+
+def test_free_claims_even_out_what_the_zone_tied_claims_of_the_same_pass_leave() -> None:
+    # Zones b and c hold a node each; two pods need zone a and one pod may go anywhere. The tied
+    # claims are counted first (a=2 b=1 c=1), so the free one goes to b or c, not to a (the free
+    # pod is the largest, so the solver plans its claim first).
+    world = ZonedWorld(pools=(BALANCED,))
+    world.zoned("b-1", "us-east-1b", 4)
+    world.zoned("c-1", "us-east-1c", 4)
+    for i in range(2):
+        world.cluster.add_pod(pod(f"tied-{i}", cpu="12", memory="8Gi", node_selector={wk.ZONE: "us-east-1a"}))
+    world.cluster.add_pod(pod("free", cpu="14", memory="8Gi"))
+    world.provision_through_handler()
+    launched = world.launched_zones()
+    assert launched["us-east-1a"] == 2
+    assert max(launched.values()) - min(launched.values()) <= 1
+    assert world.cluster.lost_pods() == []
