@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from nodewright.simulator.report import write_report
 from nodewright.simulator.runner import RunResult, run_scenario
 from nodewright.simulator.scenario import Scenario, load_scenario
 
@@ -87,19 +88,23 @@ def scenario(tmp_path: Path) -> Callable[[str], Scenario]:
 
 
 @pytest.fixture(scope="session")
-def shipped_run() -> Callable[[str], RunResult]:
+def shipped_run() -> Callable[..., RunResult]:
     """The run of a shipped scenario (examples/scenarios/NAME.yaml) as `nodewright simulate` runs it:
-    in memory, no report written (`write_report(run.world, run.summary, dir)` writes it as the runner
-    would), simulated once per session and shared by the tests that only read it.
+    in memory, simulated once per session and shared by the tests that only read it;
+    `shipped_run(NAME, DIR)` also writes its report into DIR as the runner would (no plots).
 
     The tests using it are dealt out to one worker (tests/conftest.py's SHARED), so each scenario
     runs once per suite. A test must not change the run's world or summary.
     """
     runs: dict[str, RunResult] = {}
 
-    def run(name: str) -> RunResult:
+    def run(name: str, report: Path | None = None) -> RunResult:
         if name not in runs:
             runs[name] = run_scenario(load_scenario(EXAMPLES / f"{name}.yaml"), plots=False)
-        return runs[name]
+        result = runs[name]
+        if report is not None:
+            assert result.world is not None
+            write_report(result.world, result.summary, report, plots=False)
+        return result
 
     return run

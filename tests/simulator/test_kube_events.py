@@ -9,16 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from nodewright.simulator.report import write_report
 from nodewright.simulator.runner import RunResult
 
 
 def test_the_spot_storm_leaves_its_interruption_drain_and_scheduler_events_in_the_summary(
-    tmp_path: Path, shipped_run: Callable[[str], RunResult]
+    tmp_path: Path, shipped_run: Callable[..., RunResult]
 ) -> None:
-    result = shipped_run("spot-storm")
-    assert result.world is not None
-    write_report(result.world, result.summary, tmp_path, plots=False)
+    result = shipped_run("spot-storm", tmp_path)
 
     events = result.summary["kube_events"]
     ours = events["nodewright"]

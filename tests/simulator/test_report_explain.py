@@ -10,16 +10,13 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from nodewright.simulator.report import write_report
 from nodewright.simulator.runner import RunResult
 
 
 def test_the_spot_storm_report_links_each_evicted_pod_to_why_it_moved(
-    tmp_path: Path, shipped_run: Callable[[str], RunResult]
+    tmp_path: Path, shipped_run: Callable[..., RunResult]
 ) -> None:
-    run = shipped_run("spot-storm")
-    assert run.world is not None
-    write_report(run.world, run.summary, tmp_path, plots=False)
+    run = shipped_run("spot-storm", tmp_path)
     text = (tmp_path / "report.md").read_text(encoding="utf-8")
 
     section = text[text.index("## Why: explanations") :]
