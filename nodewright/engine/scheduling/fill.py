@@ -12,6 +12,7 @@ classes it may pack freely.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Callable
 
@@ -19,7 +20,7 @@ from nodewright.engine.scheduling.classes import PodClass
 from nodewright.engine.scheduling.domains import counted_domains, live_domains, pool_values
 from nodewright.engine.scheduling.fit import assign_pods, bin_compatible, fits, hostname_bound, pool_tolerates
 from nodewright.engine.scheduling.nodeclaim import drop_claim, open_claim, widen_claim
-from nodewright.engine.scheduling.state import Pass
+from nodewright.engine.scheduling.state import Bin, Pass
 from nodewright.engine.scheduling.topology import spread_group
 from nodewright.model import labels as wk
 from nodewright.model.pod import AffinityTerm, Pod, SpreadConstraint
@@ -162,7 +163,10 @@ def fill_class(p: Pass, cls: PodClass) -> tuple[list[Pod], str]:
     claims = sorted(p.open, key=lambda b: len(b.pods)) if p.strategy.emptiest_first else p.open
     one_by_one = p.strategy.widen_claims and p.strategy.emptiest_first and len(p.open) <= ROUND_ROBIN_LIMIT
     # Existing nodes and in-flight claims first, then this pass's open claims.
-    for b in itertools.chain(p.existing, () if one_by_one else claims[:SCAN_LIMIT]):
+    scan = () if one_by_one else claims[:SCAN_LIMIT]
+    if p.strategy.forced_first and not one_by_one:
+        scan = _roomy(p, claims, need_cpu, need_memory)
+    for b in itertools.chain(p.existing, scan):
         free = b.free
         if free[ci] < need_cpu or free[mi] < need_memory:
             continue  # the common rejection, without a call
@@ -196,6 +200,37 @@ def fill_class(p: Pass, cls: PodClass) -> tuple[list[Pod], str]:
         done += n
         widened = False
     return [], ""
+
+
+def _roomy(p: Pass, claims: list[Bin], need_cpu: int, need_memory: int) -> list[Bin]:
+    """The open claims (oldest first) a class of this size scans with `Strategy.forced_first`:
+    the first SCAN_LIMIT with room for one pod. With thousands of claims opened first for pods
+    that each need a node, the oldest SCAN_LIMIT are soon too full for the pods that come next,
+    and first fit over them alone would open a node per pod. A claim's room only shrinks while
+    a pass fills, so one found too small for a size stays too small: `Pass.roomy` keeps, per
+    size, the claims not yet found too small (and the last claim number it has seen), so each
+    claim is passed over at most once per size.
+    """
+    ci, mi = p.index[CPU], p.index[MEMORY]
+    size = (need_cpu, need_memory)
+    known, seen = p.roomy.get(size, ([], 0))
+    if claims and claims[-1].seq > seen:
+        known = known + claims[bisect.bisect_right(claims, seen, key=lambda b: b.seq) :]
+    out: list[Bin] = []
+    kept: list[Bin] = []
+    i = 0
+    for i, b in enumerate(known):  # noqa: B007 - `i` says where the scan stopped
+        free = b.free
+        if free[ci] < need_cpu or free[mi] < need_memory:
+            continue
+        kept.append(b)
+        out.append(b)
+        if len(out) >= SCAN_LIMIT:
+            break
+    else:
+        i = len(known)
+    p.roomy[size] = (kept + known[i + 1 :], claims[-1].seq if claims else seen)
+    return out
 
 
 def _round_robin(p: Pass, cls: PodClass, req: tuple[int, ...], done: int) -> int:

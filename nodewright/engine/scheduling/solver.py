@@ -70,7 +70,7 @@ from dataclasses import replace
 
 from nodewright.engine.scheduling.budget import FairTurns, SolveDeadline
 from nodewright.engine.scheduling.cache import SolverCache
-from nodewright.engine.scheduling.classes import PodClass, orders_differ
+from nodewright.engine.scheduling.classes import PodClass, node_each, orders_differ
 from nodewright.engine.scheduling.existing import BoundPods, add_existing, topology_groups
 from nodewright.engine.scheduling.fill import schedule, unconstrained, zone_parts, zone_spread_only
 from nodewright.engine.scheduling.finalize import finalize
@@ -78,6 +78,7 @@ from nodewright.engine.scheduling.fit import capacity_types, home_pool, remainin
 from nodewright.engine.scheduling.mix import mix
 from nodewright.engine.scheduling.portfolio import (
     DEFAULT_STRATEGY,
+    FORCED_STRATEGY,
     LIMITS_PORTFOLIO,
     PORTFOLIO,
     PORTFOLIO_LIMIT,
@@ -147,11 +148,14 @@ def _solve(
     if strategy is not None:
         return _within_limits(inp, run_pass(Pass(inp, strategy, bound, cache), deadline), bound, cache, deadline)
     if len(inp.pods) > PORTFOLIO_LIMIT:
-        first = run_pass(Pass(inp, DEFAULT_STRATEGY, bound, cache), deadline)
+        # One pass; placing first the pods that each need a node, when there are any, keeps a large
+        # plan as cheap relative to its bound as the small ones (docs/design/solver.md).
+        one = FORCED_STRATEGY if any(node_each(pod) for pod in inp.pods) else DEFAULT_STRATEGY
+        first = run_pass(Pass(inp, one, bound, cache), deadline)
         return _within_limits(inp, first, bound, cache, deadline)
     plans: list[SchedulingResult] = []
     plannable = False
-    grouped: dict[bool, list[PodClass]] = {}  # the classes in each order, grouped once per solve
+    grouped: dict[tuple[bool, bool], list[PodClass]] = {}  # the classes in each order, grouped once per solve
     for candidate in PORTFOLIO:
         if candidate.lp_plan and not plannable:
             # The shape-mixing pass (earlier in PORTFOLIO) met nothing to plan, so this pass
@@ -159,8 +163,11 @@ def _solve(
             continue
         if plans and deadline is not None and deadline.expired():
             break
-        p = Pass(inp, candidate, bound, cache, grouped.get(candidate.other_order))
-        grouped.setdefault(candidate.other_order, p.classes)
+        order = (candidate.other_order, candidate.forced_first)
+        p = Pass(inp, candidate, bound, cache, grouped.get(order))
+        grouped.setdefault(order, p.classes)
+        if candidate.forced_first and not p.forced_left:
+            continue  # no pod needs a node of its own: the pass would repeat the first-fit one
         if candidate.other_order and not orders_differ(p.classes):
             continue  # the classes would go in the same order as in the first pass
         if candidate.mix_shapes and not candidate.lp_plan and not begin_pass(p):

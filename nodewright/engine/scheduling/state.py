@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nodewright.engine.scheduling.cache import SolverCache
-from nodewright.engine.scheduling.classes import PodClass, group
+from nodewright.engine.scheduling.classes import PodClass, group, node_each
 from nodewright.engine.scheduling.hostports import HostPorts
 from nodewright.engine.scheduling.portfolio import Strategy
 from nodewright.engine.scheduling.prepare import Pool, PoolType, vec
@@ -51,6 +51,8 @@ class Bin:
     capacity_types: frozenset[str] = frozenset()
     # False once a pod whose hostname-keyed counts would change if it moved is placed here.
     movable: bool = True
+    # The order this pass opened its claims in (0 for nodes and claims in flight).
+    seq: int = 0
 
     def domain(self, key: str) -> str | None:
         """This bin's value for a topology key, when known."""
@@ -83,7 +85,11 @@ class Pass:
         self.cache = cache
         # `classes`: `group(inp.pods)` in this strategy's order, when the caller has it already
         # (classes are immutable, so passes of one solve share them).
-        self.classes = list(classes) if classes is not None else group(inp.pods, other_order=strategy.other_order)
+        self.classes = (
+            list(classes)
+            if classes is not None
+            else group(inp.pods, other_order=strategy.other_order, forced_first=strategy.forced_first)
+        )
         self.names = resource_names(inp, self.classes)
         self.index = {n: i for i, n in enumerate(self.names)}
         # A static NodePool (`replicas`) keeps its own count of nodes and never opens a claim for
@@ -112,6 +118,9 @@ class Pass:
         self.targets: dict[tuple[object, ...], tuple[PoolType | None, str, list[int]]] = {}  # nodeclaim
         self.cannot_widen: set[tuple[str, int, int, tuple[int, ...]]] = set()  # nodeclaim.widen_claim
         self.claim_seq = 0
+        # Per pod size (cpu, memory): the claims not yet found too small for one pod, and the
+        # last claim number seen (`fill._roomy`).
+        self.roomy: dict[tuple[int, int], tuple[list[Bin], int]] = {}
         self.homes: dict[tuple[object, ...], Pool | None] = {}  # fit.home_pool
         self.cts: dict[tuple[tuple[Requirements, ...], str], frozenset[str]] = {}  # fit.capacity_types
         # Tolerations as small integers for the memo keys above (`tolerations_id`).
@@ -124,6 +133,9 @@ class Pass:
         self.begun = False  # `solver.begin_pass` ran
         self.topology_keys: list[str] = []
         self.tracked: list[Group] = []  # the topology groups the pass tracks
+        # Pods still to place that each need a node of their own (`classes.node_each`), with
+        # `Strategy.forced_first`: the claims they open share the demand between them.
+        self.forced_left = sum(len(c.pods) for c in self.classes if node_each(c.sample)) if strategy.forced_first else 0
         self.min_cpu = min((c.requests[CPU] for c in self.classes), default=0)
 
     def tolerations_id(self, tolerations: tuple[Toleration, ...]) -> int:
