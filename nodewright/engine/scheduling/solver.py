@@ -46,7 +46,10 @@ it cannot be met; kube-scheduler scores preferences and never buys a node for on
 The portfolio (`portfolio.py`): small inputs run a pass per strategy of PORTFOLIO and keep the plan
 that leaves the fewest pods unplaced, then costs least. A pass that would repeat another step for
 step is skipped: shape mixing when no class is mixable (`begin_pass`), the other class order when
-it is the same order (`classes.orders_differ`).
+it is the same order (`classes.orders_differ`), the forced-first pass when no pod needs a node of
+its own (`classes.node_each`). Large inputs run one pass: the forced-first one when some pod needs
+a node of its own (`FORCED_STRATEGY`; docs/design/solver.md, "Pods that each need a node"), else
+first fit.
 
 When NodePool limits leave pods out (of the best plan, whatever the input's size), the passes of
 LIMITS_PORTFOLIO run as well and the same rule picks among all of them: a limit is a budget of
@@ -112,7 +115,8 @@ def solve(
 
     With a `strategy`, one pass uses it. Otherwise small passes try every strategy in PORTFOLIO
     and keep the plan that leaves the fewest pods unplaced, then costs least (the first strategy
-    wins ties, so the result stays deterministic); large ones use DEFAULT_STRATEGY. Either way,
+    wins ties, so the result stays deterministic); large ones use FORCED_STRATEGY when some pod
+    needs a node of its own, else DEFAULT_STRATEGY. Either way,
     when NodePool limits leave pods out, the passes of LIMITS_PORTFOLIO get their chance too
     (`_within_limits`): a replacement under `limits.nodes: 2` must not be refused because one
     pass spent the two nodes on small types.
