@@ -8,6 +8,7 @@ on values are remembered in the pass (`state.Pass`).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
 from nodewright.engine.scheduling.classes import PodClass
@@ -129,7 +130,7 @@ def assign_pods(p: Pass, cls: PodClass, b: Bin, pods: Sequence[Pod], req: tuple[
         if narrowed != b.requirements:
             b.requirements = narrowed
         if free[p.index[CPU]] < p.min_cpu or free[p.index[PODS]] < 1000:
-            p.open.remove(b)
+            _close(p, b)
     b.pods.extend(pods)
     if cls.sample.host_ports:
         p.ports.take(b.name, b.pool if b.kind != "node" else None, cls.sample.host_ports * count)
@@ -139,6 +140,19 @@ def assign_pods(p: Pass, cls: PodClass, b: Bin, pods: Sequence[Pod], req: tuple[
     home = home_pool(p, cls)
     if home is not None:
         add(remaining_demand(p, home, capacity_types(p, cls, home)), req, -count)
+
+
+def _close(p: Pass, b: Bin) -> None:
+    """Take a full claim off `p.open`. The list is in the order claims were opened (but after a
+    limits pass reopened one), so the claim is found by its number: `list.remove` compares every
+    claim before it, and the forced-first pass closes claims all along thousands of open ones.
+    """
+    opened = p.open
+    i = bisect.bisect_left(opened, b.seq, key=lambda c: c.seq)
+    if i < len(opened) and opened[i] is b:
+        del opened[i]
+    else:
+        opened.remove(b)
 
 
 def hostname_bound(p: Pass, cls: PodClass) -> bool:

@@ -55,7 +55,7 @@ def open_claim(p: Pass, cls: PodClass, req: tuple[int, ...]) -> tuple[Bin | None
         share = forced_share(p, pool, cls, cts)
         for alt in alts:
             if share is not None:
-                target, why = choose_target(p, pool, alt, req, cts, pool_demand=share)
+                target, why = share_target(p, pool, alt, req, cts, share=share)
             else:
                 target, why = claim_target(p, pool, alt, req, cts)
             if target is not None and gathered(p, cls):
@@ -90,6 +90,24 @@ def forced_share(p: Pass, pool: Pool, cls: PodClass, cts: frozenset[str]) -> lis
     n = p.forced_left
     p.forced_left -= 1
     return [-(-d // n) for d in remaining_demand(p, pool, cts)]
+
+
+def share_target(
+    p: Pass, pool: Pool, alt: Requirements, req: tuple[int, ...], cts: frozenset[str], *, share: list[int]
+) -> tuple[PoolType | None, str]:
+    """The target for a claim of a pod that needs a node of its own, holding `share`: chosen again
+    only once the share has halved or doubled since (each such claim has a share of its own, and
+    choosing among the types for each would cost more than the pass saves).
+    """
+    key = (pool.name, alt, req, pool.limit_version, cts)
+    cached = p.share_targets.get(key)
+    if cached is not None:
+        target, why, then = cached
+        if not shrunk(share, then) and not shrunk(then, share):
+            return target, why
+    target, why = choose_target(p, pool, alt, req, cts, pool_demand=share)
+    p.share_targets[key] = (target, why, list(share))
+    return target, why
 
 
 def gathered(p: Pass, cls: PodClass) -> bool:

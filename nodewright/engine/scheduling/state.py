@@ -116,6 +116,7 @@ class Pass:
         self.counted_cache: dict[tuple[object, ...], frozenset[str]] = {}  # domains.counted_domains
         self.tolerates: dict[tuple[object, ...], bool] = {}  # fit.bin_tolerates
         self.targets: dict[tuple[object, ...], tuple[PoolType | None, str, list[int]]] = {}  # nodeclaim
+        self.share_targets: dict[tuple[object, ...], tuple[PoolType | None, str, list[int]]] = {}  # nodeclaim
         self.cannot_widen: set[tuple[str, int, int, tuple[int, ...]]] = set()  # nodeclaim.widen_claim
         self.claim_seq = 0
         # Per pod size (cpu, memory): the claims not yet found too small for one pod, and the
