@@ -197,7 +197,30 @@ def group(pods: Iterable[Pod], *, other_order: bool = False, forced_first: bool 
 
 def node_each(pod: Pod) -> bool:
     """True when the pod's required anti-affinity keeps pods like it off its node: each needs a node."""
-    return any(t.topology_key == wk.HOSTNAME and t.selects(pod.namespace, pod.labels) for t in pod.anti_affinity)
+    return repelling(pod) is not None
+
+
+def repelling(pod: Pod) -> AffinityTerm | None:
+    """The pod's first required hostname anti-affinity term that selects the pod itself (the pods
+    it selects need a node each), or None.
+    """
+    return next(
+        (t for t in pod.anti_affinity if t.topology_key == wk.HOSTNAME and t.selects(pod.namespace, pod.labels)), None
+    )
+
+
+def forced_nodes(pods: Iterable[tuple[Pod, int]]) -> int:
+    """How many nodes hostname anti-affinity forces at least among `pods` (each a pod and how
+    many pods like it): the most pods one self-selecting term keeps apart (`repelling`; pods of
+    different terms may share a node).
+    """
+    groups: dict[tuple[str, AffinityTerm], int] = {}
+    for pod, count in pods:
+        term = repelling(pod)
+        if term is not None:
+            key = (pod.namespace, term)
+            groups[key] = groups.get(key, 0) + count
+    return max(groups.values(), default=0)
 
 
 def orders_differ(classes: Sequence[PodClass]) -> bool:

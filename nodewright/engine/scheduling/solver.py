@@ -73,7 +73,7 @@ from dataclasses import replace
 
 from nodewright.engine.scheduling.budget import FairTurns, SolveDeadline
 from nodewright.engine.scheduling.cache import SolverCache
-from nodewright.engine.scheduling.classes import PodClass, node_each, orders_differ
+from nodewright.engine.scheduling.classes import PodClass, forced_nodes, orders_differ
 from nodewright.engine.scheduling.existing import BoundPods, add_existing, topology_groups
 from nodewright.engine.scheduling.fill import schedule, unconstrained, zone_parts, zone_spread_only
 from nodewright.engine.scheduling.finalize import finalize
@@ -154,7 +154,7 @@ def _solve(
     if len(inp.pods) > PORTFOLIO_LIMIT:
         # One pass; placing first the pods that each need a node, when there are any, keeps a large
         # plan as cheap relative to its bound as the small ones (docs/design/solver.md).
-        one = FORCED_STRATEGY if any(node_each(pod) for pod in inp.pods) else DEFAULT_STRATEGY
+        one = FORCED_STRATEGY if forced_nodes((pod, 1) for pod in inp.pods) > 1 else DEFAULT_STRATEGY
         first = run_pass(Pass(inp, one, bound, cache), deadline)
         return _within_limits(inp, first, bound, cache, deadline)
     plans: list[SchedulingResult] = []
@@ -170,8 +170,8 @@ def _solve(
         order = (candidate.other_order, candidate.forced_first)
         p = Pass(inp, candidate, bound, cache, grouped.get(order))
         grouped.setdefault(order, p.classes)
-        if candidate.forced_first and not p.forced_left:
-            continue  # no pod needs a node of its own: the pass would repeat the first-fit one
+        if candidate.forced_first and p.forced_left < 2:
+            continue  # anti-affinity forces no two nodes: the pass would be first fit, or near it
         if candidate.other_order and not orders_differ(p.classes):
             continue  # the classes would go in the same order as in the first pass
         if candidate.mix_shapes and not candidate.lp_plan and not begin_pass(p):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nodewright.engine.scheduling.cache import SolverCache
-from nodewright.engine.scheduling.classes import PodClass, group, node_each
+from nodewright.engine.scheduling.classes import PodClass, forced_nodes, group
 from nodewright.engine.scheduling.hostports import HostPorts
 from nodewright.engine.scheduling.portfolio import Strategy
 from nodewright.engine.scheduling.prepare import Pool, PoolType, vec
@@ -134,9 +134,9 @@ class Pass:
         self.begun = False  # `solver.begin_pass` ran
         self.topology_keys: list[str] = []
         self.tracked: list[Group] = []  # the topology groups the pass tracks
-        # Pods still to place that each need a node of their own (`classes.node_each`), with
-        # `Strategy.forced_first`: the claims they open share the demand between them.
-        self.forced_left = sum(len(c.pods) for c in self.classes if node_each(c.sample)) if strategy.forced_first else 0
+        # With `Strategy.forced_first`: the nodes hostname anti-affinity still forces
+        # (`classes.forced_nodes`), whose claims share the demand between them.
+        self.forced_left = forced_nodes((c.sample, len(c.pods)) for c in self.classes) if strategy.forced_first else 0
         self.min_cpu = min((c.requests[CPU] for c in self.classes), default=0)
 
     def tolerations_id(self, tolerations: tuple[Toleration, ...]) -> int:
