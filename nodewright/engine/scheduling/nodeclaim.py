@@ -83,7 +83,8 @@ def open_claim(p: Pass, cls: PodClass, req: tuple[int, ...]) -> tuple[Bin | None
 
 def forced_share(p: Pass, pool: Pool, cls: PodClass, cts: frozenset[str]) -> list[int] | None:
     """With `Strategy.forced_first`, for a class whose pods each need a node: the share of the
-    pool's remaining demand each such node is to hold; None otherwise.
+    pool's remaining demand each such node is to hold (over the nodes anti-affinity still forces,
+    `Pass.forced_left`); None otherwise.
     """
     if not p.strategy.forced_first or p.forced_left <= 0 or not node_each(cls.sample):
         return None
