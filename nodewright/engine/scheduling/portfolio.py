@@ -45,7 +45,7 @@ class Strategy:
     aims each of their claims at the type that holds its share of the pool's remaining demand
     (that demand over the pods still to place that need a node: `nodeclaim.forced_share`). The
     other pods then fill those nodes first fit, and every claim with room is scanned
-    (`fill._roomy`), not only the oldest SCAN_LIMIT. Largest first, those pods came last and got
+    (`fill._fill_roomy`), not only the oldest SCAN_LIMIT. Largest first, those pods came last and got
     a node each with nothing beside them (on Karpenter's diverse workload nine in ten of them, at
     under half the node's cpu).
     """

@@ -35,6 +35,22 @@ if TYPE_CHECKING:
 
 
 @dataclass(slots=True, eq=False)
+class ClassFacts:
+    """What the fit checks (`fit.py`) found for one class in this pass: its tolerations' number
+    (`Pass.tolerations_id`), and once asked, `fit.hostname_bound`, `fit.home_pool` and
+    `fit.capacity_types` per pool name. Each is what the value-keyed memo gives; this only saves
+    hashing the class at every look-up. Holds the class, so the id keying it stays its own.
+    """
+
+    cls: PodClass
+    tolerations: int
+    bound: bool | None = None
+    homed: bool = False
+    home: Pool | None = None
+    cts: dict[str, frozenset[str]] = field(default_factory=dict)
+
+
+@dataclass(slots=True, eq=False)
 class Bin:
     """Somewhere pods can go: an existing node, an in-flight claim, or a claim of this pass."""
 
@@ -120,10 +136,18 @@ class Pass:
         self.cannot_widen: set[tuple[str, int, int, tuple[int, ...]]] = set()  # nodeclaim.widen_claim
         self.claim_seq = 0
         # Per pod size (cpu, memory): the claims not yet found too small for one pod, and the
-        # last claim number seen (`fill._roomy`).
+        # last claim number seen (`fill._fill_roomy`).
         self.roomy: dict[tuple[int, int], tuple[list[Bin], int]] = {}
         self.homes: dict[tuple[object, ...], Pool | None] = {}  # fit.home_pool
         self.cts: dict[tuple[tuple[Requirements, ...], str], frozenset[str]] = {}  # fit.capacity_types
+        # By class identity: what the fit checks ask of each class at every placement (`facts`).
+        self._facts: dict[int, ClassFacts] = {}
+        # A claim's requirements narrowed to a pod's alternative, by both objects' identity
+        # (`fit.assign_pods`): claims narrowed alike share one object.
+        # `fit.claim_allows`, by the identity of the class and of the claim's requirements,
+        # target, taints and pool (each entry holds them), and its capacity types.
+        self.claim_allows: dict[tuple[object, ...], tuple[object, object, object, object, object, bool]] = {}
+        self.narrowed: dict[tuple[int, int], tuple[Requirements, Requirements, Requirements]] = {}
         # Tolerations as small integers for the memo keys above (`tolerations_id`).
         self._toleration_ids: dict[tuple[Toleration, ...], int] = {}
         self._tolerations_seen: dict[int, tuple[tuple[Toleration, ...], int]] = {}
@@ -138,6 +162,16 @@ class Pass:
         # (`classes.forced_nodes`), whose claims share the demand between them.
         self.forced_left = forced_nodes((c.sample, len(c.pods)) for c in self.classes) if strategy.forced_first else 0
         self.min_cpu = min((c.requests[CPU] for c in self.classes), default=0)
+
+    def facts(self, cls: PodClass) -> ClassFacts:
+        """The per-class answers of the fit checks (`ClassFacts`), by the class's identity: the
+        value-keyed memos hash the class's alternatives, tolerations and labels at every look-up,
+        and a large pass asks them tens of thousands of times.
+        """
+        hit = self._facts.get(id(cls))
+        if hit is None or hit.cls is not cls:
+            hit = self._facts[id(cls)] = ClassFacts(cls, self.tolerations_id(cls.sample.tolerations))
+        return hit
 
     def tolerations_id(self, tolerations: tuple[Toleration, ...]) -> int:
         """`tolerations` as a small integer, equal for equal tuples: the memo keys' stand-in for
