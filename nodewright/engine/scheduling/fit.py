@@ -25,7 +25,7 @@ def fits(p: Pass, cls: PodClass, req: tuple[int, ...], b: Bin, want: int) -> int
     node requirements, capacity types and topology all allow them; 0 when none.
     """
     if b.kind == "claim":
-        if not claim_allows(p, cls, b):
+        if claim_alternative(p, cls, b) is None:
             return 0
     elif not bin_tolerates(p, cls, b) or not any(bin_compatible(p, b, alt) for alt in cls.alternatives):
         return 0
@@ -47,17 +47,17 @@ def fits(p: Pass, cls: PodClass, req: tuple[int, ...], b: Bin, want: int) -> int
     return min(n, limit)
 
 
-def claim_allows(p: Pass, cls: PodClass, b: Bin) -> bool:
-    """For a claim of this pass: the class tolerates its taints, one of the class's alternatives
-    is compatible with it, and the class may use the claim's capacity types (a pod that may run
-    on spot must not be packed onto an on-demand-only claim, nor the reverse: either would pay
-    on-demand prices for capacity spot could serve). Nothing else of the claim decides it, so
-    the answer is remembered by the identity of the class and of what the claim holds (each
-    entry holds them, so the ids stay their own): the value-keyed memos hash requirements at
-    every look-up, and a large pass asks this of every claim with room.
+def claim_alternative(p: Pass, cls: PodClass, b: Bin) -> Requirements | None:
+    """For a claim of this pass: the class's first alternative compatible with the claim, when
+    the class tolerates its taints and may use its capacity types (a pod that may run on spot
+    must not be packed onto an on-demand-only claim, nor the reverse: either would pay on-demand
+    prices for capacity spot could serve); None when it may not go there. Nothing else of the
+    claim decides it, so the answer is remembered by the identity of the class and of what the
+    claim holds (each entry holds them, so the ids stay their own): the value-keyed memos hash
+    requirements at every look-up, and a large pass asks this of every claim with room.
     """
     key = (id(cls), id(b.requirements), id(b.target), id(b.taints), id(b.pool), b.capacity_types)
-    hit = p.claim_allows.get(key)
+    hit = p.claim_alts.get(key)
     if (
         hit is not None
         and hit[0] is cls
@@ -67,13 +67,11 @@ def claim_allows(p: Pass, cls: PodClass, b: Bin) -> bool:
         and hit[4] is b.pool
     ):
         return hit[5]
-    allowed = (
-        bin_tolerates(p, cls, b)
-        and any(bin_compatible(p, b, alt) for alt in cls.alternatives)
-        and capacity_types(p, cls, b.pool) == b.capacity_types
-    )
-    p.claim_allows[key] = (cls, b.requirements, b.target, b.taints, b.pool, allowed)
-    return allowed
+    found: Requirements | None = None
+    if bin_tolerates(p, cls, b) and capacity_types(p, cls, b.pool) == b.capacity_types:
+        found = next((alt for alt in cls.alternatives if bin_compatible(p, b, alt)), None)
+    p.claim_alts[key] = (cls, b.requirements, b.target, b.taints, b.pool, found)
+    return found
 
 
 def bin_compatible(p: Pass, b: Bin, alt: Requirements) -> bool:
@@ -156,7 +154,9 @@ def assign_pods(p: Pass, cls: PodClass, b: Bin, pods: Sequence[Pod], req: tuple[
         if r:
             free[i] -= r * count
     if b.kind == "claim":
-        alt = next(a for a in cls.alternatives if bin_compatible(p, b, a))
+        alt = claim_alternative(p, cls, b)
+        if alt is None:  # a caller that placed without `fits` (shape mixing, a planned fill)
+            alt = next(a for a in cls.alternatives if bin_compatible(p, b, a))
         b.requirements = narrow(p, b.requirements, alt)
         if free[p.index[CPU]] < p.min_cpu or free[p.index[PODS]] < 1000:
             _close(p, b)

@@ -144,9 +144,12 @@ class Pass:
         self._facts: dict[int, ClassFacts] = {}
         # A claim's requirements narrowed to a pod's alternative, by both objects' identity
         # (`fit.assign_pods`): claims narrowed alike share one object.
-        # `fit.claim_allows`, by the identity of the class and of the claim's requirements,
+        # `fit.claim_alternative`, by the identity of the class and of the claim's requirements,
         # target, taints and pool (each entry holds them), and its capacity types.
-        self.claim_allows: dict[tuple[object, ...], tuple[object, object, object, object, object, bool]] = {}
+        self.claim_alts: dict[
+            tuple[object, ...],
+            tuple[PodClass, Requirements, PoolType | None, tuple[Taint, ...], Pool | None, Requirements | None],
+        ] = {}
         self.narrowed: dict[tuple[int, int], tuple[Requirements, Requirements, Requirements]] = {}
         # Tolerations as small integers for the memo keys above (`tolerations_id`).
         self._toleration_ids: dict[tuple[Toleration, ...], int] = {}
