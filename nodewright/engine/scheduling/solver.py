@@ -76,7 +76,7 @@ from dataclasses import replace
 
 from nodewright.engine.scheduling.budget import FairTurns, SolveDeadline
 from nodewright.engine.scheduling.cache import SolverCache
-from nodewright.engine.scheduling.classes import PodClass, forced_nodes, orders_differ
+from nodewright.engine.scheduling.classes import PodClass, forced_nodes, group, node_each, orders_differ
 from nodewright.engine.scheduling.existing import BoundPods, add_existing, topology_groups
 from nodewright.engine.scheduling.fill import schedule, unconstrained, zone_parts, zone_spread_only
 from nodewright.engine.scheduling.finalize import finalize
@@ -188,8 +188,15 @@ def _solve(
     if len(inp.pods) > PORTFOLIO_LIMIT:
         # One pass; placing first the pods that each need a node, when there are any, keeps a large
         # plan as cheap relative to its bound as the small ones (docs/design/solver.md).
-        one = FORCED_STRATEGY if forced_nodes((pod, 1) for pod in inp.pods) > 1 else DEFAULT_STRATEGY
-        first = run_pass(Pass(inp, one, bound, cache), deadline)
+        # Grouped in the forced-first order once: its classes count the forced nodes, and they are
+        # the first-fit order too when no class needs a node per pod.
+        classes = group(inp.pods, forced_first=True)
+        if forced_nodes((c.sample, len(c.pods)) for c in classes) > 1:
+            p = Pass(inp, FORCED_STRATEGY, bound, cache, classes)
+        else:
+            same = not any(node_each(c.sample) for c in classes)
+            p = Pass(inp, DEFAULT_STRATEGY, bound, cache, classes if same else None)
+        first = run_pass(p, deadline)
         return _within_limits(inp, first, bound, cache, deadline)
     plans: list[SchedulingResult] = []
     plannable = False
