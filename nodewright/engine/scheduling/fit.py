@@ -115,7 +115,10 @@ def bin_tolerates(p: Pass, cls: PodClass, b: Bin) -> bool:
 
 def remaining_demand(p: Pass, pool: Pool, cts: frozenset[str]) -> list[int]:
     """What is still unplaced of the pods whose first choice is `pool`, for these capacity types."""
-    return pool.demand.setdefault(cts, [0] * len(p.names))
+    demand = pool.demand.get(cts)
+    if demand is None:  # not `setdefault`: it would build a list at every placement
+        demand = pool.demand[cts] = [0] * len(p.names)
+    return demand
 
 
 def capacity_types(p: Pass, cls: PodClass, pool: Pool | None) -> frozenset[str]:
