@@ -172,7 +172,7 @@ def _build(
     )
 
 
-def group(pods: Iterable[Pod], *, other_order: bool = False) -> list[PodClass]:
+def group(pods: Iterable[Pod], *, other_order: bool = False, forced_first: bool = False) -> list[PodClass]:
     """Pods grouped into classes, in placement order: largest cpu, then memory, first (Karpenter's
     order). Classes of equal size go the most constrained first (`constraint_rank`), then the one
     with more pods first, then by their spec as a canonical string (`canonical`, descending). Only
@@ -187,11 +187,40 @@ def group(pods: Iterable[Pod], *, other_order: bool = False) -> list[PodClass]:
     by_spec = sorted(buckets.items(), key=lambda kv: canonical(kv[0], memo), reverse=True)
     sign = 1 if other_order else -1
 
-    def order(kv: tuple[PodKey, list[Pod]]) -> tuple[int, int, int, int]:
+    def order(kv: tuple[PodKey, list[Pod]]) -> tuple[int, int, int, int, int]:
         sample = kv[1][0]
-        return (-sample.requests[CPU], -sample.requests[MEMORY], sign * constraint_rank(sample), -len(kv[1]))
+        lead = 0 if forced_first and node_each(sample) else 1
+        return (lead, -sample.requests[CPU], -sample.requests[MEMORY], sign * constraint_rank(sample), -len(kv[1]))
 
     return [PodClass.of(members, position=i) for i, (_, members) in enumerate(sorted(by_spec, key=order))]
+
+
+def node_each(pod: Pod) -> bool:
+    """True when the pod's required anti-affinity keeps pods like it off its node: each needs a node."""
+    return repelling(pod) is not None
+
+
+def repelling(pod: Pod) -> AffinityTerm | None:
+    """The pod's first required hostname anti-affinity term that selects the pod itself (the pods
+    it selects need a node each), or None.
+    """
+    return next(
+        (t for t in pod.anti_affinity if t.topology_key == wk.HOSTNAME and t.selects(pod.namespace, pod.labels)), None
+    )
+
+
+def forced_nodes(pods: Iterable[tuple[Pod, int]]) -> int:
+    """How many nodes hostname anti-affinity forces at least among `pods` (each a pod and how
+    many pods like it): the most pods one self-selecting term keeps apart (`repelling`; pods of
+    different terms may share a node).
+    """
+    groups: dict[tuple[str, AffinityTerm], int] = {}
+    for pod, count in pods:
+        term = repelling(pod)
+        if term is not None:
+            key = (pod.namespace, term)
+            groups[key] = groups.get(key, 0) + count
+    return max(groups.values(), default=0)
 
 
 def orders_differ(classes: Sequence[PodClass]) -> bool:

@@ -12,14 +12,15 @@ classes it may pack freely.
 
 from __future__ import annotations
 
+import bisect
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from nodewright.engine.scheduling.classes import PodClass
 from nodewright.engine.scheduling.domains import counted_domains, live_domains, pool_values
 from nodewright.engine.scheduling.fit import assign_pods, bin_compatible, fits, hostname_bound, pool_tolerates
 from nodewright.engine.scheduling.nodeclaim import drop_claim, open_claim, widen_claim
-from nodewright.engine.scheduling.state import Pass
+from nodewright.engine.scheduling.state import Bin, Pass
 from nodewright.engine.scheduling.topology import spread_group
 from nodewright.model import labels as wk
 from nodewright.model.pod import AffinityTerm, Pod, SpreadConstraint
@@ -162,7 +163,9 @@ def fill_class(p: Pass, cls: PodClass) -> tuple[list[Pod], str]:
     claims = sorted(p.open, key=lambda b: len(b.pods)) if p.strategy.emptiest_first else p.open
     one_by_one = p.strategy.widen_claims and p.strategy.emptiest_first and len(p.open) <= ROUND_ROBIN_LIMIT
     # Existing nodes and in-flight claims first, then this pass's open claims.
-    for b in itertools.chain(p.existing, () if one_by_one else claims[:SCAN_LIMIT]):
+    roomy = p.strategy.forced_first and not one_by_one
+    scan: Iterable[Bin] = () if one_by_one or roomy else claims[:SCAN_LIMIT]
+    for b in itertools.chain(p.existing, scan):
         free = b.free
         if free[ci] < need_cpu or free[mi] < need_memory:
             continue  # the common rejection, without a call
@@ -171,7 +174,11 @@ def fill_class(p: Pass, cls: PodClass) -> tuple[list[Pod], str]:
             assign_pods(p, cls, b, pods[done : done + n], req)
             done += n
             if done == want:
-                return [], ""
+                break
+    if roomy and done < want:
+        done = _fill_roomy(p, cls, req, done, claims)
+    if done == want:
+        return [], ""
     # True while the round robin's last try to widen a claim for the next pod failed and no claim
     # changed since: trying again would fail again.
     widened = False
@@ -196,6 +203,48 @@ def fill_class(p: Pass, cls: PodClass) -> tuple[list[Pod], str]:
         done += n
         widened = False
     return [], ""
+
+
+def _fill_roomy(p: Pass, cls: PodClass, req: tuple[int, ...], done: int, claims: list[Bin]) -> int:
+    """Place the class's pods from `done` on the open claims (oldest first) a class of this size
+    scans with `Strategy.forced_first`: the first SCAN_LIMIT with room for one pod; returns how
+    many of its pods are placed now. With thousands of claims opened first for pods that each
+    need a node, the oldest SCAN_LIMIT are soon too full for the pods that come next, and first
+    fit over them alone would open a node per pod. A claim's room only shrinks while a pass
+    fills, so one found too small for a size stays too small: `Pass.roomy` keeps, per size, the
+    claims not yet found too small (and the last claim number it has seen), so each claim is
+    passed over at most once per size.
+    """
+    pods = cls.pods
+    want = len(pods)
+    ci, mi = p.index[CPU], p.index[MEMORY]
+    need_cpu, need_memory = req[ci], req[mi]
+    size = (need_cpu, need_memory)
+    known, seen = p.roomy.get(size) or ([], 0)
+    last = claims[-1].seq if claims else seen
+    if last > seen:
+        known.extend(claims[bisect.bisect_right(claims, seen, key=lambda b: b.seq) :])
+    stop = tried = 0
+    for b in known:
+        stop += 1
+        free = b.free
+        if free[ci] < need_cpu or free[mi] < need_memory:
+            continue
+        n = fits(p, cls, req, b, want - done)
+        if n:
+            assign_pods(p, cls, b, pods[done : done + n], req)
+            done += n
+            if done == want:
+                break
+        tried += 1
+        if tried >= SCAN_LIMIT:
+            break
+    # What the scan passed and is too small now stays so: drop it for this size.
+    head = [b for b in known[:stop] if b.free[ci] >= need_cpu and b.free[mi] >= need_memory]
+    if len(head) < stop:
+        known[:stop] = head
+    p.roomy[size] = (known, last)
+    return done
 
 
 def _round_robin(p: Pass, cls: PodClass, req: tuple[int, ...], done: int) -> int:

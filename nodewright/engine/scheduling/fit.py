@@ -8,6 +8,7 @@ on values are remembered in the pass (`state.Pass`).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
 from nodewright.engine.scheduling.classes import PodClass
@@ -23,6 +24,11 @@ def fits(p: Pass, cls: PodClass, req: tuple[int, ...], b: Bin, want: int) -> int
     """How many of `want` pods of `cls` (each requesting `req`) `b` takes now: room, taints,
     node requirements, capacity types and topology all allow them; 0 when none.
     """
+    if b.kind == "claim":
+        if claim_alternative(p, cls, b) is None:
+            return 0
+    elif not bin_tolerates(p, cls, b) or not any(bin_compatible(p, b, alt) for alt in cls.alternatives):
+        return 0
     n = want
     free = b.free
     for f, r in zip(free, req, strict=True):
@@ -32,21 +38,40 @@ def fits(p: Pass, cls: PodClass, req: tuple[int, ...], b: Bin, want: int) -> int
                 if q <= 0:
                     return 0
                 n = q
-    if not bin_tolerates(p, cls, b):
-        return 0
-    if not any(bin_compatible(p, b, alt) for alt in cls.alternatives):
-        return 0
     ports = cls.sample.host_ports
     if ports:
         n = min(n, p.ports.room(b.name, b.pool if b.kind != "node" else None, ports))
         if n == 0:
             return 0
-    if b.kind == "claim" and capacity_types(p, cls, b.pool) != b.capacity_types:
-        # A pod that may run on spot must not be packed onto an on-demand-only claim (nor
-        # the reverse): either would pay on-demand prices for capacity spot could serve.
-        return 0
     limit = p.topology.bin_limit(cls.sample, cls.spread, cls.affinity, cls.anti_affinity, b.name)
     return min(n, limit)
+
+
+def claim_alternative(p: Pass, cls: PodClass, b: Bin) -> Requirements | None:
+    """For a claim of this pass: the class's first alternative compatible with the claim, when
+    the class tolerates its taints and may use its capacity types (a pod that may run on spot
+    must not be packed onto an on-demand-only claim, nor the reverse: either would pay on-demand
+    prices for capacity spot could serve); None when it may not go there. Nothing else of the
+    claim decides it, so the answer is remembered by the identity of the class and of what the
+    claim holds (each entry holds them, so the ids stay their own): the value-keyed memos hash
+    requirements at every look-up, and a large pass asks this of every claim with room.
+    """
+    key = (id(cls), id(b.requirements), id(b.target), id(b.taints), id(b.pool), b.capacity_types)
+    hit = p.claim_alts.get(key)
+    if (
+        hit is not None
+        and hit[0] is cls
+        and hit[1] is b.requirements
+        and hit[2] is b.target
+        and hit[3] is b.taints
+        and hit[4] is b.pool
+    ):
+        return hit[5]
+    found: Requirements | None = None
+    if bin_tolerates(p, cls, b) and capacity_types(p, cls, b.pool) == b.capacity_types:
+        found = next((alt for alt in cls.alternatives if bin_compatible(p, b, alt)), None)
+    p.claim_alts[key] = (cls, b.requirements, b.target, b.taints, b.pool, found)
+    return found
 
 
 def bin_compatible(p: Pass, b: Bin, alt: Requirements) -> bool:
@@ -80,7 +105,7 @@ def pins_hostname(alt: Requirements) -> bool:
 
 def bin_tolerates(p: Pass, cls: PodClass, b: Bin) -> bool:
     """True when the class tolerates `b`'s taints."""
-    key = (p.tolerations_id(cls.sample.tolerations), cls.tolerate_prefer_no_schedule, b.taints)
+    key = (p.facts(cls).tolerations, cls.tolerate_prefer_no_schedule, b.taints)
     hit = p.tolerates.get(key)
     if hit is None:
         hit = tolerated(cls.sample.tolerations, b.taints, prefer=not cls.tolerate_prefer_no_schedule)
@@ -90,12 +115,19 @@ def bin_tolerates(p: Pass, cls: PodClass, b: Bin) -> bool:
 
 def remaining_demand(p: Pass, pool: Pool, cts: frozenset[str]) -> list[int]:
     """What is still unplaced of the pods whose first choice is `pool`, for these capacity types."""
-    return pool.demand.setdefault(cts, [0] * len(p.names))
+    demand = pool.demand.get(cts)
+    if demand is None:  # not `setdefault`: it would build a list at every placement
+        demand = pool.demand[cts] = [0] * len(p.names)
+    return demand
 
 
 def capacity_types(p: Pass, cls: PodClass, pool: Pool | None) -> frozenset[str]:
     """The capacity types the class may use in `pool` (its first compatible alternative)."""
     assert pool is not None
+    facts = p.facts(cls).cts
+    known = facts.get(pool.name)
+    if known is not None:
+        return known
     key = (cls.alternatives, pool.name)
     hit = p.cts.get(key)
     if hit is None:
@@ -106,6 +138,7 @@ def capacity_types(p: Pass, cls: PodClass, pool: Pool | None) -> frozenset[str]:
                 hit = frozenset(ct for ct in wk.CAPACITY_TYPES if req is None or req.has(ct))
                 break
         p.cts[key] = hit
+    facts[pool.name] = hit
     return hit
 
 
@@ -124,12 +157,12 @@ def assign_pods(p: Pass, cls: PodClass, b: Bin, pods: Sequence[Pod], req: tuple[
         if r:
             free[i] -= r * count
     if b.kind == "claim":
-        alt = next(a for a in cls.alternatives if bin_compatible(p, b, a))
-        narrowed = b.requirements.intersection(alt)
-        if narrowed != b.requirements:
-            b.requirements = narrowed
+        alt = claim_alternative(p, cls, b)
+        if alt is None:  # a caller that placed without `fits` (shape mixing, a planned fill)
+            alt = next(a for a in cls.alternatives if bin_compatible(p, b, a))
+        b.requirements = narrow(p, b.requirements, alt)
         if free[p.index[CPU]] < p.min_cpu or free[p.index[PODS]] < 1000:
-            p.open.remove(b)
+            _close(p, b)
     b.pods.extend(pods)
     if cls.sample.host_ports:
         p.ports.take(b.name, b.pool if b.kind != "node" else None, cls.sample.host_ports * count)
@@ -141,10 +174,48 @@ def assign_pods(p: Pass, cls: PodClass, b: Bin, pods: Sequence[Pod], req: tuple[
         add(remaining_demand(p, home, capacity_types(p, cls, home)), req, -count)
 
 
+def narrow(p: Pass, reqs: Requirements, alt: Requirements) -> Requirements:
+    """A claim's requirements `reqs` narrowed to a pod's alternative `alt`: `reqs` itself when
+    that changes nothing. Remembered by both objects' identity (the entry holds them), so claims
+    narrowed alike share one object and later look-ups keyed by it find it by identity.
+    """
+    key = (id(reqs), id(alt))
+    hit = p.narrowed.get(key)
+    if hit is not None and hit[0] is reqs and hit[1] is alt:
+        return hit[2]
+    narrowed = reqs.intersection(alt)
+    if narrowed == reqs:
+        narrowed = reqs
+    p.narrowed[key] = (reqs, alt, narrowed)
+    return narrowed
+
+
+def _close(p: Pass, b: Bin) -> None:
+    """Take a full claim off `p.open`. The list is in the order claims were opened (but after a
+    limits pass reopened one), so the claim is found by its number: `list.remove` compares every
+    claim before it, and the forced-first pass closes claims all along thousands of open ones.
+    """
+    opened = p.open
+    i = bisect.bisect_left(opened, b.seq, key=lambda c: c.seq)
+    if i < len(opened) and opened[i] is b:
+        del opened[i]
+    else:
+        opened.remove(b)
+
+
 def hostname_bound(p: Pass, cls: PodClass) -> bool:
     """True when moving the class's pods between nodes could change a hostname-keyed count:
     it has a hostname constraint, or some hostname group or anti-affinity counts it.
     """
+    facts = p.facts(cls)
+    if facts.bound is not None:
+        return facts.bound
+    facts.bound = _hostname_bound(p, cls)
+    return facts.bound
+
+
+def _hostname_bound(p: Pass, cls: PodClass) -> bool:
+    """`hostname_bound`, remembered by the class's values."""
     key = (
         cls.sample.namespace,
         tuple(sorted(cls.sample.labels.items())),
@@ -172,7 +243,15 @@ def home_pool(p: Pass, cls: PodClass) -> Pool | None:
     pool of small sizes), the demand was invisible to the pool the pods go to, whose claims then
     aimed at the smallest type that fits one pod (81 eight-cpu pods on 81 nodes of 16 cpus).
     """
-    key = (cls.alternatives, p.tolerations_id(cls.sample.tolerations), cls.tolerate_prefer_no_schedule, cls.requests)
+    facts = p.facts(cls)
+    if not facts.homed:
+        facts.home, facts.homed = _home_pool(p, cls, facts.tolerations), True
+    return facts.home
+
+
+def _home_pool(p: Pass, cls: PodClass, tolerations: int) -> Pool | None:
+    """`home_pool`, remembered by the class's values."""
+    key = (cls.alternatives, tolerations, cls.tolerate_prefer_no_schedule, cls.requests)
     if key not in p.homes:
         req = p.vec(cls.requests)
         # A pod larger than every catalog's largest type fits no pool: then the first that allows

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nodewright.engine.scheduling.classes import PodClass
+from nodewright.engine.scheduling.classes import PodClass, node_each
 from nodewright.engine.scheduling.fit import capacity_types, fits, pins_hostname, pool_tolerates, remaining_demand
 from nodewright.engine.scheduling.prepare import Pool, PoolType, add, tolerated
 from nodewright.engine.scheduling.state import Bin, Pass
@@ -52,8 +52,12 @@ def open_claim(p: Pass, cls: PodClass, req: tuple[int, ...]) -> tuple[Bin | None
         target: PoolType | None = None
         why = ""
         cts = capacity_types(p, cls, pool)
+        share = forced_share(p, pool, cls, cts)
         for alt in alts:
-            target, why = claim_target(p, pool, alt, req, cts)
+            if share is not None:
+                target, why = share_target(p, pool, alt, req, cts, share=share)
+            else:
+                target, why = claim_target(p, pool, alt, req, cts)
             if target is not None and gathered(p, cls):
                 # Pods that must share a node (hostname affinity to themselves) get a target
                 # that holds them all, when one does: a second node would take none of them.
@@ -75,6 +79,36 @@ def open_claim(p: Pass, cls: PodClass, req: tuple[int, ...]) -> tuple[Bin | None
         why = f"no NodePool opens nodes for pods (static, replicas only: {static})"
         reasons.append(why if static else "no NodePool is configured")
     return None, "; ".join(reasons)
+
+
+def forced_share(p: Pass, pool: Pool, cls: PodClass, cts: frozenset[str]) -> list[int] | None:
+    """With `Strategy.forced_first`, for a class whose pods each need a node: the share of the
+    pool's remaining demand each such node is to hold (over the nodes anti-affinity still forces,
+    `Pass.forced_left`); None otherwise.
+    """
+    if not p.strategy.forced_first or p.forced_left <= 0 or not node_each(cls.sample):
+        return None
+    n = p.forced_left
+    p.forced_left -= 1
+    return [-(-d // n) for d in remaining_demand(p, pool, cts)]
+
+
+def share_target(
+    p: Pass, pool: Pool, alt: Requirements, req: tuple[int, ...], cts: frozenset[str], *, share: list[int]
+) -> tuple[PoolType | None, str]:
+    """The target for a claim of a pod that needs a node of its own, holding `share`: chosen again
+    only once the share has halved or doubled since (each such claim has a share of its own, and
+    choosing among the types for each would cost more than the pass saves).
+    """
+    key = (pool.name, alt, req, pool.limit_version, cts)
+    cached = p.share_targets.get(key)
+    if cached is not None:
+        target, why, then = cached
+        if not shrunk(share, then) and not shrunk(then, share):
+            return target, why
+    target, why = choose_target(p, pool, alt, req, cts, pool_demand=share)
+    p.share_targets[key] = (target, why, list(share))
+    return target, why
 
 
 def gathered(p: Pass, cls: PodClass) -> bool:
@@ -103,6 +137,7 @@ def new_claim(
         pool=pool,
         target=target,
         capacity_types=cts,
+        seq=p.claim_seq,
     )
     if p.topology.bin_limit(cls.sample, cls.spread, cls.affinity, cls.anti_affinity, b.name) == 0:
         return None

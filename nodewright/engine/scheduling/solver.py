@@ -46,7 +46,10 @@ it cannot be met; kube-scheduler scores preferences and never buys a node for on
 The portfolio (`portfolio.py`): small inputs run a pass per strategy of PORTFOLIO and keep the plan
 that leaves the fewest pods unplaced, then costs least. A pass that would repeat another step for
 step is skipped: shape mixing when no class is mixable (`begin_pass`), the other class order when
-it is the same order (`classes.orders_differ`).
+it is the same order (`classes.orders_differ`), the forced-first pass when no pod needs a node of
+its own (`classes.node_each`). Large inputs run one pass: the forced-first one when some pod needs
+a node of its own (`FORCED_STRATEGY`; docs/design/solver.md, "Pods that each need a node"), else
+first fit.
 
 When NodePool limits leave pods out (of the best plan, whatever the input's size), the passes of
 LIMITS_PORTFOLIO run as well and the same rule picks among all of them: a limit is a budget of
@@ -66,11 +69,14 @@ result, and no cache changes it (`cache.py`).
 
 from __future__ import annotations
 
+import contextlib
+import gc
+from collections.abc import Iterator
 from dataclasses import replace
 
 from nodewright.engine.scheduling.budget import FairTurns, SolveDeadline
 from nodewright.engine.scheduling.cache import SolverCache
-from nodewright.engine.scheduling.classes import PodClass, orders_differ
+from nodewright.engine.scheduling.classes import PodClass, forced_nodes, group, node_each, orders_differ
 from nodewright.engine.scheduling.existing import BoundPods, add_existing, topology_groups
 from nodewright.engine.scheduling.fill import schedule, unconstrained, zone_parts, zone_spread_only
 from nodewright.engine.scheduling.finalize import finalize
@@ -78,6 +84,7 @@ from nodewright.engine.scheduling.fit import capacity_types, home_pool, remainin
 from nodewright.engine.scheduling.mix import mix
 from nodewright.engine.scheduling.portfolio import (
     DEFAULT_STRATEGY,
+    FORCED_STRATEGY,
     LIMITS_PORTFOLIO,
     PORTFOLIO,
     PORTFOLIO_LIMIT,
@@ -111,7 +118,8 @@ def solve(
 
     With a `strategy`, one pass uses it. Otherwise small passes try every strategy in PORTFOLIO
     and keep the plan that leaves the fewest pods unplaced, then costs least (the first strategy
-    wins ties, so the result stays deterministic); large ones use DEFAULT_STRATEGY. Either way,
+    wins ties, so the result stays deterministic); large ones use FORCED_STRATEGY when some pod
+    needs a node of its own, else DEFAULT_STRATEGY. Either way,
     when NodePool limits leave pods out, the passes of LIMITS_PORTFOLIO get their chance too
     (`_within_limits`): a replacement under `limits.nodes: 2` must not be refused because one
     pass spent the two nodes on small types.
@@ -127,6 +135,38 @@ def solve(
     most PREFERENCE_PREMIUM more (`preferences.py`): a preference never buys a node per replica.
     `bound_preferences=False` skips that (consolidation's questions: see `disruption/simulate.py`).
     """
+    with _collector_paused():
+        return _solve_preferring(inp, strategy, cache, deadline, bound_preferences)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a solve runs (when it was on; resumed after).
+
+    A pass allocates a few hundred thousand small objects (claims, memo entries, plans), and each
+    700 allocations start a collection that walks the young objects, the older generations
+    walked again as the pass's memos grow: measured on 10,000 diverse pods about a tenth of the
+    CPU of a cold solve. The solver's objects are freed by reference counting as before (a cold
+    solve of those pods left no cyclic garbage); a cycle one leaves is collected once the
+    collector resumes.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _solve_preferring(
+    inp: SchedulingInput,
+    strategy: Strategy | None,
+    cache: SolverCache | None,
+    deadline: SolveDeadline | None,
+    bound_preferences: bool,
+) -> SchedulingResult:
+    """`solve()` with the collector paused (see `solve`)."""
     cache = cache if cache is not None else SolverCache()
     plan = _solve(inp, strategy, cache, deadline)
     if not bound_preferences or plan.price_per_hour <= 0 or not has_preferred_pod_terms(inp):
@@ -147,11 +187,21 @@ def _solve(
     if strategy is not None:
         return _within_limits(inp, run_pass(Pass(inp, strategy, bound, cache), deadline), bound, cache, deadline)
     if len(inp.pods) > PORTFOLIO_LIMIT:
-        first = run_pass(Pass(inp, DEFAULT_STRATEGY, bound, cache), deadline)
+        # One pass; placing first the pods that each need a node, when there are any, keeps a large
+        # plan as cheap relative to its bound as the small ones (docs/design/solver.md).
+        # Grouped in the forced-first order once: its classes count the forced nodes, and they are
+        # the first-fit order too when no class needs a node per pod.
+        classes = group(inp.pods, forced_first=True)
+        if forced_nodes((c.sample, len(c.pods)) for c in classes) > 1:
+            p = Pass(inp, FORCED_STRATEGY, bound, cache, classes)
+        else:
+            same = not any(node_each(c.sample) for c in classes)
+            p = Pass(inp, DEFAULT_STRATEGY, bound, cache, classes if same else None)
+        first = run_pass(p, deadline)
         return _within_limits(inp, first, bound, cache, deadline)
     plans: list[SchedulingResult] = []
     plannable = False
-    grouped: dict[bool, list[PodClass]] = {}  # the classes in each order, grouped once per solve
+    grouped: dict[tuple[bool, bool], list[PodClass]] = {}  # the classes in each order, grouped once per solve
     for candidate in PORTFOLIO:
         if candidate.lp_plan and not plannable:
             # The shape-mixing pass (earlier in PORTFOLIO) met nothing to plan, so this pass
@@ -159,8 +209,11 @@ def _solve(
             continue
         if plans and deadline is not None and deadline.expired():
             break
-        p = Pass(inp, candidate, bound, cache, grouped.get(candidate.other_order))
-        grouped.setdefault(candidate.other_order, p.classes)
+        order = (candidate.other_order, candidate.forced_first)
+        p = Pass(inp, candidate, bound, cache, grouped.get(order))
+        grouped.setdefault(order, p.classes)
+        if candidate.forced_first and p.forced_left < 2:
+            continue  # anti-affinity forces no two nodes: the pass would be first fit, or near it
         if candidate.other_order and not orders_differ(p.classes):
             continue  # the classes would go in the same order as in the first pass
         if candidate.mix_shapes and not candidate.lp_plan and not begin_pass(p):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nodewright.engine.scheduling.cache import SolverCache
-from nodewright.engine.scheduling.classes import PodClass, group
+from nodewright.engine.scheduling.classes import PodClass, forced_nodes, group
 from nodewright.engine.scheduling.hostports import HostPorts
 from nodewright.engine.scheduling.portfolio import Strategy
 from nodewright.engine.scheduling.prepare import Pool, PoolType, vec
@@ -32,6 +32,22 @@ from nodewright.model.taints import Taint, Toleration
 
 if TYPE_CHECKING:
     from nodewright.engine.scheduling.existing import BoundPods
+
+
+@dataclass(slots=True, eq=False)
+class ClassFacts:
+    """What the fit checks (`fit.py`) found for one class in this pass: its tolerations' number
+    (`Pass.tolerations_id`), and once asked, `fit.hostname_bound`, `fit.home_pool` and
+    `fit.capacity_types` per pool name. Each is what the value-keyed memo gives; this only saves
+    hashing the class at every look-up. Holds the class, so the id keying it stays its own.
+    """
+
+    cls: PodClass
+    tolerations: int
+    bound: bool | None = None
+    homed: bool = False
+    home: Pool | None = None
+    cts: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass(slots=True, eq=False)
@@ -51,6 +67,8 @@ class Bin:
     capacity_types: frozenset[str] = frozenset()
     # False once a pod whose hostname-keyed counts would change if it moved is placed here.
     movable: bool = True
+    # The order this pass opened its claims in (0 for nodes and claims in flight).
+    seq: int = 0
 
     def domain(self, key: str) -> str | None:
         """This bin's value for a topology key, when known."""
@@ -83,7 +101,11 @@ class Pass:
         self.cache = cache
         # `classes`: `group(inp.pods)` in this strategy's order, when the caller has it already
         # (classes are immutable, so passes of one solve share them).
-        self.classes = list(classes) if classes is not None else group(inp.pods, other_order=strategy.other_order)
+        self.classes = (
+            list(classes)
+            if classes is not None
+            else group(inp.pods, other_order=strategy.other_order, forced_first=strategy.forced_first)
+        )
         self.names = resource_names(inp, self.classes)
         self.index = {n: i for i, n in enumerate(self.names)}
         # A static NodePool (`replicas`) keeps its own count of nodes and never opens a claim for
@@ -110,10 +132,25 @@ class Pass:
         self.counted_cache: dict[tuple[object, ...], frozenset[str]] = {}  # domains.counted_domains
         self.tolerates: dict[tuple[object, ...], bool] = {}  # fit.bin_tolerates
         self.targets: dict[tuple[object, ...], tuple[PoolType | None, str, list[int]]] = {}  # nodeclaim
+        self.share_targets: dict[tuple[object, ...], tuple[PoolType | None, str, list[int]]] = {}  # nodeclaim
         self.cannot_widen: set[tuple[str, int, int, tuple[int, ...]]] = set()  # nodeclaim.widen_claim
         self.claim_seq = 0
+        # Per pod size (cpu, memory): the claims not yet found too small for one pod, and the
+        # last claim number seen (`fill._fill_roomy`).
+        self.roomy: dict[tuple[int, int], tuple[list[Bin], int]] = {}
         self.homes: dict[tuple[object, ...], Pool | None] = {}  # fit.home_pool
         self.cts: dict[tuple[tuple[Requirements, ...], str], frozenset[str]] = {}  # fit.capacity_types
+        # By class identity: what the fit checks ask of each class at every placement (`facts`).
+        self._facts: dict[int, ClassFacts] = {}
+        # A claim's requirements narrowed to a pod's alternative, by both objects' identity
+        # (`fit.assign_pods`): claims narrowed alike share one object.
+        # `fit.claim_alternative`, by the identity of the class and of the claim's requirements,
+        # target, taints and pool (each entry holds them), and its capacity types.
+        self.claim_alts: dict[
+            tuple[object, ...],
+            tuple[PodClass, Requirements, PoolType | None, tuple[Taint, ...], Pool | None, Requirements | None],
+        ] = {}
+        self.narrowed: dict[tuple[int, int], tuple[Requirements, Requirements, Requirements]] = {}
         # Tolerations as small integers for the memo keys above (`tolerations_id`).
         self._toleration_ids: dict[tuple[Toleration, ...], int] = {}
         self._tolerations_seen: dict[int, tuple[tuple[Toleration, ...], int]] = {}
@@ -124,7 +161,20 @@ class Pass:
         self.begun = False  # `solver.begin_pass` ran
         self.topology_keys: list[str] = []
         self.tracked: list[Group] = []  # the topology groups the pass tracks
+        # With `Strategy.forced_first`: the nodes hostname anti-affinity still forces
+        # (`classes.forced_nodes`), whose claims share the demand between them.
+        self.forced_left = forced_nodes((c.sample, len(c.pods)) for c in self.classes) if strategy.forced_first else 0
         self.min_cpu = min((c.requests[CPU] for c in self.classes), default=0)
+
+    def facts(self, cls: PodClass) -> ClassFacts:
+        """The per-class answers of the fit checks (`ClassFacts`), by the class's identity: the
+        value-keyed memos hash the class's alternatives, tolerations and labels at every look-up,
+        and a large pass asks them tens of thousands of times.
+        """
+        hit = self._facts.get(id(cls))
+        if hit is None or hit.cls is not cls:
+            hit = self._facts[id(cls)] = ClassFacts(cls, self.tolerations_id(cls.sample.tolerations))
+        return hit
 
     def tolerations_id(self, tolerations: tuple[Toleration, ...]) -> int:
         """`tolerations` as a small integer, equal for equal tuples: the memo keys' stand-in for

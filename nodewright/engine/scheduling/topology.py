@@ -72,8 +72,12 @@ class Topology:
         # groups select a pod is a lookup, not a scan of every group.
         self._counted: GroupIndex[Group] = GroupIndex()
         self._anti_groups: GroupIndex[Group] = GroupIndex()
+        # `_anti_selecting`, by pod identity: (the pod, how many groups there were, the answer).
+        self._anti_memo: dict[tuple[int, str], tuple[Pod, int, list[Group]]] = {}
         self._anti_keys: set[str] = set()
         self._selected_cache: dict[tuple[str, tuple[tuple[str, str], ...]], list[Group]] = {}
+        # The same by pod identity (a class records its sample at every placement); holds the pod.
+        self._selected_by_pod: dict[int, tuple[Pod, list[Group]]] = {}
 
     # -- registration --------------------------------------------------------------------------
 
@@ -85,14 +89,20 @@ class Topology:
                 self._totals[group] = 0
                 self._counted.add(group)
         self._selected_cache.clear()
+        self._selected_by_pod.clear()
 
     def record(self, pod: Pod, domains: Mapping[str, str | None], count: int = 1) -> None:
         """Count `count` pods like `pod` placed where `domains` (topology key -> value) says."""
-        cache_key = (pod.namespace, tuple(sorted(pod.labels.items())))
-        groups = self._selected_cache.get(cache_key)
-        if groups is None:
-            groups = self._counted.selecting(pod.namespace, pod.labels)
-            self._selected_cache[cache_key] = groups
+        known = self._selected_by_pod.get(id(pod))
+        if known is not None and known[0] is pod:
+            groups = known[1]
+        else:
+            cache_key = (pod.namespace, tuple(sorted(pod.labels.items())))
+            cached = self._selected_cache.get(cache_key)
+            if cached is None:
+                cached = self._selected_cache[cache_key] = self._counted.selecting(pod.namespace, pod.labels)
+            groups = cached
+            self._selected_by_pod[id(pod)] = (pod, groups)
         for group in groups:
             domain = domains.get(group.key)
             if domain is not None:
@@ -138,11 +148,25 @@ class Topology:
         a hostname-keyed anti-affinity term of 20,000 placed pods forbids 20,000 hosts, and
         `bin_limit` asks about one host per claim.
         """
+        groups = self._anti_selecting(pod, key)
+        if not groups:
+            return False
         anti = self._anti
-        return any(
-            group.key == key and domain in anti[group]
-            for group in self._anti_groups.selecting(pod.namespace, pod.labels)
-        )
+        return any(domain in anti[group] for group in groups)
+
+    def _anti_selecting(self, pod: Pod, key: str) -> list[Group]:
+        """The placed anti-affinity groups keyed on `key` that select `pod`, in insertion order.
+        Remembered by the pod's identity (a class asks with its sample, claim after claim) until
+        a group is added: groups are only ever added, so their number dates the answer.
+        """
+        version = len(self._anti_groups)
+        memo_key = (id(pod), key)
+        hit = self._anti_memo.get(memo_key)
+        if hit is not None and hit[0] is pod and hit[1] == version:
+            return hit[2]
+        groups = [g for g in self._anti_groups.selecting(pod.namespace, pod.labels) if g.key == key]
+        self._anti_memo[memo_key] = (pod, version, groups)
+        return groups
 
     def split(
         self,

@@ -10,6 +10,7 @@ import pytest
 
 from nodewright.engine.scheduling import PORTFOLIO, SchedulingResult, Strategy, solve
 from nodewright.engine.scheduling.classes import class_key, group, orders_differ
+from nodewright.engine.scheduling.portfolio import FORCED_STRATEGY, PORTFOLIO_LIMIT
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.pod import Pod
@@ -156,3 +157,52 @@ def test_a_shape_mixing_pass_with_nothing_to_mix_is_the_first_fit_pass_it_is_ski
 
     assert canonical(solve(inp, Strategy(mix_shapes=True))) == canonical(solve(inp, Strategy()))
     assert _key(solve(inp)) == min(_key(solve(inp, s)) for s in PORTFOLIO)
+
+
+# -- the pods that each need a node (Strategy.forced_first) ------------------------------------------
+
+
+def _solos_and_others(solos: int, others: int) -> list[Pod]:
+    """Small pods that each need a node of their own, and larger free pods to keep them company."""
+    return [
+        *pods(solos, "solo", cpu="250m", memory="256Mi", labels={"app": "solo"}, anti_affinity=(term("solo"),)),
+        *pods(others // 2, "web", cpu="1", memory="1Gi"),
+        *pods(others - others // 2, "api", cpu="500m", memory="2Gi"),
+    ]
+
+
+def _one_solo_per_node(result: SchedulingResult, solos: int) -> None:
+    per_claim = [sum(p.labels.get("app") == "solo" for p in c.pods) for c in result.claims]
+    assert max(per_claim) == 1
+    assert sum(per_claim) == solos
+
+
+def test_placing_the_pods_that_each_need_a_node_first_fills_their_nodes_with_the_others() -> None:
+    # Largest first, the small solo pods come last and get a node each with nothing beside them.
+    inp = scheduling_input(_solos_and_others(40, 120))
+
+    forced = solve(inp, Strategy(forced_first=True))
+    first_fit = solve(inp, Strategy())
+
+    assert not forced.unschedulable
+    _one_solo_per_node(forced, 40)
+    assert forced.price_per_hour < first_fit.price_per_hour
+    assert solve(inp).price_per_hour == pytest.approx(forced.price_per_hour)
+
+
+def test_a_large_input_with_pods_that_each_need_a_node_runs_the_forced_first_pass() -> None:
+    inp = scheduling_input(_solos_and_others(1_200, 4_800))
+    assert len(inp.pods) > PORTFOLIO_LIMIT
+
+    chosen = solve(inp)
+
+    assert not chosen.unschedulable
+    _one_solo_per_node(chosen, 1_200)
+    assert canonical(chosen) == canonical(solve(inp, FORCED_STRATEGY))
+    assert chosen.price_per_hour < solve(inp, Strategy()).price_per_hour
+
+
+def test_without_pods_that_each_need_a_node_the_forced_first_pass_is_skipped() -> None:
+    inp = scheduling_input(WORKLOADS["uniform"])
+
+    assert canonical(solve(inp, Strategy(forced_first=True))) == canonical(solve(inp, Strategy()))
