@@ -59,6 +59,7 @@ from nodewright.engine.scheduling.types import (
 )
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType, Offering
+from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirement, Requirements, label_matches
 from nodewright.model.resources import CPU, MEMORY, PODS, Resources
@@ -73,6 +74,19 @@ def schedule(inp: SchedulingInput, prepared: PreparedPools | None = None) -> Sch
     given, keeps the NodePools' prepared types for the next schedule over the same NodePools.
     """
     return _Scheduler(inp, prepared).run()
+
+
+def inflight_order(claim: NodeClaim) -> tuple[float, float, tuple[str, ...], str, str, str]:
+    """The order in-flight claims are tried in: launch order, then what they hold.
+
+    Karpenter tries existing nodes initialized first, then by name (scheduler.go,
+    calculateExistingNodeClaims); an in-flight claim's name there is its NodeClaim's, which ends
+    in a random suffix, so its place among its peers is random. Nodewright's claim names end in a
+    random suffix too, so ordering by name would make the same run plan differently in two
+    processes. The reference picks a stable order instead: creation and launch time, then the
+    pods the claim holds, its type and zone, and the name last (only identical twins reach it).
+    """
+    return (claim.created_at, claim.launched_at, claim.pods, claim.instance_type, claim.zone, claim.name)
 
 
 class _Scheduler:
@@ -169,7 +183,7 @@ class _Scheduler:
             if not (node.unschedulable or node.deleting):
                 self.existing.append(b)
         by_name = {p.name: p for p in self.pools}
-        for claim in self.inp.inflight:
+        for claim in sorted(self.inp.inflight, key=inflight_order):
             pool = by_name.get(claim.nodepool)
             it = next((t for t in pool.types if t.name == claim.instance_type), None) if pool else None
             if pool is None or it is None:
