@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,7 +31,7 @@ MEDIUM = instance_type("m5.xlarge", cpu="4", memory="16Gi", pods=58, price=0.192
 LARGE = instance_type("m5.2xlarge", cpu="8", memory="32Gi", pods=58, price=0.384)
 
 
-def _placed_on(claims: tuple[NodeClaim, ...]) -> dict[str, tuple[str, ...]]:
+def _placed_on(claims: tuple[NodeClaim, ...]) -> Mapping[str, tuple[str, ...]]:
     inp = SchedulingInput(
         pods=(pod("web-0", cpu="1", memory="1Gi"),),
         pools=(PoolCapacity(node_pool(), (MEDIUM, LARGE)),),
@@ -54,6 +55,7 @@ def test_in_flight_claims_are_tried_in_launch_order_whatever_their_names() -> No
 # disruption pass (consolidation over several nodes), printed as JSON.
 _DECIDE = """
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from nodewright.engine.scheduling import PoolCapacity, SchedulingInput
 from nodewright.model import labels as wk
