@@ -13,7 +13,8 @@ Theory of operation (Karpenter's, in our words)
   heaviest preferred pod affinity, heaviest preferred anti-affinity, heaviest preferred node
   affinity, one ScheduleAnyway spread, then PreferNoSchedule taints when a pool has any) and
   pushed to the back; the pass ends when the queue has cycled without progress (queue.go).
-* One pod at a time (`Scheduler.add`): existing nodes and in-flight claims first, in order; then
+* One pod at a time (`Scheduler.add`): existing nodes and in-flight claims first, in order
+  (in-flight claims by `inflight_order`, never by their randomly suffixed names); then
   this pass's node claims sorted by fewest pods first; then a new claim from each NodePool by
   weight. Sorting is stable, so claims with equal pod counts keep their previous relative order
   (Go's sort.Slice is not stable; ties are where the two may differ).
