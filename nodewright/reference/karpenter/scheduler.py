@@ -144,7 +144,7 @@ class _Scheduler:
         keys = {g.key for _, g in topo.counts} | {
             g.key for g in (term_group(t) for p in self.inp.bound_pods for t in p.anti_affinity)
         }
-        for key in keys - {wk.HOSTNAME}:
+        for key in sorted(keys - {wk.HOSTNAME}):  # a set of strings: its order varies by process
             values: set[str] = set()
             for pool in self.pools:
                 for it in pool.types:
