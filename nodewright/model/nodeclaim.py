@@ -52,3 +52,13 @@ class NodeClaim:
     def with_changes(self, **changes: Any) -> NodeClaim:
         """A copy with some fields changed."""
         return replace(self, **changes)
+
+    def launch_order(self) -> tuple[float, float, tuple[str, ...], str, str, str]:
+        """The key in-flight claims are tried in: creation and launch time, then the pods the claim
+        holds, its type and zone, and the name last (only identical twins reach it).
+
+        A claim's name ends in a random suffix, so ordering by name would make the same input plan
+        differently in two processes (Karpenter's NodeClaim names are random too, and its order
+        among peers with them).
+        """
+        return (self.created_at, self.launched_at, self.pods, self.instance_type, self.zone, self.name)

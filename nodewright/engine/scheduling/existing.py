@@ -20,6 +20,7 @@ from nodewright.engine.scheduling.cache import SolverCache
 from nodewright.engine.scheduling.state import Bin, Pass
 from nodewright.engine.scheduling.topology import Group, spread_group, term_group
 from nodewright.model import labels as wk
+from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirement, Requirements
 
@@ -52,7 +53,8 @@ def add_existing(p: Pass) -> None:
             )
         )
     pools = {pool.name: pool for pool in (*p.pools, *p.static_pools)}
-    for claim in sorted(p.inp.inflight, key=lambda c: c.name):
+    # Not by name: a claim's name ends in a random suffix, and the same input must plan the same.
+    for claim in sorted(p.inp.inflight, key=NodeClaim.launch_order):
         pool = pools.get(claim.nodepool)
         t = pool.by_name.get(claim.instance_type) if pool else None
         name = claim.node_name or claim.name

@@ -14,7 +14,9 @@ Theory of operation (Karpenter's, in our words)
   affinity, one ScheduleAnyway spread, then PreferNoSchedule taints when a pool has any) and
   pushed to the back; the pass ends when the queue has cycled without progress (queue.go).
 * One pod at a time (`Scheduler.add`): existing nodes and in-flight claims first, in order
-  (in-flight claims by `inflight_order`, never by their randomly suffixed names); then
+  (in-flight claims by `NodeClaim.launch_order`, never by their randomly suffixed names: Karpenter
+  tries existing nodes initialized first, then by name (scheduler.go, calculateExistingNodeClaims),
+  and a NodeClaim's name there ends in a random suffix too, so the reference picks a stable order); then
   this pass's node claims sorted by fewest pods first; then a new claim from each NodePool by
   weight. Sorting is stable, so claims with equal pod counts keep their previous relative order
   (Go's sort.Slice is not stable; ties are where the two may differ).
@@ -75,19 +77,6 @@ def schedule(inp: SchedulingInput, prepared: PreparedPools | None = None) -> Sch
     given, keeps the NodePools' prepared types for the next schedule over the same NodePools.
     """
     return _Scheduler(inp, prepared).run()
-
-
-def inflight_order(claim: NodeClaim) -> tuple[float, float, tuple[str, ...], str, str, str]:
-    """The order in-flight claims are tried in: launch order, then what they hold.
-
-    Karpenter tries existing nodes initialized first, then by name (scheduler.go,
-    calculateExistingNodeClaims); an in-flight claim's name there is its NodeClaim's, which ends
-    in a random suffix, so its place among its peers is random. Nodewright's claim names end in a
-    random suffix too, so ordering by name would make the same run plan differently in two
-    processes. The reference picks a stable order instead: creation and launch time, then the
-    pods the claim holds, its type and zone, and the name last (only identical twins reach it).
-    """
-    return (claim.created_at, claim.launched_at, claim.pods, claim.instance_type, claim.zone, claim.name)
 
 
 class _Scheduler:
@@ -184,7 +173,7 @@ class _Scheduler:
             if not (node.unschedulable or node.deleting):
                 self.existing.append(b)
         by_name = {p.name: p for p in self.pools}
-        for claim in sorted(self.inp.inflight, key=inflight_order):
+        for claim in sorted(self.inp.inflight, key=NodeClaim.launch_order):
             pool = by_name.get(claim.nodepool)
             it = next((t for t in pool.types if t.name == claim.instance_type), None) if pool else None
             if pool is None or it is None:
