@@ -4,8 +4,7 @@
 keeps the plan that leaves the fewest pods unplaced, then costs least; larger inputs get one pass
 of DEFAULT_STRATEGY. Each flag switches on one part of the pass: `emptiest_first` the claim order
 in `fill.py`, `mix_shapes` `mix.py`, `lp_plan` `plan.py`, `other_order` the order of classes of
-equal size (`classes.group`), `forced_first` where the pods that each need a node go. Above the
-limit, inputs with such pods get one pass of FORCED_STRATEGY instead.
+equal size (`classes.group`), `forced_first` where the pods that each need a node go.
 """
 
 from __future__ import annotations
@@ -70,7 +69,6 @@ PORTFOLIO = (
     Strategy(forced_first=True),
 )
 # Above PORTFOLIO_LIMIT, the one pass for inputs with pods that each need a node of their own.
-FORCED_STRATEGY = Strategy(forced_first=True)
 # When limits leave pods out, these passes run too, and the plan placing the most pods, then the
 # cheapest, wins (a pool's limits are a budget of capacity: big nodes waste less of it).
 LIMITS_PORTFOLIO = (

@@ -47,9 +47,8 @@ The portfolio (`portfolio.py`): small inputs run a pass per strategy of PORTFOLI
 that leaves the fewest pods unplaced, then costs least. A pass that would repeat another step for
 step is skipped: shape mixing when no class is mixable (`begin_pass`), the other class order when
 it is the same order (`classes.orders_differ`), the forced-first pass when no pod needs a node of
-its own (`classes.node_each`). Large inputs run one pass: the forced-first one when some pod needs
-a node of its own (`FORCED_STRATEGY`; docs/design/solver.md, "Pods that each need a node"), else
-first fit.
+its own (`classes.node_each`). Large inputs run one pass, first fit (docs/design/solver.md, "Pods
+that each need a node", says what the forced-first pass would save there and why it does not run).
 
 When NodePool limits leave pods out (of the best plan, whatever the input's size), the passes of
 LIMITS_PORTFOLIO run as well and the same rule picks among all of them: a limit is a budget of
@@ -76,7 +75,7 @@ from dataclasses import replace
 
 from nodewright.engine.scheduling.budget import FairTurns, SolveDeadline
 from nodewright.engine.scheduling.cache import SolverCache
-from nodewright.engine.scheduling.classes import PodClass, forced_nodes, group, node_each, orders_differ
+from nodewright.engine.scheduling.classes import PodClass, orders_differ
 from nodewright.engine.scheduling.existing import BoundPods, add_existing, topology_groups
 from nodewright.engine.scheduling.fill import schedule, unconstrained, zone_parts, zone_spread_only
 from nodewright.engine.scheduling.finalize import finalize
@@ -84,7 +83,6 @@ from nodewright.engine.scheduling.fit import capacity_types, home_pool, remainin
 from nodewright.engine.scheduling.mix import mix
 from nodewright.engine.scheduling.portfolio import (
     DEFAULT_STRATEGY,
-    FORCED_STRATEGY,
     LIMITS_PORTFOLIO,
     PORTFOLIO,
     PORTFOLIO_LIMIT,
@@ -118,8 +116,7 @@ def solve(
 
     With a `strategy`, one pass uses it. Otherwise small passes try every strategy in PORTFOLIO
     and keep the plan that leaves the fewest pods unplaced, then costs least (the first strategy
-    wins ties, so the result stays deterministic); large ones use FORCED_STRATEGY when some pod
-    needs a node of its own, else DEFAULT_STRATEGY. Either way,
+    wins ties, so the result stays deterministic); large ones use DEFAULT_STRATEGY. Either way,
     when NodePool limits leave pods out, the passes of LIMITS_PORTFOLIO get their chance too
     (`_within_limits`): a replacement under `limits.nodes: 2` must not be refused because one
     pass spent the two nodes on small types.
@@ -187,17 +184,10 @@ def _solve(
     if strategy is not None:
         return _within_limits(inp, run_pass(Pass(inp, strategy, bound, cache), deadline), bound, cache, deadline)
     if len(inp.pods) > PORTFOLIO_LIMIT:
-        # One pass; placing first the pods that each need a node, when there are any, keeps a large
-        # plan as cheap relative to its bound as the small ones (docs/design/solver.md).
-        # Grouped in the forced-first order once: its classes count the forced nodes, and they are
-        # the first-fit order too when no class needs a node per pod.
-        classes = group(inp.pods, forced_first=True)
-        if forced_nodes((c.sample, len(c.pods)) for c in classes) > 1:
-            p = Pass(inp, FORCED_STRATEGY, bound, cache, classes)
-        else:
-            same = not any(node_each(c.sample) for c in classes)
-            p = Pass(inp, DEFAULT_STRATEGY, bound, cache, classes if same else None)
-        first = run_pass(p, deadline)
+        # One pass, first fit. The forced-first pass would keep a large plan as cheap relative to its
+        # bound as the small ones (20% cheaper on the bench's 10,000 diverse pods) but costs 10-15%
+        # more CPU, past the 0.5 s cold goal at 10,000 pods (docs/design/solver.md).
+        first = run_pass(Pass(inp, DEFAULT_STRATEGY, bound, cache), deadline)
         return _within_limits(inp, first, bound, cache, deadline)
     plans: list[SchedulingResult] = []
     plannable = False
