@@ -68,11 +68,9 @@ result, and no cache changes it (`cache.py`).
 
 from __future__ import annotations
 
-import contextlib
-import gc
-from collections.abc import Iterator
 from dataclasses import replace
 
+from nodewright.engine.collector import collector_paused
 from nodewright.engine.scheduling.budget import FairTurns, SolveDeadline
 from nodewright.engine.scheduling.cache import SolverCache
 from nodewright.engine.scheduling.classes import PodClass, orders_differ
@@ -132,28 +130,9 @@ def solve(
     most PREFERENCE_PREMIUM more (`preferences.py`): a preference never buys a node per replica.
     `bound_preferences=False` skips that (consolidation's questions: see `disruption/simulate.py`).
     """
-    with _collector_paused():
+    # A pass builds a few hundred thousand small objects and no cycles (`engine/collector.py`).
+    with collector_paused():
         return _solve_preferring(inp, strategy, cache, deadline, bound_preferences)
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a solve runs (when it was on; resumed after).
-
-    A pass allocates a few hundred thousand small objects (claims, memo entries, plans), and each
-    700 allocations start a collection that walks the young objects, the older generations
-    walked again as the pass's memos grow: measured on 10,000 diverse pods about a tenth of the
-    CPU of a cold solve. The solver's objects are freed by reference counting as before (a cold
-    solve of those pods left no cyclic garbage); a cycle one leaves is collected once the
-    collector resumes.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _solve_preferring(
