@@ -15,7 +15,7 @@ PreferNoSchedule taints are tolerated.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass
 
 from nodewright.model import labels as wk
 from nodewright.model.pod import AffinityTerm, Pod, SpreadConstraint
@@ -104,11 +104,32 @@ class PodClass:
 
     def with_pods(self, pods: tuple[Pod, ...]) -> PodClass:
         """The same class holding only `pods`."""
-        return replace(self, pods=pods)
+        return self.narrowed(pods, self.alternatives)
 
     def restricted(self, requirements: Requirements) -> PodClass:
         """The same class with `requirements` (e.g. a zone chosen for spread) added to every alternative."""
-        return replace(self, alternatives=tuple(a.intersection(requirements) for a in self.alternatives))
+        return self.narrowed(self.pods, tuple(a.intersection(requirements) for a in self.alternatives))
+
+    def narrowed(self, pods: tuple[Pod, ...], alternatives: tuple[Requirements, ...]) -> PodClass:
+        """The same class holding `pods`, with `alternatives` (the class's own, restricted by
+        the caller: `fill.restrict`). Built field by field rather than by `dataclasses.replace`,
+        which looks every field up by name: a large pass builds a part class per placement.
+        """
+        return PodClass(
+            self.sample,
+            pods,
+            self.requests,
+            alternatives,
+            self.spread,
+            self.affinity,
+            self.anti_affinity,
+            self.tolerate_prefer_no_schedule,
+            self.preferred_affinity,
+            self.preferred_anti_affinity,
+            self.preferred_node,
+            self.soft_spread,
+            self.position,
+        )
 
     @property
     def sort_key(self) -> int:

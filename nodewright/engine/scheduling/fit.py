@@ -167,7 +167,10 @@ def assign_pods(p: Pass, cls: PodClass, b: Bin, pods: Sequence[Pod], req: tuple[
     if cls.sample.host_ports:
         p.ports.take(b.name, b.pool if b.kind != "node" else None, cls.sample.host_ports * count)
     b.movable = b.movable and not hostname_bound(p, cls)
-    domains = {key: b.domain(key) for key in p.topology_keys}
+    domains = b.domains
+    if domains is None or b.domains_of is not b.requirements:
+        domains = b.domains = {key: b.domain(key) for key in p.topology_keys}
+        b.domains_of = b.requirements
     p.topology.record(cls.sample, domains, count)
     home = home_pool(p, cls)
     if home is not None:

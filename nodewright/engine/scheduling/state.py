@@ -69,6 +69,10 @@ class Bin:
     movable: bool = True
     # The order this pass opened its claims in (0 for nodes and claims in flight).
     seq: int = 0
+    # `domain` of each of the pass's topology keys, and the requirements they were read from
+    # (`fit.assign_pods`: a claim's domains change only when its requirements do).
+    domains: dict[str, str | None] | None = None
+    domains_of: Requirements | None = None
 
     def domain(self, key: str) -> str | None:
         """This bin's value for a topology key, when known."""
@@ -151,6 +155,10 @@ class Pass:
             tuple[PodClass, Requirements, PoolType | None, tuple[Taint, ...], Pool | None, Requirements | None],
         ] = {}
         self.narrowed: dict[tuple[int, int], tuple[Requirements, Requirements, Requirements]] = {}
+        # A class's alternatives restricted to a domain part (`fill.restrict`), by their identity.
+        self.restrictions: dict[
+            tuple[int, str, tuple[str, ...]], tuple[tuple[Requirements, ...], tuple[Requirements, ...]]
+        ] = {}
         # Tolerations as small integers for the memo keys above (`tolerations_id`).
         self._toleration_ids: dict[tuple[Toleration, ...], int] = {}
         self._tolerations_seen: dict[int, tuple[tuple[Toleration, ...], int]] = {}
