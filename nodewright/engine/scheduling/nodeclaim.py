@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nodewright.engine.scheduling.classes import PodClass, node_each
-from nodewright.engine.scheduling.fit import capacity_types, fits, pins_hostname, pool_tolerates, remaining_demand
+from nodewright.engine.scheduling.fit import (
+    capacity_types,
+    fits,
+    narrow,
+    pins_hostname,
+    pool_tolerates,
+    remaining_demand,
+)
 from nodewright.engine.scheduling.prepare import Pool, PoolType, add, tolerated
 from nodewright.engine.scheduling.state import Bin, Pass
 from nodewright.engine.scheduling.targets import best_target, priced, shrunk
@@ -131,7 +138,8 @@ def new_claim(
     b = Bin(
         f"nodeclaim-{p.claim_seq}",
         "claim",
-        pool.requirements.intersection(alt),
+        # One object for the claims opened alike, so the fit checks' memos find it by identity.
+        narrow(p, pool.requirements, alt),
         pool.taints,
         list(target.cap),
         pool=pool,
