@@ -40,7 +40,7 @@ class Offering:
         type and interruptible ("true" / "false") (a reserved offering has them, any other has
         none: `NotIn` / `DoesNotExist` allow it, `In` / `Exists` do not).
         """
-        get = requirements.get
+        get = requirements.by_key().get
         req = get(wk.ZONE)
         if req is not None and not (req.has(self.zone) if self.zone else req.allows_absent()):
             return False

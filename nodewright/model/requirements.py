@@ -250,6 +250,12 @@ class Requirements(Mapping[str, Requirement]):
         """(key, requirement) pairs."""
         return self._by_key.items()
 
+    def by_key(self) -> Mapping[str, Requirement]:
+        """The requirements by label key, read-only: its `get` is the dict's own, for callers
+        that look up several keys per call on a hot path (`Offering.allowed_by`).
+        """
+        return self._by_key
+
     def values(self) -> ValuesView[Requirement]:
         """The requirements."""
         return self._by_key.values()

@@ -14,6 +14,7 @@ PreferNoSchedule taints are tolerated.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 
@@ -70,9 +71,20 @@ class PodClass:
     position: int = 0
 
     @classmethod
-    def of(cls, pods: Iterable[Pod], *, position: int = 0) -> PodClass:
-        """The class of some identical pods (sorted by name so results do not depend on input order)."""
-        ordered = tuple(sorted(pods, key=lambda p: (p.namespace, p.name)))
+    def of(
+        cls,
+        pods: Iterable[Pod],
+        *,
+        position: int = 0,
+        shared: dict[tuple[Requirements, ...], tuple[Requirements, ...]] | None = None,
+    ) -> PodClass:
+        """The class of some identical pods (sorted by name so results do not depend on input order).
+
+        `shared`: alternatives of classes built before (`group`), by value; a class whose
+        alternatives equal some of them takes those very objects, so the memos keyed by them find
+        them by identity instead of comparing requirements.
+        """
+        ordered = tuple(sorted(pods, key=_by_name))
         sample = ordered[0]
         by_weight = sorted(sample.preferred_terms, key=lambda t: -t.weight)
         pref_aff = tuple(sorted(sample.preferred_affinity, key=lambda t: -t.weight))
@@ -86,6 +98,7 @@ class PodClass:
             soft_spread=True,
             tolerate_prefer_no_schedule=False,
             position=position,
+            shared=shared,
         )
 
     def relaxed(self) -> PodClass | None:
@@ -171,10 +184,13 @@ def _build(
     soft_spread: bool,
     tolerate_prefer_no_schedule: bool,
     position: int,
+    shared: dict[tuple[Requirements, ...], tuple[Requirements, ...]] | None = None,
 ) -> PodClass:
     alternatives = sample.node_requirements()
     if preferred_node:
         alternatives = tuple(a.intersection(preferred_node[0]) for a in alternatives)
+    if shared is not None:
+        alternatives = shared.setdefault(alternatives, alternatives)
     spread = tuple(s for s in sample.spread if s.required or soft_spread)
     return PodClass(
         sample=sample,
@@ -213,7 +229,14 @@ def group(pods: Iterable[Pod], *, other_order: bool = False, forced_first: bool 
         lead = 0 if forced_first and node_each(sample) else 1
         return (lead, -sample.requests[CPU], -sample.requests[MEMORY], sign * constraint_rank(sample), -len(kv[1]))
 
-    return [PodClass.of(members, position=i) for i, (_, members) in enumerate(sorted(by_spec, key=order))]
+    shared: dict[tuple[Requirements, ...], tuple[Requirements, ...]] = {}
+    return [
+        PodClass.of(members, position=i, shared=shared) for i, (_, members) in enumerate(sorted(by_spec, key=order))
+    ]
+
+
+# Pods by namespace, then name (`PodClass.of`), read in C.
+_by_name = operator.attrgetter("namespace", "name")
 
 
 def node_each(pod: Pod) -> bool:

@@ -76,7 +76,8 @@ class Topology:
 
     def __init__(self) -> None:
         self._counts: dict[Group, dict[str, int]] = {}
-        self._totals: dict[Group, int] = {}
+        # Each group's total, in a cell of its own so a placement adds to it without a look-up.
+        self._totals: dict[Group, list[int]] = {}
         # Required anti-affinity terms of placed pods: group -> domains holding such a pod.
         self._anti: dict[Group, set[str]] = {}
         # The same groups filed by the label values their selectors require (`GroupIndex`): which
@@ -87,8 +88,9 @@ class Topology:
         self._anti_memo: dict[tuple[int, str], tuple[Pod, int, list[Group]]] = {}
         self._anti_keys: set[str] = set()
         self._selected_cache: dict[tuple[str, tuple[tuple[str, str], ...]], list[Group]] = {}
-        # The same by pod identity (a class records its sample at every placement); holds the pod.
-        self._selected_by_pod: dict[int, tuple[Pod, list[Group]]] = {}
+        # The same by pod identity (a class records its sample at every placement), as each
+        # group's key, counts and total cell; holds the pod.
+        self._selected_by_pod: dict[int, tuple[Pod, list[tuple[str, dict[str, int], list[int]]]]] = {}
         # The group of a spread constraint (in a namespace) or a term, by the item's identity
         # (`_group_of`; holds the item), equal groups as one object.
         self._group_memo: dict[tuple[int, str], tuple[object, Group]] = {}
@@ -103,7 +105,7 @@ class Topology:
         for group in groups:
             if group not in self._counts:
                 self._counts[group] = defaultdict(int)
-                self._totals[group] = 0
+                self._totals[group] = [0]
                 self._counted.add(group)
         self._selected_cache.clear()
         self._selected_by_pod.clear()
@@ -112,19 +114,19 @@ class Topology:
         """Count `count` pods like `pod` placed where `domains` (topology key -> value) says."""
         known = self._selected_by_pod.get(id(pod))
         if known is not None and known[0] is pod:
-            groups = known[1]
+            rows = known[1]
         else:
             cache_key = (pod.namespace, tuple(sorted(pod.labels.items())))
             cached = self._selected_cache.get(cache_key)
             if cached is None:
                 cached = self._selected_cache[cache_key] = self._counted.selecting(pod.namespace, pod.labels)
-            groups = cached
-            self._selected_by_pod[id(pod)] = (pod, groups)
-        for group in groups:
-            domain = domains.get(group.key)
+            rows = [(group.key, self._counts[group], self._totals[group]) for group in cached]
+            self._selected_by_pod[id(pod)] = (pod, rows)
+        for key, counts, total in rows:
+            domain = domains.get(key)
             if domain is not None:
-                self._counts[group][domain] += count
-                self._totals[group] += count
+                counts[domain] += count
+                total[0] += count
         for term in pod.anti_affinity:
             domain = domains.get(term.topology_key)
             if domain is not None:
@@ -219,7 +221,7 @@ class Topology:
         holding = [d for d in eligible if counts.get(d, 0) > 0]
         if holding:
             return Split(((tuple(holding), count),))
-        if self._totals[group] == 0 and self_match:
+        if self._totals[group][0] == 0 and self_match:
             # The first of pods that attract each other chooses the domain for all of them.
             return Split((((eligible[0],), count),))
         return Split((), f"affinity: no pod matching {_describe(group.selector)} in any {constraint.topology_key}")
@@ -270,7 +272,7 @@ class Topology:
                 elif here > max_skew:
                     return 0
             elif kind == _AFFINITY:
-                if here == 0 and (self._totals[group] > 0 or not selects):
+                if here == 0 and (self._totals[group][0] > 0 or not selects):
                     return 0
             else:
                 if here > 0:
