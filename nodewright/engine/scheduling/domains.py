@@ -20,7 +20,7 @@ do in Karpenter and in kube-scheduler.
 from __future__ import annotations
 
 from nodewright.engine.scheduling.classes import PodClass
-from nodewright.engine.scheduling.fit import capacity_types, fits, pool_tolerates
+from nodewright.engine.scheduling.fit import capacity_types, fits, pool_conflicts, pool_tolerates
 from nodewright.engine.scheduling.nodeclaim import claim_target
 from nodewright.engine.scheduling.prepare import Pool, tolerated
 from nodewright.engine.scheduling.state import Pass
@@ -121,6 +121,6 @@ def _pool_opens(p: Pass, cls: PodClass, req: tuple[int, ...]) -> bool:
             continue
         cts = capacity_types(p, cls, pool)
         for alt in cls.alternatives:
-            if pool.requirements.compatible(alt) and claim_target(p, pool, alt, req, cts)[0] is not None:
+            if not pool_conflicts(p, pool, alt) and claim_target(p, pool, alt, req, cts)[0] is not None:
                 return True
     return False

@@ -56,6 +56,10 @@ def claim_alternative(p: Pass, cls: PodClass, b: Bin) -> Requirements | None:
     claim holds (each entry holds them, so the ids stay their own): the value-keyed memos hash
     requirements at every look-up, and a large pass asks this of every claim with room.
     """
+    last = b.last_alternative
+    if last is not None and last[0] is cls and last[1] is b.requirements and last[2] is b.target:
+        # The claim's taints, pool and capacity types are its own for the pass.
+        return last[3]
     key = (id(cls), id(b.requirements), id(b.target), id(b.taints), id(b.pool), b.capacity_types)
     hit = p.claim_alts.get(key)
     if (
@@ -66,11 +70,13 @@ def claim_alternative(p: Pass, cls: PodClass, b: Bin) -> Requirements | None:
         and hit[3] is b.taints
         and hit[4] is b.pool
     ):
+        b.last_alternative = (cls, b.requirements, b.target, hit[5])
         return hit[5]
     found: Requirements | None = None
     if bin_tolerates(p, cls, b) and capacity_types(p, cls, b.pool) == b.capacity_types:
         found = next((alt for alt in cls.alternatives if bin_compatible(p, b, alt)), None)
     p.claim_alts[key] = (cls, b.requirements, b.target, b.taints, b.pool, found)
+    b.last_alternative = (cls, b.requirements, b.target, found)
     return found
 
 
@@ -140,6 +146,19 @@ def capacity_types(p: Pass, cls: PodClass, pool: Pool | None) -> frozenset[str]:
         p.cts[key] = hit
     facts[pool.name] = hit
     return hit
+
+
+def pool_conflicts(p: Pass, pool: Pool, alt: Requirements) -> list[str]:
+    """`pool.requirements.conflicts(alt)`, remembered by the identity of both (the entry holds
+    them): asked at every new claim and every domain a spread weighs. Shared: never change it.
+    """
+    key = (id(pool.requirements), id(alt))
+    hit = p.pool_conflicts.get(key)
+    if hit is not None and hit[0] is pool.requirements and hit[1] is alt:
+        return hit[2]
+    found = pool.requirements.conflicts(alt)
+    p.pool_conflicts[key] = (pool.requirements, alt, found)
+    return found
 
 
 def pool_tolerates(p: Pass, cls: PodClass, pool: Pool) -> bool:

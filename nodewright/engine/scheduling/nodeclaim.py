@@ -18,6 +18,7 @@ from nodewright.engine.scheduling.fit import (
     fits,
     narrow,
     pins_hostname,
+    pool_conflicts,
     pool_tolerates,
     remaining_demand,
 )
@@ -50,7 +51,7 @@ def open_claim(p: Pass, cls: PodClass, req: tuple[int, ...]) -> tuple[Bin | None
             )
             reasons.append(f"nodepool {pool.name}: taint {taint} is not tolerated")
             continue
-        conflicts = [pool.requirements.conflicts(alt) for alt in cls.alternatives]
+        conflicts = [pool_conflicts(p, pool, alt) for alt in cls.alternatives]
         alts = [alt for alt, c in zip(cls.alternatives, conflicts, strict=True) if not c and not pins_hostname(alt)]
         if not alts:
             problem = conflicts[0][0] if conflicts[0] else f"a new node cannot be the host {wk.HOSTNAME} selects"

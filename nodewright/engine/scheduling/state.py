@@ -73,6 +73,8 @@ class Bin:
     # (`fit.assign_pods`: a claim's domains change only when its requirements do).
     domains: dict[str, str | None] | None = None
     domains_of: Requirements | None = None
+    # The last `fit.claim_alternative` answer for this claim: (class, requirements, target, answer).
+    last_alternative: tuple[PodClass, Requirements, PoolType | None, Requirements | None] | None = None
 
     def domain(self, key: str) -> str | None:
         """This bin's value for a topology key, when known."""
@@ -157,6 +159,8 @@ class Pass:
             tuple[PodClass, Requirements, PoolType | None, tuple[Taint, ...], Pool | None, Requirements | None],
         ] = {}
         self.narrowed: dict[tuple[int, int], tuple[Requirements, Requirements, Requirements]] = {}
+        # A pool's requirements' conflicts with a pod's alternative (`fit.pool_conflicts`), by identity.
+        self.pool_conflicts: dict[tuple[int, int], tuple[Requirements, Requirements, list[str]]] = {}
         # A class's alternatives restricted to a domain part (`fill.restrict`), by their identity.
         self.restrictions: dict[
             tuple[int, str, tuple[str, ...]], tuple[tuple[Requirements, ...], tuple[Requirements, ...]]
