@@ -52,19 +52,21 @@ def claim_alternative(p: Pass, cls: PodClass, b: Bin) -> Requirements | None:
     the class tolerates its taints and may use its capacity types (a pod that may run on spot
     must not be packed onto an on-demand-only claim, nor the reverse: either would pay on-demand
     prices for capacity spot could serve); None when it may not go there. Nothing else of the
-    claim decides it, so the answer is remembered by the identity of the class and of what the
-    claim holds (each entry holds them, so the ids stay their own): the value-keyed memos hash
-    requirements at every look-up, and a large pass asks this of every claim with room.
+    claim decides it, so the answer is remembered by the identity of the class's facts (shared by
+    the classes of one spec: a class's parts per domain, `Pass.facts`) and of what the claim holds
+    (each entry holds them, so the ids stay their own): the value-keyed memos hash requirements at
+    every look-up, and a large pass asks this of every claim with room.
     """
     last = b.last_alternative
     if last is not None and last[0] is cls and last[1] is b.requirements and last[2] is b.target:
         # The claim's taints, pool and capacity types are its own for the pass.
         return last[3]
-    key = (id(cls), id(b.requirements), id(b.target), id(b.taints), id(b.pool), b.capacity_types)
+    facts = p.facts(cls)
+    key = (id(facts), id(b.requirements), id(b.target), id(b.taints), id(b.pool), b.capacity_types)
     hit = p.claim_alts.get(key)
     if (
         hit is not None
-        and hit[0] is cls
+        and hit[0] is facts
         and hit[1] is b.requirements
         and hit[2] is b.target
         and hit[3] is b.taints
@@ -75,7 +77,7 @@ def claim_alternative(p: Pass, cls: PodClass, b: Bin) -> Requirements | None:
     found: Requirements | None = None
     if bin_tolerates(p, cls, b) and capacity_types(p, cls, b.pool) == b.capacity_types:
         found = next((alt for alt in cls.alternatives if bin_compatible(p, b, alt)), None)
-    p.claim_alts[key] = (cls, b.requirements, b.target, b.taints, b.pool, found)
+    p.claim_alts[key] = (facts, b.requirements, b.target, b.taints, b.pool, found)
     b.last_alternative = (cls, b.requirements, b.target, found)
     return found
 

@@ -152,11 +152,11 @@ class Pass:
         self._facts_by_spec: dict[tuple[int, int, int, int, int, bool], ClassFacts] = {}
         # A claim's requirements narrowed to a pod's alternative, by both objects' identity
         # (`fit.assign_pods`): claims narrowed alike share one object.
-        # `fit.claim_alternative`, by the identity of the class and of the claim's requirements,
-        # target, taints and pool (each entry holds them), and its capacity types.
+        # `fit.claim_alternative`, by the identity of the class's facts and of the claim's
+        # requirements, target, taints and pool (each entry holds them), and its capacity types.
         self.claim_alts: dict[
             tuple[object, ...],
-            tuple[PodClass, Requirements, PoolType | None, tuple[Taint, ...], Pool | None, Requirements | None],
+            tuple[ClassFacts, Requirements, PoolType | None, tuple[Taint, ...], Pool | None, Requirements | None],
         ] = {}
         self.narrowed: dict[tuple[int, int], tuple[Requirements, Requirements, Requirements]] = {}
         # A pool's requirements' conflicts with a pod's alternative (`fit.pool_conflicts`), by identity.
