@@ -40,15 +40,21 @@ class Offering:
         type and interruptible ("true" / "false") (a reserved offering has them, any other has
         none: `NotIn` / `DoesNotExist` allow it, `In` / `Exists` do not).
         """
+        get = requirements.by_key().get
+        req = get(wk.ZONE)
+        if req is not None and not (req.has(self.zone) if self.zone else req.allows_absent()):
+            return False
+        req = get(wk.CAPACITY_TYPE)
+        if req is not None and not (req.has(self.capacity_type) if self.capacity_type else req.allows_absent()):
+            return False
+        # The reservation labels: asked one by one (a solve asks this of every offering of every type).
         interruptible = ("true" if self.reservation_interruptible else "false") if self.reservation_id else ""
         for key, value in (
-            (wk.ZONE, self.zone),
-            (wk.CAPACITY_TYPE, self.capacity_type),
             (wk.CAPACITY_RESERVATION_ID, self.reservation_id),
             (wk.CAPACITY_RESERVATION_TYPE, self.reservation_type),
             (wk.CAPACITY_RESERVATION_INTERRUPTIBLE, interruptible),
         ):
-            req = requirements.get(key)
+            req = get(key)
             if req is not None and not (req.has(value) if value else req.allows_absent()):
                 return False
         return True

@@ -250,6 +250,12 @@ class Requirements(Mapping[str, Requirement]):
         """(key, requirement) pairs."""
         return self._by_key.items()
 
+    def by_key(self) -> Mapping[str, Requirement]:
+        """The requirements by label key, read-only: its `get` is the dict's own, for callers
+        that look up several keys per call on a hot path (`Offering.allowed_by`).
+        """
+        return self._by_key
+
     def values(self) -> ValuesView[Requirement]:
         """The requirements."""
         return self._by_key.values()
@@ -313,7 +319,23 @@ class Requirements(Mapping[str, Requirement]):
 
     @staticmethod
     def _conflict_pair(mine: Requirement, theirs: Requirement) -> bool:
-        if not mine.intersection(theirs).is_empty():
+        if (
+            mine.greater_than is None
+            and mine.less_than is None
+            and theirs.greater_than is None
+            and theirs.less_than is None
+        ):
+            # Without numeric bounds, whether the intersection is empty is a set question; asked
+            # without building it (every fit check and offering filter asks it).
+            if mine.complement:
+                overlap = theirs.complement or not theirs.values <= mine.values
+            elif theirs.complement:
+                overlap = not mine.values <= theirs.values
+            else:
+                overlap = not mine.values.isdisjoint(theirs.values)
+            if overlap:
+                return False
+        elif not mine.intersection(theirs).is_empty():
             return False
         absent_ok = ("NotIn", "DoesNotExist")
         return not (theirs.operator in absent_ok and mine.operator in absent_ok)

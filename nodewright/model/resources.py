@@ -80,7 +80,12 @@ class Resources(Mapping[str, int]):
 
     def __hash__(self) -> int:
         if self._hash is None:
-            self._hash = hash(frozenset((k, v) for k, v in self._values.items() if v))
+            values = self._values
+            # Explicit zeros hash as absent (see __eq__); without any, the pairs are built in C.
+            if 0 in values.values():
+                self._hash = hash(frozenset((k, v) for k, v in values.items() if v))
+            else:
+                self._hash = hash(frozenset(values.items()))
         return self._hash
 
     def __eq__(self, other: object) -> bool:

@@ -14,8 +14,9 @@ PreferNoSchedule taints are tolerated.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass
 
 from nodewright.model import labels as wk
 from nodewright.model.pod import AffinityTerm, Pod, SpreadConstraint
@@ -70,9 +71,20 @@ class PodClass:
     position: int = 0
 
     @classmethod
-    def of(cls, pods: Iterable[Pod], *, position: int = 0) -> PodClass:
-        """The class of some identical pods (sorted by name so results do not depend on input order)."""
-        ordered = tuple(sorted(pods, key=lambda p: (p.namespace, p.name)))
+    def of(
+        cls,
+        pods: Iterable[Pod],
+        *,
+        position: int = 0,
+        shared: dict[tuple[Requirements, ...], tuple[Requirements, ...]] | None = None,
+    ) -> PodClass:
+        """The class of some identical pods (sorted by name so results do not depend on input order).
+
+        `shared`: alternatives of classes built before (`group`), by value; a class whose
+        alternatives equal some of them takes those very objects, so the memos keyed by them find
+        them by identity instead of comparing requirements.
+        """
+        ordered = tuple(sorted(pods, key=_by_name))
         sample = ordered[0]
         by_weight = sorted(sample.preferred_terms, key=lambda t: -t.weight)
         pref_aff = tuple(sorted(sample.preferred_affinity, key=lambda t: -t.weight))
@@ -86,6 +98,7 @@ class PodClass:
             soft_spread=True,
             tolerate_prefer_no_schedule=False,
             position=position,
+            shared=shared,
         )
 
     def relaxed(self) -> PodClass | None:
@@ -104,11 +117,32 @@ class PodClass:
 
     def with_pods(self, pods: tuple[Pod, ...]) -> PodClass:
         """The same class holding only `pods`."""
-        return replace(self, pods=pods)
+        return self.narrowed(pods, self.alternatives)
 
     def restricted(self, requirements: Requirements) -> PodClass:
         """The same class with `requirements` (e.g. a zone chosen for spread) added to every alternative."""
-        return replace(self, alternatives=tuple(a.intersection(requirements) for a in self.alternatives))
+        return self.narrowed(self.pods, tuple(a.intersection(requirements) for a in self.alternatives))
+
+    def narrowed(self, pods: tuple[Pod, ...], alternatives: tuple[Requirements, ...]) -> PodClass:
+        """The same class holding `pods`, with `alternatives` (the class's own, restricted by
+        the caller: `fill.restrict`). Built field by field rather than by `dataclasses.replace`,
+        which looks every field up by name: a large pass builds a part class per placement.
+        """
+        return PodClass(
+            self.sample,
+            pods,
+            self.requests,
+            alternatives,
+            self.spread,
+            self.affinity,
+            self.anti_affinity,
+            self.tolerate_prefer_no_schedule,
+            self.preferred_affinity,
+            self.preferred_anti_affinity,
+            self.preferred_node,
+            self.soft_spread,
+            self.position,
+        )
 
     @property
     def sort_key(self) -> int:
@@ -150,10 +184,13 @@ def _build(
     soft_spread: bool,
     tolerate_prefer_no_schedule: bool,
     position: int,
+    shared: dict[tuple[Requirements, ...], tuple[Requirements, ...]] | None = None,
 ) -> PodClass:
     alternatives = sample.node_requirements()
     if preferred_node:
         alternatives = tuple(a.intersection(preferred_node[0]) for a in alternatives)
+    if shared is not None:
+        alternatives = shared.setdefault(alternatives, alternatives)
     spread = tuple(s for s in sample.spread if s.required or soft_spread)
     return PodClass(
         sample=sample,
@@ -192,7 +229,14 @@ def group(pods: Iterable[Pod], *, other_order: bool = False, forced_first: bool 
         lead = 0 if forced_first and node_each(sample) else 1
         return (lead, -sample.requests[CPU], -sample.requests[MEMORY], sign * constraint_rank(sample), -len(kv[1]))
 
-    return [PodClass.of(members, position=i) for i, (_, members) in enumerate(sorted(by_spec, key=order))]
+    shared: dict[tuple[Requirements, ...], tuple[Requirements, ...]] = {}
+    return [
+        PodClass.of(members, position=i, shared=shared) for i, (_, members) in enumerate(sorted(by_spec, key=order))
+    ]
+
+
+# Pods by namespace, then name (`PodClass.of`), read in C.
+_by_name = operator.attrgetter("namespace", "name")
 
 
 def node_each(pod: Pod) -> bool:

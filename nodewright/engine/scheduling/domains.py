@@ -20,12 +20,12 @@ do in Karpenter and in kube-scheduler.
 from __future__ import annotations
 
 from nodewright.engine.scheduling.classes import PodClass
-from nodewright.engine.scheduling.fit import capacity_types, fits, pool_tolerates
+from nodewright.engine.scheduling.fit import capacity_types, fits, pool_conflicts, pool_tolerates
 from nodewright.engine.scheduling.nodeclaim import claim_target
 from nodewright.engine.scheduling.prepare import Pool, tolerated
 from nodewright.engine.scheduling.state import Pass
 from nodewright.model import labels as wk
-from nodewright.model.pod import SpreadConstraint
+from nodewright.model.pod import Pod, SpreadConstraint
 from nodewright.model.requirements import Requirement, Requirements, label_matches
 
 
@@ -82,6 +82,20 @@ def counted_domains(p: Pass, cls: PodClass, constraint: SpreadConstraint) -> fro
     return out
 
 
+def restrict(p: Pass, cls: PodClass, key: str, allowed: tuple[str, ...], pods: tuple[Pod, ...]) -> PodClass:
+    """`cls` holding `pods`, each alternative restricted to `key` In `allowed` (a domain part).
+    The restricted alternatives are remembered by the identity of the class's (the entry holds
+    them): every part of a class in a domain then has the very same requirement objects, whose
+    hashes are computed once, and the fit checks' memos find them by identity.
+    """
+    memo_key = (id(cls.alternatives), key, allowed)
+    hit = p.restrictions.get(memo_key)
+    if hit is None or hit[0] is not cls.alternatives:
+        pin = Requirements([Requirement.new(key, "In", allowed)])
+        hit = p.restrictions[memo_key] = (cls.alternatives, tuple(a.intersection(pin) for a in cls.alternatives))
+    return cls.narrowed(pods, hit[1])
+
+
 def live_domains(p: Pass, cls: PodClass, key: str, domains: list[str]) -> list[str]:
     """The `domains` of `key` the class's pods could really go to now: a NodePool can open a node
     there (a type fits, within its limits) or an existing node or claim there has room. A domain
@@ -92,8 +106,7 @@ def live_domains(p: Pass, cls: PodClass, key: str, domains: list[str]) -> list[s
     req = p.vec(cls.requests)
     out = []
     for domain in domains:
-        pin = Requirements([Requirement.new(key, "In", [domain])])
-        part = cls.restricted(pin)
+        part = restrict(p, cls, key, (domain,), cls.pods)
         if _pool_opens(p, part, req) or any(
             b.domain(key) in (domain, None) and fits(p, part, req, b, 1) for b in (*p.existing, *p.open)
         ):
@@ -108,6 +121,6 @@ def _pool_opens(p: Pass, cls: PodClass, req: tuple[int, ...]) -> bool:
             continue
         cts = capacity_types(p, cls, pool)
         for alt in cls.alternatives:
-            if pool.requirements.compatible(alt) and claim_target(p, pool, alt, req, cts)[0] is not None:
+            if not pool_conflicts(p, pool, alt) and claim_target(p, pool, alt, req, cts)[0] is not None:
                 return True
     return False

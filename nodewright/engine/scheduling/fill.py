@@ -17,7 +17,7 @@ import itertools
 from collections.abc import Callable, Iterable
 
 from nodewright.engine.scheduling.classes import PodClass
-from nodewright.engine.scheduling.domains import counted_domains, live_domains, pool_values
+from nodewright.engine.scheduling.domains import counted_domains, live_domains, pool_values, restrict
 from nodewright.engine.scheduling.fit import assign_pods, bin_compatible, fits, hostname_bound, pool_tolerates
 from nodewright.engine.scheduling.nodeclaim import drop_claim, open_claim, widen_claim
 from nodewright.engine.scheduling.state import Bin, Pass
@@ -110,9 +110,7 @@ def place(
         reason = ""
         start = 0
         for allowed, count in split.parts:
-            part = cls.with_pods(cls.pods[start : start + count]).restricted(
-                Requirements([Requirement.new(key, "In", allowed)])
-            )
+            part = restrict(p, cls, key, allowed, cls.pods[start : start + count])
             start += count
             rest, why = place(p, part, resolved | {i}, fill)
             leftover += rest

@@ -52,25 +52,33 @@ def claim_alternative(p: Pass, cls: PodClass, b: Bin) -> Requirements | None:
     the class tolerates its taints and may use its capacity types (a pod that may run on spot
     must not be packed onto an on-demand-only claim, nor the reverse: either would pay on-demand
     prices for capacity spot could serve); None when it may not go there. Nothing else of the
-    claim decides it, so the answer is remembered by the identity of the class and of what the
-    claim holds (each entry holds them, so the ids stay their own): the value-keyed memos hash
-    requirements at every look-up, and a large pass asks this of every claim with room.
+    claim decides it, so the answer is remembered by the identity of the class's facts (shared by
+    the classes of one spec: a class's parts per domain, `Pass.facts`) and of what the claim holds
+    (each entry holds them, so the ids stay their own): the value-keyed memos hash requirements at
+    every look-up, and a large pass asks this of every claim with room.
     """
-    key = (id(cls), id(b.requirements), id(b.target), id(b.taints), id(b.pool), b.capacity_types)
+    last = b.last_alternative
+    if last is not None and last[0] is cls and last[1] is b.requirements and last[2] is b.target:
+        # The claim's taints, pool and capacity types are its own for the pass.
+        return last[3]
+    facts = p.facts(cls)
+    key = (id(facts), id(b.requirements), id(b.target), id(b.taints), id(b.pool), b.capacity_types)
     hit = p.claim_alts.get(key)
     if (
         hit is not None
-        and hit[0] is cls
+        and hit[0] is facts
         and hit[1] is b.requirements
         and hit[2] is b.target
         and hit[3] is b.taints
         and hit[4] is b.pool
     ):
+        b.last_alternative = (cls, b.requirements, b.target, hit[5])
         return hit[5]
     found: Requirements | None = None
     if bin_tolerates(p, cls, b) and capacity_types(p, cls, b.pool) == b.capacity_types:
         found = next((alt for alt in cls.alternatives if bin_compatible(p, b, alt)), None)
-    p.claim_alts[key] = (cls, b.requirements, b.target, b.taints, b.pool, found)
+    p.claim_alts[key] = (facts, b.requirements, b.target, b.taints, b.pool, found)
+    b.last_alternative = (cls, b.requirements, b.target, found)
     return found
 
 
@@ -142,6 +150,19 @@ def capacity_types(p: Pass, cls: PodClass, pool: Pool | None) -> frozenset[str]:
     return hit
 
 
+def pool_conflicts(p: Pass, pool: Pool, alt: Requirements) -> list[str]:
+    """`pool.requirements.conflicts(alt)`, remembered by the identity of both (the entry holds
+    them): asked at every new claim and every domain a spread weighs. Shared: never change it.
+    """
+    key = (id(pool.requirements), id(alt))
+    hit = p.pool_conflicts.get(key)
+    if hit is not None and hit[0] is pool.requirements and hit[1] is alt:
+        return hit[2]
+    found = pool.requirements.conflicts(alt)
+    p.pool_conflicts[key] = (pool.requirements, alt, found)
+    return found
+
+
 def pool_tolerates(p: Pass, cls: PodClass, pool: Pool) -> bool:
     """True when the class tolerates the pool's taints."""
     return tolerated(cls.sample.tolerations, pool.taints, prefer=not cls.tolerate_prefer_no_schedule)
@@ -167,7 +188,10 @@ def assign_pods(p: Pass, cls: PodClass, b: Bin, pods: Sequence[Pod], req: tuple[
     if cls.sample.host_ports:
         p.ports.take(b.name, b.pool if b.kind != "node" else None, cls.sample.host_ports * count)
     b.movable = b.movable and not hostname_bound(p, cls)
-    domains = {key: b.domain(key) for key in p.topology_keys}
+    domains = b.domains
+    if domains is None or b.domains_of is not b.requirements:
+        domains = b.domains = {key: b.domain(key) for key in p.topology_keys}
+        b.domains_of = b.requirements
     p.topology.record(cls.sample, domains, count)
     home = home_pool(p, cls)
     if home is not None:

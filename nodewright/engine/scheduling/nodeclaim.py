@@ -13,7 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nodewright.engine.scheduling.classes import PodClass, node_each
-from nodewright.engine.scheduling.fit import capacity_types, fits, pins_hostname, pool_tolerates, remaining_demand
+from nodewright.engine.scheduling.fit import (
+    capacity_types,
+    fits,
+    narrow,
+    pins_hostname,
+    pool_conflicts,
+    pool_tolerates,
+    remaining_demand,
+)
 from nodewright.engine.scheduling.prepare import Pool, PoolType, add, tolerated
 from nodewright.engine.scheduling.state import Bin, Pass
 from nodewright.engine.scheduling.targets import best_target, priced, shrunk
@@ -43,7 +51,7 @@ def open_claim(p: Pass, cls: PodClass, req: tuple[int, ...]) -> tuple[Bin | None
             )
             reasons.append(f"nodepool {pool.name}: taint {taint} is not tolerated")
             continue
-        conflicts = [pool.requirements.conflicts(alt) for alt in cls.alternatives]
+        conflicts = [pool_conflicts(p, pool, alt) for alt in cls.alternatives]
         alts = [alt for alt, c in zip(cls.alternatives, conflicts, strict=True) if not c and not pins_hostname(alt)]
         if not alts:
             problem = conflicts[0][0] if conflicts[0] else f"a new node cannot be the host {wk.HOSTNAME} selects"
@@ -131,7 +139,8 @@ def new_claim(
     b = Bin(
         f"nodeclaim-{p.claim_seq}",
         "claim",
-        pool.requirements.intersection(alt),
+        # One object for the claims opened alike, so the fit checks' memos find it by identity.
+        narrow(p, pool.requirements, alt),
         pool.taints,
         list(target.cap),
         pool=pool,

@@ -1,10 +1,11 @@
 """The strategies a pass can fill claims with, and the portfolio small solves try. Pure.
 
 `solve()` (solver.py) runs every strategy of PORTFOLIO on inputs up to PORTFOLIO_LIMIT pods and
-keeps the plan that leaves the fewest pods unplaced, then costs least; larger inputs get one pass
-of DEFAULT_STRATEGY. Each flag switches on one part of the pass: `emptiest_first` the claim order
-in `fill.py`, `mix_shapes` `mix.py`, `lp_plan` `plan.py`, `other_order` the order of classes of
-equal size (`classes.group`), `forced_first` where the pods that each need a node go.
+keeps the plan that leaves the fewest pods unplaced, then costs least; larger inputs get one pass,
+of LARGE_FORCED when hostname anti-affinity forces two nodes or more, else of DEFAULT_STRATEGY.
+Each flag switches on one part of the pass: `emptiest_first` the claim order in `fill.py`,
+`mix_shapes` `mix.py`, `lp_plan` `plan.py`, `other_order` the order of classes of equal size
+(`classes.group`), `forced_first` where the pods that each need a node go.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ PORTFOLIO = (
     Strategy(forced_first=True),
 )
 # Above PORTFOLIO_LIMIT, the one pass for inputs with pods that each need a node of their own.
+LARGE_FORCED = Strategy(forced_first=True)
 # When limits leave pods out, these passes run too, and the plan placing the most pods, then the
 # cheapest, wins (a pool's limits are a budget of capacity: big nodes waste less of it).
 LIMITS_PORTFOLIO = (

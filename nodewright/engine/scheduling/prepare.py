@@ -13,6 +13,7 @@ Also here: the small pieces every other file reads (`vec`, `add`, `tolerated`, t
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -308,13 +309,15 @@ class PreparedPool:
         plain = 0
         ci, mi = self.names.index(CPU), self.names.index(MEMORY)
         used_cpu, used_memory = used[ci], used[mi]
+        ge, le = operator.ge, operator.le  # compared in C (`map`): a pass asks this of every claim
         for option in self.options(types, reqs):
             t = option[2]
-            if t.cap[ci] < used_cpu or t.cap[mi] < used_memory:
+            cap = t.cap
+            if cap[ci] < used_cpu or cap[mi] < used_memory:
                 continue
-            if not all(c >= u for c, u in zip(t.cap, used, strict=True)):
+            if not all(map(ge, cap, used)):
                 continue
-            if budget is not None and not all(c <= r for c, r in zip(t.capacity, budget, strict=True)):
+            if budget is not None and not all(map(le, t.capacity, budget)):
                 continue
             options.append(option)
             plain += not t.exotic

@@ -47,8 +47,9 @@ The portfolio (`portfolio.py`): small inputs run a pass per strategy of PORTFOLI
 that leaves the fewest pods unplaced, then costs least. A pass that would repeat another step for
 step is skipped: shape mixing when no class is mixable (`begin_pass`), the other class order when
 it is the same order (`classes.orders_differ`), the forced-first pass when no pod needs a node of
-its own (`classes.node_each`). Large inputs run one pass, first fit (docs/design/solver.md, "Pods
-that each need a node", says what the forced-first pass would save there and why it does not run).
+its own (`classes.node_each`). Large inputs run one pass: the forced-first one when anti-affinity
+forces two nodes or more (the portfolio's rule for it), else first fit (docs/design/solver.md,
+"Pods that each need a node").
 
 When NodePool limits leave pods out (of the best plan, whatever the input's size), the passes of
 LIMITS_PORTFOLIO run as well and the same rule picks among all of them: a limit is a budget of
@@ -81,6 +82,7 @@ from nodewright.engine.scheduling.fit import capacity_types, home_pool, remainin
 from nodewright.engine.scheduling.mix import mix
 from nodewright.engine.scheduling.portfolio import (
     DEFAULT_STRATEGY,
+    LARGE_FORCED,
     LIMITS_PORTFOLIO,
     PORTFOLIO,
     PORTFOLIO_LIMIT,
@@ -163,11 +165,14 @@ def _solve(
     if strategy is not None:
         return _within_limits(inp, run_pass(Pass(inp, strategy, bound, cache), deadline), bound, cache, deadline)
     if len(inp.pods) > PORTFOLIO_LIMIT:
-        # One pass, first fit. The forced-first pass would keep a large plan as cheap relative to its
-        # bound as the small ones (20% cheaper on the bench's 10,000 diverse pods) but costs 10-15%
-        # more CPU, past the 0.5 s cold goal at 10,000 pods (docs/design/solver.md).
-        first = run_pass(Pass(inp, DEFAULT_STRATEGY, bound, cache), deadline)
-        return _within_limits(inp, first, bound, cache, deadline)
+        # One pass: forced-first when hostname anti-affinity forces two nodes or more (the rule that
+        # lets it into the portfolio), else first fit (docs/design/solver.md, "Pods that each need
+        # a node": 20% cheaper on the bench's 10,000 diverse pods, within its 0.5 s cold goal).
+        p = Pass(inp, LARGE_FORCED, bound, cache)
+        if p.forced_left < 2:
+            # With no pod needing a node of its own the classes are in first fit's order already.
+            p = Pass(inp, DEFAULT_STRATEGY, bound, cache, p.classes if p.forced_left == 0 else None)
+        return _within_limits(inp, run_pass(p, deadline), bound, cache, deadline)
     plans: list[SchedulingResult] = []
     plannable = False
     grouped: dict[tuple[bool, bool], list[PodClass]] = {}  # the classes in each order, grouped once per solve

@@ -69,6 +69,12 @@ class Bin:
     movable: bool = True
     # The order this pass opened its claims in (0 for nodes and claims in flight).
     seq: int = 0
+    # `domain` of each of the pass's topology keys, and the requirements they were read from
+    # (`fit.assign_pods`: a claim's domains change only when its requirements do).
+    domains: dict[str, str | None] | None = None
+    domains_of: Requirements | None = None
+    # The last `fit.claim_alternative` answer for this claim: (class, requirements, target, answer).
+    last_alternative: tuple[PodClass, Requirements, PoolType | None, Requirements | None] | None = None
 
     def domain(self, key: str) -> str | None:
         """This bin's value for a topology key, when known."""
@@ -140,17 +146,25 @@ class Pass:
         self.roomy: dict[tuple[int, int], tuple[list[Bin], int]] = {}
         self.homes: dict[tuple[object, ...], Pool | None] = {}  # fit.home_pool
         self.cts: dict[tuple[tuple[Requirements, ...], str], frozenset[str]] = {}  # fit.capacity_types
-        # By class identity: what the fit checks ask of each class at every placement (`facts`).
-        self._facts: dict[int, ClassFacts] = {}
+        # By class identity: what the fit checks ask of each class at every placement (`facts`),
+        # shared by the classes of one spec (by the identity of its parts; each entry holds them).
+        self._facts: dict[int, tuple[PodClass, ClassFacts]] = {}
+        self._facts_by_spec: dict[tuple[int, int, int, int, int, bool], ClassFacts] = {}
         # A claim's requirements narrowed to a pod's alternative, by both objects' identity
         # (`fit.assign_pods`): claims narrowed alike share one object.
-        # `fit.claim_alternative`, by the identity of the class and of the claim's requirements,
-        # target, taints and pool (each entry holds them), and its capacity types.
+        # `fit.claim_alternative`, by the identity of the class's facts and of the claim's
+        # requirements, target, taints and pool (each entry holds them), and its capacity types.
         self.claim_alts: dict[
             tuple[object, ...],
-            tuple[PodClass, Requirements, PoolType | None, tuple[Taint, ...], Pool | None, Requirements | None],
+            tuple[ClassFacts, Requirements, PoolType | None, tuple[Taint, ...], Pool | None, Requirements | None],
         ] = {}
         self.narrowed: dict[tuple[int, int], tuple[Requirements, Requirements, Requirements]] = {}
+        # A pool's requirements' conflicts with a pod's alternative (`fit.pool_conflicts`), by identity.
+        self.pool_conflicts: dict[tuple[int, int], tuple[Requirements, Requirements, list[str]]] = {}
+        # A class's alternatives restricted to a domain part (`fill.restrict`), by their identity.
+        self.restrictions: dict[
+            tuple[int, str, tuple[str, ...]], tuple[tuple[Requirements, ...], tuple[Requirements, ...]]
+        ] = {}
         # Tolerations as small integers for the memo keys above (`tolerations_id`).
         self._toleration_ids: dict[tuple[Toleration, ...], int] = {}
         self._tolerations_seen: dict[int, tuple[tuple[Toleration, ...], int]] = {}
@@ -169,12 +183,27 @@ class Pass:
     def facts(self, cls: PodClass) -> ClassFacts:
         """The per-class answers of the fit checks (`ClassFacts`), by the class's identity: the
         value-keyed memos hash the class's alternatives, tolerations and labels at every look-up,
-        and a large pass asks them tens of thousands of times.
+        and a large pass asks them tens of thousands of times. A class met for the first time
+        shares the answers of one with the very same alternatives, sample, constraints and
+        PreferNoSchedule toleration (what every answer depends on): the parts a class is split
+        into per domain and placement (`domains.restrict`) are new objects each time.
         """
         hit = self._facts.get(id(cls))
-        if hit is None or hit.cls is not cls:
-            hit = self._facts[id(cls)] = ClassFacts(cls, self.tolerations_id(cls.sample.tolerations))
-        return hit
+        if hit is not None and hit[0] is cls:
+            return hit[1]
+        spec = (
+            id(cls.alternatives),
+            id(cls.sample),
+            id(cls.spread),
+            id(cls.affinity),
+            id(cls.anti_affinity),
+            cls.tolerate_prefer_no_schedule,
+        )
+        facts = self._facts_by_spec.get(spec)
+        if facts is None or not _same_spec(facts.cls, cls):
+            facts = self._facts_by_spec[spec] = ClassFacts(cls, self.tolerations_id(cls.sample.tolerations))
+        self._facts[id(cls)] = (cls, facts)
+        return facts
 
     def tolerations_id(self, tolerations: tuple[Toleration, ...]) -> int:
         """`tolerations` as a small integer, equal for equal tuples: the memo keys' stand-in for
@@ -239,6 +268,18 @@ class Pass:
             prepared,
             remaining,
         )
+
+
+def _same_spec(a: PodClass, b: PodClass) -> bool:
+    """True when `a` and `b` hold the very same alternatives, sample and constraints (`Pass.facts`)."""
+    return (
+        a.alternatives is b.alternatives
+        and a.sample is b.sample
+        and a.spread is b.spread
+        and a.affinity is b.affinity
+        and a.anti_affinity is b.anti_affinity
+        and a.tolerate_prefer_no_schedule == b.tolerate_prefer_no_schedule
+    )
 
 
 def by_weight(inp: SchedulingInput) -> list[PoolCapacity]:

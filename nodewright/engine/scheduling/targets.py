@@ -169,7 +169,8 @@ class Targets:
         self.compatible = compatible
         self._candidates = candidates if candidates is not None else Candidates(compatible)
         self._front: dict[frozenset[str], list[Priced]] = {}
-        self.fitting = [t for t in compatible if all(c >= r for c, r in zip(t.cap, req, strict=True))]
+        ge = operator.ge  # compared in C (`map`): every type, for each pod size a pass meets
+        self.fitting = [t for t in compatible if all(map(ge, t.cap, req))]
         self.peak = [max(t.capacity[i] for t in self.fitting) for i in range(len(req))] if self.fitting else []
         self.largest = (
             [max(t.cap[i] for t in compatible) for i in range(len(req))] if compatible and not self.fitting else []

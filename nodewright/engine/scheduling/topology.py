@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nodewright.engine.scheduling.groupindex import GroupIndex
 from nodewright.model import labels as wk
@@ -31,11 +31,22 @@ UNLIMITED = 1 << 60
 
 @dataclass(frozen=True, slots=True)
 class Group:
-    """Pods counted together: those matching `selector` in `namespaces` (None: all namespaces)."""
+    """Pods counted together: those matching `selector` in `namespaces` (None: all namespaces).
+
+    Its hash is computed once (the value the generated hash would give): every placement looks
+    its counts up by group, and hashing the selector's tuples each time was a tenth of a pass.
+    """
 
     key: str
     selector: LabelSelector
     namespaces: frozenset[str] | None
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.key, self.selector, self.namespaces)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
         """True when a pod in `namespace` with `labels` is counted by this group."""
@@ -65,7 +76,8 @@ class Topology:
 
     def __init__(self) -> None:
         self._counts: dict[Group, dict[str, int]] = {}
-        self._totals: dict[Group, int] = {}
+        # Each group's total, in a cell of its own so a placement adds to it without a look-up.
+        self._totals: dict[Group, list[int]] = {}
         # Required anti-affinity terms of placed pods: group -> domains holding such a pod.
         self._anti: dict[Group, set[str]] = {}
         # The same groups filed by the label values their selectors require (`GroupIndex`): which
@@ -76,8 +88,15 @@ class Topology:
         self._anti_memo: dict[tuple[int, str], tuple[Pod, int, list[Group]]] = {}
         self._anti_keys: set[str] = set()
         self._selected_cache: dict[tuple[str, tuple[tuple[str, str], ...]], list[Group]] = {}
-        # The same by pod identity (a class records its sample at every placement); holds the pod.
-        self._selected_by_pod: dict[int, tuple[Pod, list[Group]]] = {}
+        # The same by pod identity (a class records its sample at every placement), as each
+        # group's key, counts and total cell; holds the pod.
+        self._selected_by_pod: dict[int, tuple[Pod, list[tuple[str, dict[str, int], list[int]]]]] = {}
+        # The group of a spread constraint (in a namespace) or a term, by the item's identity
+        # (`_group_of`; holds the item), equal groups as one object.
+        self._group_memo: dict[tuple[int, str], tuple[object, Group]] = {}
+        self._interned: dict[Group, Group] = {}
+        # `bin_limit`'s hostname rules per (pod, spread, affinity, anti-affinity), by identity.
+        self._host_rules_memo: dict[tuple[int, int, int, int], tuple[tuple[object, ...], list[_HostRule]]] = {}
 
     # -- registration --------------------------------------------------------------------------
 
@@ -86,7 +105,7 @@ class Topology:
         for group in groups:
             if group not in self._counts:
                 self._counts[group] = defaultdict(int)
-                self._totals[group] = 0
+                self._totals[group] = [0]
                 self._counted.add(group)
         self._selected_cache.clear()
         self._selected_by_pod.clear()
@@ -95,23 +114,23 @@ class Topology:
         """Count `count` pods like `pod` placed where `domains` (topology key -> value) says."""
         known = self._selected_by_pod.get(id(pod))
         if known is not None and known[0] is pod:
-            groups = known[1]
+            rows = known[1]
         else:
             cache_key = (pod.namespace, tuple(sorted(pod.labels.items())))
             cached = self._selected_cache.get(cache_key)
             if cached is None:
                 cached = self._selected_cache[cache_key] = self._counted.selecting(pod.namespace, pod.labels)
-            groups = cached
-            self._selected_by_pod[id(pod)] = (pod, groups)
-        for group in groups:
-            domain = domains.get(group.key)
+            rows = [(group.key, self._counts[group], self._totals[group]) for group in cached]
+            self._selected_by_pod[id(pod)] = (pod, rows)
+        for key, counts, total in rows:
+            domain = domains.get(key)
             if domain is not None:
-                self._counts[group][domain] += count
-                self._totals[group] += count
+                counts[domain] += count
+                total[0] += count
         for term in pod.anti_affinity:
             domain = domains.get(term.topology_key)
             if domain is not None:
-                group = term_group(term)
+                group = self._group_of(term, "")
                 self._anti.setdefault(group, set()).add(domain)
                 if self._anti_groups.add(group):
                     self._anti_keys.add(group.key)
@@ -202,7 +221,7 @@ class Topology:
         holding = [d for d in eligible if counts.get(d, 0) > 0]
         if holding:
             return Split(((tuple(holding), count),))
-        if self._totals[group] == 0 and self_match:
+        if self._totals[group][0] == 0 and self_match:
             # The first of pods that attract each other chooses the domain for all of them.
             return Split((((eligible[0],), count),))
         return Split((), f"affinity: no pod matching {_describe(group.selector)} in any {constraint.topology_key}")
@@ -245,34 +264,73 @@ class Topology:
     ) -> int:
         """How many pods like `pod` one node (`hostname`) may take under hostname-keyed constraints."""
         limit = UNLIMITED
-        for constraint in spread:
-            if constraint.topology_key != wk.HOSTNAME:
-                continue
-            group = spread_group(constraint, pod.namespace)
-            here = self._counts[group].get(hostname, 0)
-            if group.selects(pod.namespace, pod.labels):
-                limit = min(limit, max(0, constraint.max_skew - here))
-            elif here > constraint.max_skew:
-                return 0
-        for term in affinity:
-            if term.topology_key != wk.HOSTNAME:
-                continue
-            group = term_group(term)
-            if self._counts[group].get(hostname, 0) == 0 and (
-                self._totals[group] > 0 or not group.selects(pod.namespace, pod.labels)
-            ):
-                return 0
-        for term in anti_affinity:
-            if term.topology_key != wk.HOSTNAME:
-                continue
-            group = term_group(term)
-            if self._counts[group].get(hostname, 0) > 0:
-                return 0
-            if group.selects(pod.namespace, pod.labels):
-                limit = min(limit, 1)
+        for kind, counts, group, selects, max_skew in self._host_rules(pod, spread, affinity, anti_affinity):
+            here = counts.get(hostname, 0)
+            if kind == _SPREAD:
+                if selects:
+                    limit = min(limit, max(0, max_skew - here))
+                elif here > max_skew:
+                    return 0
+            elif kind == _AFFINITY:
+                if here == 0 and (self._totals[group][0] > 0 or not selects):
+                    return 0
+            else:
+                if here > 0:
+                    return 0
+                if selects:
+                    limit = min(limit, 1)
         if limit and self.forbids(pod, wk.HOSTNAME, hostname):
             return 0
         return limit
+
+    def _host_rules(
+        self,
+        pod: Pod,
+        spread: Iterable[SpreadConstraint],
+        affinity: Iterable[AffinityTerm],
+        anti_affinity: Iterable[AffinityTerm],
+    ) -> list[_HostRule]:
+        """`bin_limit`'s hostname-keyed constraints, in its order, each with its group's live
+        counts and whether it selects `pod`: remembered by the identity of the four arguments (a
+        class asks with the same sample and tuples at every claim it tries; the entry holds them).
+        Counts are tracked before any pod is placed (`track`) and only ever updated in place.
+        """
+        memo_key = (id(pod), id(spread), id(affinity), id(anti_affinity))
+        hit = self._host_rules_memo.get(memo_key)
+        if hit is not None:
+            held = hit[0]
+            if held[0] is pod and held[1] is spread and held[2] is affinity and held[3] is anti_affinity:
+                return hit[1]
+        rules: list[_HostRule] = []
+        for kind, items in ((_SPREAD, spread), (_AFFINITY, affinity), (_ANTI, anti_affinity)):
+            for item in items:
+                if item.topology_key != wk.HOSTNAME:
+                    continue
+                group = self._group_of(item, pod.namespace)
+                max_skew = item.max_skew if isinstance(item, SpreadConstraint) else 0
+                rules.append((kind, self._counts[group], group, group.selects(pod.namespace, pod.labels), max_skew))
+        self._host_rules_memo[memo_key] = ((pod, spread, affinity, anti_affinity), rules)
+        return rules
+
+    def _group_of(self, item: SpreadConstraint | AffinityTerm, namespace: str) -> Group:
+        """The group a spread constraint of a pod in `namespace` (`spread_group`) or a term
+        (`term_group`, the namespace unused) counts, remembered by the item's identity: equal
+        groups come back as one object, so the counts' dicts find them by identity.
+        """
+        memo_key = (id(item), namespace)
+        hit = self._group_memo.get(memo_key)
+        if hit is not None and hit[0] is item:
+            return hit[1]
+        group = spread_group(item, namespace) if isinstance(item, SpreadConstraint) else term_group(item)
+        group = self._interned.setdefault(group, group)
+        self._group_memo[memo_key] = (item, group)
+        return group
+
+
+# `Topology.bin_limit`'s rule kinds, and a rule: (kind, the group's counts by hostname, the group,
+# whether it selects the pod asking, maxSkew for a spread).
+_SPREAD, _AFFINITY, _ANTI = 0, 1, 2
+_HostRule = tuple[int, dict[str, int], Group, bool, int]
 
 
 def _describe(selector: LabelSelector) -> str:

@@ -190,20 +190,27 @@ def test_placing_the_pods_that_each_need_a_node_first_fills_their_nodes_with_the
     assert solve(inp).price_per_hour == pytest.approx(forced.price_per_hour)
 
 
-def test_a_large_input_runs_first_fit_alone_and_the_forced_first_pass_would_cost_less() -> None:
-    # Above the portfolio's limit one pass runs, first fit, for the solve's CPU (10,000 diverse pods
-    # within 0.5 s cold); the forced-first pass, given explicitly, still plans every pod, cheaper.
+def test_a_large_input_with_pods_that_each_need_a_node_gets_the_forced_first_plan() -> None:
+    # Above the portfolio's limit one pass runs: with anti-affinity forcing two nodes or more,
+    # the forced-first one, whose plan costs less than first fit's.
     inp = scheduling_input(_solos_and_others(1_200, 4_800))
     assert len(inp.pods) > PORTFOLIO_LIMIT
 
     chosen = solve(inp)
-    forced = solve(inp, Strategy(forced_first=True))
+    first_fit = solve(inp, Strategy())
 
     assert not chosen.unschedulable
-    assert not forced.unschedulable
-    assert canonical(chosen) == canonical(solve(inp, Strategy()))
-    _one_solo_per_node(forced, 1_200)
-    assert forced.price_per_hour < chosen.price_per_hour
+    assert canonical(chosen) == canonical(solve(inp, Strategy(forced_first=True)))
+    _one_solo_per_node(chosen, 1_200)
+    assert chosen.price_per_hour < first_fit.price_per_hour
+
+
+def test_a_large_input_without_pods_that_each_need_a_node_gets_first_fit() -> None:
+    # One solo pod forces no second node: first fit, as the portfolio would skip the pass too.
+    inp = scheduling_input(_solos_and_others(1, PORTFOLIO_LIMIT))
+    assert len(inp.pods) > PORTFOLIO_LIMIT
+
+    assert canonical(solve(inp)) == canonical(solve(inp, Strategy()))
 
 
 def test_without_pods_that_each_need_a_node_the_forced_first_pass_is_skipped() -> None:
