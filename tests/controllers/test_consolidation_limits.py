@@ -1,10 +1,13 @@
 """The consolidator and NodePool limits and weights (`engine/disruption/limits.py`), against the
 in-memory cluster and the fake cloud: a spot NodePool at its cpu limit keeps its pods rather than
-sending them to a new node of the lower-weight on-demand fallback.
+sending them to a new node of a lower-weight on-demand fallback that never re-packs (`WhenEmpty`).
 """
 
 from __future__ import annotations
 
+import pytest
+
+from nodewright.model.nodepool import Budget, Disruption
 from tests.builders import node_pool
 from tests.controllers.test_disruption import ConsolidationWorld
 
@@ -12,15 +15,22 @@ SPOT = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot
 ON_DEMAND = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]
 
 
-def world_with_fallback(spot_limit: str, *, fallback_weight: int = 30) -> ConsolidationWorld:
+def world_with_fallback(
+    spot_limit: str, *, fallback_weight: int = 30, fallback_policy: str = "WhenEmpty"
+) -> ConsolidationWorld:
     """NodePool `default` (weight 40, spot, cpu limited to `spot_limit`) with one m5.4xlarge spot
     node ($0.32/h, 16 cpu) holding 3 small pods; NodePool `fallback` (on-demand, weight
-    `fallback_weight`), where an m5.large ($0.096/h) would hold them.
+    `fallback_weight`, `fallback_policy`), where an m5.large ($0.096/h) would hold them.
     """
     world = ConsolidationWorld(
         pools=(
             node_pool("default", requirements=SPOT, limits={"cpu": spot_limit}, weight=40),
-            node_pool("fallback", requirements=ON_DEMAND, weight=fallback_weight),
+            node_pool(
+                "fallback",
+                requirements=ON_DEMAND,
+                weight=fallback_weight,
+                disruption=Disruption(fallback_policy, 30.0, (Budget(nodes="30%"),)),
+            ),
         )
     )
     world.node_with("big", 3)
@@ -36,11 +46,18 @@ def test_at_its_limit_a_spot_nodepool_does_not_spill_its_pods_to_the_lower_weigh
     assert [n.name for n in world.cluster.nodes()] == ["big"]
     assert not list(world.cluster.changes_of("pod_evicted"))
     reasons = [str(d["reason"]) for d in world.observer.of("disruption-rejected") if d["node"] == "big"]
-    assert any("would leave NodePool default (weight 40, at its cpu limit)" in r for r in reasons)
+    assert any("would leave NodePool default (weight 40, at its cpu limit)" in r and "WhenEmpty" in r for r in reasons)
 
 
-def test_at_its_limit_a_nodepool_may_send_its_pods_to_a_nodepool_the_user_prefers() -> None:
-    world = world_with_fallback("16", fallback_weight=50)
+@pytest.mark.parametrize(
+    ("weight", "policy"),
+    [(50, "WhenEmpty"), (30, "WhenEmptyOrUnderutilized")],
+    ids=["preferred-fallback", "fallback-that-repacks"],
+)
+def test_at_its_limit_a_nodepool_may_send_its_pods_to_a_preferred_or_repacking_nodepool(
+    weight: int, policy: str
+) -> None:
+    world = world_with_fallback("16", fallback_weight=weight, fallback_policy=policy)
 
     world.run(180)
 
