@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 
 from nodewright.engine.disruption.balance import BALANCED, BALANCED_K, PoolTotals, judge, pool_totals
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
+from nodewright.engine.disruption.limits import PoolLimits, allowed, spills
 from nodewright.engine.disruption.simulate import Simulator
 from nodewright.engine.disruption.types import Command, DisruptionOptions
 from nodewright.engine.scheduling import PlannedClaim, SchedulingResult
@@ -80,6 +81,7 @@ def evaluate(
     refused: frozenset[tuple[str, str]] = frozenset(),
     totals: Mapping[str, PoolTotals] | None = None,
     zones: ZoneLoads | None = None,
+    limits: PoolLimits | None = None,
 ) -> Verdict:
     """Judge the plan for removing `candidates` (see the module docstring). `refused` holds
     (node, instance type) pairs whose replacement came up no cheaper before: that type is no
@@ -87,7 +89,9 @@ def evaluate(
     disruption), moves out of `Balanced` NodePools, and many-to-many moves, must be worth their
     disruption (`balance.py`). With `zones` (the loads of zone-balanced NodePools), the
     replacements are pinned to zones and the move must keep those NodePools balanced
-    (`engine/zonebalance.py`).
+    (`engine/zonebalance.py`). With `limits` (the NodePools' limits and usage), a move in a
+    NodePool at its limit may not send its pods to a lower-weight NodePool nor shrink what the
+    NodePool holds per unit of the limit (`limits.py`).
     """
     if result.unschedulable:
         key, reason = next(iter(sorted(result.unschedulable.items())))
@@ -136,8 +140,11 @@ def evaluate(
     ):
         # Karpenter with SpotToSpotConsolidation off: spot candidates may only be deleted.
         return Verdict(None, "spot-to-spot consolidation is off (spotToSpotConsolidation): a spot replacement")
+    bound = limits.bound(candidates) if limits is not None and claims else []
     replacements: list[PlannedClaim] = []
     for claim in claims:
+        if bound and limits is not None and (why := spills(bound, claim, limits)):
+            return Verdict(None, why)
         if claim.instance_type.name in banned:
             return Verdict(
                 None, f"a replacement {claim.instance_type.name} for {names(sorted(names_removed))} came up no cheaper"
@@ -150,6 +157,7 @@ def evaluate(
             if it is claim.instance_type
             or (
                 it.name not in banned
+                and (not bound or allowed(bound, claim.nodepool, it))
                 and (price := _option_price(it, claim.requirements, blocked, capacity_type)) is not None
                 and price < limit - EPSILON
             )
@@ -263,6 +271,7 @@ class Consolidator:
         self._cheapest = self._cheapest_types()
         self._totals = pool_totals(view)
         self._zones = ZoneLoads.for_disruption(view.inp)
+        self._limits = PoolLimits(view.inp.pools, simulator.used)
 
     def run(self, candidates: Sequence[Candidate], others: Sequence[Sequence[Candidate]] = ()) -> Command | None:
         """The best command over `candidates` (already ordered and within budgets), or None;
@@ -294,6 +303,7 @@ class Consolidator:
             refused=self.view.inp.no_cheaper,
             totals=self._totals,
             zones=self._zones,
+            limits=self._limits,
         )
 
     def _search(self, candidates: Sequence[Candidate], *, many_to_many: bool) -> list[Command]:

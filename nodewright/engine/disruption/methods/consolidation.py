@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from nodewright.engine.disruption.balance import pool_totals
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.disruption.consolidation import CONSOLIDATION, EPSILON, UNDERUTILIZED, Consolidator, evaluate
+from nodewright.engine.disruption.limits import PoolLimits
 from nodewright.engine.disruption.methods.shared import (
     STATIC,
     UNDERUTILIZED_POLICIES,
@@ -86,15 +87,17 @@ def _still_cheaper(
     command: Command, candidates: list[Candidate], view: ClusterView, cache: DisruptionCache | None
 ) -> str | None:
     fresh = view.inp
+    sim = Simulator(view, cache)
     verdict = evaluate(
         candidates,
-        Simulator(view, cache).run(candidates, cheaper=True),
+        sim.run(candidates, cheaper=True),
         fresh.options,
         fresh.blocked,
         many_to_many=True,
         refused=fresh.no_cheaper,
         totals=pool_totals(view),
         zones=ZoneLoads.for_disruption(fresh, keep=frozenset(command.candidates)),
+        limits=PoolLimits(fresh.pools, sim.used),
     )
     if verdict.command is None:
         return f"no longer worth it: {verdict.why}"
