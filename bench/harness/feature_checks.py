@@ -11,8 +11,9 @@ feature the scenario has:
   their claim asks for (checked with `model.dra`'s own matching against what the node's instance
   type publishes, not with the engine's lowering), and the nodes they ran on;
 * zone balance: per balanced NodePool, its skew (most minus fewest nodes, or vCPUs, by zone,
-  counting the NodePool's Nodes that are not leaving, as `engine.zonebalance` counts them) each
-  minute: the worst minute, the time-weighted mean, and the share of minutes over the bound;
+  counting as `engine.zonebalance` counts them: the NodePool's Nodes that are not leaving, stopped
+  standby ones included, and its claims launched whose Node has not registered yet) each minute:
+  the worst minute, the time-weighted mean, and the share of minutes over the bound;
 * late DaemonSet: per NodePool and its overflow policy, the daemon pods waiting for one of its
   nodes that do not fit it (`engine.daemonfit.overflows`; the peak and at the end), the
   `DaemonSetPodsDoNotFit` Events on its nodes, and the `daemonset-overflow` replacements done.
@@ -28,14 +29,16 @@ from __future__ import annotations
 
 import collections
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodewright.engine.daemonfit import OVERFLOW, overflows
 from nodewright.engine.devices import catalog_devices
-from nodewright.engine.zonebalance import leaving, skew
+from nodewright.engine.scheduling.inputs import in_flight
+from nodewright.engine.zonebalance import claim_zone, leaving, skew
 from nodewright.model import labels as wk
 from nodewright.model.dra import DeviceObjects, PublishedDevices, matching
+from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.resources import CPU
 from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.simulator.scenario import Scenario
@@ -60,27 +63,39 @@ class FeatureWatch:
         self.device_nodes: set[str] = set()
         self.misplaced: dict[str, str] = {}  # pod key -> the node without its devices
         self.published: Mapping[str, tuple[PublishedDevices, ...]] = {}
+        self.vcpus: Mapping[str, float] = {}  # instance type -> vCPUs, for a claim's weight by `cpu`
         self.waiting: dict[str, list[int]] = collections.defaultdict(list)  # NodePool -> late daemon pods waiting
 
     def attach(self, world: Any) -> None:
         """Sample `world` every SAMPLE_SECONDS of virtual time, from its start to its end."""
         # What each type's drivers publish, from the catalog's GPU and accelerator data (a Node's
         # own labels need not carry them).
-        self.published = catalog_devices(world.catalog.instance_types(None))
+        types = world.catalog.instance_types(None)
+        self.published = catalog_devices(types)
+        self.vcpus = {it.name: it.capacity[CPU] / 1000 for it in types}
         t = 0.0
         while t <= self.scenario.duration:
-            world.loop.at(self.scenario.start + t, lambda: self.sample(world.cluster.snapshot_unrecorded()))
+            world.loop.at(
+                self.scenario.start + t,
+                lambda: self.sample(world.cluster.snapshot_unrecorded(), world.store.claims()),
+            )
             t += SAMPLE_SECONDS
 
-    def sample(self, snapshot: ClusterSnapshot) -> None:
-        """One minute's look at the cluster."""
+    def sample(self, snapshot: ClusterSnapshot, claims: Sequence[NodeClaim] = ()) -> None:
+        """One minute's look at the cluster (and at Nodewright's claims, for those in flight)."""
         nodes = {n.name: n for n in snapshot.nodes}
+        launching = in_flight(snapshot.nodes, claims) if self.balanced else ()
         for name, balance in self.balanced.items():
             load = dict.fromkeys(self.scenario.zones, 0.0)
             for node in nodes.values():
                 zone = node.labels.get(wk.ZONE, "")
                 if node.nodepool == name and zone and not leaving(node):
                     load[zone] = load.get(zone, 0.0) + (1.0 if balance.by == "nodes" else node.capacity[CPU] / 1000)
+            for claim in launching:
+                zone = claim_zone(claim)
+                if claim.nodepool == name and zone:
+                    weight = 1.0 if balance.by == "nodes" else self.vcpus.get(claim.instance_type, 0.0)
+                    load[zone] = load.get(zone, 0.0) + weight
             self.skews[name].append(skew(load))
         for pod in snapshot.pods:
             if pod.device_claims and pod.node_name in nodes:
