@@ -11,9 +11,10 @@ feature the scenario has:
   their claim asks for (checked with `model.dra`'s own matching against what the node's instance
   type publishes, not with the engine's lowering), and the nodes they ran on;
 * zone balance: per balanced NodePool, its skew (most minus fewest nodes, or vCPUs, by zone,
-  counting as `engine.zonebalance` counts them: the NodePool's Nodes that are not leaving, stopped
-  standby ones included, and its claims launched whose Node has not registered yet) each minute:
-  the worst minute, the time-weighted mean, and the share of minutes over the bound;
+  counting as `engine.zonebalance` counts them: the NodePool's running Nodes that are not leaving
+  and its claims launched whose Node has not registered yet) each minute: the worst minute, the
+  time-weighted mean, and the share of minutes over the bound; the same for its standby nodes (a
+  group the engine balances apart) and for all of them together;
 * late DaemonSet: per NodePool and its overflow policy, the daemon pods waiting for one of its
   nodes that do not fit it (`engine.daemonfit.overflows`; the peak and at the end), the
   `DaemonSetPodsDoNotFit` Events on its nodes, and the `daemonset-overflow` replacements done.
@@ -41,6 +42,7 @@ from nodewright.model.dra import DeviceObjects, PublishedDevices, matching
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.resources import CPU
 from nodewright.model.snapshot import ClusterSnapshot
+from nodewright.model.standby import STANDBY_LABEL
 from nodewright.simulator.scenario import Scenario
 
 SAMPLE_SECONDS = 60.0
@@ -58,7 +60,10 @@ class FeatureWatch:
         )
         self.balanced = {p.name: p.zone_balance for p in scenario.nodepools if p.zone_balance is not None}
         self.late = {d.name for _, d in scenario.late_daemonsets}
+        # NodePool -> per minute: the skew of its running nodes, of its standby ones, of both together.
         self.skews: dict[str, list[float]] = {name: [] for name in self.balanced}
+        self.standby_skews: dict[str, list[float]] = {name: [] for name in self.balanced}
+        self.total_skews: dict[str, list[float]] = {name: [] for name in self.balanced}
         self.device_pods: set[str] = set()
         self.device_nodes: set[str] = set()
         self.misplaced: dict[str, str] = {}  # pod key -> the node without its devices
@@ -86,17 +91,22 @@ class FeatureWatch:
         nodes = {n.name: n for n in snapshot.nodes}
         launching = in_flight(snapshot.nodes, claims) if self.balanced else ()
         for name, balance in self.balanced.items():
-            load = dict.fromkeys(self.scenario.zones, 0.0)
+            running = dict.fromkeys(self.scenario.zones, 0.0)
+            standby = dict.fromkeys(self.scenario.zones, 0.0)
             for node in nodes.values():
                 zone = node.labels.get(wk.ZONE, "")
                 if node.nodepool == name and zone and not leaving(node):
+                    load = standby if STANDBY_LABEL in node.labels else running
                     load[zone] = load.get(zone, 0.0) + (1.0 if balance.by == "nodes" else node.capacity[CPU] / 1000)
             for claim in launching:
                 zone = claim_zone(claim)
                 if claim.nodepool == name and zone:
+                    load = standby if STANDBY_LABEL in claim.labels else running
                     weight = 1.0 if balance.by == "nodes" else self.vcpus.get(claim.instance_type, 0.0)
                     load[zone] = load.get(zone, 0.0) + weight
-            self.skews[name].append(skew(load))
+            self.skews[name].append(skew(running))
+            self.standby_skews[name].append(skew(standby))
+            self.total_skews[name].append(skew({z: running.get(z, 0.0) + standby.get(z, 0.0) for z in running}))
         for pod in snapshot.pods:
             if pod.device_claims and pod.node_name in nodes:
                 self.device_pods.add(pod.key)
@@ -150,10 +160,13 @@ class FeatureWatch:
                 name: {
                     "bound": f"{balance.by}:{balance.max_skew:g}",
                     "skew_max": max(self.skews[name], default=0.0),
-                    "skew_mean": round(statistics.fmean(self.skews[name]), 3) if self.skews[name] else 0.0,
+                    "skew_mean": _mean(self.skews[name]),
                     "minutes_over": round(
                         sum(1 for s in self.skews[name] if s > balance.max_skew) / max(1, len(self.skews[name])), 3
                     ),
+                    "standby_skew_mean": _mean(self.standby_skews[name]),
+                    "total_skew_mean": _mean(self.total_skews[name]),
+                    "total_skew_max": max(self.total_skews[name], default=0.0),
                 }
                 for name, balance in sorted(self.balanced.items())
             }
@@ -182,6 +195,10 @@ class FeatureWatch:
             }
             for pool in self.scenario.nodepools
         }
+
+
+def _mean(values: list[float]) -> float:
+    return round(statistics.fmean(values), 3) if values else 0.0
 
 
 def shortfalls(figures: Mapping[str, Any]) -> list[str]:

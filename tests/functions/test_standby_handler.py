@@ -342,3 +342,41 @@ def test_a_zone_balanced_standby_that_shrinks_terminates_its_surplus_from_the_fu
     assert left == dict.fromkeys(("us-east-1a", "us-east-1b", "us-east-1c"), 1)
     assert len(decisions(world, "standby-replace")) == 3
     assert all(d["reason"].startswith("surplus") for d in decisions(world, "standby-replace"))
+
+
+def test_a_zone_balanced_nodepools_standby_is_balanced_apart_from_its_running_nodes(
+    world: Ec2World, example_plan: ExamplePlan, invoke: Invoke
+) -> None:
+    # Two pods pinned to zone a get two running nodes there; the buffer's three standby instances
+    # are balanced among themselves (one per zone), not sent to b and c to even out the running
+    # nodes: a buffer's standby goes away as a whole (drift, a new AMI), and running nodes that
+    # leaned on it would then be left two to none.
+    one_per_node = [{"key": wk.INSTANCE_SIZE, "operator": "In", "values": ["xlarge"]}]
+    pool = default_pool(example_plan)
+    pool = replace(
+        pool,
+        requirements=pool.requirements.intersection(Requirements.parse(one_per_node)),
+        zone_balance=ZoneBalance("nodes", 1.0),
+    )
+    chunk = PodTemplate("chunk", "default", pod("chunk", cpu="3", memory="4Gi"))
+    world.config.current = StaticConfiguration(nodepools=(pool,), nodeclasses=example_plan.nodeclasses)
+    for p in world.cluster.pods():
+        world.cluster.remove_pod(p)
+    world.cluster.add_pods(
+        [pod(f"pinned-{i}", cpu="3", memory="4Gi", node_selector={wk.ZONE: "us-east-1a"}) for i in range(2)]
+    )
+    invoke(world.provisioner, "running")
+    world.config.current = StaticConfiguration(
+        nodepools=(pool,),
+        nodeclasses=example_plan.nodeclasses,
+        capacitybuffers=(replace(BUFFER, replicas=3),),
+        podtemplates=(chunk,),
+    )
+
+    invoke(world.provisioner, "standby")
+
+    claims = [c for c in world.store.claims() if c.instance_id]
+    running = Counter(c.zone for c in claims if STANDBY_LABEL not in c.labels)
+    standby = Counter(c.zone for c in claims if STANDBY_LABEL in c.labels)
+    assert running == {"us-east-1a": 2}
+    assert standby == dict.fromkeys(("us-east-1a", "us-east-1b", "us-east-1c"), 1)
