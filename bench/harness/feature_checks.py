@@ -11,10 +11,10 @@ feature the scenario has:
   their claim asks for (checked with `model.dra`'s own matching against what the node's instance
   type publishes, not with the engine's lowering), and the nodes they ran on;
 * zone balance: per balanced NodePool, its skew (most minus fewest nodes, or vCPUs, by zone,
-  counting as `engine.zonebalance` counts them: the NodePool's running Nodes that are not leaving
-  and its claims launched whose Node has not registered yet) each minute: the worst minute, the
-  time-weighted mean, and the share of minutes over the bound; the same for its standby nodes (a
-  group the engine balances apart) and for all of them together;
+  counting as `engine.zonebalance` counts them: the NodePool's Nodes that are not leaving, stopped
+  standby ones included, and its claims launched whose Node has not registered yet) each minute:
+  the worst minute, the time-weighted mean, and the share of minutes over the bound; and the mean
+  skew of its running nodes alone and of its standby ones alone;
 * late DaemonSet: per NodePool and its overflow policy, the daemon pods waiting for one of its
   nodes that do not fit it (`engine.daemonfit.overflows`; the peak and at the end), the
   `DaemonSetPodsDoNotFit` Events on its nodes, and the `daemonset-overflow` replacements done.
@@ -60,10 +60,11 @@ class FeatureWatch:
         )
         self.balanced = {p.name: p.zone_balance for p in scenario.nodepools if p.zone_balance is not None}
         self.late = {d.name for _, d in scenario.late_daemonsets}
-        # NodePool -> per minute: the skew of its running nodes, of its standby ones, of both together.
+        # NodePool -> per minute: the skew of all its nodes (as the engine counts), of its running
+        # ones alone, of its standby ones alone.
         self.skews: dict[str, list[float]] = {name: [] for name in self.balanced}
+        self.running_skews: dict[str, list[float]] = {name: [] for name in self.balanced}
         self.standby_skews: dict[str, list[float]] = {name: [] for name in self.balanced}
-        self.total_skews: dict[str, list[float]] = {name: [] for name in self.balanced}
         self.device_pods: set[str] = set()
         self.device_nodes: set[str] = set()
         self.misplaced: dict[str, str] = {}  # pod key -> the node without its devices
@@ -104,9 +105,9 @@ class FeatureWatch:
                     load = standby if STANDBY_LABEL in claim.labels else running
                     weight = 1.0 if balance.by == "nodes" else self.vcpus.get(claim.instance_type, 0.0)
                     load[zone] = load.get(zone, 0.0) + weight
-            self.skews[name].append(skew(running))
+            self.skews[name].append(skew({z: running.get(z, 0.0) + standby.get(z, 0.0) for z in running}))
+            self.running_skews[name].append(skew(running))
             self.standby_skews[name].append(skew(standby))
-            self.total_skews[name].append(skew({z: running.get(z, 0.0) + standby.get(z, 0.0) for z in running}))
         for pod in snapshot.pods:
             if pod.device_claims and pod.node_name in nodes:
                 self.device_pods.add(pod.key)
@@ -164,9 +165,8 @@ class FeatureWatch:
                     "minutes_over": round(
                         sum(1 for s in self.skews[name] if s > balance.max_skew) / max(1, len(self.skews[name])), 3
                     ),
+                    "running_skew_mean": _mean(self.running_skews[name]),
                     "standby_skew_mean": _mean(self.standby_skews[name]),
-                    "total_skew_mean": _mean(self.total_skews[name]),
-                    "total_skew_max": max(self.total_skews[name], default=0.0),
                 }
                 for name, balance in sorted(self.balanced.items())
             }

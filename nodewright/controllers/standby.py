@@ -187,8 +187,8 @@ class StandbyCapacity:
         nodeclasses: Mapping[str, EC2NodeClass],
         gone: Sequence[Node],
     ) -> ZoneLoads:
-        """The zone-balanced NodePools' standby loads (standby nodes and claims in flight), without
-        the nodes of instances terminated already (`gone`).
+        """The zone-balanced NodePools' loads as a pass counts them (nodes, stopped standby ones
+        included, and claims in flight), without the nodes of instances terminated already (`gone`).
         """
         inp = self.launcher.scheduling_input(
             snapshot,
@@ -198,7 +198,7 @@ class StandbyCapacity:
             claims=self.store.claims(),
             now=self.clock.now(),
         )
-        zones = ZoneLoads.for_provisioning(inp, standby=True)
+        zones = ZoneLoads.for_provisioning(inp)
         zones.remove(gone)
         return zones
 
@@ -272,9 +272,9 @@ class StandbyCapacity:
             )
             # Limits and blocked offerings as for any launch; placement on new claims alone.
             result = solve(replace(inp, nodes=(), bound_pods=(), inflight=()), cache=self.launcher.solver_cache)
-            # A zone-balanced NodePool pins standby instances to zones as any launch, against its
-            # standby nodes and standby claims in flight (balanced apart from the running ones).
-            result = balance_result(inp, result, standby=True)
+            # Standby instances are nodes of their NodePool: a zone-balanced one pins them to zones
+            # as any launch, counting its nodes and claims in flight (the full input).
+            result = balance_result(inp, result)
             if result.unschedulable:
                 why = f"a chunk fits no NodePool's on-demand offerings: {sorted(result.unschedulable.values())[0]}"
             planned = tuple(replace(c, pods=()) for c in result.claims)

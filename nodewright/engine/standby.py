@@ -9,10 +9,10 @@ module decides; `nodewright.controllers.standby` acts. Its questions, each a fun
 * `refill`: which chunks the buffer's standby nodes (warming or stopped) already hold, seen as if
   running (`as_capacity`), and which of those nodes hold none (surplus: terminated). The chunks
   left over are what the controller solves onto new claims, as a pass would for pending pods.
-  In a zone-balanced NodePool (`engine.zonebalance`, which balances its standby nodes as a group
-  of their own) the surplus is taken from the fullest zones: a node holding chunks in a fuller
-  zone trades places with a surplus one in an emptier zone when its chunks fit there alone, so a
-  buffer that shrinks does not empty one zone;
+  In a zone-balanced NodePool (`engine.zonebalance`, which counts stopped nodes: they keep their
+  subnet address and come back in their zone) the surplus is taken from its fullest zones: a
+  node holding chunks in a fuller zone trades places with a surplus one in an emptier zone when
+  its chunks fit there alone, so a buffer that shrinks does not empty one zone;
 * `match`: which stopped nodes to start for pending pods: the pods are placed on the running
   nodes first (kube-scheduler will take those), then what is left on the stopped nodes seen as if
   running; a stopped node that receives a pod is started and holds those pods;
@@ -135,9 +135,9 @@ def refill(
     zones: ZoneLoads | None = None,
 ) -> Refill:
     """Place one buffer's `chunks` on its `standby` nodes (as if running, with their `bound_pods`:
-    daemon pods); see the module docstring. `zones`: the standby loads of the zone-balanced
-    NodePools (these standby nodes included), when any; the surplus is then taken from their
-    fullest zones, and `zones` counts it gone.
+    daemon pods); see the module docstring. `zones`: the loads of the zone-balanced NodePools
+    (every node and claim in flight, these standby nodes included), when any; the surplus is then
+    taken from their fullest zones, and `zones` counts it gone.
     """
     if not standby:
         return Refill(tuple(sorted(chunks, key=lambda p: p.name)), ())

@@ -26,14 +26,9 @@ Two decisions, both from the same count (`ZoneLoads`):
 
 What counts: the NodePool's nodes that are not leaving (being deleted, tainted disrupted, or
 taken by a running command) and its claims in flight, by zone; by `nodes` each counts one, by `cpu`
-its vCPUs. Standby instances (`nodewright.model.standby`: warming or stopped, their Node and claim
-labelled `STANDBY_LABEL`) are balanced as a group of their own (`standby=True`), apart from the
-running nodes: a stopped node runs nothing, and a buffer's standby is replaced as a whole (drift, a
-new AMI, the buffer gone), so running nodes that leaned on it to even out would be left lopsided at
-once. A standby node that is started joins the running nodes in its zone. The zones are every
-zone an offering of the NodePool's types that its requirements allow is in, so an empty zone
-counts as 0 (as Karpenter's topology counts domains). With no NodePool balanced, every function
-returns its input unchanged.
+its vCPUs. The zones are every zone an offering of the NodePool's types that its requirements allow
+is in, so an empty zone counts as 0 (as Karpenter's topology counts domains). With no NodePool
+balanced, every function returns its input unchanged.
 """
 
 from __future__ import annotations
@@ -52,7 +47,6 @@ from nodewright.model.nodepool import NodePool, ZoneBalance
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.resources import CPU
-from nodewright.model.standby import STANDBY_LABEL
 
 if TYPE_CHECKING:
     # A name for annotations only: the disruption package imports this module (its consolidation
@@ -146,11 +140,10 @@ class ZoneLoads:
         gone: frozenset[str] = frozenset(),
         keep: frozenset[str] = frozenset(),
         blocked: frozenset[OfferingKey] = frozenset(),
-        standby: bool = False,
     ) -> ZoneLoads:
         """The load of every balanced NodePool in `pools`: its `nodes` (not leaving, not in
         `gone`, except those in `keep`: a command's own candidates while it is re-checked) and
-        `inflight` claims, by zone; its running ones, or with `standby` its standby ones.
+        `inflight` claims, by zone.
         """
         out = cls(blocked=blocked)
         for pc in pools:
@@ -164,7 +157,7 @@ class ZoneLoads:
         for node in nodes:
             entry = out.pools.get(node.nodepool)
             zone = node.labels.get(wk.ZONE, "")
-            if entry is None or not zone or (STANDBY_LABEL in node.labels) != standby:
+            if entry is None or not zone:
                 continue
             if node.name not in keep and (leaving(node) or node.name in gone):
                 continue
@@ -172,17 +165,15 @@ class ZoneLoads:
         for claim in inflight:
             entry = out.pools.get(claim.nodepool)
             zone = claim_zone(claim)
-            if entry is None or not zone or (STANDBY_LABEL in claim.labels) != standby:
+            if entry is None or not zone:
                 continue
             entry.load[zone] = entry.load.get(zone, 0.0) + entry.type_weight(claim.instance_type)
         return out
 
     @classmethod
-    def for_provisioning(cls, inp: SchedulingInput, *, standby: bool = False) -> ZoneLoads:
-        """The loads a provisioning pass starts from (its nodes and claims in flight): the running
-        ones, or with `standby` the standby ones (for standby launches and surplus).
-        """
-        return cls.build(inp.pools, inp.nodes, inp.inflight, blocked=inp.blocked, standby=standby)
+    def for_provisioning(cls, inp: SchedulingInput) -> ZoneLoads:
+        """The loads a provisioning pass starts from (its nodes and claims in flight)."""
+        return cls.build(inp.pools, inp.nodes, inp.inflight, blocked=inp.blocked)
 
     @classmethod
     def for_disruption(cls, inp: DisruptionInput, keep: frozenset[str] = frozenset()) -> ZoneLoads:
@@ -347,11 +338,9 @@ class ZoneLoads:
         return entry.load.get(node.labels.get(wk.ZONE, ""), 0.0) if entry is not None else 0.0
 
 
-def balance_result(inp: SchedulingInput, result: SchedulingResult, *, standby: bool = False) -> SchedulingResult:
-    """`result` with the new claims of balanced NodePools pinned to zones (unchanged without any);
-    with `standby`, the claims are standby instances, pinned against the standby ones' loads.
-    """
-    loads = ZoneLoads.for_provisioning(inp, standby=standby)
+def balance_result(inp: SchedulingInput, result: SchedulingResult) -> SchedulingResult:
+    """`result` with the new claims of balanced NodePools pinned to zones (unchanged without any)."""
+    loads = ZoneLoads.for_provisioning(inp)
     if not loads or not result.claims:
         return result
     return replace(result, claims=loads.pin(result.claims))

@@ -300,27 +300,3 @@ def test_free_claims_even_out_what_the_zone_tied_claims_of_the_same_pass_leave()
     assert launched["us-east-1a"] == 2
     assert max(launched.values()) - min(launched.values()) <= 1
     assert world.cluster.lost_pods() == []
-
-
-def test_a_required_zone_spread_that_allows_several_zones_takes_the_emptiest_of_the_nodepool() -> None:
-    # No `web` pod anywhere: the pod's DoNotSchedule spread allows every zone, and ties it to the
-    # one the solver picks. Zones a and b hold nodes of the NodePool, c none: the pod goes to c
-    # (a=2 b=1 c=1), not to a, the first by name (a=3 b=1 c=0, a skew of 3 the pin cannot undo).
-    world = ZonedWorld(pools=(BALANCED,))
-    world.zoned("a-1", "us-east-1a", 0)
-    world.zoned("a-2", "us-east-1a", 0)
-    world.zoned("b-1", "us-east-1b", 0)
-    spread_pods(world, 1, "DoNotSchedule")
-    world.provision_through_handler()
-    assert [c.zone for c in world.store.claims() if c.pods] == ["us-east-1c"]
-    assert world.cluster.lost_pods() == []
-
-
-def test_without_zone_balance_a_required_zone_spread_ties_to_the_first_zone_as_before() -> None:
-    world = ZonedWorld()
-    world.zoned("a-1", "us-east-1a", 0)
-    world.zoned("a-2", "us-east-1a", 0)
-    world.zoned("b-1", "us-east-1b", 0)
-    spread_pods(world, 1, "DoNotSchedule")
-    world.provision_through_handler()
-    assert [c.zone for c in world.store.claims() if c.pods] == ["us-east-1a"]

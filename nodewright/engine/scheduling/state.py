@@ -28,7 +28,6 @@ from nodewright.model.nodepool import NodePool
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirements
 from nodewright.model.resources import CPU, MEMORY, PODS, Resources
-from nodewright.model.standby import STANDBY_LABEL
 from nodewright.model.taints import Taint, Toleration
 
 if TYPE_CHECKING:
@@ -116,7 +115,7 @@ class Pass:
         self.static_pools = [
             self._pool(pc.nodepool, pc.instance_types) for pc in ordered if pc.nodepool.replicas is not None
         ]
-        self.topology = Topology(balanced_zone_load(inp))
+        self.topology = Topology()
         self.ports = HostPorts(inp.daemonsets)
         self.bound_ports = False  # some bound pod binds a host port (`existing.add_existing`)
         self.existing: list[Bin] = []
@@ -258,28 +257,3 @@ def resource_names(inp: SchedulingInput, classes: Iterable[PodClass]) -> tuple[s
         if pc.nodepool.limits is not None:
             names |= set(pc.nodepool.limits)
     return tuple(sorted(names))
-
-
-def balanced_zone_load(inp: SchedulingInput) -> dict[str, float] | None:
-    """Running nodes and claims in flight per zone of the NodePools with a zone balance
-    (`nodewright.io/zone-balance`; `engine.zonebalance` counts them the same way), or None when no
-    NodePool of the input has one. The topology's tie-break between equally populated zones.
-    """
-    balanced = {
-        pc.nodepool.name for pc in inp.pools if pc.nodepool.zone_balance is not None and pc.nodepool.replicas is None
-    }
-    if not balanced:
-        return None
-    load: dict[str, float] = {}
-    for node in inp.nodes:
-        zone = node.labels.get(wk.ZONE, "")
-        if node.nodepool not in balanced or not zone or STANDBY_LABEL in node.labels or node.deleting:
-            continue
-        if any(t.key == wk.DISRUPTED_TAINT_KEY for t in node.taints):
-            continue
-        load[zone] = load.get(zone, 0.0) + 1
-    for claim in inp.inflight:
-        zone = claim.zone or ""
-        if claim.nodepool in balanced and zone and STANDBY_LABEL not in claim.labels:
-            load[zone] = load.get(zone, 0.0) + 1
-    return load

@@ -63,13 +63,7 @@ class Split:
 class Topology:
     """Live counts of pods per group and domain, updated as the solver places pods."""
 
-    def __init__(self, zone_load: Mapping[str, float] | None = None) -> None:
-        """`zone_load`: nodes per zone of the zone-balanced NodePools (`state.balanced_zone_load`),
-        when any: a zone spread's pods that could go to several equally populated zones go to the
-        one with the fewest of those nodes (counting the pods split there since), not to the first
-        by name. A tie-break only: kube-scheduler accepts either zone.
-        """
-        self._zone_load = dict(zone_load) if zone_load else None
+    def __init__(self) -> None:
         self._counts: dict[Group, dict[str, int]] = {}
         self._totals: dict[Group, int] = {}
         # Required anti-affinity terms of placed pods: group -> domains holding such a pod.
@@ -229,19 +223,13 @@ class Topology:
                 return Split((), f"topology spread on {constraint.topology_key}: maxSkew {constraint.max_skew}")
             return Split(((allowed, count),))
         placed: dict[str, int] = dict.fromkeys(eligible, 0)
-        load = self._zone_load if constraint.topology_key == wk.ZONE else None
         for _ in range(count):
-            if load is None:
-                domain = min(eligible, key=lambda d: (present[d], d))
-            else:
-                domain = min(eligible, key=lambda d: (present[d], load.get(d, 0.0), d))
+            domain = min(eligible, key=lambda d: (present[d], d))
             floor = 0 if too_few else min(*present.values(), fixed_floor)
             if present[domain] + 1 - floor > constraint.max_skew:
                 break
             present[domain] += 1
             placed[domain] += 1
-            if load is not None:
-                load[domain] = load.get(domain, 0.0) + 1
         parts = tuple(((d,), n) for d, n in placed.items() if n)
         if not parts:
             return Split((), f"topology spread on {constraint.topology_key}: maxSkew {constraint.max_skew}")
