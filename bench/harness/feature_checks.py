@@ -11,8 +11,10 @@ feature the scenario has:
   their claim asks for (checked with `model.dra`'s own matching against what the node's instance
   type publishes, not with the engine's lowering), and the nodes they ran on;
 * zone balance: per balanced NodePool, its skew (most minus fewest nodes, or vCPUs, by zone,
-  counting the NodePool's Nodes that are not leaving, as `engine.zonebalance` counts them) each
-  minute: the worst minute, the time-weighted mean, and the share of minutes over the bound;
+  counting as `engine.zonebalance` counts them: the NodePool's Nodes that are not leaving, stopped
+  standby ones included, and its claims launched whose Node has not registered yet) each minute:
+  the worst minute, the time-weighted mean, and the share of minutes over the bound; and the mean
+  skew of its running nodes alone and of its standby ones alone;
 * late DaemonSet: per NodePool and its overflow policy, the daemon pods waiting for one of its
   nodes that do not fit it (`engine.daemonfit.overflows`; the peak and at the end), the
   `DaemonSetPodsDoNotFit` Events on its nodes, and the `daemonset-overflow` replacements done.
@@ -28,16 +30,19 @@ from __future__ import annotations
 
 import collections
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodewright.engine.daemonfit import OVERFLOW, overflows
 from nodewright.engine.devices import catalog_devices
-from nodewright.engine.zonebalance import leaving, skew
+from nodewright.engine.scheduling.inputs import in_flight
+from nodewright.engine.zonebalance import claim_zone, leaving, skew
 from nodewright.model import labels as wk
 from nodewright.model.dra import DeviceObjects, PublishedDevices, matching
+from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.resources import CPU
 from nodewright.model.snapshot import ClusterSnapshot
+from nodewright.model.standby import STANDBY_LABEL
 from nodewright.simulator.scenario import Scenario
 
 SAMPLE_SECONDS = 60.0
@@ -55,33 +60,54 @@ class FeatureWatch:
         )
         self.balanced = {p.name: p.zone_balance for p in scenario.nodepools if p.zone_balance is not None}
         self.late = {d.name for _, d in scenario.late_daemonsets}
+        # NodePool -> per minute: the skew of all its nodes (as the engine counts), of its running
+        # ones alone, of its standby ones alone.
         self.skews: dict[str, list[float]] = {name: [] for name in self.balanced}
+        self.running_skews: dict[str, list[float]] = {name: [] for name in self.balanced}
+        self.standby_skews: dict[str, list[float]] = {name: [] for name in self.balanced}
         self.device_pods: set[str] = set()
         self.device_nodes: set[str] = set()
         self.misplaced: dict[str, str] = {}  # pod key -> the node without its devices
         self.published: Mapping[str, tuple[PublishedDevices, ...]] = {}
+        self.vcpus: Mapping[str, float] = {}  # instance type -> vCPUs, for a claim's weight by `cpu`
         self.waiting: dict[str, list[int]] = collections.defaultdict(list)  # NodePool -> late daemon pods waiting
 
     def attach(self, world: Any) -> None:
         """Sample `world` every SAMPLE_SECONDS of virtual time, from its start to its end."""
         # What each type's drivers publish, from the catalog's GPU and accelerator data (a Node's
         # own labels need not carry them).
-        self.published = catalog_devices(world.catalog.instance_types(None))
+        types = world.catalog.instance_types(None)
+        self.published = catalog_devices(types)
+        self.vcpus = {it.name: it.capacity[CPU] / 1000 for it in types}
         t = 0.0
         while t <= self.scenario.duration:
-            world.loop.at(self.scenario.start + t, lambda: self.sample(world.cluster.snapshot_unrecorded()))
+            world.loop.at(
+                self.scenario.start + t,
+                lambda: self.sample(world.cluster.snapshot_unrecorded(), world.store.claims()),
+            )
             t += SAMPLE_SECONDS
 
-    def sample(self, snapshot: ClusterSnapshot) -> None:
-        """One minute's look at the cluster."""
+    def sample(self, snapshot: ClusterSnapshot, claims: Sequence[NodeClaim] = ()) -> None:
+        """One minute's look at the cluster (and at Nodewright's claims, for those in flight)."""
         nodes = {n.name: n for n in snapshot.nodes}
+        launching = in_flight(snapshot.nodes, claims) if self.balanced else ()
         for name, balance in self.balanced.items():
-            load = dict.fromkeys(self.scenario.zones, 0.0)
+            running = dict.fromkeys(self.scenario.zones, 0.0)
+            standby = dict.fromkeys(self.scenario.zones, 0.0)
             for node in nodes.values():
                 zone = node.labels.get(wk.ZONE, "")
                 if node.nodepool == name and zone and not leaving(node):
+                    load = standby if STANDBY_LABEL in node.labels else running
                     load[zone] = load.get(zone, 0.0) + (1.0 if balance.by == "nodes" else node.capacity[CPU] / 1000)
-            self.skews[name].append(skew(load))
+            for claim in launching:
+                zone = claim_zone(claim)
+                if claim.nodepool == name and zone:
+                    load = standby if STANDBY_LABEL in claim.labels else running
+                    weight = 1.0 if balance.by == "nodes" else self.vcpus.get(claim.instance_type, 0.0)
+                    load[zone] = load.get(zone, 0.0) + weight
+            self.skews[name].append(skew({z: running.get(z, 0.0) + standby.get(z, 0.0) for z in running}))
+            self.running_skews[name].append(skew(running))
+            self.standby_skews[name].append(skew(standby))
         for pod in snapshot.pods:
             if pod.device_claims and pod.node_name in nodes:
                 self.device_pods.add(pod.key)
@@ -135,10 +161,12 @@ class FeatureWatch:
                 name: {
                     "bound": f"{balance.by}:{balance.max_skew:g}",
                     "skew_max": max(self.skews[name], default=0.0),
-                    "skew_mean": round(statistics.fmean(self.skews[name]), 3) if self.skews[name] else 0.0,
+                    "skew_mean": _mean(self.skews[name]),
                     "minutes_over": round(
                         sum(1 for s in self.skews[name] if s > balance.max_skew) / max(1, len(self.skews[name])), 3
                     ),
+                    "running_skew_mean": _mean(self.running_skews[name]),
+                    "standby_skew_mean": _mean(self.standby_skews[name]),
                 }
                 for name, balance in sorted(self.balanced.items())
             }
@@ -167,6 +195,10 @@ class FeatureWatch:
             }
             for pool in self.scenario.nodepools
         }
+
+
+def _mean(values: list[float]) -> float:
+    return round(statistics.fmean(values), 3) if values else 0.0
 
 
 def shortfalls(figures: Mapping[str, Any]) -> list[str]:

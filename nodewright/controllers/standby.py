@@ -9,8 +9,9 @@ that carries out `nodewright.engine.standby`'s decisions for the CapacityBuffers
      with the standby taint, the instance stopped (StopInstances), then its claim recorded
      `standby` (a crash between the two stops it again: StopInstances is a no-op on a stopped one);
   2. a stopped one that is stale (`engine.standby.stale_reason`: NodePool gone, drifted, a new
-     AMI, expired) or surplus (`refill` found it holds no chunk) is terminated (claim `deleting`
-     first; the housekeeping deletes the claim and the Node once EC2 confirms it gone);
+     AMI, expired) or surplus (`refill` found it holds no chunk; in a zone-balanced NodePool,
+     taken from its fullest zones) is terminated (claim `deleting` first; the housekeeping deletes
+     the claim and the Node once EC2 confirms it gone);
   3. each buffer's chunks that no standby node holds are solved onto new on-demand claims and
      launched through the `Launcher` (limits, claim records, capacity errors), marked with the
      standby label and taint so the Node joins with nothing scheduled on it. A buffer waits while
@@ -41,7 +42,7 @@ from nodewright.engine.standby import (
     stale_reason,
     standby_buffers,
 )
-from nodewright.engine.zonebalance import balance_result
+from nodewright.engine.zonebalance import ZoneLoads, balance_result
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodeclass import EC2NodeClass
@@ -130,6 +131,7 @@ class StandbyCapacity:
         images = self.images() if self.images is not None else {}
         now = self.clock.now()
         keep: list[NodeClaim] = []
+        gone: list[Node] = []  # the Nodes of the instances terminated by this call
         for claim in mine:
             node = nodes.get(claim.name) or nodes.get(claim.provider_id)
             why = None
@@ -140,10 +142,12 @@ class StandbyCapacity:
                 why = "its CapacityBuffer no longer asks for standby capacity"
             if why is not None:
                 self._terminate(claim, why)
+                gone.extend(n for n in (node,) if n is not None)
             else:
                 keep.append(claim)
         virtual = chunk_pods(wanted, templates, snapshot.pods)
         problems = dict(virtual.problems)
+        zones: ZoneLoads | None = None  # zone-balanced NodePools' loads, built at the first surplus there
         for buffer in wanted:
             key = buffer_key(buffer.namespace, buffer.name)
             theirs = [c for c in keep if c.labels[STANDBY_LABEL] == key]
@@ -153,6 +157,15 @@ class StandbyCapacity:
             standby_nodes = [n for c in theirs if (n := self._node(c, nodes)) is not None]
             chunks = [p for p in virtual.pods if chunk_buffer(p) == key]
             found = refill(chunks, standby_nodes, snapshot.pods, daemonsets=snapshot.daemonsets, now=now)
+            if found.surplus and any(
+                (pool := pools.get(n.nodepool)) is not None and pool.zone_balance is not None for n in standby_nodes
+            ):
+                # Which nodes are surplus, again, with the zones counted: taken from the fullest.
+                if zones is None:
+                    zones = self._zone_loads(snapshot, nodepools, nodeclasses, gone)
+                found = refill(
+                    chunks, standby_nodes, snapshot.pods, daemonsets=snapshot.daemonsets, now=now, zones=zones
+                )
             by_node = {n.name: c for c in theirs if (n := self._node(c, nodes)) is not None}
             for name in found.surplus:
                 self._terminate(by_node[name], f"surplus: CapacityBuffer {buffer.namespace}/{buffer.name} needs less")
@@ -166,6 +179,28 @@ class StandbyCapacity:
                     self.observer.decision("standby-short", buffer=buffer_name, reason=why)
             self._problems = problems
         return report
+
+    def _zone_loads(
+        self,
+        snapshot: ClusterSnapshot,
+        nodepools: Sequence[NodePool],
+        nodeclasses: Mapping[str, EC2NodeClass],
+        gone: Sequence[Node],
+    ) -> ZoneLoads:
+        """The zone-balanced NodePools' loads as a pass counts them (nodes, stopped standby ones
+        included, and claims in flight), without the nodes of instances terminated already (`gone`).
+        """
+        inp = self.launcher.scheduling_input(
+            snapshot,
+            pending=(),
+            nodepools=nodepools,
+            nodeclasses=nodeclasses,
+            claims=self.store.claims(),
+            now=self.clock.now(),
+        )
+        zones = ZoneLoads.for_provisioning(inp)
+        zones.remove(gone)
+        return zones
 
     def _node(self, claim: NodeClaim, nodes: Mapping[str, Node]) -> Node | None:
         return nodes.get(claim.name) or nodes.get(claim.provider_id)

@@ -8,7 +8,11 @@ module decides; `nodewright.controllers.standby` acts. Its questions, each a fun
   `percentage`, `limits`), each also asking for on-demand capacity (why: below);
 * `refill`: which chunks the buffer's standby nodes (warming or stopped) already hold, seen as if
   running (`as_capacity`), and which of those nodes hold none (surplus: terminated). The chunks
-  left over are what the controller solves onto new claims, as a pass would for pending pods;
+  left over are what the controller solves onto new claims, as a pass would for pending pods.
+  In a zone-balanced NodePool (`engine.zonebalance`, which counts stopped nodes: they keep their
+  subnet address and come back in their zone) the surplus is taken from its fullest zones: a
+  node holding chunks in a fuller zone trades places with a surplus one in an emptier zone when
+  its chunks fit there alone, so a buffer that shrinks does not empty one zone;
 * `match`: which stopped nodes to start for pending pods: the pods are placed on the running
   nodes first (kube-scheduler will take those), then what is left on the stopped nodes seen as if
   running; a stopped node that receives a pod is started and holds those pods;
@@ -36,6 +40,7 @@ from nodewright.engine.buffer import BufferPods, buffer_pods
 from nodewright.engine.disruption.drift import drift_reason
 from nodewright.engine.scheduling import SolverCache, Strategy, solve
 from nodewright.engine.scheduling.inputs import existing_nodes_input
+from nodewright.engine.zonebalance import EPSILON, ZoneLoads
 from nodewright.model import labels as wk
 from nodewright.model.capacitybuffer import ACTIVE_CAPACITY, CapacityBuffer, PodTemplate
 from nodewright.model.expiry import expired
@@ -127,19 +132,92 @@ def refill(
     daemonsets: Sequence[DaemonSet] = (),
     now: float = 0.0,
     cache: SolverCache | None = None,
+    zones: ZoneLoads | None = None,
 ) -> Refill:
     """Place one buffer's `chunks` on its `standby` nodes (as if running, with their `bound_pods`:
-    daemon pods); see the module docstring.
+    daemon pods); see the module docstring. `zones`: the loads of the zone-balanced NodePools
+    (every node and claim in flight, these standby nodes included), when any; the surplus is then
+    taken from their fullest zones, and `zones` counts it gone.
     """
     if not standby:
         return Refill(tuple(sorted(chunks, key=lambda p: p.name)), ())
     nodes = tuple(as_capacity(n) for n in standby)
     placed = _place(chunks, nodes, bound_pods, daemonsets=daemonsets, now=now, cache=cache)
+    surplus = {n.name for n in nodes} - placed.keys()
+    if zones and surplus:
+        placed, surplus = _surplus_from_fullest(
+            placed, surplus, nodes, chunks, bound_pods, zones, daemonsets=daemonsets, now=now, cache=cache
+        )
     held = {key for keys in placed.values() for key in keys}
     return Refill(
         tuple(sorted((p for p in chunks if p.key not in held), key=lambda p: p.name)),
-        tuple(sorted({n.name for n in nodes} - placed.keys())),
+        tuple(sorted(surplus)),
     )
+
+
+def _surplus_from_fullest(  # noqa: PLR0917 (refill's state, passed on whole)
+    placed: dict[str, tuple[str, ...]],
+    surplus: set[str],
+    nodes: Sequence[Node],
+    chunks: Sequence[Pod],
+    bound_pods: Sequence[Pod],
+    zones: ZoneLoads,
+    *,
+    daemonsets: Sequence[DaemonSet],
+    now: float,
+    cache: SolverCache | None,
+) -> tuple[dict[str, tuple[str, ...]], set[str]]:
+    """`placed` and `surplus` after trading places: a node holding chunks in a fuller zone of a
+    zone-balanced NodePool becomes the surplus, and a surplus node of the same NodePool in an
+    emptier zone holds its chunks, when they fit it alone. Each trade lowers the sum of the
+    squared zone loads (so the loop ends), best trade first; `zones` ends up without the surplus.
+    """
+    by_name = {n.name: n for n in nodes}
+    by_key = {p.key: p for p in chunks}
+    placed = dict(placed)
+    surplus = set(surplus)
+    zones.remove(by_name[name] for name in sorted(surplus))
+    refused: set[tuple[str, str]] = set()
+    while True:
+        trades: list[tuple[float, str, str]] = []
+        for holder in sorted(placed):
+            node = by_name[holder]
+            entry = zones.pools.get(node.nodepool)
+            if entry is None:
+                continue
+            full = node.labels.get(wk.ZONE, "")
+            for spare in sorted(surplus):
+                other = by_name[spare]
+                empty = other.labels.get(wk.ZONE, "")
+                if other.nodepool != node.nodepool or empty == full or (holder, spare) in refused:
+                    continue
+                a, b = entry.load.get(full, 0.0), entry.load.get(empty, 0.0)
+                out, into = entry.node_weight(node), entry.node_weight(other)
+                gain = a * a + b * b - (a - out) ** 2 - (b + into) ** 2
+                if gain > EPSILON:
+                    trades.append((-gain, holder, spare))
+        for _, holder, spare in sorted(trades):
+            keys = placed[holder]
+            fit = _place(
+                [by_key[k] for k in keys],
+                (by_name[spare],),
+                bound_pods,
+                daemonsets=daemonsets,
+                now=now,
+                cache=cache,
+            )
+            if len(fit.get(spare, ())) != len(keys):
+                refused.add((holder, spare))
+                continue
+            del placed[holder]
+            placed[spare] = fit[spare]
+            surplus.discard(spare)
+            surplus.add(holder)
+            zones.remove((by_name[holder],))
+            zones.add(by_name[spare])
+            break
+        else:
+            return dict(sorted(placed.items())), surplus
 
 
 def match(

@@ -287,6 +287,13 @@ class ZoneLoads:
             if entry is not None and zone in entry.load:
                 entry.load[zone] -= entry.node_weight(node)
 
+    def add(self, node: Node) -> None:
+        """Count `node` in its NodePool's load again (undoes `remove`)."""
+        entry = self.pools.get(node.nodepool)
+        zone = node.labels.get(wk.ZONE, "")
+        if entry is not None and zone:
+            entry.load[zone] = entry.load.get(zone, 0.0) + entry.node_weight(node)
+
     def judge(self, removed: Sequence[Node], claims: Sequence[PlannedClaim]) -> tuple[tuple[PlannedClaim, ...], str]:
         """Removing `removed` and launching `claims`: the claims pinned, and '' when every balanced
         NodePool stays within its bound (or no more lopsided than now), else why not. Leaves

@@ -61,9 +61,10 @@ def states(world: Ec2World) -> dict[str, str]:
     return {i: item["State"]["Name"] for i, item in all_instances(world).items()}
 
 
-def join(world: Ec2World, example_plan: ExamplePlan) -> list[str]:
+def join(world: Ec2World, example_plan: ExamplePlan, *, zone_first: bool = False) -> list[str]:
     """The kubelet: a Ready Node for each running instance that has none, registered with the
-    labels and taints of its user data; the names of the Nodes added.
+    labels and taints of its user data; the names of the Nodes added (`zone_first`: named after
+    their zone first, so they sort by zone).
     """
     types = {t.name: t for t in example_plan.catalog.instance_types(None)}
     known = {n.provider_id for n in world.cluster.snapshot().nodes}
@@ -75,7 +76,7 @@ def join(world: Ec2World, example_plan: ExamplePlan) -> list[str]:
             continue
         user_data = world.moto.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")
         labels, taints = registration(str((user_data.get("UserData") or {}).get("Value", "")))
-        name = f"ip-{instance_id[2:10]}.ec2.internal"
+        name = f"{zone if zone_first else 'ip'}-{instance_id[2:10]}.ec2.internal"
         capacity = types[item["InstanceType"]]
         world.cluster.add_node(
             Node(
@@ -297,3 +298,47 @@ def test_a_zone_balanced_nodepools_standby_instances_are_spread_across_its_zones
     zones = Counter(item["Placement"]["AvailabilityZone"] for item in all_instances(world).values())
     assert sum(zones.values()) == 6
     assert zones == dict.fromkeys(("us-east-1a", "us-east-1b", "us-east-1c"), 2)
+
+
+def test_a_zone_balanced_standby_that_shrinks_terminates_its_surplus_from_the_fullest_zones(
+    world: Ec2World, example_plan: ExamplePlan, invoke: Invoke
+) -> None:
+    # Six chunks of 3 cpu, one per xlarge node, two per zone; the buffer then asks for three.
+    # Each of the three chunks left fits any of the six nodes, and the solver fills them in name
+    # order (zone a's first): the surplus must still be taken one per zone, not two from c and
+    # one from b, which would leave a=2 b=1 c=0 (stopped nodes count: they come back in their zone).
+    one_per_node = [{"key": wk.INSTANCE_SIZE, "operator": "In", "values": ["xlarge"]}]
+    pool = default_pool(example_plan)
+    pool = replace(
+        pool,
+        requirements=pool.requirements.intersection(Requirements.parse(one_per_node)),
+        zone_balance=ZoneBalance("nodes", 1.0),
+    )
+    chunk = PodTemplate("chunk", "default", pod("chunk", cpu="3", memory="4Gi"))
+
+    def buffer(replicas: int) -> None:
+        world.config.current = StaticConfiguration(
+            nodepools=(pool,),
+            nodeclasses=example_plan.nodeclasses,
+            capacitybuffers=(replace(BUFFER, replicas=replicas),),
+            podtemplates=(chunk,),
+        )
+
+    buffer(6)
+    for p in world.cluster.pods():
+        world.cluster.remove_pod(p)
+    invoke(world.provisioner, "warm-1")
+    join(world, example_plan, zone_first=True)
+    invoke(world.provisioner, "warm-2")
+    zone_of = {i: item["Placement"]["AvailabilityZone"] for i, item in all_instances(world).items()}
+    assert Counter(zone_of[i] for i, s in states(world).items() if s == "stopped") == dict.fromkeys(
+        ("us-east-1a", "us-east-1b", "us-east-1c"), 2
+    )
+
+    buffer(3)
+    invoke(world.provisioner, "shrink")
+
+    left = Counter(zone_of[i] for i, s in states(world).items() if s == "stopped")
+    assert left == dict.fromkeys(("us-east-1a", "us-east-1b", "us-east-1c"), 1)
+    assert len(decisions(world, "standby-replace")) == 3
+    assert all(d["reason"].startswith("surplus") for d in decisions(world, "standby-replace"))
