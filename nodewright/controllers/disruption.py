@@ -317,6 +317,12 @@ class Consolidator:
                 # A broken node goes anyway: its pods wait pending for the provisioner instead.
                 self.observer.decision("repair-replacement-failed", command=record.id, reason=str(launched.failed))
             elif launched.failed:
+                # The candidates were never tainted and no pod moved: the replacements that did come
+                # up would only be extra nodes (a capacity error in one zone then leaves a node for
+                # every pass that tries again, and the next pass counts them as candidates).
+                self._discard(launched.launched)
+                if launched.launched:
+                    self.observer.decision("replacements-discarded", command=record.id, nodeclaims=launched.launched)
                 self._abort(record, f"replacement launch failed: {launched.failed}", report)
                 return
             if not self._came_up_cheaper(record, report):
@@ -344,6 +350,7 @@ class Consolidator:
                 if not record.replacements or self._came_up_cheaper(record, report):
                     self._taint(record)
             else:
+                self._discard([name for name in record.replacements if name in claims])
                 self._abort(record, "replacements were not all launched", report)
             return 0.0
         if record.state == "tainted":
@@ -418,16 +425,24 @@ class Consolidator:
         for node in record.candidates:
             for claim in new:
                 self._no_cheaper[(node, claim.instance_type)] = until
-        self.cloud.terminate([c.instance_id for c in new if c.instance_id])
-        for claim in new:
-            joined = self.cluster.node_by_instance(claim.instance_id) if claim.instance_id else None
-            if joined is not None:
-                self.cluster.delete_node(joined.name)
-            self.claim_records.delete_claim(claim.name)
+        self._discard([c.name for c in new])
         self.command_records.delete_command(record.id)
         report.rolled_back[record.id] = why
         self.observer.metric("ConsolidationRollbacks", 1)
         self.observer.decision("disruption-rolled-back", command=record.id, reason=why)
+
+    def _discard(self, names: Sequence[str]) -> None:
+        """Terminate the named replacement claims' instances and forget the claims (and their nodes,
+        if any joined): replacements of a command that will not go on.
+        """
+        wanted = set(names)
+        claims = [c for c in self.claim_records.claims() if c.name in wanted]
+        self.cloud.terminate([c.instance_id for c in claims if c.instance_id])
+        for claim in claims:
+            joined = self.cluster.node_by_instance(claim.instance_id) if claim.instance_id else None
+            if joined is not None:
+                self.cluster.delete_node(joined.name)
+            self.claim_records.delete_claim(claim.name)
 
     def _replacements_ready(self, record: CommandRecord) -> tuple[bool, str]:
         claims = {c.name: c for c in self.claim_records.claims()}
