@@ -10,14 +10,16 @@ Role: the imperative shell around `nodewright.engine.disruption`. One Lambda inv
    catalog; take the first command; record it (`computed`); wait `validation_delay` (15 s, as
    Karpenter does) and re-check it against fresh state with `validate`; drop it if stale;
 5. execute: choose and record the replacements' claim names (`launching`), launch them through
-   the provisioner's launch path; check that what came up is cheaper than the candidates by the
-   stability guard (else roll back: terminate the replacements before anything is drained, and
-   leave each candidate/type pair out of later passes for `no_cheaper_memory` seconds, so a move
-   that cannot save cannot repeat); cordon the candidates with `nodewright.io/disrupted=consolidation:
-   NoSchedule` (`tainted`); wait until every replacement is Ready (timeout: untaint and abort);
-   drain the candidates with the interruption function's Drainer (`draining`; a budgeted drain
-   that PodDisruptionBudgets let evict nothing for `drain_timeout` is given up the same way); terminate the
-   instances, delete the Nodes and the claim records (`terminating`); delete the record.
+   the provisioner's launch path, all or nothing (a replacement that fails stops the launch, the
+   ones that came up are terminated and the command aborts: no candidate was touched); check
+   that what came up is cheaper than the candidates by the stability guard (else roll back:
+   terminate the replacements before anything is drained, and leave each candidate/type pair out
+   of later passes for `no_cheaper_memory` seconds, so a move that cannot save cannot repeat);
+   cordon the candidates with `nodewright.io/disrupted=consolidation:NoSchedule` (`tainted`);
+   wait until every replacement is Ready (timeout: untaint and abort); drain the candidates with
+   the interruption function's Drainer (`draining`; a budgeted drain that PodDisruptionBudgets
+   let evict nothing for `drain_timeout` is given up the same way); terminate the instances,
+   delete the Nodes and the claim records (`terminating`); delete the record.
 
 A repair (`engine.disruption.repair`: a node broken for its condition's toleration) goes through
 the same states, forcefully: its replacements are kept whatever they cost, a failed or late
@@ -312,7 +314,13 @@ class Consolidator:
         for node in record.candidates if names else ():
             self.cluster.record(disruption_launching(node, f"{record.reason}: {', '.join(names)}"), self.clock.now())
         if command.replacements:
-            launched = self.launcher.launch_planned(command.replacements, names, f"{command.method}: {command.detail}")
+            launched = self.launcher.launch_planned(
+                command.replacements,
+                names,
+                f"{command.method}: {command.detail}",
+                # Only a repair goes on with some replacements missing; any other command aborts.
+                all_or_nothing=record.method != REPAIR,
+            )
             if launched.failed and record.method == REPAIR:
                 # A broken node goes anyway: its pods wait pending for the provisioner instead.
                 self.observer.decision("repair-replacement-failed", command=record.id, reason=str(launched.failed))
@@ -518,8 +526,9 @@ class Consolidator:
         )
 
     def _abort(self, record: CommandRecord, why: str, report: ConsolidationReport) -> None:
-        """Roll back: untaint the candidates, forget the command. Launched replacements stay (they
-        are ordinary nodes now: pods may use them, and emptiness removes them if not).
+        """Roll back: untaint the candidates, forget the command. Replacements launched before a
+        candidate was tainted are terminated by the caller (`_discard`); later ones stay (they are
+        ordinary nodes now: pods may use them, and emptiness removes them if not).
         """
         for name in record.candidates:
             self.cluster.record(disruption_blocked(name, f"Disruption aborted: {why}"), self.clock.now())

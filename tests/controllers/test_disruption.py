@@ -445,3 +445,41 @@ def test_a_command_whose_second_replacement_cannot_launch_leaves_no_extra_node()
     assert not world.cluster.changes_of("pod_evicted")
     (discarded,) = world.observer.of("replacements-discarded")
     assert discarded["nodeclaims"] == [cloud.requests[0].claim.name]
+
+
+class FirstLaunchShort(SecondLaunchShort):
+    """EC2 with no capacity for the first request (and plenty after it)."""
+
+    def launch(self, request: LaunchRequest) -> Instance:
+        self.requests.append(request)
+        if len(self.requests) == 1:
+            offerings = [("spot", t.name, "us-east-1a") for t in request.options]
+            raise InsufficientCapacity(offerings, "InsufficientInstanceCapacity")
+        return FakeCloudProvider.launch(self, request)
+
+
+def test_a_command_whose_first_replacement_cannot_launch_launches_no_other() -> None:
+    """The command goes on only if every replacement comes up: once one failed, launching the
+    others would only start nodes to terminate again (and they would launch with the failed
+    offerings blocked, a spot replacement coming up on-demand, dearer than planned).
+    """
+    world = ConsolidationWorld()
+    cloud = FirstLaunchShort(world.clock)
+    world.cloud = cloud
+    for name in ("a", "b"):
+        world.spot_node(name, pods=0, capacity_type="on-demand")
+        world.cluster.bind(world.cluster.add_pod(pod(f"big-{name}", cpu="10", memory="8Gi")), name)
+    consolidator = world.consolidator()
+    consolidator.decisions = TwoForTwo()
+
+    report = consolidator.run(world.clock.now() + 40)
+
+    (why,) = report.aborted.values()
+    assert "InsufficientInstanceCapacity" in why
+    assert "not launched: an earlier replacement failed" in why
+    assert len(cloud.requests) == 1  # the second replacement was never sent to EC2
+    alive = {i.instance_id for i in cloud.instances() if i.state not in ("shutting-down", "terminated")}
+    assert alive == {"i-a", "i-b"}
+    assert {c.node_name for c in world.store.claims()} == {"a", "b"}
+    assert world.tainted() == []
+    assert not world.observer.of("replacements-discarded")
