@@ -10,14 +10,16 @@ Role: the imperative shell around `nodewright.engine.disruption`. One Lambda inv
    catalog; take the first command; record it (`computed`); wait `validation_delay` (15 s, as
    Karpenter does) and re-check it against fresh state with `validate`; drop it if stale;
 5. execute: choose and record the replacements' claim names (`launching`), launch them through
-   the provisioner's launch path; check that what came up is cheaper than the candidates by the
-   stability guard (else roll back: terminate the replacements before anything is drained, and
-   leave each candidate/type pair out of later passes for `no_cheaper_memory` seconds, so a move
-   that cannot save cannot repeat); cordon the candidates with `nodewright.io/disrupted=consolidation:
-   NoSchedule` (`tainted`); wait until every replacement is Ready (timeout: untaint and abort);
-   drain the candidates with the interruption function's Drainer (`draining`; a budgeted drain
-   that PodDisruptionBudgets let evict nothing for `drain_timeout` is given up the same way); terminate the
-   instances, delete the Nodes and the claim records (`terminating`); delete the record.
+   the provisioner's launch path, all or nothing (a replacement that fails stops the launch, the
+   ones that came up are terminated and the command aborts: no candidate was touched); check
+   that what came up is cheaper than the candidates by the stability guard (else roll back:
+   terminate the replacements before anything is drained, and leave each candidate/type pair out
+   of later passes for `no_cheaper_memory` seconds, so a move that cannot save cannot repeat);
+   cordon the candidates with `nodewright.io/disrupted=consolidation:NoSchedule` (`tainted`);
+   wait until every replacement is Ready (timeout: untaint and abort); drain the candidates with
+   the interruption function's Drainer (`draining`; a budgeted drain that PodDisruptionBudgets
+   let evict nothing for `drain_timeout` is given up the same way); terminate the instances,
+   delete the Nodes and the claim records (`terminating`); delete the record.
 
 A repair (`engine.disruption.repair`: a node broken for its condition's toleration) goes through
 the same states, forcefully: its replacements are kept whatever they cost, a failed or late
@@ -312,11 +314,23 @@ class Consolidator:
         for node in record.candidates if names else ():
             self.cluster.record(disruption_launching(node, f"{record.reason}: {', '.join(names)}"), self.clock.now())
         if command.replacements:
-            launched = self.launcher.launch_planned(command.replacements, names, f"{command.method}: {command.detail}")
+            launched = self.launcher.launch_planned(
+                command.replacements,
+                names,
+                f"{command.method}: {command.detail}",
+                # Only a repair goes on with some replacements missing; any other command aborts.
+                all_or_nothing=record.method != REPAIR,
+            )
             if launched.failed and record.method == REPAIR:
                 # A broken node goes anyway: its pods wait pending for the provisioner instead.
                 self.observer.decision("repair-replacement-failed", command=record.id, reason=str(launched.failed))
             elif launched.failed:
+                # The candidates were never tainted and no pod moved: the replacements that did come
+                # up would only be extra nodes (a capacity error in one zone then leaves a node for
+                # every pass that tries again, and the next pass counts them as candidates).
+                self._discard(launched.launched)
+                if launched.launched:
+                    self.observer.decision("replacements-discarded", command=record.id, nodeclaims=launched.launched)
                 self._abort(record, f"replacement launch failed: {launched.failed}", report)
                 return
             if not self._came_up_cheaper(record, report):
@@ -344,6 +358,7 @@ class Consolidator:
                 if not record.replacements or self._came_up_cheaper(record, report):
                     self._taint(record)
             else:
+                self._discard([name for name in record.replacements if name in claims])
                 self._abort(record, "replacements were not all launched", report)
             return 0.0
         if record.state == "tainted":
@@ -418,16 +433,24 @@ class Consolidator:
         for node in record.candidates:
             for claim in new:
                 self._no_cheaper[(node, claim.instance_type)] = until
-        self.cloud.terminate([c.instance_id for c in new if c.instance_id])
-        for claim in new:
-            joined = self.cluster.node_by_instance(claim.instance_id) if claim.instance_id else None
-            if joined is not None:
-                self.cluster.delete_node(joined.name)
-            self.claim_records.delete_claim(claim.name)
+        self._discard([c.name for c in new])
         self.command_records.delete_command(record.id)
         report.rolled_back[record.id] = why
         self.observer.metric("ConsolidationRollbacks", 1)
         self.observer.decision("disruption-rolled-back", command=record.id, reason=why)
+
+    def _discard(self, names: Sequence[str]) -> None:
+        """Terminate the named replacement claims' instances and forget the claims (and their nodes,
+        if any joined): replacements of a command that will not go on.
+        """
+        wanted = set(names)
+        claims = [c for c in self.claim_records.claims() if c.name in wanted]
+        self.cloud.terminate([c.instance_id for c in claims if c.instance_id])
+        for claim in claims:
+            joined = self.cluster.node_by_instance(claim.instance_id) if claim.instance_id else None
+            if joined is not None:
+                self.cluster.delete_node(joined.name)
+            self.claim_records.delete_claim(claim.name)
 
     def _replacements_ready(self, record: CommandRecord) -> tuple[bool, str]:
         claims = {c.name: c for c in self.claim_records.claims()}
@@ -503,8 +526,9 @@ class Consolidator:
         )
 
     def _abort(self, record: CommandRecord, why: str, report: ConsolidationReport) -> None:
-        """Roll back: untaint the candidates, forget the command. Launched replacements stay (they
-        are ordinary nodes now: pods may use them, and emptiness removes them if not).
+        """Roll back: untaint the candidates, forget the command. Replacements launched before a
+        candidate was tainted are terminated by the caller (`_discard`); later ones stay (they are
+        ordinary nodes now: pods may use them, and emptiness removes them if not).
         """
         for name in record.candidates:
             self.cluster.record(disruption_blocked(name, f"Disruption aborted: {why}"), self.clock.now())

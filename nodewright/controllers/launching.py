@@ -105,11 +105,15 @@ class Launcher:
         blocked = self.store.blocked_offerings(now)
         return provisioning_input(snapshot, pending=pending, pools=pools, claims=claims, blocked=blocked, now=now)
 
-    def launch_planned(self, planned: Sequence[PlannedClaim], names: Sequence[str], reason: str) -> PassReport:
+    def launch_planned(
+        self, planned: Sequence[PlannedClaim], names: Sequence[str], reason: str, *, all_or_nothing: bool = False
+    ) -> PassReport:
         """Launch claims another controller planned (consolidation's replacements) through the same
         path as a pass: limits re-checked, claim recorded before CreateFleet under the given
         `names` (chosen and recorded by the caller first, so a crash cannot lose track of them),
-        capacity errors blocked. No re-plan: a claim that fails is reported in `failed`.
+        capacity errors blocked. No re-plan: a claim that fails is reported in `failed`. With
+        `all_or_nothing` (a command that goes on only if every replacement came up), the claims
+        after the first that fails are not launched; they are reported in `failed` too.
         """
         report = PassReport()
         if not planned:
@@ -127,7 +131,16 @@ class Launcher:
         # A consolidation plan moves CapacityBuffers' virtual pods too (their room counts as used);
         # they are never recorded on a claim or named to the cluster, only planned afresh.
         real = tuple(replace(c, pods=tuple(p for p in c.pods if not is_virtual(p))) for c in planned)
-        self.launch_all(SchedulingResult(claims=real), nodepools, nodeclasses, inp, report, names=names, reason=reason)
+        self.launch_all(
+            SchedulingResult(claims=real),
+            nodepools,
+            nodeclasses,
+            inp,
+            report,
+            names=names,
+            reason=reason,
+            all_or_nothing=all_or_nothing,
+        )
         return report
 
     def launch_all(
@@ -141,9 +154,12 @@ class Launcher:
         names: Sequence[str] = (),
         reason: str = "pending pods need capacity",
         mark: Callable[[NodeClaim], NodeClaim] | None = None,
+        all_or_nothing: bool = False,
     ) -> bool:
         """Launch every planned claim; True when a capacity error asks for another plan. `mark`
-        changes each claim before it is recorded (a standby instance's label and taint).
+        changes each claim before it is recorded (a standby instance's label and taint). With
+        `all_or_nothing`, stop at the first claim that fails: the others are reported failed,
+        unlaunched.
         """
         pools = {p.name: p for p in nodepools}
         types = {t.name: t for pc in inp.pools for t in pc.instance_types}
@@ -153,6 +169,13 @@ class Launcher:
         blocked = set(inp.blocked)
         replan = False
         for index, planned in enumerate(result.claims):
+            if all_or_nothing and report.failed:
+                # A later claim would launch only to be terminated again, and its launch would
+                # see the offerings the failed one just blocked (a spot replacement coming up
+                # on-demand, dearer than planned).
+                name = names[index] if index < len(names) else f"replacement {index + 1}"
+                report.failed[name] = "not launched: an earlier replacement failed"
+                continue
             pool = pools[planned.nodepool]
             nodeclass = nodeclasses.get(pool.node_class_ref.name) or EC2NodeClass(pool.node_class_ref.name)
             claim = self._claim(planned, pool, self.clock.now(), name=names[index] if index < len(names) else "")

@@ -13,10 +13,11 @@ from dataclasses import dataclass, replace
 import pytest
 
 from bench.harness.cluster_actors import pdb
+from nodewright.controllers.algorithms import EngineDecisions
 from nodewright.controllers.consolidationoptions import ConsolidatorOptions
 from nodewright.controllers.disruption import TAINT, Consolidator
 from nodewright.controllers.provisionoptions import StaticConfiguration
-from nodewright.engine.disruption import DisruptionOptions
+from nodewright.engine.disruption import Command, DisruptionCache, DisruptionInput, DisruptionOptions, DisruptionResult
 from nodewright.inmemory.cloud import FakeCloudProvider
 from nodewright.inmemory.state import InMemoryStateStore
 from nodewright.model import labels as wk
@@ -25,7 +26,7 @@ from nodewright.model.instance import Instance
 from nodewright.model.node import Node
 from nodewright.model.pod import Pod
 from nodewright.model.taints import Taint
-from nodewright.ports import Clock, Eviction, LaunchRequest
+from nodewright.ports import Clock, Eviction, InsufficientCapacity, LaunchRequest
 from tests.builders import pod
 from tests.controllers.test_interruption import World
 from tests.controllers.test_provisioning import FixedCatalog
@@ -377,3 +378,108 @@ def test_a_drain_a_budget_holds_past_the_drain_timeout_is_given_up_and_the_nodes
     rejected = {d["node"]: d["reason"] for d in world.observer.of("disruption-rejected")}
     assert "drain stalled" in rejected["a"]
     assert "drain stalled" in rejected["b"]
+
+
+class SecondLaunchShort(FakeCloudProvider):
+    """EC2 that launches the first request and has no capacity for the next (a spot pool that runs
+    dry between two replacements of one command).
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__(clock)
+        self.requests: list[LaunchRequest] = []
+
+    def launch(self, request: LaunchRequest) -> Instance:
+        self.requests.append(request)
+        if len(self.requests) > 1:
+            offerings = [("spot", t.name, "us-east-1a") for t in request.options]
+            raise InsufficientCapacity(offerings, "InsufficientInstanceCapacity")
+        return super().launch(request)
+
+
+class TwoForTwo:
+    """The engine's decisions, with its one-node replacement taken for both nodes at once: a
+    command of two replacements, as many-to-many consolidation decides on real days.
+    """
+
+    def __init__(self) -> None:
+        self.engine = EngineDecisions()
+
+    def compute_commands(self, inp: DisruptionInput, cache: DisruptionCache) -> DisruptionResult:
+        result = self.engine.compute_commands(inp, cache)
+        if not result.commands or len(result.commands[0].replacements) != 1:
+            return result
+        one = result.commands[0]
+        command = replace(one, candidates=("a", "b"), replacements=(*one.replacements, *one.replacements))
+        return replace(result, commands=(command,))
+
+    def validate(self, command: Command, fresh: DisruptionInput, cache: DisruptionCache) -> str | None:
+        return None
+
+
+def test_a_command_whose_second_replacement_cannot_launch_leaves_no_extra_node() -> None:
+    """One replacement of two came up, the other hit a capacity error: the command aborts before
+    any candidate is tainted, so the one that came up would only be an extra node. It is
+    terminated; the next pass decides afresh (on a real day a capacity error in one zone otherwise
+    left a node behind at every retry, and the next pass took those nodes as its candidates).
+    """
+    world = ConsolidationWorld()
+    cloud = SecondLaunchShort(world.clock)
+    world.cloud = cloud
+    for name in ("a", "b"):
+        world.spot_node(name, pods=0, capacity_type="on-demand")  # m5.4xlarge, each with a 10-cpu pod
+        world.cluster.bind(world.cluster.add_pod(pod(f"big-{name}", cpu="10", memory="8Gi")), name)
+    consolidator = world.consolidator()
+    consolidator.decisions = TwoForTwo()
+
+    report = consolidator.run(world.clock.now() + 40)
+
+    assert report.aborted
+    assert len(cloud.requests) == 2
+    alive = {i.instance_id for i in cloud.instances() if i.state not in ("shutting-down", "terminated")}
+    assert alive == {"i-a", "i-b"}  # the replacement that came up is gone again
+    assert {c.node_name for c in world.store.claims()} == {"a", "b"}
+    assert world.store.commands() == []
+    assert world.tainted() == []
+    assert [p.key for p in world.cluster.pods_on("a")] == ["default/big-a"]
+    assert not world.cluster.changes_of("pod_evicted")
+    (discarded,) = world.observer.of("replacements-discarded")
+    assert discarded["nodeclaims"] == [cloud.requests[0].claim.name]
+
+
+class FirstLaunchShort(SecondLaunchShort):
+    """EC2 with no capacity for the first request (and plenty after it)."""
+
+    def launch(self, request: LaunchRequest) -> Instance:
+        self.requests.append(request)
+        if len(self.requests) == 1:
+            offerings = [("spot", t.name, "us-east-1a") for t in request.options]
+            raise InsufficientCapacity(offerings, "InsufficientInstanceCapacity")
+        return FakeCloudProvider.launch(self, request)
+
+
+def test_a_command_whose_first_replacement_cannot_launch_launches_no_other() -> None:
+    """The command goes on only if every replacement comes up: once one failed, launching the
+    others would only start nodes to terminate again (and they would launch with the failed
+    offerings blocked, a spot replacement coming up on-demand, dearer than planned).
+    """
+    world = ConsolidationWorld()
+    cloud = FirstLaunchShort(world.clock)
+    world.cloud = cloud
+    for name in ("a", "b"):
+        world.spot_node(name, pods=0, capacity_type="on-demand")
+        world.cluster.bind(world.cluster.add_pod(pod(f"big-{name}", cpu="10", memory="8Gi")), name)
+    consolidator = world.consolidator()
+    consolidator.decisions = TwoForTwo()
+
+    report = consolidator.run(world.clock.now() + 40)
+
+    (why,) = report.aborted.values()
+    assert "InsufficientInstanceCapacity" in why
+    assert "not launched: an earlier replacement failed" in why
+    assert len(cloud.requests) == 1  # the second replacement was never sent to EC2
+    alive = {i.instance_id for i in cloud.instances() if i.state not in ("shutting-down", "terminated")}
+    assert alive == {"i-a", "i-b"}
+    assert {c.node_name for c in world.store.claims()} == {"a", "b"}
+    assert world.tainted() == []
+    assert not world.observer.of("replacements-discarded")
