@@ -272,10 +272,9 @@ def test_a_stopped_standby_instance_booted_from_an_ami_no_longer_resolved_is_rep
     assert all("no longer resolves to" in r and "ami-new" in r for r in reasons)
 
 
-def test_a_zone_balanced_nodepools_standby_instances_are_spread_across_its_zones(
-    world: Ec2World, example_plan: ExamplePlan, invoke: Invoke
-) -> None:
-    # Standby instances are nodes of their NodePool: a zone-balanced one keeps them even too.
+def balanced_chunks(world: Ec2World, example_plan: ExamplePlan, replicas: int) -> None:
+    """Configure a standby buffer of `replicas` chunks of 3 cpu in a zone-balanced (`nodes:1`)
+    NodePool of xlarge types only, so each chunk takes a node of its own."""
     one_per_node = [{"key": wk.INSTANCE_SIZE, "operator": "In", "values": ["xlarge"]}]
     pool = default_pool(example_plan)
     pool = replace(
@@ -283,13 +282,19 @@ def test_a_zone_balanced_nodepools_standby_instances_are_spread_across_its_zones
         requirements=pool.requirements.intersection(Requirements.parse(one_per_node)),
         zone_balance=ZoneBalance("nodes", 1.0),
     )
-    chunk = PodTemplate("chunk", "default", pod("chunk", cpu="3", memory="4Gi"))
     world.config.current = StaticConfiguration(
         nodepools=(pool,),
         nodeclasses=example_plan.nodeclasses,
-        capacitybuffers=(replace(BUFFER, replicas=6),),
-        podtemplates=(chunk,),
+        capacitybuffers=(replace(BUFFER, replicas=replicas),),
+        podtemplates=(PodTemplate("chunk", "default", pod("chunk", cpu="3", memory="4Gi")),),
     )
+
+
+def test_a_zone_balanced_nodepools_standby_instances_are_spread_across_its_zones(
+    world: Ec2World, example_plan: ExamplePlan, invoke: Invoke
+) -> None:
+    # Standby instances are nodes of their NodePool: a zone-balanced one keeps them even too.
+    balanced_chunks(world, example_plan, 6)
     for p in world.cluster.pods():
         world.cluster.remove_pod(p)
 
@@ -307,24 +312,7 @@ def test_a_zone_balanced_standby_that_shrinks_terminates_its_surplus_from_the_fu
     # Each of the three chunks left fits any of the six nodes, and the solver fills them in name
     # order (zone a's first): the surplus must still be taken one per zone, not two from c and
     # one from b, which would leave a=2 b=1 c=0 (stopped nodes count: they come back in their zone).
-    one_per_node = [{"key": wk.INSTANCE_SIZE, "operator": "In", "values": ["xlarge"]}]
-    pool = default_pool(example_plan)
-    pool = replace(
-        pool,
-        requirements=pool.requirements.intersection(Requirements.parse(one_per_node)),
-        zone_balance=ZoneBalance("nodes", 1.0),
-    )
-    chunk = PodTemplate("chunk", "default", pod("chunk", cpu="3", memory="4Gi"))
-
-    def buffer(replicas: int) -> None:
-        world.config.current = StaticConfiguration(
-            nodepools=(pool,),
-            nodeclasses=example_plan.nodeclasses,
-            capacitybuffers=(replace(BUFFER, replicas=replicas),),
-            podtemplates=(chunk,),
-        )
-
-    buffer(6)
+    balanced_chunks(world, example_plan, 6)
     for p in world.cluster.pods():
         world.cluster.remove_pod(p)
     invoke(world.provisioner, "warm-1")
@@ -335,7 +323,7 @@ def test_a_zone_balanced_standby_that_shrinks_terminates_its_surplus_from_the_fu
         ("us-east-1a", "us-east-1b", "us-east-1c"), 2
     )
 
-    buffer(3)
+    balanced_chunks(world, example_plan, 3)
     invoke(world.provisioner, "shrink")
 
     left = Counter(zone_of[i] for i, s in states(world).items() if s == "stopped")
