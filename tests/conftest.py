@@ -28,6 +28,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -122,10 +123,33 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     fresh = session.config.stash.get(_FRESH, None)
     if fresh is None:
         return
-    left = sorted(str(path.relative_to(fresh)) for path in fresh.rglob("*") if not path.is_dir() or _empty(path))
+    left = _left_in(fresh)
     session.config.stash[_LEFT] = left
     if left and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _left_in(fresh: Path) -> list[str]:
+    """The files and empty directories under `fresh`, relative to it. A tree another process is
+    still deleting (a CDK test's jsii kernel removes its node_modules as its worker exits, after
+    the last test) loses entries during the walk: the walk is taken again until it holds still, so
+    only what stays is reported.
+    """
+
+    def walk() -> list[str]:
+        return sorted(str(path.relative_to(fresh)) for path in fresh.rglob("*") if not path.is_dir() or _empty(path))
+
+    last: list[str] | None = None
+    for _ in range(40):
+        try:
+            now = walk()
+        except FileNotFoundError:
+            now = None
+        if now is not None and (not now or now == last):
+            return now
+        last = now
+        time.sleep(0.25)
+    return walk()
 
 
 def _empty(directory: Path) -> bool:
