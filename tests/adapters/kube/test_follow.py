@@ -99,6 +99,11 @@ def test_a_dropped_watch_resumes_from_its_version_without_a_list_and_loses_no_po
     kube.follow(30)
     try:
         kube.snapshot()
+        # The snapshot is served from the lists; each kind's watch then opens on its own thread,
+        # later on a loaded machine: cut them only once all are open.
+        deadline = time.monotonic() + 10
+        while server.watching < len(KINDS) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert server.drop_connections() >= len(KINDS)
         with server.lock:
             cluster.add_pod(pod("after-the-drop"))
