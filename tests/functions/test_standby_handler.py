@@ -290,15 +290,19 @@ def balanced_chunks(world: Ec2World, example_plan: ExamplePlan, replicas: int) -
     )
 
 
+def warm_six_balanced_chunks(world: Ec2World, example_plan: ExamplePlan, invoke: Invoke) -> None:
+    """`balanced_chunks` of six on a cluster with no pods, and one provisioner pass to launch them."""
+    balanced_chunks(world, example_plan, 6)
+    for p in world.cluster.pods():
+        world.cluster.remove_pod(p)
+    invoke(world.provisioner, "warm-1")
+
+
 def test_a_zone_balanced_nodepools_standby_instances_are_spread_across_its_zones(
     world: Ec2World, example_plan: ExamplePlan, invoke: Invoke
 ) -> None:
     # Standby instances are nodes of their NodePool: a zone-balanced one keeps them even too.
-    balanced_chunks(world, example_plan, 6)
-    for p in world.cluster.pods():
-        world.cluster.remove_pod(p)
-
-    invoke(world.provisioner, "warm-1")
+    warm_six_balanced_chunks(world, example_plan, invoke)
 
     zones = Counter(item["Placement"]["AvailabilityZone"] for item in all_instances(world).values())
     assert sum(zones.values()) == 6
@@ -312,10 +316,7 @@ def test_a_zone_balanced_standby_that_shrinks_terminates_its_surplus_from_the_fu
     # Each of the three chunks left fits any of the six nodes, and the solver fills them in name
     # order (zone a's first): the surplus must still be taken one per zone, not two from c and
     # one from b, which would leave a=2 b=1 c=0 (stopped nodes count: they come back in their zone).
-    balanced_chunks(world, example_plan, 6)
-    for p in world.cluster.pods():
-        world.cluster.remove_pod(p)
-    invoke(world.provisioner, "warm-1")
+    warm_six_balanced_chunks(world, example_plan, invoke)
     join(world, example_plan, zone_first=True)
     invoke(world.provisioner, "warm-2")
     zone_of = {i: item["Placement"]["AvailabilityZone"] for i, item in all_instances(world).items()}
