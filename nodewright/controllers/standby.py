@@ -142,7 +142,8 @@ class StandbyCapacity:
                 why = "its CapacityBuffer no longer asks for standby capacity"
             if why is not None:
                 self._terminate(claim, why)
-                gone.extend(n for n in (node,) if n is not None)
+                if node is not None:
+                    gone.append(node)
             else:
                 keep.append(claim)
         virtual = chunk_pods(wanted, templates, snapshot.pods)

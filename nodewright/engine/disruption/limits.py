@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from nodewright.engine.disruption.candidates import Candidate
+from nodewright.engine.disruption.methods.shared import UNDERUTILIZED_POLICIES
 from nodewright.engine.scheduling import PlannedClaim, PoolCapacity
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodepool import NodePool
@@ -48,7 +49,6 @@ from nodewright.model.resources import CPU, MEMORY, Resources
 SHAPE = (CPU, MEMORY)
 # A NodePool with less than this share of a limit left is at that limit (see the module docstring).
 NEAR_LIMIT = 0.1
-WHEN_EMPTY = "WhenEmpty"
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,11 +86,13 @@ class PoolLimits:
         return np_.weight if np_ is not None else 0
 
     def repacks(self, pool: str) -> bool:
-        """True when consolidation may move pods off the NodePool's non-empty nodes again (its
-        policy is not `WhenEmpty` and it is not static).
+        """True when consolidation may move pods off the NodePool's non-empty nodes again (a policy
+        that consolidates underutilized nodes, and not a static NodePool).
         """
         np_ = self._pools.get(pool)
-        return np_ is not None and np_.replicas is None and np_.disruption.consolidation_policy != WHEN_EMPTY
+        return (
+            np_ is not None and np_.replicas is None and np_.disruption.consolidation_policy in UNDERUTILIZED_POLICIES
+        )
 
     def bound(self, candidates: Sequence[Candidate]) -> list[Bound]:
         """The candidates' NodePools whose limits the move binds (see the module docstring)."""
