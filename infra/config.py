@@ -188,6 +188,8 @@ class DeployConfig:
     # replaced by a cheaper spot node only with 15 cheaper types and among the 15 cheapest, the
     # rule Karpenter applies when the gate is on. `false` behaves as a default Karpenter does.
     spot_to_spot_consolidation: bool = True
+    # The consolidator writes pod deletion costs so scale-downs empty nodes (needs patch on pods).
+    deletion_cost_steering: bool = True
     vpc_access: VpcAccess = VpcAccess.PUBLIC
     vpc_id: str | None = None
     vpc_subnet_ids: tuple[str, ...] = ()
@@ -321,6 +323,7 @@ _KEYS: Mapping[str, tuple[str, Callable[[object], Any]]] = {
     "retainConfigTable": ("retain_config_table", _as_bool),
     "nodeRoles": ("node_roles", _as_id_list),
     "spotToSpotConsolidation": ("spot_to_spot_consolidation", _as_bool),
+    "deletionCostSteering": ("deletion_cost_steering", _as_bool),
     "vpcAccess": ("vpc_access", _as_enum(VpcAccess)),
     "vpcId": ("vpc_id", _as_optional_str),
     "vpcSubnetIds": ("vpc_subnet_ids", _as_id_list),

@@ -140,6 +140,7 @@ class NodewrightStack(cdk.Stack):
                 "CONSOLIDATION_MIN_SAVINGS_PERCENT": repr(config.consolidation_min_savings_percent),
                 "REPAIR_MAX_UNHEALTHY_PERCENT": str(config.repair_max_unhealthy_percent),
                 "SPOT_TO_SPOT_CONSOLIDATION": "true" if config.spot_to_spot_consolidation else "false",
+                "DELETION_COST_STEERING": "true" if config.deletion_cost_steering else "false",
             },
             node_role=self.access.node_role,
             **launch_guards,

@@ -139,6 +139,12 @@ class Cluster(EventRecorder, Protocol):
         """
         ...
 
+    def annotate_pod(self, pod: Pod, annotations: Mapping[str, str | None]) -> bool:
+        """Set the pod's annotations to the given values, removing those given None, with one
+        merge patch. False when the pod is gone (nothing written); idempotent.
+        """
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class LaunchRequest:

@@ -79,9 +79,9 @@ def schedule_for(mode: str) -> Schedule | None:
 
 def consolidator_options_for(mode: str, options: ConsolidatorOptions) -> ConsolidatorOptions:
     """`options` as a reference mode runs them: no roll-back of a consolidation whose replacements
-    came up no cheaper (Karpenter keeps what its launch got).
+    came up no cheaper (Karpenter keeps what its launch got), no deletion-cost steering.
     """
-    return replace(options, roll_back_dearer=False) if mode in REFERENCES else options
+    return replace(options, roll_back_dearer=False, steer_deletion_cost=False) if mode in REFERENCES else options
 
 
 def provisioner_options_for(mode: str, options: ProvisionerOptions) -> ProvisionerOptions:

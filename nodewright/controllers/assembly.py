@@ -300,7 +300,10 @@ def consolidator_from_settings(settings: Settings, observer: Observer) -> Consol
         observer=observer,
         launcher=launcher,
         options=consolidator_options_for(
-            settings.consolidation, ConsolidatorOptions(disruption=settings.disruption_options())
+            settings.consolidation,
+            ConsolidatorOptions(
+                disruption=settings.disruption_options(), steer_deletion_cost=settings.deletion_cost_steering
+            ),
         ),
         # Nodes booted from an AMI their EC2NodeClass no longer resolves to have drifted.
         images=_image_ids(aws),

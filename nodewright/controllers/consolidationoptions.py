@@ -40,6 +40,9 @@ class ConsolidatorOptions:
     # here they get this long to leave through the Eviction API). Pods of an unreachable node
     # stay Terminating until the node object goes, so only the deadline ends such a drain.
     repair_drain_timeout: float = 120.0
+    # Write pod deletion costs so scale-downs empty the nodes closest to empty (controllers.steering;
+    # the deploy key deletionCostSteering). Off for the references: Karpenter does not.
+    steer_deletion_cost: bool = False
     disruption: DisruptionOptions = field(default_factory=DisruptionOptions)
 
 

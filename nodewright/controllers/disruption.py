@@ -19,7 +19,9 @@ Role: the imperative shell around `nodewright.engine.disruption`. One Lambda inv
    wait until every replacement is Ready (timeout: untaint and abort); drain the candidates with
    the interruption function's Drainer (`draining`; a budgeted drain that PodDisruptionBudgets
    let evict nothing for `drain_timeout` is given up the same way); terminate the instances,
-   delete the Nodes and the claim records (`terminating`); delete the record.
+   delete the Nodes and the claim records (`terminating`); delete the record;
+6. with `steer_deletion_cost`, write the pods' deletion costs (`controllers.steering`), so the
+   next scale-down empties the nodes closest to empty instead of thinning every node.
 
 A repair (`engine.disruption.repair`: a node broken for its condition's toleration) goes through
 the same states, forcefully: its replacements are kept whatever they cost, a failed or late
@@ -48,6 +50,7 @@ from nodewright.controllers.launching import Launcher
 from nodewright.controllers.lease import InvocationLease
 from nodewright.controllers.mirror import ClaimMirror
 from nodewright.controllers.provisionoptions import claim_name, pool_capacities
+from nodewright.controllers.steering import DeletionCostSteering
 from nodewright.engine.buffer import buffer_pods, hold_buffers
 from nodewright.engine.devices import lower
 from nodewright.engine.disruption import (
@@ -133,6 +136,8 @@ class Consolidator:
         self.options = options
         self.sleep = sleep
         self.drainer = Drainer(cluster, observer)
+        # Writes pod deletion costs once per invocation, after the commands (None: not steering).
+        self.steering = DeletionCostSteering(cluster, observer) if options.steer_deletion_cost else None
         # Who decides each pass's command: the engine, or a reference (controllers.algorithms).
         self.decisions = decisions if decisions is not None else EngineDecisions()
         self._last_state: tuple[object, ...] | None = None
@@ -178,6 +183,8 @@ class Consolidator:
                 if wait:
                     self.sleep(wait)
                 lease.renew()
+            if self.steering is not None:
+                self.steering.run(self.config.load()[0])
         finally:
             self._sync_mirror()  # the commands' Disrupting conditions, as this run left them
             lease.release()

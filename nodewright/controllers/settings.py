@@ -74,6 +74,8 @@ class Settings:
     node_roles: tuple[str, ...] = ()
     # Karpenter's SpotToSpotConsolidation: whether spot nodes may be replaced by a spot node.
     spot_to_spot_consolidation: bool = True
+    # Whether the consolidator writes pod deletion costs so scale-downs empty nodes (controllers.steering).
+    deletion_cost_steering: bool = True
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -133,9 +135,12 @@ class Settings:
             nominate_after=number("NOMINATE_AFTER_SECONDS", DEFAULT_NOMINATE_AFTER, 3600.0),
             node_roles=tuple(r.strip() for r in env.get("NODE_ROLES", "").split(",") if r.strip()),
             spot_to_spot_consolidation=env.get("SPOT_TO_SPOT_CONSOLIDATION", "true").strip().lower() != "false",
+            deletion_cost_steering=env.get("DELETION_COST_STEERING", "true").strip().lower() != "false",
         )
         if env.get("SPOT_TO_SPOT_CONSOLIDATION", "true").strip().lower() not in ("true", "false"):
             problems.append(f"SPOT_TO_SPOT_CONSOLIDATION {env['SPOT_TO_SPOT_CONSOLIDATION']!r} is not true or false")
+        if env.get("DELETION_COST_STEERING", "true").strip().lower() not in ("true", "false"):
+            problems.append(f"DELETION_COST_STEERING {env['DELETION_COST_STEERING']!r} is not true or false")
         if settings.price_source not in PRICE_SOURCES:
             problems.append(f"PRICE_SOURCE {settings.price_source!r} is not one of {', '.join(PRICE_SOURCES)}")
         if settings.config_source not in CONFIG_SOURCES:

@@ -77,6 +77,10 @@ Endpoints (all namespaces, or under /namespaces/{ns}/ for the namespaced kinds)
          through `cluster.set_node_condition`, whose transition time moves only with the status;
          422 naming an entry without a type or with a status other than True, False, Unknown.
   DELETE /api/v1/nodes/{name}  `cluster.delete_node` (its pods go with it); 404 when missing.
+  PATCH  /api/v1/namespaces/{ns}/pods/{name}  the four patch types; metadata.annotations take
+         effect (`cluster.annotate_pod`, as `kubectl annotate` and `KubeCluster.annotate_pod`
+         send them); a changed metadata.uid answers 422 (immutable), a stale
+         metadata.resourceVersion 409.
   POST   /api/v1/namespaces/{ns}/pods/{name}/eviction  `cluster.evict` with the optional
          `deleteOptions.preconditions.uid`: evicted 201; refused by a PDB 429; missing 404; uid
          mismatch 409; several PDBs 500; with the cluster's message.
@@ -107,8 +111,9 @@ Deviations from kube-apiserver, chosen for a small emulator
     barrier for the simulator). A watch without `timeoutSeconds` ends after 30 minutes.
   * Evicting a pod already being deleted answers 409 (the in-memory cluster's "gone"), where
     kube-apiserver deletes it again and answers 201. Eviction messages are the cluster's.
-  * Among the cluster's kinds only nodes can be patched (the four patch types; spec.unschedulable,
-    spec.taints, labels and annotations take effect, other fields are dropped), nodes and pods
+  * Among the cluster's kinds only nodes and pods can be patched (the four patch types; on nodes
+    spec.unschedulable, spec.taints, labels and annotations take effect, on pods annotations, other
+    fields are dropped), nodes and pods
     deleted (at once: no finalizers, the grace period is accepted, not waited for). Pods, DaemonSets
     and PDBs cannot be created or updated through the API (405): the simulation owns them. PUT
     (replace) is served for nodes (the fields a patch carries, `apiwrites.replace_node`), CRDs,
@@ -492,6 +497,8 @@ class ApiServer:
             return 200, self._writes.patch_event(route, content_type, body)
         if kind == "node" and method == "PATCH" and route.name:
             return 200, self._writes.patch_node(route.name, content_type, body, dry=dry)
+        if kind == "pod" and method == "PATCH" and route.name:
+            return 200, self._writes.patch_pod(route, content_type, body)
         if kind in ("node", "pod") and method == "DELETE" and route.name:
             return 200, self._writes.delete(route, body)
         target = f"{resource.plural}/{route.name}" if route.name else f"a list of {resource.plural}"

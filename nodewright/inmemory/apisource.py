@@ -11,6 +11,7 @@ every change of a stored object, which is how the emulator's copy stays equal to
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from nodewright.inmemory.clusterdevices import ClusterDevices
@@ -60,6 +61,10 @@ class ServedCluster(Protocol):
 
     def remove_pod(self, pod: Pod | str) -> bool:
         """Delete a pod; False when there is none."""
+        ...
+
+    def annotate_pod(self, pod: Pod | str, annotations: Mapping[str, str | None]) -> bool:
+        """Set or remove (None) a pod's annotations; False when there is no such pod."""
         ...
 
     def cordon(self, name: str, taint: Taint | None = None) -> None:

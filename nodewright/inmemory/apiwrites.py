@@ -219,6 +219,43 @@ class Writes:
             raise not_found(route.resource, route.name)
         return after.body
 
+    def patch_pod(self, route: Route, content_type: str, body: bytes) -> bytes:
+        """Any of the four patch types on a pod; only `metadata.annotations` take effect
+        (`cluster.annotate_pod`), the rest of the pod is the simulation's. A changed
+        `metadata.uid` is refused with 422 (immutable, as kube-apiserver refuses it); a
+        `metadata.resourceVersion` that is not the stored one with 409.
+        """
+        with self._lock:
+            stored = self._stored("pod", route.key)
+            if stored is None:
+                raise not_found(route.resource, route.name)
+            merged = patched(stored.manifest, content_type, body, BUILTIN_LIST_KEYS)
+            before, after = stored.manifest.get("metadata") or {}, merged.get("metadata") or {}
+            if str(after.get("uid") or "") != str(before.get("uid") or ""):
+                raise Failure(
+                    422,
+                    f'Pod "{route.name}" is invalid: metadata.uid: Invalid value: "{after.get("uid")}": '
+                    "field is immutable",
+                    {"name": route.name, "kind": "pods"},
+                )
+            wanted = after.get("resourceVersion")
+            if wanted and str(wanted) != str(stored.rv):
+                raise Failure(
+                    409,
+                    f'Operation cannot be fulfilled on pods "{route.name}": the object has been modified; '
+                    "please apply your changes to the latest version and try again",
+                    {"name": route.name, "kind": "pods"},
+                )
+            old, new = before.get("annotations") or {}, after.get("annotations") or {}
+            change: dict[str, str | None] = {k: None for k in old if k not in new}
+            change.update({str(k): str(v) for k, v in new.items() if old.get(k) != v})
+            if change:
+                self._cluster.annotate_pod(route.key, change)
+            current = self._stored("pod", route.key)
+        if current is None:
+            raise not_found(route.resource, route.name)
+        return current.body
+
     def delete(self, route: Route, body: bytes) -> bytes:
         """DELETE of a node (`cluster.delete_node`, its pods with it) or a pod
         (`cluster.remove_pod`, which a controller's pod is recreated after), with DeleteOptions'

@@ -511,6 +511,19 @@ class InMemoryCluster:
         self.store.require_pod(pod.key)
         self.store.put_pod(pod)
 
+    def annotate_pod(self, pod: Pod | str, annotations: Mapping[str, str | None]) -> bool:
+        """Set the pod's annotations, removing those given None (the port's merge patch); False
+        when the pod does not exist.
+        """
+        self.store.enter("annotate_pod", pod_key(pod))
+        current = self.store.pods.get(pod_key(pod))
+        if current is None:
+            return False
+        changed = {k: v for k, v in current.annotations.items() if k not in annotations}
+        changed.update({k: v for k, v in annotations.items() if v is not None})
+        self.store.put_pod(replace(current, annotations=changed))
+        return True
+
     def remove_pod(self, pod: Pod | str) -> bool:
         """Delete a pod now (as its owner or a user would); False when it did not exist."""
         current = self.store.pods.get(pod_key(pod))

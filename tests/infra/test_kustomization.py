@@ -40,6 +40,10 @@ needs_kubectl = pytest.mark.skipif(
 GROUPS = {
     "rbac.authorization.k8s.io": [("clusterroles", "ClusterRole"), ("clusterrolebindings", "ClusterRoleBinding")],
     "apiextensions.k8s.io": [("customresourcedefinitions", "CustomResourceDefinition")],
+    "admissionregistration.k8s.io": [
+        ("validatingadmissionpolicies", "ValidatingAdmissionPolicy"),
+        ("validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding"),
+    ],
 }
 
 
@@ -115,7 +119,11 @@ def _listed() -> set[tuple[str, str]]:
     the CRDs an installed Karpenter owns.
     """
     found = set()
-    for path in (DEPLOY / "rbac.yaml", *sorted((DEPLOY / "crds").glob("nodewright.io_*.yaml"))):
+    for path in (
+        DEPLOY / "rbac.yaml",
+        DEPLOY / "pod-patch-policy.yaml",
+        *sorted((DEPLOY / "crds").glob("nodewright.io_*.yaml")),
+    ):
         for document in yaml.safe_load_all(path.read_text()):
             if document:
                 found.add((document["kind"], document["metadata"]["name"]))

@@ -1,6 +1,6 @@
 """What kubectl changes through the API emulator, and that the in-memory cluster sees it.
 
-Real: kubectl (cordon, uncordon, taint, label, annotate, patch of every type, drain, delete) and
+Real: kubectl (cordon, uncordon, taint, label, annotate nodes and pods, patch of every type, drain, delete) and
 the emulator over HTTP. Faked: the cluster (`InMemoryCluster`), whose state after each command is
 the observation, with kubectl's output and exit status.
 """
@@ -37,6 +37,23 @@ def test_taint_label_and_annotate_reach_the_cluster(kubectl: Kubectl, cluster: I
     assert kubectl.ok("get", "nodes", "-l", "team=a", "-o", "name").out.split() == ["node/node-1"]
     kubectl.ok("label", "node", "node-1", "team-")
     assert "team" not in cluster.get_node("node-1").labels  # type: ignore[union-attr]
+
+
+def test_annotate_a_pod_sets_and_removes_its_deletion_cost(kubectl: Kubectl, cluster: InMemoryCluster) -> None:
+    """`kubectl annotate pod` (a merge patch of the pod, the request the consolidator's deletion-cost
+    steering sends through the adapter) reaches the cluster; `key-` removes the annotation.
+    """
+    done = kubectl.ok("annotate", "pod", "solo-1", "controller.kubernetes.io/pod-deletion-cost=-5")
+    assert done.out.strip() == "pod/solo-1 annotated"
+    stored = cluster.get_pod("default/solo-1")
+    assert stored is not None
+    assert stored.annotations["controller.kubernetes.io/pod-deletion-cost"] == "-5"
+    shown = kubectl.ok("get", "pod", "solo-1", "-o", "jsonpath={.metadata.annotations}").out
+    assert '"controller.kubernetes.io/pod-deletion-cost":"-5"' in shown
+    kubectl.ok("annotate", "pod", "solo-1", "controller.kubernetes.io/pod-deletion-cost-")
+    assert "controller.kubernetes.io/pod-deletion-cost" not in cluster.get_pod("default/solo-1").annotations  # type: ignore[union-attr]
+    missing = kubectl("annotate", "pod", "nope", "a=b")
+    assert (missing.code, 'pods "nope" not found' in missing.err) == (1, True)
 
 
 def test_every_patch_type_applies(kubectl: Kubectl, cluster: InMemoryCluster) -> None:

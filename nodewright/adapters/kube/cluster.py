@@ -480,6 +480,39 @@ class KubeCluster:
             raise api_error(call, error) from error
         self.transport.read(response, "delete", "nodes")
 
+    def annotate_pod(self, pod: Pod, annotations: Mapping[str, str | None]) -> bool:
+        """Set `annotations` on the pod with one merge patch (None removes one), with the pod's
+        uid when known, so a pod deleted and recreated under the same name is not written (the
+        API server refuses a change of the immutable uid: 422). False when the pod is gone
+        (404, 409 or that 422).
+        """
+        call = f"annotate pod {pod.key}"
+        metadata: dict[str, Any] = {"annotations": dict(annotations)}
+        if pod.uid:
+            metadata["uid"] = pod.uid
+        try:
+            response = self.transport.request(
+                "patch",
+                "pods",
+                call,
+                functools.partial(
+                    self.transport.core.patch_namespaced_pod,
+                    pod.name,
+                    pod.namespace,
+                    {"metadata": metadata},
+                    _content_type=MERGE_PATCH,
+                    _preload_content=False,
+                    _request_timeout=self.transport.timeout,
+                ),
+                mapped=(404, 409, 422),
+            )
+        except ApiException as error:
+            if error.status in (404, 409, 422):
+                return False
+            raise api_error(call, error) from error
+        self.transport.read(response, "patch", "pods")
+        return True
+
     def label_node(self, name: str, labels: Mapping[str, str | None]) -> None:
         """Set `labels` on the node with one merge patch (None removes a label, as merge patches
         do); nothing is sent when the node already has them. A missing node is a no-op.

@@ -26,6 +26,7 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from nodewright.engine.deletioncost import STEERED
 from nodewright.engine.disruption.budgets import allowed_disruptions
 from nodewright.engine.disruption.types import DisruptionInput
 from nodewright.engine.scheduling.types import PoolCapacity
@@ -46,10 +47,13 @@ DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
 def eviction_cost(pod: Pod) -> float:
-    """Karpenter's cost of evicting `pod`: 1 + deletion-cost/2^27 + priority/2^25, in [-10, 10]."""
+    """Karpenter's cost of evicting `pod`: 1 + deletion-cost/2^27 + priority/2^25, in [-10, 10]
+    (a deletion cost Nodewright set to steer scale-downs counts as none).
+    """
     cost = 1.0
     text = pod.annotations.get(DELETION_COST)
-    if text is not None:
+    # A cost Nodewright wrote to steer scale-downs (engine.deletioncost) says nothing of the pod.
+    if text is not None and text != pod.annotations.get(STEERED):
         with contextlib.suppress(ValueError):  # a malformed annotation counts as none, as in Karpenter
             cost += float(text) / 2**27
     cost += pod.priority / 2**25

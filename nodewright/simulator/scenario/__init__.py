@@ -57,6 +57,7 @@ A scenario is one YAML document (see examples/scenarios/ for complete ones):
     consolidation_min_savings: 0.01      # stability guard, $/h (default 0)
     consolidation_min_savings_percent: 5 # and percent of the removed nodes' price (default 0)
     spot_to_spot_consolidation: false    # the deploy key spotToSpotConsolidation (default true)
+    deletion_cost_steering: false        # the deploy key deletionCostSteering (default true)
     spot_pool_depth: {min: 5, max: 500}  # spot instances per (type, zone) pool, drawn per seed
     kube_api: inmemory                   # or http: the functions read the cluster through the real
                                          # Kubernetes adapter, served over local HTTP

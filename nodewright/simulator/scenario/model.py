@@ -279,6 +279,8 @@ class Scenario:
     consolidation_min_savings_percent: float = 0.0
     # The deploy key spotToSpotConsolidation: whether a spot node may be replaced by a spot node.
     spot_to_spot_consolidation: bool = True
+    # The deploy key deletionCostSteering: whether the consolidator writes pod deletion costs.
+    deletion_cost_steering: bool = True
     # Spot capacity of each (instance type, zone) pool: log-uniform in [min, max], drawn from the
     # seed (nodewright.simulator.standins.fleet.depth); what price-capacity-optimized weighs against price.
     spot_pool_depth: tuple[int, int] = DEFAULT_SPOT_POOL_DEPTH

@@ -85,6 +85,7 @@ _TOP = (
     "consolidation_min_savings",
     "consolidation_min_savings_percent",
     "spot_to_spot_consolidation",
+    "deletion_cost_steering",
     "spot_pool_depth",
     "kube_api",
     "cpu_charge",
@@ -180,6 +181,7 @@ class ScenarioReader:
             at / "consolidation_min_savings_percent", top.get("consolidation_min_savings_percent"), low=0, high=100
         )
         spot_to_spot = f.boolean(at / "spot_to_spot_consolidation", top.get("spot_to_spot_consolidation"))
+        steering = f.boolean(at / "deletion_cost_steering", top.get("deletion_cost_steering"))
         spot_depth = self._spot_pool_depth(at / "spot_pool_depth", top.get("spot_pool_depth"))
         kube_api = f.string(at / "kube_api", top.get("kube_api"), enum=KUBE_APIS)
         cpu_charge = read_number(at / "cpu_charge", top.get("cpu_charge"), low=0, high=100)
@@ -255,6 +257,7 @@ class ScenarioReader:
             consolidation_min_savings=min_savings or 0.0,
             consolidation_min_savings_percent=min_percent or 0.0,
             spot_to_spot_consolidation=spot_to_spot is not False,
+            deletion_cost_steering=steering is not False,
             spot_pool_depth=spot_depth or DEFAULT_SPOT_POOL_DEPTH,
             kube_api=kube_api or "inmemory",
             cpu_charge=cpu_charge or 0.0,

@@ -16,8 +16,9 @@
   (which makes it provisionable).
 * `registration` reads the labels and taints a node registers with from its instance's user data
   (AL2023 NodeConfig, AL2 bootstrap flags or Bottlerocket TOML), as its kubelet would.
-* `Deployments` keeps each workload at its wanted replica count (scale-down removes pending pods
-  first, then the newest, as the ReplicaSet controller does).
+* `Deployments` keeps each workload at its wanted replica count; a scale-down deletes the pods the
+  ReplicaSet controller would (`replicaset.py`: pending first, then by `pod-deletion-cost`, then
+  from the nodes that hold the most of the workload's pods).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from nodewright.model.taints import Taint
 from nodewright.model.workloads import PodDisruptionBudget
 from nodewright.ports import ApiUsage, Clock, Eviction
 from nodewright.simulator.scenario.workload import Workload
+from nodewright.simulator.standins import replicaset
 
 _FLAG_LABELS = re.compile(r"--node-labels=\"?([^\"\s']*)")
 _FLAG_TAINTS = re.compile(r"--register-with-taints=\"?([^\"\s']*)")
@@ -191,6 +193,11 @@ class SimulatedCluster:
     def label_node(self, name: str, labels: Mapping[str, str | None]) -> None:
         """`InMemoryCluster.label_node`."""
         self.memory.label_node(name, labels)
+
+    def annotate_pod(self, pod: Pod | str, annotations: Mapping[str, str | None]) -> bool:
+        """`InMemoryCluster.annotate_pod`, after the faults' say on a pod patch."""
+        self.before_request("patch", f"annotate pod {pod if isinstance(pod, str) else pod.key}")
+        return self.memory.annotate_pod(pod, annotations)
 
     def record(self, event: Event, now: float) -> None:
         """`InMemoryCluster.record`."""
@@ -439,8 +446,7 @@ class Deployments:
             if workload.kind == "StatefulSet":
                 victims = sorted(pods, key=lambda p: _ordinal(p.name), reverse=True)[:-change]
             else:
-                # Unscheduled first, then the newest (the ReplicaSet controller's preference).
-                victims = sorted(pods, key=lambda p: (bool(p.node_name), -p.created_at, p.name))[:-change]
+                victims = replicaset.victims(pods, -change, self.cluster.clock.now())
             self.cluster.remove_pods(victims)
         return change
 

@@ -120,6 +120,10 @@ class EffectsKubeCluster:
         """The adapter's label patch (not a write a fault crashes after)."""
         self._cluster.label_node(name, labels)
 
+    def annotate_pod(self, pod: Pod, annotations: Mapping[str, str | None]) -> bool:
+        """The adapter's pod annotation patch (not a write a fault crashes after)."""
+        return self._cluster.annotate_pod(pod, annotations)
+
 
 class HttpCluster:
     """The emulator serving `cluster`, and the adapters the functions use to reach it."""

@@ -281,7 +281,8 @@ class Functions:
                         scenario.consolidation_min_savings_percent,
                         repair_max_unhealthy_percent=scenario.repair_max_unhealthy_percent,
                         spot_to_spot=scenario.spot_to_spot_consolidation,
-                    )
+                    ),
+                    steer_deletion_cost=scenario.deletion_cost_steering,
                 ),
             )
             observer = self._observers["consolidator"]
