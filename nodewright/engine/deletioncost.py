@@ -9,12 +9,16 @@ this (its RFC for a deletion-cost controller, kubernetes-sigs/karpenter#2935, is
 
 `steering(snapshot, removable)` says which pod annotations to write:
 
-* the pods of a node Nodewright may remove once it is empty (`removable`: its NodePools that
-  consolidate or delete empty nodes) cost `pods on the node - FLOOR`: the fewer pods a node holds,
-  the sooner a scale-down empties it; every such cost is negative, so pods of nodes Nodewright does
-  not remove (unannotated: 0) are deleted after them;
-* the pods of a node being drained (cordoned, or tainted by a disruption) cost less still: they
-  are leaving anyway, and deleting them spares a move;
+* of the nodes Nodewright may remove once they are empty (`removable`: its NodePools that
+  consolidate or delete empty nodes), the emptiest, until they hold `SHARE` (10%) of those nodes'
+  ReplicaSet pods, have their pods cost `pods on the node - FLOOR`: the fewer pods a node holds,
+  the sooner a scale-down empties it. Every such cost is negative, so every other pod
+  (unannotated: 0) is deleted after them, in the ReplicaSet's own order. Steering a tenth, not
+  all, keeps the writes few: a node's cost changes with each pod it gains or loses, and a
+  scale-down of more than a tenth is rare between two passes a minute apart (a larger one falls
+  back to the ReplicaSet's order for the rest);
+* the pods of a node being drained (cordoned, or tainted by a disruption) are not written: they
+  are leaving anyway, and a write racing their eviction is a request for nothing;
 * only pods a ReplicaSet owns (StatefulSets, Jobs and DaemonSets ignore the annotation), bound,
   not terminating;
 * a pod whose cost someone else set is left alone: Nodewright writes its value into `STEERED` as
@@ -40,8 +44,8 @@ DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 STEERED = "nodewright.io/deletion-cost"
 # Below any node's pod count: every steered cost is negative, below an unannotated pod's 0.
 FLOOR = 1_000_000
-# A draining node's pods: below every other steered cost.
-DRAINING = -2 * FLOOR
+# The share of the ReplicaSet pods steered at once: the emptiest nodes' (see `node_costs`).
+SHARE = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,23 +62,40 @@ class Steer:
         return {DELETION_COST: value, STEERED: value}
 
 
-def _draining(node: Node) -> bool:
+def draining(node: Node) -> bool:
+    """Cordoned, or tainted by a disruption: its pods are leaving, steered or not."""
     return node.unschedulable or any(t.key == wk.DISRUPTED_TAINT_KEY for t in node.taints)
 
 
-def node_costs(snapshot: ClusterSnapshot, removable: Collection[str]) -> dict[str, int]:
-    """Node name -> the deletion cost its ReplicaSet pods should carry, for the nodes Nodewright
-    launched in a NodePool named in `removable`.
+def node_costs(snapshot: ClusterSnapshot, removable: Collection[str], share: float = SHARE) -> dict[str, int]:
+    """Node name -> the deletion cost its ReplicaSet pods should carry: of the serving (not draining)
+    nodes Nodewright launched in a NodePool named in `removable`, the emptiest, fewest pods first,
+    until they hold `share` of those nodes' ReplicaSet pods (at least one node).
     """
     held: dict[str, int] = {}
+    owned: dict[str, int] = {}
     for pod in snapshot.pods:
         if pod.node_name and not pod.daemon and not pod.terminal and not pod.mirror:
             held[pod.node_name] = held.get(pod.node_name, 0) + 1
-    return {
-        node.name: DRAINING if _draining(node) else held.get(node.name, 0) - FLOOR
-        for node in snapshot.nodes
-        if node.launched_by_nodewright and node.nodepool in removable
-    }
+            if pod.owner_kind == "ReplicaSet":
+                owned[pod.node_name] = owned.get(pod.node_name, 0) + 1
+    serving = sorted(
+        (
+            n
+            for n in snapshot.nodes
+            if n.launched_by_nodewright and n.nodepool in removable and not draining(n) and owned.get(n.name)
+        ),
+        key=lambda n: (held[n.name], n.name),
+    )
+    room = share * sum(owned[n.name] for n in serving)
+    costs: dict[str, int] = {}
+    taken = 0
+    for node in serving:
+        if taken and taken + owned[node.name] > room:
+            break
+        costs[node.name] = held[node.name] - FLOOR
+        taken += owned[node.name]
+    return costs
 
 
 def steerable(pod: Pod) -> bool:
@@ -85,15 +106,16 @@ def steerable(pod: Pod) -> bool:
     return current is None or current == pod.annotations.get(STEERED)
 
 
-def steering(snapshot: ClusterSnapshot, removable: Collection[str], limit: int) -> list[Steer]:
+def steering(snapshot: ClusterSnapshot, removable: Collection[str], limit: int, share: float = SHARE) -> list[Steer]:
     """At most `limit` annotation changes that bring the pods' deletion costs to what they should
     be (see the module docstring), the likeliest next victims first.
     """
-    costs = node_costs(snapshot, removable)
+    costs = node_costs(snapshot, removable, share)
+    leaving = {n.name for n in snapshot.nodes if draining(n)}
     writes: list[Steer] = []
     removals: list[Steer] = []
     for pod in snapshot.pods:
-        if not steerable(pod):
+        if not steerable(pod) or pod.node_name in leaving:
             continue
         cost = costs.get(pod.node_name)
         ours = pod.annotations.get(STEERED)

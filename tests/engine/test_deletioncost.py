@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from nodewright.engine.deletioncost import DELETION_COST, DRAINING, FLOOR, STEERED, steering
+from nodewright.engine.deletioncost import DELETION_COST, FLOOR, STEERED, steering
 from nodewright.model import labels as wk
 from nodewright.model.snapshot import ClusterSnapshot
 from nodewright.model.taints import Taint
@@ -20,7 +20,7 @@ def _bound(name: str, where: str, **fields: object) -> object:
     return replace(pod(name), node_name=where, phase="Running", **fields)  # type: ignore[arg-type]
 
 
-def test_draining_nodes_come_first_then_the_emptiest_and_the_limit_cuts_the_rest() -> None:
+def test_the_emptiest_serving_nodes_come_first_a_tenth_of_the_pods_and_the_limit_cuts_the_rest() -> None:
     snapshot = ClusterSnapshot(
         nodes=(
             node("full", labels=OURS),
@@ -38,10 +38,15 @@ def test_draining_nodes_come_first_then_the_emptiest_and_the_limit_cuts_the_rest
         ),  # type: ignore[arg-type]
     )
 
-    changes = steering(snapshot, {"default"}, limit=3)
+    # A tenth of the serving nodes' 3 ReplicaSet pods: the emptiest node only (at least one).
+    # A draining node's pods are leaving anyway: never written.
+    changes = steering(snapshot, {"default"}, limit=10)
+    assert [(c.pod.name, c.cost) for c in changes] == [("t1", 1 - FLOOR)]
+    assert changes[0].annotations == {DELETION_COST: str(1 - FLOOR), STEERED: str(1 - FLOOR)}
 
-    assert [(c.pod.name, c.cost) for c in changes] == [("g1", DRAINING), ("t1", 1 - FLOOR), ("f1", 3 - FLOOR)]
-    assert changes[0].annotations == {DELETION_COST: str(DRAINING), STEERED: str(DRAINING)}
+    # Every node steered: full's pods too (the StatefulSet's counts on its node), cut at the limit.
+    changes = steering(snapshot, {"default"}, limit=2, share=1.0)
+    assert [(c.pod.name, c.cost) for c in changes] == [("t1", 1 - FLOOR), ("f1", 3 - FLOOR)]
 
 
 def test_a_pod_already_right_or_set_by_someone_else_is_left_and_a_stale_one_is_cleared() -> None:

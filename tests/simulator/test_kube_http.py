@@ -58,6 +58,7 @@ def test_a_scenario_over_http_decides_as_in_memory_and_lists_each_kind_once_per_
         "create pods/eviction",
         "get nodes",
         "patch nodes",
+        "patch pods",  # the consolidator's deletion costs (controllers.steering)
         "delete nodes",
         "create events",
         "patch events",
