@@ -33,12 +33,13 @@ balanced, every function returns its input unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from nodewright.engine.scheduling.inputs import in_flight
 from nodewright.engine.scheduling.types import PlannedClaim, PoolCapacity, SchedulingInput, SchedulingResult
+from nodewright.engine.scheduling.usage import charged
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType, Offering, OfferingKey
 from nodewright.model.node import Node
@@ -46,7 +47,7 @@ from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool, ZoneBalance
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirement, Requirements
-from nodewright.model.resources import CPU
+from nodewright.model.resources import CPU, Resources
 
 if TYPE_CHECKING:
     # A name for annotations only: the disruption package imports this module (its consolidation
@@ -338,9 +339,88 @@ class ZoneLoads:
         return entry.load.get(node.labels.get(wk.ZONE, ""), 0.0) if entry is not None else 0.0
 
 
-def balance_result(inp: SchedulingInput, result: SchedulingResult) -> SchedulingResult:
-    """`result` with the new claims of balanced NodePools pinned to zones (unchanged without any)."""
+def balance_result(
+    inp: SchedulingInput,
+    result: SchedulingResult,
+    resolve: Callable[[SchedulingInput], SchedulingResult] | None = None,
+) -> SchedulingResult:
+    """`result` with the new claims of balanced NodePools pinned to zones (unchanged without any).
+
+    With `resolve` (the caller's solver), a plan that leaves a balanced NodePool over its bound
+    because its zone-tied claims also carry free pods is planned again in two steps
+    (`split_solve`), and that plan is taken when it leaves the balanced NodePools less over their
+    bounds and places as many pods.
+    """
     loads = ZoneLoads.for_provisioning(inp)
     if not loads or not result.claims:
         return result
-    return replace(result, claims=loads.pin(result.claims))
+    pinned = replace(result, claims=loads.copy().pin(result.claims))
+    if resolve is None or not _mixed_and_over(loads, pinned.claims):
+        return pinned
+    split = split_solve(inp, resolve)
+    if split is None or _placed(split) < _placed(result):
+        return pinned
+    split = replace(split, claims=loads.copy().pin(split.claims))
+    if _excess(loads, split.claims) >= _excess(loads, pinned.claims) - EPSILON:
+        return pinned
+    return split
+
+
+def split_solve(
+    inp: SchedulingInput, resolve: Callable[[SchedulingInput], SchedulingResult]
+) -> SchedulingResult | None:
+    """Plan `inp` in two steps: its zone-tied pods first (`tied`), then the free ones on what is
+    left. Each zone's share of a zone spread then fills claims of its own, sized for it alone, and
+    the free pods get claims of their own that the balance pins to the short zones; in one solve
+    the free pods ride on the tied claims of whichever zones the solver filled first (seed 7 of
+    the feature days: 19/12/7 nodes of one NodePool for 20 minutes, every one holding a spread
+    pod). The second step sees the first's placements on nodes and claims in flight as bound
+    there, and its new claims against the NodePools' limits. None when the pass has no pods of
+    one kind.
+    """
+    first_pods = tuple(p for p in inp.pods if tied(p))
+    rest = tuple(p for p in inp.pods if not tied(p))
+    if not first_pods or not rest:
+        return None
+    first = resolve(replace(inp, pods=first_pods))
+    by_key = {p.key: p for p in first_pods}
+    held = tuple(replace(by_key[k], node_name=name) for name, keys in first.existing.items() for k in keys)
+    used = dict(inp.used)
+    for claim in first.claims:
+        # As the solver charges a claim against limits: its largest option, and one node.
+        capacity = Resources()
+        for it in claim.options:
+            capacity = capacity.maximum(it.capacity)
+        used[claim.nodepool] = used.get(claim.nodepool, Resources()) + charged(capacity)
+    second = resolve(replace(inp, pods=rest, bound_pods=(*inp.bound_pods, *held), used=used))
+    existing: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in first.existing.items()}
+    for name, keys in second.existing.items():
+        existing[name] = (*existing.get(name, ()), *keys)
+    return SchedulingResult(
+        claims=(*first.claims, *second.claims),
+        existing=existing,
+        unschedulable={**first.unschedulable, **second.unschedulable},
+        deferred=tuple(sorted((*first.deferred, *second.deferred))),
+    )
+
+
+def _mixed_and_over(loads: ZoneLoads, claims: Sequence[PlannedClaim]) -> bool:
+    """Whether, `claims` pinned, a balanced NodePool is over its bound and one of its claims
+    holds both zone-tied and free pods (what `split_solve` can undo).
+    """
+    after = loads.copy()
+    after.pin(claims)
+    over = {name for name, entry in after.pools.items() if skew(entry.load) > entry.balance.max_skew + EPSILON}
+    return any(c.nodepool in over and any(tied(p) for p in c.pods) and not all(tied(p) for p in c.pods) for c in claims)
+
+
+def _excess(loads: ZoneLoads, claims: Sequence[PlannedClaim]) -> float:
+    """How far over their bounds the balanced NodePools are once `claims` launch, summed."""
+    after = loads.copy()
+    after.pin(claims)
+    return sum(max(0.0, skew(e.load) - e.balance.max_skew) for e in after.pools.values())
+
+
+def _placed(result: SchedulingResult) -> int:
+    """How many pods a plan places (on new claims or existing capacity)."""
+    return sum(len(c.pods) for c in result.claims) + sum(len(v) for v in result.existing.values())
