@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from nodewright.engine.disruption.types import DisruptionInput
 
 EPSILON = 1e-9
+# The names `split_solve` gives the claims of its first step when it offers them to the second.
+SPLIT_PREFIX = "zone-balance-split-"
 
 
 def skew(load: Mapping[str, float]) -> float:
@@ -369,14 +371,15 @@ def balance_result(
 def split_solve(
     inp: SchedulingInput, resolve: Callable[[SchedulingInput], SchedulingResult]
 ) -> SchedulingResult | None:
-    """Plan `inp` in two steps: its zone-tied pods first (`tied`), then the free ones on what is
-    left. Each zone's share of a zone spread then fills claims of its own, sized for it alone, and
-    the free pods get claims of their own that the balance pins to the short zones; in one solve
-    the free pods ride on the tied claims of whichever zones the solver filled first (seed 7 of
-    the feature days: 19/12/7 nodes of one NodePool for 20 minutes, every one holding a spread
-    pod). The second step sees the first's placements on nodes and claims in flight as bound
-    there, and its new claims against the NodePools' limits. None when the pass has no pods of
-    one kind.
+    """Plan `inp` in two steps: its zone-tied pods first (`tied`), then the free ones. Each zone's
+    share of a zone spread then opens claims of its own, sized for it, and the free pods fill
+    what those leave before they open claims of their own, which the balance pins to the short
+    zones; in one solve the free pods ride on the tied claims of whichever zones the solver
+    filled first (seed 7 of the feature days: 19/12/7 nodes of one NodePool for 20 minutes, every
+    one holding a spread pod). The second step sees the first's pods where it put them (on
+    nodes, on claims in flight, on its new claims, offered to it as claims in flight of their
+    planned type), and those new claims against the NodePools' limits. None when the pass has no
+    pods of one kind.
     """
     first_pods = tuple(p for p in inp.pods if tied(p))
     rest = tuple(p for p in inp.pods if not tied(p))
@@ -384,20 +387,59 @@ def split_solve(
         return None
     first = resolve(replace(inp, pods=first_pods))
     by_key = {p.key: p for p in first_pods}
-    held = tuple(replace(by_key[k], node_name=name) for name, keys in first.existing.items() for k in keys)
+    held = [replace(by_key[k], node_name=name) for name, keys in first.existing.items() for k in keys]
+    pools = {pc.nodepool.name: pc.nodepool for pc in inp.pools}
     used = dict(inp.used)
-    for claim in first.claims:
+    planned: dict[str, PlannedClaim] = {}
+    offered: list[NodeClaim] = []
+    for i, claim in enumerate(first.claims):
+        name = f"{SPLIT_PREFIX}{i}"
+        planned[name] = claim
+        held.extend(replace(p, node_name=name) for p in claim.pods)
         # As the solver charges a claim against limits: its largest option, and one node.
         capacity = Resources()
         for it in claim.options:
             capacity = capacity.maximum(it.capacity)
         used[claim.nodepool] = used.get(claim.nodepool, Resources()) + charged(capacity)
-    second = resolve(replace(inp, pods=rest, bound_pods=(*inp.bound_pods, *held), used=used))
+        pool = pools.get(claim.nodepool)
+        offered.append(
+            NodeClaim(
+                name=name,
+                nodepool=claim.nodepool,
+                requirements=claim.requirements,
+                instance_type_options=(claim.instance_type.name,),
+                requests=claim.requests,
+                pods=tuple(sorted(p.key for p in claim.pods)),
+                labels={**claim.requirements.labels(), **(pool.labels if pool is not None else {})},
+                taints=pool.taints if pool is not None else (),
+                instance_type=claim.instance_type.name,
+                capacity_type=claim.offering.capacity_type,
+                zone=claim_zone(NodeClaim(name=name, nodepool=claim.nodepool, requirements=claim.requirements)),
+                created_at=inp.now,
+            )
+        )
+    second = resolve(
+        replace(inp, pods=rest, bound_pods=(*inp.bound_pods, *held), inflight=(*inp.inflight, *offered), used=used)
+    )
+    rest_by_key = {p.key: p for p in rest}
+    claims = list(first.claims)
     existing: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in first.existing.items()}
     for name, keys in second.existing.items():
-        existing[name] = (*existing.get(name, ()), *keys)
+        grown = planned.get(name)
+        if grown is None:
+            existing[name] = (*existing.get(name, ()), *keys)
+            continue
+        added = tuple(rest_by_key[k] for k in keys)
+        requests = grown.requests
+        for pod in added:
+            requests = requests + pod.requests
+        # The pods fit its planned type (the room offered); of the other options, those they fit.
+        options = tuple(it for it in grown.options if it is grown.instance_type or requests.fits_in(it.allocatable))
+        claims[int(name.removeprefix(SPLIT_PREFIX))] = replace(
+            grown, pods=(*grown.pods, *added), requests=requests, options=options
+        )
     return SchedulingResult(
-        claims=(*first.claims, *second.claims),
+        claims=(*claims, *second.claims),
         existing=existing,
         unschedulable={**first.unschedulable, **second.unschedulable},
         deferred=tuple(sorted((*first.deferred, *second.deferred))),
