@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 EPSILON = 1e-9
 # The names `split_solve` gives the claims of its first step when it offers them to the second.
 SPLIT_PREFIX = "zone-balance-split-"
+# What a two-step plan may cost above the one-step plan, as a fraction of it, for the balance it buys.
+SPLIT_PREMIUM = 0.05
 
 
 def skew(load: Mapping[str, float]) -> float:
@@ -351,7 +353,7 @@ def balance_result(
     With `resolve` (the caller's solver), a plan that leaves a balanced NodePool over its bound
     because its zone-tied claims also carry free pods is planned again in two steps
     (`split_solve`), and that plan is taken when it leaves the balanced NodePools less over their
-    bounds and places as many pods.
+    bounds, places as many pods and costs at most SPLIT_PREMIUM more an hour.
     """
     loads = ZoneLoads.for_provisioning(inp)
     if not loads or not result.claims:
@@ -359,49 +361,67 @@ def balance_result(
     pinned = replace(result, claims=loads.copy().pin(result.claims))
     if resolve is None or not _mixed_and_over(loads, pinned.claims):
         return pinned
-    split = split_solve(inp, resolve)
+    split = split_solve(inp, resolve, loads)
     if split is None or _placed(split) < _placed(result):
         return pinned
     split = replace(split, claims=loads.copy().pin(split.claims))
     if _excess(loads, split.claims) >= _excess(loads, pinned.claims) - EPSILON:
         return pinned
+    if split.price_per_hour > pinned.price_per_hour * (1 + SPLIT_PREMIUM) + EPSILON:
+        return pinned
     return split
 
 
 def split_solve(
-    inp: SchedulingInput, resolve: Callable[[SchedulingInput], SchedulingResult]
+    inp: SchedulingInput, resolve: Callable[[SchedulingInput], SchedulingResult], loads: ZoneLoads
 ) -> SchedulingResult | None:
-    """Plan `inp` in two steps: its zone-tied pods first (`tied`), then the free ones. Each zone's
-    share of a zone spread then opens claims of its own, sized for it, and the free pods fill
-    what those leave before they open claims of their own, which the balance pins to the short
-    zones; in one solve the free pods ride on the tied claims of whichever zones the solver
-    filled first (seed 7 of the feature days: 19/12/7 nodes of one NodePool for 20 minutes, every
-    one holding a spread pod). The second step sees the first's pods where it put them (on
-    nodes, on claims in flight, on its new claims, offered to it as claims in flight of their
-    planned type), and those new claims against the NodePools' limits. None when the pass has no
-    pods of one kind.
+    """Plan `inp` in two steps: its free pods first, their claims pinned to zones by the balance
+    (`loads`), then the zone-tied ones (`tied`), which fill what the first step's claims leave in
+    their zones before they open claims of their own. In one solve the free pods ride on the
+    tied claims of whichever zones the solver filled first, and no claim is left for the balance
+    to pin (seed 7 of the feature days: 19/12/7 nodes of one NodePool for 20 minutes, every one
+    holding a spread pod). The second step sees the first's pods where it put them (on nodes,
+    on claims in flight, on its new claims, offered to it as claims in flight of their planned
+    type and pinned zone), and those new claims against the NodePools' limits. None when the
+    pass has no pods of one kind.
     """
-    first_pods = tuple(p for p in inp.pods if tied(p))
-    rest = tuple(p for p in inp.pods if not tied(p))
+    first_pods = tuple(p for p in inp.pods if not tied(p))
+    rest = tuple(p for p in inp.pods if tied(p))
     if not first_pods or not rest:
         return None
     first = resolve(replace(inp, pods=first_pods))
+    first_claims = loads.copy().pin(first.claims)
     by_key = {p.key: p for p in first_pods}
     held = [replace(by_key[k], node_name=name) for name, keys in first.existing.items() for k in keys]
     pools = {pc.nodepool.name: pc.nodepool for pc in inp.pools}
     used = dict(inp.used)
     planned: dict[str, PlannedClaim] = {}
     offered: list[NodeClaim] = []
-    for i, claim in enumerate(first.claims):
+    for i, made in enumerate(first_claims):
         name = f"{SPLIT_PREFIX}{i}"
-        planned[name] = claim
+        claim = planned[name] = made
         held.extend(replace(p, node_name=name) for p in claim.pods)
-        # As the solver charges a claim against limits: its largest option, and one node.
+        pool = pools.get(claim.nodepool)
+        if pool is not None and pool.limits is not None:
+            # Charged at its planned type, and held to types no larger on what the limits count:
+            # charged at its largest option (as the solver charges a claim), the first step's
+            # claims, sized for few pods with room for many types, would use up a limit the
+            # second step's pods then could not reach.
+            limited = pool.limits
+            claim = replace(
+                claim,
+                options=tuple(
+                    it
+                    for it in claim.options
+                    if it is claim.instance_type
+                    or all(it.capacity.get(k, 0) <= claim.instance_type.capacity.get(k, 0) for k in limited)
+                ),
+            )
+            planned[name] = claim
         capacity = Resources()
         for it in claim.options:
             capacity = capacity.maximum(it.capacity)
         used[claim.nodepool] = used.get(claim.nodepool, Resources()) + charged(capacity)
-        pool = pools.get(claim.nodepool)
         offered.append(
             NodeClaim(
                 name=name,
@@ -422,7 +442,7 @@ def split_solve(
         replace(inp, pods=rest, bound_pods=(*inp.bound_pods, *held), inflight=(*inp.inflight, *offered), used=used)
     )
     rest_by_key = {p.key: p for p in rest}
-    claims = list(first.claims)
+    claims = [planned[f"{SPLIT_PREFIX}{i}"] for i in range(len(first_claims))]
     existing: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in first.existing.items()}
     for name, keys in second.existing.items():
         grown = planned.get(name)
