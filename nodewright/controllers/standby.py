@@ -170,9 +170,8 @@ class StandbyCapacity:
             by_node = {n.name: c for c in theirs if (n := self._node(c, nodes)) is not None}
             for name in found.surplus:
                 self._terminate(by_node[name], f"surplus: CapacityBuffer {buffer.namespace}/{buffer.name} needs less")
-                gone.extend(n for n in standby_nodes if n.name == name)
             if found.unplaced:
-                why = self._launch(key, found.unplaced, snapshot, nodepools, nodeclasses, report, gone)
+                why = self._launch(key, found.unplaced, snapshot, nodepools, nodeclasses, report)
                 if why:
                     problems[f"{buffer.namespace}/{buffer.name}"] = why
         if problems != self._problems:
@@ -251,11 +250,9 @@ class StandbyCapacity:
         nodepools: Sequence[NodePool],
         nodeclasses: Mapping[str, EC2NodeClass],
         report: PassReport,
-        gone: Sequence[Node] = (),
     ) -> str:
         """Solve `chunks` onto new claims only (no node or claim in flight takes them) and launch
-        them as standby instances of buffer `key`; why some chunk fits nowhere, or ''. `gone`: the
-        Nodes of instances this pass terminated, not counted for zone balance.
+        them as standby instances of buffer `key`; why some chunk fits nowhere, or ''.
         """
 
         def mark(claim: NodeClaim) -> NodeClaim:
@@ -277,12 +274,8 @@ class StandbyCapacity:
             # Limits and blocked offerings as for any launch; placement on new claims alone.
             result = solve(replace(inp, nodes=(), bound_pods=(), inflight=()), cache=self.launcher.solver_cache)
             # Standby instances are nodes of their NodePool: a zone-balanced one pins them to zones
-            # as any launch, counting its nodes and claims in flight (the full input), but not the
-            # Nodes of the instances this pass terminated: a standby replaced whole (drifted, a
-            # new DaemonSet) would otherwise be refilled in the zones it leaves, not those its
-            # running nodes lack.
-            counted = replace(inp, nodes=tuple(n for n in inp.nodes if n.name not in {g.name for g in gone}))
-            result = balance_result(counted, result)
+            # as any launch, counting its nodes and claims in flight (the full input).
+            result = balance_result(inp, result)
             if result.unschedulable:
                 why = f"a chunk fits no NodePool's on-demand offerings: {sorted(result.unschedulable.values())[0]}"
             planned = tuple(replace(c, pods=()) for c in result.claims)
