@@ -18,6 +18,11 @@ Two decisions, both from the same count (`ZoneLoads`):
   claim its pods already tie to one zone (`tied`), or one priced on a capacity reservation, keeps
   its zone and is counted there; a zone the solver chose for a preference only (a ScheduleAnyway
   spread) ties nothing. The options only shrink, so NodePool limits still hold.
+* **Free pods planned apart** (`balance_result`, `split_solve`): a plan whose pinned claims leave
+  a balanced NodePool over its bound, with claims holding both zone-tied and free pods, is planned
+  again (with the caller's solver) free pods first, their claims pinned, then the tied pods, which
+  fill those claims in their zones before opening their own; taken when it is less over the
+  bounds, places as many pods and costs at most SPLIT_PREMIUM more.
 * **Disruption** (`ZoneLoads.judge`): a move (delete or replace) out of a balanced NodePool is
   made only when, its replacements pinned as above, the NodePool's skew afterwards is within the
   bound or no larger than before (a NodePool already lopsided, e.g. by pods tied to one zone, may
