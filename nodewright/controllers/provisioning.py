@@ -255,6 +255,12 @@ class Provisioner:
         """Pods that in-flight claims already hold: they wait for their node, not for a pass."""
         return frozenset(pod for claim in self.claim_records.claims() if claim.state in IN_FLIGHT for pod in claim.pods)
 
+    def _solve(self, inp: SchedulingInput, deadline: SolveDeadline) -> SchedulingResult:
+        """The pass's plan for `inp`: the solver's, or the injected schedule's."""
+        if self.schedule is None:
+            return solve(inp, cache=self.launcher.solver_cache, deadline=deadline)
+        return self.schedule(inp)
+
     # -- one pass ------------------------------------------------------------------------------
 
     def provision(self, snapshot: ClusterSnapshot) -> PassReport:
@@ -282,12 +288,9 @@ class Provisioner:
                 snapshot, pending=pending, nodepools=nodepools, nodeclasses=nodeclasses, claims=claims, now=now
             )
             started = time.perf_counter()
-            result = (
-                solve(inp, cache=self.launcher.solver_cache, deadline=deadline)
-                if self.schedule is None
-                else self.schedule(inp)
-            )
-            result = balance_result(inp, result)  # zone-balanced NodePools' claims pinned to zones
+            result = self._solve(inp, deadline)
+            # Zone-balanced NodePools' claims pinned to zones (a lopsided plan re-planned in two steps).
+            result = balance_result(inp, result, lambda i: self._solve(i, deadline))
             report.solve_seconds += time.perf_counter() - started
             self.observer.metric("SchedulingSeconds", time.perf_counter() - started, "Seconds")
             report.unschedulable = dict(result.unschedulable)

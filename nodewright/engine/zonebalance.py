@@ -18,6 +18,11 @@ Two decisions, both from the same count (`ZoneLoads`):
   claim its pods already tie to one zone (`tied`), or one priced on a capacity reservation, keeps
   its zone and is counted there; a zone the solver chose for a preference only (a ScheduleAnyway
   spread) ties nothing. The options only shrink, so NodePool limits still hold.
+* **Free pods planned apart** (`balance_result`, `split_solve`): a plan whose pinned claims leave
+  a balanced NodePool over its bound, with claims holding both zone-tied and free pods, is planned
+  again (with the caller's solver) free pods first, their claims pinned, then the tied pods, which
+  fill those claims in their zones before opening their own; taken when it is less over the
+  bounds, places as many pods and costs at most SPLIT_PREMIUM more.
 * **Disruption** (`ZoneLoads.judge`): a move (delete or replace) out of a balanced NodePool is
   made only when, its replacements pinned as above, the NodePool's skew afterwards is within the
   bound or no larger than before (a NodePool already lopsided, e.g. by pods tied to one zone, may
@@ -33,12 +38,13 @@ balanced, every function returns its input unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from nodewright.engine.scheduling.inputs import in_flight
 from nodewright.engine.scheduling.types import PlannedClaim, PoolCapacity, SchedulingInput, SchedulingResult
+from nodewright.engine.scheduling.usage import charged
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType, Offering, OfferingKey
 from nodewright.model.node import Node
@@ -46,7 +52,7 @@ from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool, ZoneBalance
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirement, Requirements
-from nodewright.model.resources import CPU
+from nodewright.model.resources import CPU, Resources
 
 if TYPE_CHECKING:
     # A name for annotations only: the disruption package imports this module (its consolidation
@@ -54,6 +60,10 @@ if TYPE_CHECKING:
     from nodewright.engine.disruption.types import DisruptionInput
 
 EPSILON = 1e-9
+# The names `split_solve` gives the claims of its first step when it offers them to the second.
+SPLIT_PREFIX = "zone-balance-split-"
+# What a two-step plan may cost above the one-step plan, as a fraction of it, for the balance it buys.
+SPLIT_PREMIUM = 0.05
 
 
 def skew(load: Mapping[str, float]) -> float:
@@ -338,9 +348,146 @@ class ZoneLoads:
         return entry.load.get(node.labels.get(wk.ZONE, ""), 0.0) if entry is not None else 0.0
 
 
-def balance_result(inp: SchedulingInput, result: SchedulingResult) -> SchedulingResult:
-    """`result` with the new claims of balanced NodePools pinned to zones (unchanged without any)."""
+def balance_result(
+    inp: SchedulingInput,
+    result: SchedulingResult,
+    resolve: Callable[[SchedulingInput], SchedulingResult] | None = None,
+) -> SchedulingResult:
+    """`result` with the new claims of balanced NodePools pinned to zones (unchanged without any).
+
+    With `resolve` (the caller's solver), a plan that leaves a balanced NodePool over its bound
+    because its zone-tied claims also carry free pods is planned again in two steps
+    (`split_solve`), and that plan is taken when it leaves the balanced NodePools less over their
+    bounds, places as many pods and costs at most SPLIT_PREMIUM more an hour.
+    """
     loads = ZoneLoads.for_provisioning(inp)
     if not loads or not result.claims:
         return result
-    return replace(result, claims=loads.pin(result.claims))
+    pinned = replace(result, claims=loads.copy().pin(result.claims))
+    if resolve is None or not _mixed_and_over(loads, pinned.claims):
+        return pinned
+    split = split_solve(inp, resolve, loads)
+    if split is None or _placed(split) < _placed(result):
+        return pinned
+    split = replace(split, claims=loads.copy().pin(split.claims))
+    if _excess(loads, split.claims) >= _excess(loads, pinned.claims) - EPSILON:
+        return pinned
+    if split.price_per_hour > pinned.price_per_hour * (1 + SPLIT_PREMIUM) + EPSILON:
+        return pinned
+    return split
+
+
+def split_solve(
+    inp: SchedulingInput, resolve: Callable[[SchedulingInput], SchedulingResult], loads: ZoneLoads
+) -> SchedulingResult | None:
+    """Plan `inp` in two steps: its free pods first, their claims pinned to zones by the balance
+    (`loads`), then the zone-tied ones (`tied`), which fill what the first step's claims leave in
+    their zones before they open claims of their own. In one solve the free pods ride on the
+    tied claims of whichever zones the solver filled first, and no claim is left for the balance
+    to pin (seed 7 of the feature days: 19/12/7 nodes of one NodePool for 20 minutes, every one
+    holding a spread pod). The second step sees the first's pods where it put them (on nodes,
+    on claims in flight, on its new claims, offered to it as claims in flight of their planned
+    type and pinned zone), and those new claims against the NodePools' limits. None when the
+    pass has no pods of one kind.
+    """
+    first_pods = tuple(p for p in inp.pods if not tied(p))
+    rest = tuple(p for p in inp.pods if tied(p))
+    if not first_pods or not rest:
+        return None
+    first = resolve(replace(inp, pods=first_pods))
+    first_claims = loads.copy().pin(first.claims)
+    by_key = {p.key: p for p in first_pods}
+    held = [replace(by_key[k], node_name=name) for name, keys in first.existing.items() for k in keys]
+    pools = {pc.nodepool.name: pc.nodepool for pc in inp.pools}
+    used = dict(inp.used)
+    planned: dict[str, PlannedClaim] = {}
+    offered: list[NodeClaim] = []
+    for i, made in enumerate(first_claims):
+        name = f"{SPLIT_PREFIX}{i}"
+        claim = planned[name] = made
+        held.extend(replace(p, node_name=name) for p in claim.pods)
+        pool = pools.get(claim.nodepool)
+        if pool is not None and pool.limits is not None:
+            # Charged at its planned type, and held to types no larger on what the limits count:
+            # charged at its largest option (as the solver charges a claim), the first step's
+            # claims, sized for few pods with room for many types, would use up a limit the
+            # second step's pods then could not reach.
+            limited = pool.limits
+            claim = replace(
+                claim,
+                options=tuple(
+                    it
+                    for it in claim.options
+                    if it is claim.instance_type
+                    or all(it.capacity.get(k, 0) <= claim.instance_type.capacity.get(k, 0) for k in limited)
+                ),
+            )
+            planned[name] = claim
+        capacity = Resources()
+        for it in claim.options:
+            capacity = capacity.maximum(it.capacity)
+        used[claim.nodepool] = used.get(claim.nodepool, Resources()) + charged(capacity)
+        offered.append(
+            NodeClaim(
+                name=name,
+                nodepool=claim.nodepool,
+                requirements=claim.requirements,
+                instance_type_options=(claim.instance_type.name,),
+                requests=claim.requests,
+                pods=tuple(sorted(p.key for p in claim.pods)),
+                labels={**claim.requirements.labels(), **(pool.labels if pool is not None else {})},
+                taints=pool.taints if pool is not None else (),
+                instance_type=claim.instance_type.name,
+                capacity_type=claim.offering.capacity_type,
+                zone=claim_zone(NodeClaim(name=name, nodepool=claim.nodepool, requirements=claim.requirements)),
+                created_at=inp.now,
+            )
+        )
+    second = resolve(
+        replace(inp, pods=rest, bound_pods=(*inp.bound_pods, *held), inflight=(*inp.inflight, *offered), used=used)
+    )
+    rest_by_key = {p.key: p for p in rest}
+    claims = [planned[f"{SPLIT_PREFIX}{i}"] for i in range(len(first_claims))]
+    existing: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in first.existing.items()}
+    for name, keys in second.existing.items():
+        grown = planned.get(name)
+        if grown is None:
+            existing[name] = (*existing.get(name, ()), *keys)
+            continue
+        added = tuple(rest_by_key[k] for k in keys)
+        requests = grown.requests
+        for pod in added:
+            requests = requests + pod.requests
+        # The pods fit its planned type (the room offered); of the other options, those they fit.
+        options = tuple(it for it in grown.options if it is grown.instance_type or requests.fits_in(it.allocatable))
+        claims[int(name.removeprefix(SPLIT_PREFIX))] = replace(
+            grown, pods=(*grown.pods, *added), requests=requests, options=options
+        )
+    return SchedulingResult(
+        claims=(*claims, *second.claims),
+        existing=existing,
+        unschedulable={**first.unschedulable, **second.unschedulable},
+        deferred=tuple(sorted((*first.deferred, *second.deferred))),
+    )
+
+
+def _mixed_and_over(loads: ZoneLoads, claims: Sequence[PlannedClaim]) -> bool:
+    """Whether, `claims` pinned, a balanced NodePool is over its bound and one of its claims
+    holds both zone-tied and free pods (what `split_solve` can undo).
+    """
+    after = loads.copy()
+    after.pin(claims)
+    over = {name for name, entry in after.pools.items() if skew(entry.load) > entry.balance.max_skew + EPSILON}
+    return any(c.nodepool in over and any(tied(p) for p in c.pods) and not all(tied(p) for p in c.pods) for c in claims)
+
+
+def _excess(loads: ZoneLoads, claims: Sequence[PlannedClaim]) -> float:
+    """How far over their bounds the balanced NodePools are once `claims` launch, summed."""
+    after = loads.copy()
+    after.pin(claims)
+    return sum(max(0.0, skew(e.load) - e.balance.max_skew) for e in after.pools.values())
+
+
+def _placed(result: SchedulingResult) -> int:
+    """How many pods a plan places (on new claims or existing capacity)."""
+    return sum(len(c.pods) for c in result.claims) + sum(len(v) for v in result.existing.values())

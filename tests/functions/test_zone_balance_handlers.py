@@ -32,6 +32,7 @@ from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodepool import NodePool, ZoneBalance
 from nodewright.model.pod import SpreadConstraint
+from nodewright.model.resources import CPU
 from nodewright.model.selectors import LabelSelector
 from nodewright.ports import Configuration
 from tests.builders import ZONES, node_pool, pod
@@ -42,6 +43,7 @@ from tests.controllers.test_provisioning import TYPES, FixedCatalog
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
 BALANCED = node_pool(zone_balance=ZoneBalance("nodes", 1.0))
+TYPES_BY_NAME = {t.name: t for t in TYPES}
 # TYPES with zone us-east-1c 10% cheaper than the others.
 CHEAP_C = tuple(
     replace(t, offerings=tuple(replace(o, price=o.price * (0.9 if o.zone.endswith("c") else 1.0)) for o in t.offerings))
@@ -299,4 +301,38 @@ def test_free_claims_even_out_what_the_zone_tied_claims_of_the_same_pass_leave()
     launched = world.launched_zones()
     assert launched["us-east-1a"] == 2
     assert max(launched.values()) - min(launched.values()) <= 1
+    assert world.cluster.lost_pods() == []
+
+
+def test_free_pods_are_planned_apart_from_zone_spread_pods_so_their_nodes_even_out_the_zones() -> None:
+    # Two balanced NodePools; the first, preferred by weight, may hold 40 vCPUs. Fifteen small
+    # pods carry a DoNotSchedule zone spread (five per zone), twelve larger ones carry nothing.
+    # Planned in one solve, the free pods ride on the spread pods' claims zone by zone until the
+    # first NodePool's limit runs out, leaving it at 3/1/0 nodes: every claim holds a spread pod,
+    # so none is left for the balance to pin. Planned free pods first (their claims pinned to
+    # zones) and spread pods after (filling those claims in their zones), both NodePools keep
+    # their bound, for no more an hour.
+    pools = (
+        node_pool("first", weight=20, limits={"cpu": "40"}, zone_balance=ZoneBalance("nodes", 1.0)),
+        node_pool("second", weight=10, zone_balance=ZoneBalance("nodes", 1.0)),
+    )
+    world = ZonedWorld(pools=pools, types=CHEAP_C)
+    spread = SpreadConstraint(1, wk.ZONE, "DoNotSchedule", LabelSelector((("app", "web"),)))
+    for i in range(15):
+        world.cluster.add_pod(pod(f"web-{i}", cpu="500m", memory="1Gi", labels={"app": "web"}, spread=(spread,)))
+    for i in range(12):
+        world.cluster.add_pod(pod(f"free-{i}", cpu="3", memory="2Gi"))
+    world.provision_through_handler()
+    claims = world.store.claims()
+    for name in ("first", "second"):
+        counted = collections.Counter(c.zone for c in claims if c.nodepool == name)
+        per_zone = [counted.get(z, 0) for z in ZONES]
+        assert max(per_zone) - min(per_zone) <= 1, (name, per_zone)
+    # Every pod is on a claim, the spread pods five to a zone, the first NodePool within its limit.
+    held = {p: c for c in claims for p in c.pods}
+    assert len(held) == 27
+    web_zones = collections.Counter(held[f"default/web-{i}"].zone for i in range(15))
+    assert sorted(web_zones.values()) == [5, 5, 5]
+    assert sum(TYPES_BY_NAME[c.instance_type].capacity[CPU] for c in claims if c.nodepool == "first") <= 40_000
+    assert sum(c.price for c in claims) <= 0.912 + 1e-9  # the one-step plan's price
     assert world.cluster.lost_pods() == []
