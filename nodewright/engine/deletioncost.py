@@ -39,7 +39,7 @@ from nodewright.model.node import Node
 from nodewright.model.pod import Pod
 from nodewright.model.snapshot import ClusterSnapshot
 
-DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+DELETION_COST = wk.POD_DELETION_COST
 # The cost Nodewright last wrote on the pod: while it equals DELETION_COST, the cost is Nodewright's.
 STEERED = "nodewright.io/deletion-cost"
 # Below any node's pod count: every steered cost is negative, below an unannotated pod's 0.

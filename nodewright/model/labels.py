@@ -17,6 +17,8 @@ WINDOWS_BUILD = "node.kubernetes.io/windows-build"
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
 NODEPOOL = "karpenter.sh/nodepool"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+# The ReplicaSet controller deletes pods with a lower cost first when it scales down.
+POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
 # Karpenter AWS (karpenter.k8s.aws)
 INSTANCE_CATEGORY = "karpenter.k8s.aws/instance-category"

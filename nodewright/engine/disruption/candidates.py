@@ -43,7 +43,7 @@ from nodewright.model.snapshot import reschedulable
 from nodewright.model.standby import STANDBY_LABEL
 from nodewright.model.workloads import PodDisruptionBudget
 
-DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+DELETION_COST = wk.POD_DELETION_COST
 
 
 def eviction_cost(pod: Pod) -> float:

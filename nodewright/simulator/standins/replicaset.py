@@ -27,9 +27,10 @@ import zlib
 from collections import Counter
 from collections.abc import Sequence
 
+from nodewright.model import labels as wk
 from nodewright.model.pod import Pod
 
-DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+DELETION_COST = wk.POD_DELETION_COST
 
 
 def deletion_cost(pod: Pod) -> int:
