@@ -39,6 +39,8 @@ SHARED = {"synthesized": "cdk", "derived": "cdk", "example_plan": "example-plan"
 # Modules whose tests each simulate a day or a flood (tens of CPU seconds apiece): dealt out first.
 SLOW = ("tests/simulator/test_generated_guard.py", "tests/bench/")
 
+# Walks of the session's temporary directory, 0.25 s apart, that must agree before it counts as still.
+STILL = 8
 _FRESH = pytest.StashKey[Path]()
 _PYCACHE = pytest.StashKey[Path]()
 _LEFT = pytest.StashKey[list[str]]()
@@ -139,14 +141,20 @@ def _left_in(fresh: Path) -> list[str]:
     def walk() -> list[str]:
         return sorted(str(path.relative_to(fresh)) for path in fresh.rglob("*") if not path.is_dir() or _empty(path))
 
+    # On a loaded machine the kernel may pause for more than one interval between deletions, so a
+    # tree counts as still only after it held for STILL walks in a row (2 s), within 60 s.
     last: list[str] | None = None
-    for _ in range(40):
+    same = 0
+    for _ in range(240):
         try:
             now = walk()
         except FileNotFoundError:
             now = None
-        if now is not None and (not now or now == last):
+        if now is not None and not now:
             return now
+        same = same + 1 if now is not None and now == last else 0
+        if same >= STILL:
+            return now or []
         last = now
         time.sleep(0.25)
     return walk()
