@@ -23,7 +23,8 @@ this (its RFC for a deletion-cost controller, kubernetes-sigs/karpenter#2935, is
   not terminating;
 * a pod whose cost someone else set is left alone: Nodewright writes its value into `STEERED` as
   well, and a pod is its to steer only while the two agree (or neither is set);
-* a pod that no longer should be steered (its node is no longer removable) has both removed.
+* a pod that should no longer be steered (its node left the steered nodes, or its NodePool is
+  static now) has both removed.
 
 Changes are ordered so the pods most likely to be deleted next come first (lowest cost), then
 removals, and cut at `limit`: the rest follow on the next pass.
