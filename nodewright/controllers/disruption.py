@@ -73,6 +73,7 @@ from nodewright.model.event import (
 from nodewright.model.instance import InstanceStatus
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
+from nodewright.model.nodepool import NodePool
 from nodewright.model.taints import Taint
 from nodewright.ports import (
     Catalog,
@@ -150,6 +151,9 @@ class Consolidator:
         self._cache = DisruptionCache()
         # instance id -> when an impaired status check without an ImpairedSince was first seen.
         self._impaired_seen: dict[str, float] = {}
+        # The NodePools this invocation's last pass read (None: no pass read them yet), which the
+        # deletion-cost steering reuses instead of reading the store again.
+        self._nodepools: list[NodePool] | None = None
 
     # -- the invocation ----------------------------------------------------------------------------
 
@@ -164,6 +168,7 @@ class Consolidator:
         report = ConsolidationReport()
         opts = self.options
         holder = invocation or uuid.uuid4().hex
+        self._nodepools = None
         lease = InvocationLease(self.leases, self.clock, LEASE, holder, longest=opts.lease_ttl, deadline=deadline)
         if not lease.acquire():
             report.lease = False
@@ -184,7 +189,7 @@ class Consolidator:
                     self.sleep(wait)
                 lease.renew()
             if self.steering is not None:
-                self.steering.run(self.config.load()[0])
+                self.steering.run(self._nodepools if self._nodepools is not None else self.config.load()[0])
         finally:
             self._sync_mirror()  # the commands' Disrupting conditions, as this run left them
             lease.release()
@@ -203,6 +208,7 @@ class Consolidator:
         """A fresh view for the engine: snapshot, claims, NodePools with their instance types."""
         snapshot = self.cluster.snapshot()
         nodepools, nodeclasses = self.config.load()
+        self._nodepools = nodepools
         pools = pool_capacities(nodepools, nodeclasses, self.catalog, self.config.overlays(), self.observer)
         # DRA claims as requirements and requests, so moved pods stay on types with their devices.
         snapshot = lower(snapshot, (), (t for pc in pools for t in pc.instance_types)).snapshot

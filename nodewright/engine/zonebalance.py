@@ -363,14 +363,16 @@ def balance_result(
     loads = ZoneLoads.for_provisioning(inp)
     if not loads or not result.claims:
         return result
-    pinned = replace(result, claims=loads.copy().pin(result.claims))
-    if resolve is None or not _mixed_and_over(loads, pinned.claims):
+    after = loads.copy()  # the loads once the pinned claims launch
+    pinned = replace(result, claims=after.pin(result.claims))
+    if resolve is None or not _mixed_and_over(after, pinned.claims):
         return pinned
     split = split_solve(inp, resolve, loads)
     if split is None or _placed(split) < _placed(result):
         return pinned
-    split = replace(split, claims=loads.copy().pin(split.claims))
-    if _excess(loads, split.claims) >= _excess(loads, pinned.claims) - EPSILON:
+    after_split = loads.copy()
+    split = replace(split, claims=after_split.pin(split.claims))
+    if _excess(after_split) >= _excess(after) - EPSILON:
         return pinned
     if split.price_per_hour > pinned.price_per_hour * (1 + SPLIT_PREMIUM) + EPSILON:
         return pinned
@@ -471,20 +473,17 @@ def split_solve(
     )
 
 
-def _mixed_and_over(loads: ZoneLoads, claims: Sequence[PlannedClaim]) -> bool:
-    """Whether, `claims` pinned, a balanced NodePool is over its bound and one of its claims
-    holds both zone-tied and free pods (what `split_solve` can undo).
+def _mixed_and_over(after: ZoneLoads, claims: Sequence[PlannedClaim]) -> bool:
+    """Whether, with `after` the loads once the pinned `claims` launch, a balanced NodePool is
+    over its bound and one of its claims holds both zone-tied and free pods (what `split_solve`
+    can undo).
     """
-    after = loads.copy()
-    after.pin(claims)
     over = {name for name, entry in after.pools.items() if skew(entry.load) > entry.balance.max_skew + EPSILON}
     return any(c.nodepool in over and any(tied(p) for p in c.pods) and not all(tied(p) for p in c.pods) for c in claims)
 
 
-def _excess(loads: ZoneLoads, claims: Sequence[PlannedClaim]) -> float:
-    """How far over their bounds the balanced NodePools are once `claims` launch, summed."""
-    after = loads.copy()
-    after.pin(claims)
+def _excess(after: ZoneLoads) -> float:
+    """How far over their bounds the balanced NodePools are with the loads `after`, summed."""
     return sum(max(0.0, skew(e.load) - e.balance.max_skew) for e in after.pools.values())
 
 

@@ -30,12 +30,10 @@ from collections.abc import Sequence
 from nodewright.model import labels as wk
 from nodewright.model.pod import Pod
 
-DELETION_COST = wk.POD_DELETION_COST
-
 
 def deletion_cost(pod: Pod) -> int:
     """The pod's `pod-deletion-cost` annotation as the controller reads it (an int32; else 0)."""
-    text = pod.annotations.get(DELETION_COST)
+    text = pod.annotations.get(wk.POD_DELETION_COST)
     if text is None:
         return 0
     try:
