@@ -151,8 +151,7 @@ class Consolidator:
         self._cache = DisruptionCache()
         # instance id -> when an impaired status check without an ImpairedSince was first seen.
         self._impaired_seen: dict[str, float] = {}
-        # The NodePools this invocation's last pass read (None: no pass read them yet), which the
-        # deletion-cost steering reuses instead of reading the store again.
+        # The NodePools this invocation's last pass read, for the steering (None: none read yet).
         self._nodepools: list[NodePool] | None = None
 
     # -- the invocation ----------------------------------------------------------------------------
