@@ -10,7 +10,8 @@ any custom resource), their `/status` patched when the CRD declares that subreso
 the main resource then keeps the stored status, one to `/status` changes only the status), and
 deleted, or replaced (PUT: the whole object, as `kubectl replace` sends it; a missing object 404,
 a body naming another object 400). Each write goes through the version's schema (`apischema.admit`: defaults, pruning,
-validation, unknown fields refused with `fieldValidation=Strict`, 422 naming the field). The
+validation, unknown fields refused with `fieldValidation=Strict`, 422 naming the field), then its CEL
+rules (`apicel.violations`, transition rules against the stored object). The
 server stamps uid, creationTimestamp, generation (moved by a spec change) and resourceVersion
 (optimistic concurrency: a body's resourceVersion that is not the stored one answers 409).
 Deleting a CRD deletes its objects. With `dryRun=All` every write is admitted, defaulted and
@@ -33,6 +34,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from nodewright.inmemory.apicel import violations
 from nodewright.inmemory.apipatch import APPLY_PATCH, media_type, patched
 from nodewright.inmemory.apischema import admit
 from nodewright.inmemory.apistore import ObjectStore
@@ -224,6 +226,8 @@ class CustomResources:
             schema = self._schemas.get(resource.kind) or {}
             strict = (query.get("fieldValidation") or "").lower() == "strict"
             obj, errors = admit(schema, obj, strict=strict)
+            if not errors:  # kube-apiserver runs the CEL rules on the object its schema admitted
+                errors = violations(schema, obj, current.manifest if current is not None else None)
             if errors:
                 name = (obj.get("metadata") or {}).get("name")
                 raise Failure(

@@ -8,8 +8,9 @@ naming the field path as kube-apiserver does (`spec.weight: Invalid value: ...`)
 `apiVersion` and `kind` are the API server's, never pruned. `x-kubernetes-preserve-unknown-fields`
 keeps a subtree as sent; `x-kubernetes-int-or-string` accepts either.
 
-Not applied: CEL rules (`x-kubernetes-validations`), formats, `oneOf`/`anyOf`/`allOf`, list-type
-uniqueness. The functions validate every document fully when they read it (`nodewright.config`).
+Not applied here: CEL rules (`x-kubernetes-validations`: `apicel`, after this). Not applied at
+all: formats, `oneOf`/`anyOf`/`allOf`, list-type uniqueness. The functions validate every
+document fully when they read it (`nodewright.config`).
 """
 
 from __future__ import annotations

@@ -121,7 +121,8 @@ Deviations from kube-apiserver, chosen for a small emulator
     (admitted and answered, nothing stored), 400 for other writes. Objects carry no managedFields or uid beyond the
     model's (a pod's ownerReferences get a stable uid) unless `dress` adds them.
   * Server-side apply merges (no field ownership, no conflicts); a CRD's served versions keep
-    their objects apart (no conversion); no CEL rules (`apicustom`, `apischema`).
+    their objects apart (no conversion); CEL rules without Kubernetes' extension libraries,
+    `messageExpression` or ratcheting (`apicel`).
   * Leases (`coordination.k8s.io/v1`) are stored as sent (`apicustom`): no kubelet writes node
     Leases, so `kubectl describe node` shows none.
   * Not served: namespaces as objects,
