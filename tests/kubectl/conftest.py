@@ -108,3 +108,17 @@ def server(cluster: InMemoryCluster) -> Iterator[ApiServer]:
 @pytest.fixture
 def kubectl(binary: str, server: ApiServer, tmp_path: Path) -> Kubectl:
     return Kubectl(binary, write_kubeconfig(tmp_path / "kubeconfig", server.url), tmp_path / "cache")
+
+
+@pytest.fixture
+def karpenter_crds(kubectl: Kubectl) -> Kubectl:
+    """kubectl, with Karpenter's NodePool and EC2NodeClass CRDs (deploy/crds/) applied."""
+    crds = REPO / "deploy" / "crds"
+    kubectl.ok(
+        "apply",
+        "-f",
+        str(crds / "karpenter.sh_nodepools.yaml"),
+        "-f",
+        str(crds / "karpenter.k8s.aws_ec2nodeclasses.yaml"),
+    )
+    return kubectl

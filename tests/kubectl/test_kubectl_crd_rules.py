@@ -20,11 +20,10 @@ from pathlib import Path
 import pytest
 
 from nodewright.inmemory.apiserver import ApiServer
-from tests.kubectl.conftest import REPO, Kubectl
+from tests.kubectl.conftest import Kubectl
 
 pytestmark = pytest.mark.integration
 
-CRDS = REPO / "deploy" / "crds"
 
 NODEPOOL = """apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -56,18 +55,6 @@ def _nodeclass(tmp_path: Path, name: str, body: str) -> Path:
 
 DISCOVERY = "[{tags: {karpenter.sh/discovery: my-cluster}}]"
 SUBNETS = f"  subnetSelectorTerms: {DISCOVERY}\n  securityGroupSelectorTerms: {DISCOVERY}\n"
-
-
-@pytest.fixture
-def crds(kubectl: Kubectl) -> Kubectl:
-    kubectl.ok(
-        "apply",
-        "-f",
-        str(CRDS / "karpenter.sh_nodepools.yaml"),
-        "-f",
-        str(CRDS / "karpenter.k8s.aws_ec2nodeclasses.yaml"),
-    )
-    return kubectl
 
 
 REQUIREMENT = 'spec.template.spec.requirements[0]: Invalid value: "object": '
@@ -108,9 +95,9 @@ DISRUPTION = "  disruption:\n    consolidateAfter: 0s\n    budgets: [{nodes: '%s
     ],
 )  # fmt: skip
 def test_a_nodepool_breaking_a_rule_is_refused_and_not_stored(
-    crds: Kubectl, server: ApiServer, tmp_path: Path, requirements: str, extra: str, error: str
+    karpenter_crds: Kubectl, server: ApiServer, tmp_path: Path, requirements: str, extra: str, error: str
 ) -> None:
-    refused = crds("apply", "-f", str(_nodepool(tmp_path, "bad", requirements, extra)))
+    refused = karpenter_crds("apply", "-f", str(_nodepool(tmp_path, "bad", requirements, extra)))
 
     assert refused.code == 1
     assert 'The NodePool "bad" is invalid: ' in refused.err
@@ -118,7 +105,7 @@ def test_a_nodepool_breaking_a_rule_is_refused_and_not_stored(
     assert server.custom_objects("karpenter.sh", "v1", "nodepools") == []
 
 
-def test_rules_that_hold_admit_the_nodepool(crds: Kubectl, server: ApiServer, tmp_path: Path) -> None:
+def test_rules_that_hold_admit_the_nodepool(karpenter_crds: Kubectl, server: ApiServer, tmp_path: Path) -> None:
     requirements = "\n".join(
         [
             ON_DEMAND,
@@ -129,18 +116,20 @@ def test_rules_that_hold_admit_the_nodepool(crds: Kubectl, server: ApiServer, tm
     )
     extra = DISRUPTION % ("0", ", duration: 8h")
 
-    assert crds.ok("apply", "-f", str(_nodepool(tmp_path, "good", requirements, extra))).out.strip() == (
+    assert karpenter_crds.ok("apply", "-f", str(_nodepool(tmp_path, "good", requirements, extra))).out.strip() == (
         "nodepool.karpenter.sh/good created"
     )
     assert [p["metadata"]["name"] for p in server.custom_objects("karpenter.sh", "v1", "nodepools")] == ["good"]
 
 
-def test_transition_rules_keep_the_node_class_reference(crds: Kubectl, server: ApiServer, tmp_path: Path) -> None:
-    crds.ok("apply", "-f", str(_nodepool(tmp_path, "pool")))
+def test_transition_rules_keep_the_node_class_reference(
+    karpenter_crds: Kubectl, server: ApiServer, tmp_path: Path
+) -> None:
+    karpenter_crds.ok("apply", "-f", str(_nodepool(tmp_path, "pool")))
     elsewhere = _nodepool(tmp_path, "pool", group="example.com")
 
-    dry = crds("apply", "--dry-run=server", "-f", str(elsewhere))
-    refused = crds("apply", "-f", str(elsewhere))
+    dry = karpenter_crds("apply", "--dry-run=server", "-f", str(elsewhere))
+    refused = karpenter_crds("apply", "-f", str(elsewhere))
 
     for answer in (dry, refused):
         assert answer.code == 1
@@ -149,11 +138,11 @@ def test_transition_rules_keep_the_node_class_reference(crds: Kubectl, server: A
     assert pool["spec"]["template"]["spec"]["nodeClassRef"]["group"] == "karpenter.k8s.aws"
     # The same reference with another requirement is an ordinary update.
     changed = _nodepool(tmp_path, "pool", ON_DEMAND.replace("on-demand", "spot"))
-    assert crds.ok("apply", "-f", str(changed)).out.strip() == "nodepool.karpenter.sh/pool configured"
+    assert karpenter_crds.ok("apply", "-f", str(changed)).out.strip() == "nodepool.karpenter.sh/pool configured"
 
 
 def test_an_ec2nodeclass_names_one_identity_and_keeps_its_kind(
-    crds: Kubectl, server: ApiServer, tmp_path: Path
+    karpenter_crds: Kubectl, server: ApiServer, tmp_path: Path
 ) -> None:
     alias = "  amiSelectorTerms: [{alias: al2023@latest}]\n" + SUBNETS
     both = _nodeclass(tmp_path, "both", alias + "  role: KarpenterNodeRole\n  instanceProfile: KarpenterNodeProfile\n")
@@ -163,10 +152,10 @@ def test_an_ec2nodeclass_names_one_identity_and_keeps_its_kind(
     )
 
     for path in (both, neither):
-        refused = crds("apply", "-f", str(path))
+        refused = karpenter_crds("apply", "-f", str(path))
         assert refused.code == 1
         assert "spec: Invalid value: \"object\": must specify exactly one of ['role', 'instanceProfile']" in refused.err
-    refused = crds("apply", "-f", str(no_family))
+    refused = karpenter_crds("apply", "-f", str(no_family))
     assert refused.code == 1
     assert (
         'spec: Invalid value: "object": amiFamily must be set if amiSelectorTerms does not contain an alias'
@@ -174,8 +163,10 @@ def test_an_ec2nodeclass_names_one_identity_and_keeps_its_kind(
     )
     assert server.custom_objects("karpenter.k8s.aws", "v1", "ec2nodeclasses") == []
 
-    crds.ok("apply", "-f", str(_nodeclass(tmp_path, "nc", alias + "  instanceProfile: KarpenterNodeProfile\n")))
-    to_role = crds("apply", "-f", str(_nodeclass(tmp_path, "nc", alias + "  role: KarpenterNodeRole\n")))
+    karpenter_crds.ok(
+        "apply", "-f", str(_nodeclass(tmp_path, "nc", alias + "  instanceProfile: KarpenterNodeProfile\n"))
+    )
+    to_role = karpenter_crds("apply", "-f", str(_nodeclass(tmp_path, "nc", alias + "  role: KarpenterNodeRole\n")))
     assert to_role.code == 1
     assert "changing from 'instanceProfile' to 'role' is not supported" in to_role.err
     (stored,) = server.custom_objects("karpenter.k8s.aws", "v1", "ec2nodeclasses")

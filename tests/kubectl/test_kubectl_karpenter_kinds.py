@@ -132,14 +132,8 @@ def test_only_nodewrights_crds_leave_karpenters_kinds_unserved(kubectl: Kubectl)
     assert 'no matches for kind "NodePool" in version "karpenter.sh/v1"' in refused.err
 
 
-def test_replace_and_server_dry_run_of_a_nodepool(kubectl: Kubectl, server: ApiServer, tmp_path: Path) -> None:
-    kubectl.ok(
-        "apply",
-        "-f",
-        str(CRDS / "karpenter.sh_nodepools.yaml"),
-        "-f",
-        str(CRDS / "karpenter.k8s.aws_ec2nodeclasses.yaml"),
-    )
+def test_replace_and_server_dry_run_of_a_nodepool(karpenter_crds: Kubectl, server: ApiServer, tmp_path: Path) -> None:
+    kubectl = karpenter_crds
     kubectl.ok("apply", "-f", str(EXAMPLES / "gpu.yaml"))
     before = kubectl.ok("get", "nodepools.karpenter.sh", "gpu", "-o", "json").out
 
