@@ -124,9 +124,18 @@ class ZonedWorld(ConsolidationWorld):
         consolidator_handler.handler({}, Context("consolidator", seconds))
         self.tick(5)
 
-    def zoned(self, name: str, zone: str, pods: int, *, instance_type: str = "m5.xlarge", pinned: bool = False) -> None:
-        """A registered on-demand node of NodePool default in `zone` with `pods` pods of 500m
-        (`pinned`: with a node selector on that zone)."""
+    def zoned(
+        self,
+        name: str,
+        zone: str,
+        pods: int,
+        *,
+        instance_type: str = "m5.xlarge",
+        pinned: bool = False,
+        capacity_type: str = "on-demand",
+    ) -> None:
+        """A registered node (on-demand unless told) of NodePool default in `zone` with `pods`
+        pods of 500m (`pinned`: with a node selector on that zone)."""
         running_node(
             self.cluster,
             self.cloud,
@@ -136,6 +145,7 @@ class ZonedWorld(ConsolidationWorld):
             instance_type=instance_type,
             zone=zone,
             launched_at=START - 3600,
+            capacity_type=capacity_type,
         )
         for i in range(pods):
             selector = {wk.ZONE: zone} if pinned else None
@@ -336,3 +346,45 @@ def test_free_pods_are_planned_apart_from_zone_spread_pods_so_their_nodes_even_o
     assert sum(TYPES_BY_NAME[c.instance_type].capacity[CPU] for c in claims if c.nodepool == "first") <= 40_000
     assert sum(c.price for c in claims) <= 0.912 + 1e-9  # the one-step plan's price
     assert world.cluster.lost_pods() == []
+
+
+def lopsided_by_three(world: ZonedWorld) -> None:
+    """Three full nodes in zone a (free pods), one full node each in b and c (pods pinned there):
+    a skew of two nodes. Every node is a spot m5.xlarge holding seven 500m pods, the cheapest
+    offering that holds them (every zone priced alike), and no other node has room: there is
+    nothing for consolidation to save.
+    """
+    for i in range(3):
+        world.zoned(f"a-{i}", "us-east-1a", 7, capacity_type="spot")
+    world.zoned("b-1", "us-east-1b", 7, pinned=True, capacity_type="spot")
+    world.zoned("c-1", "us-east-1c", 7, pinned=True, capacity_type="spot")
+
+
+def test_the_consolidator_moves_a_node_out_of_the_fullest_zone_of_a_pool_over_its_balance() -> None:
+    # The NodePool got lopsided by what zone balance cannot steer (here: placed so). A pass with
+    # nothing to save moves one of zone a's nodes to a lighter zone: its replacement, pinned
+    # there, launches first, then the node is drained and deleted. One move brings the skew
+    # within the bound; then nothing more moves.
+    world = ZonedWorld(pools=(BALANCED,))
+    lopsided_by_three(world)
+    world.consolidate_through_handler(600)
+    assert sorted(world.zones().values()) == [1, 2, 2]
+    assert world.zones()["us-east-1a"] == 2
+    moves = [d for d in world.observer.of("disruption") if d["method"] == "zone-rebalance"]
+    assert len(moves) == 1
+    assert "fullest zone (us-east-1a=3 us-east-1b=1 us-east-1c=1)" in str(moves[0]["detail"])
+    assert world.cluster.lost_pods() == []
+    assert all(p.node_name for p in world.workload_pods())
+    # The replacement was pinned to the lighter zone it launched in, for no more than the node cost.
+    [new] = [c for c in world.store.claims() if c.created_at > START]
+    assert new.zone in ("us-east-1b", "us-east-1c")
+    assert new.requirements[wk.ZONE].values == frozenset({new.zone})
+    assert new.price <= 0.08
+
+
+def test_without_zone_balance_the_lopsided_pool_is_left_alone() -> None:
+    world = ZonedWorld()
+    lopsided_by_three(world)
+    world.consolidate_through_handler(600)
+    assert world.zones() == {"us-east-1a": 3, "us-east-1b": 1, "us-east-1c": 1}
+    assert world.observer.of("disruption") == []

@@ -72,6 +72,18 @@ def ordered(candidates: Sequence[Candidate]) -> list[Candidate]:
     return sorted(candidates, key=lambda c: (c.order_key[0], -c.price, c.name))
 
 
+def fullest_first(view: ClusterView, candidates: Sequence[Candidate]) -> list[Candidate]:
+    """`candidates` with the nodes of zone-balanced NodePools from their fullest zones first (in
+    their order otherwise): what drift and DaemonSet overflow replace happens whatever the zones,
+    and a node they take from the fullest zone evens them out where one from the emptiest would
+    tip them further. Unchanged without a zone-balanced NodePool.
+    """
+    zones = ZoneLoads.for_disruption(view.inp)
+    if not zones:
+        return list(candidates)
+    return sorted(candidates, key=lambda c: -zones.excess(c.node))
+
+
 def repacking_orders(candidates: Sequence[Candidate]) -> list[list[Candidate]]:
     """The other orders many-to-many searches (beyond Karpenter's one): least loaded first (what
     is left when the load falls), and smallest first, least loaded among equals (many small nodes
