@@ -2,18 +2,19 @@
 the NodePool is over its `nodewright.io/zone-balance` bound (`engine/zonebalance.py`). Beyond
 Karpenter (#7311). Pure.
 
-Provisioning pins each new claim where the bound holds, and the other methods never take a
+Provisioning pins each new claim where the bound holds, and consolidation never takes a
 NodePool further past it; but pods tied to zones (a zone-keyed `DoNotSchedule` spread), a
 standby buffer replaced whole, interruptions and drift-like replacements (which happen whatever
 the zones) still leave it lopsided, and nothing brought it back: scale-in emptied the light zones
 as often as the full ones. When no other method found a command, this one takes, of the
 NodePool's nodes in its fullest zone, the first (in consolidation's order, past
-`consolidateAfter`, within the "Underutilized" budgets; PodDisruptionBudgets and do-not-disrupt
-hold it as any budgeted move) whose pods all find a home on the other nodes or on new nodes pinned
-to the lighter zones (`ZoneLoads.evens`: the NodePool comes out more even, no balanced NodePool
-more lopsided), for at most REBALANCE_PREMIUM more an hour than the node costs; each new node's
-options are cut to what keeps that. At most REBALANCE_TRIES nodes are tried (one solve each)
-a pass.
+`consolidateAfter`, within the "Drifted" budgets; PodDisruptionBudgets and do-not-disrupt hold it
+as any budgeted move) whose pods all find a home on the other nodes or on new nodes pinned to the
+lighter zones (`ZoneLoads.evens`: the NodePool comes out more even, no balanced NodePool more
+lopsided), for at most REBALANCE_PREMIUM more an hour than the node costs; each new node's options
+are cut to what keeps that. At most REBALANCE_TRIES nodes are tried (one solve each) a pass.
+The move is the zone balance's own, so it is made whatever the consolidation policy (a
+`WhenEmpty` NodePool's nodes too); `consolidateAfter: Never` or a "Drifted" budget of 0 stops it.
 """
 
 from __future__ import annotations
@@ -21,22 +22,17 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
-from nodewright.engine.disruption.consolidation import EPSILON, UNDERUTILIZED, option_price
-from nodewright.engine.disruption.methods.shared import (
-    UNDERUTILIZED_POLICIES,
-    note,
-    ordered,
-    recheck,
-    still_settled,
-    waiting,
-    within_budget,
-)
+from nodewright.engine.disruption.consolidation import EPSILON, option_price
+from nodewright.engine.disruption.methods.shared import note, ordered, recheck, waiting, within_budget
 from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
 from nodewright.engine.disruption.types import Command, DisruptionInput
 from nodewright.engine.scheduling import SchedulingResult
 from nodewright.engine.zonebalance import ZoneLoads
 
 ZONE_REBALANCE = "zone-rebalance"
+# The budget reason: like a node whose DaemonSets no longer fit it, a node in a zone its NodePool
+# would not launch it in now is no longer what the NodePool asks for.
+DRIFTED = "Drifted"
 # Nodes tried (each one solve) per pass.
 REBALANCE_TRIES = 4
 # What the new nodes may cost above the node they replace, as a fraction of its price.
@@ -48,7 +44,7 @@ class ZoneRebalance:
     """The zone-rebalance method (see the module docstring)."""
 
     name = ZONE_REBALANCE
-    reason = UNDERUTILIZED
+    reason = DRIFTED
     budgeted = True
 
     def compute(self, view: ClusterView, sim: Simulator, why: dict[str, str]) -> Command | None:
@@ -64,12 +60,10 @@ class ZoneRebalance:
             if c.pods
             and c.pool.name in over
             and c.pool.replicas is None
-            and c.pool.disruption.consolidation_policy in UNDERUTILIZED_POLICIES
             and not waiting(c, now)
             and zones.in_fullest(c.node)
         ]
-        # Budget notes are consolidation's to give (these nodes are its candidates too).
-        kept = within_budget(ordered(found), view.quotas(self.reason), self.reason, {})
+        kept = within_budget(ordered(found), view.quotas(self.reason), self.reason, why)
         for c in kept[:REBALANCE_TRIES]:
             command, reason = _move(c, sim.run([c]), zones, view.inp)
             if command is not None:
@@ -78,12 +72,12 @@ class ZoneRebalance:
         return None
 
     def still_holds(self, command: Command, view: ClusterView, cache: DisruptionCache | None) -> str | None:
-        """Stale when the shared re-check fails, a candidate's NodePool no longer consolidates
-        underutilized nodes or its `consolidateAfter` has not passed, or the move no longer evens
-        the zones out within the premium with no more new nodes than planned.
+        """Stale when the shared re-check fails, a candidate's `consolidateAfter` has not passed,
+        or the move no longer evens the zones out within the premium with no more new nodes than
+        planned.
         """
         candidates, stale = recheck(command, view)
-        stale = stale or still_settled(candidates, UNDERUTILIZED_POLICIES, view.inp.now)
+        stale = stale or next((w for c in candidates if (w := waiting(c, view.inp.now))), None)
         if stale:
             return stale
         zones = ZoneLoads.for_disruption(view.inp, keep=frozenset(command.candidates))
@@ -129,7 +123,7 @@ def _move(c: Candidate, result: SchedulingResult, zones: ZoneLoads, inp: Disrupt
     where = ", ".join(f"{r.instance_type.name} in {r.offering.zone}" for r in replacements) or "the other nodes"
     return Command(
         method=ZONE_REBALANCE,
-        reason=UNDERUTILIZED,
+        reason=DRIFTED,
         candidates=(c.name,),
         replacements=replacements,
         savings=c.price - new,

@@ -183,7 +183,11 @@ def replace_first(
     """Replace the first of `candidates` whose pods all find a home, by what that takes (placed
     where a zone-balanced NodePool's zones stay even); `because[node]` says why in the command's
     detail, `noted[node]` (default `because`) in the note of a node whose pods would be stranded.
+    In a zone-balanced NodePool, the first whose replacement keeps its zones even goes first;
+    when none does, the first of them still goes (these replacements happen whatever the zones).
     """
+    zones = ZoneLoads.for_disruption(view.inp)
+    fallback: Command | None = None
     for c in candidates:
         result = sim.run([c])
         if result.unschedulable:
@@ -191,9 +195,9 @@ def replace_first(
             said = (noted or because)[c.name]
             note(why, c.name, f"{said}, but pod {key} would have nowhere to go: {problem}")
             continue
-        replacements, _ = ZoneLoads.for_disruption(view.inp).judge([c.node], result.claims)
+        replacements, unbalanced = zones.judge([c.node], result.claims)
         new = sum(r.price for r in replacements)
-        return Command(
+        command = Command(
             method=method,
             reason=reason,
             candidates=(c.name,),
@@ -202,4 +206,7 @@ def replace_first(
             detail=f"replace {c.describe()}: {because[c.name]}; {len(replacements)} replacement(s) at ${new:.4f}/h",
             pods=tuple(sorted(p.key for p in c.pods)),
         )
-    return None
+        if not unbalanced:
+            return command
+        fallback = fallback or command
+    return fallback
