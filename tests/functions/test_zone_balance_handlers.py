@@ -30,7 +30,7 @@ from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
-from nodewright.model.nodepool import NodePool, ZoneBalance
+from nodewright.model.nodepool import Budget, Disruption, NodePool, ZoneBalance
 from nodewright.model.pod import SpreadConstraint
 from nodewright.model.resources import CPU
 from nodewright.model.selectors import LabelSelector
@@ -382,9 +382,36 @@ def test_the_consolidator_moves_a_node_out_of_the_fullest_zone_of_a_pool_over_it
     assert new.price <= 0.08
 
 
-def test_without_zone_balance_the_lopsided_pool_is_left_alone() -> None:
-    world = ZonedWorld()
+@pytest.mark.parametrize(
+    ("pool", "moved"),
+    [
+        pytest.param(node_pool(), False, id="no-zone-balance"),
+        pytest.param(
+            node_pool(zone_balance=ZoneBalance("nodes", 1.0), disruption=Disruption(consolidate_after=None)),
+            False,
+            id="consolidate-after-never",
+        ),
+        pytest.param(
+            node_pool(zone_balance=ZoneBalance("nodes", 1.0), disruption=Disruption(budgets=(Budget(nodes="0"),))),
+            False,
+            id="no-budget",
+        ),
+        pytest.param(
+            node_pool(zone_balance=ZoneBalance("nodes", 1.0), disruption=Disruption(consolidation_policy="WhenEmpty")),
+            True,
+            id="when-empty-still-balanced",
+        ),
+    ],
+)
+def test_what_turns_the_re_balancing_move_off(pool: NodePool, moved: bool) -> None:
+    # The move is the zone balance's own: a WhenEmpty NodePool that asked for balance gets it;
+    # without the setting, with consolidateAfter Never, or with no budget left, nothing moves.
+    world = ZonedWorld(pools=(pool,))
     lopsided_by_three(world)
     world.consolidate_through_handler(600)
-    assert world.zones() == {"us-east-1a": 3, "us-east-1b": 1, "us-east-1c": 1}
-    assert world.observer.of("disruption") == []
+    if moved:
+        assert sorted(world.zones().values()) == [1, 2, 2]
+        assert world.cluster.lost_pods() == []
+    else:
+        assert world.zones() == {"us-east-1a": 3, "us-east-1b": 1, "us-east-1c": 1}
+        assert world.observer.of("disruption") == []
