@@ -228,6 +228,24 @@ def test_emptiness_keeps_an_empty_node_whose_deletion_would_unbalance_the_zones(
     assert "unbalance NodePool default's zones (us-east-1a=0 us-east-1b=2 us-east-1c=2" in reasons["a-1"]
 
 
+def test_emptiness_spends_a_small_budget_on_the_fullest_zones_empty_nodes_first() -> None:
+    # One empty node in zone b (n-1, first by name) and one in zone a (n-2), a budget of one
+    # node: taking n-1 first would tip the zones to 3/1/2 and be refused at every pass, so
+    # neither would go. Taken from the fullest zone first, both go, one pass after the other.
+    pool = node_pool(zone_balance=ZoneBalance("nodes", 1.0), disruption=Disruption(budgets=(Budget(nodes="1"),)))
+    world = ZonedWorld(pools=(pool,))
+    world.zoned("n-1", "us-east-1b", 0, capacity_type="spot")
+    world.zoned("n-2", "us-east-1a", 0, capacity_type="spot")
+    for name, zone in (("n-3", "us-east-1a"), ("n-4", "us-east-1a"), ("n-5", "us-east-1b")):
+        world.zoned(name, zone, 7, pinned=True, capacity_type="spot")
+    for name in ("n-6", "n-7"):
+        world.zoned(name, "us-east-1c", 7, pinned=True, capacity_type="spot")
+    world.consolidate_through_handler(240)
+    assert world.cluster.get_node("n-2") is None
+    assert world.cluster.get_node("n-1") is None
+    assert world.zones() == {"us-east-1a": 2, "us-east-1b": 1, "us-east-1c": 2}
+
+
 def test_without_zone_balance_the_same_empty_node_is_deleted() -> None:
     world = ZonedWorld()
     world.zoned("a-1", "us-east-1a", 0)
