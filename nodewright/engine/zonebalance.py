@@ -311,6 +311,29 @@ class ZoneLoads:
         """
         if not self.pools:
             return tuple(claims), ""
+        pinned, _, reason = self._move(removed, claims)
+        return pinned, reason
+
+    def evens(self, removed: Sequence[Node], claims: Sequence[PlannedClaim]) -> tuple[tuple[PlannedClaim, ...], str]:
+        """Removing `removed` and launching `claims` to even out the zones (the consolidator's
+        re-balancing move): the claims pinned, and '' when a NodePool over its bound comes out
+        more even (the sum of its zones' squared loads falls; each such move lowers it, so moves
+        cannot cycle) and no balanced NodePool the move touches ends more lopsided than now (as
+        `judge`), else why not. Leaves `self` unchanged.
+        """
+        pinned, after, reason = self._move(removed, claims)
+        if reason:
+            return pinned, reason
+        for name, entry in sorted(after.pools.items()):
+            was = self.pools[name].load
+            if skew(was) > entry.balance.max_skew + EPSILON and _squares(entry.load) < _squares(was) - EPSILON:
+                return pinned, ""
+        return pinned, "would not even out the zones of a NodePool over its zone balance"
+
+    def _move(
+        self, removed: Sequence[Node], claims: Sequence[PlannedClaim]
+    ) -> tuple[tuple[PlannedClaim, ...], ZoneLoads, str]:
+        """The claims pinned, the loads after the move, and why it unbalances a NodePool ('' if not)."""
         before = {name: skew(entry.load) for name, entry in self.pools.items()}
         after = self.copy()
         after.remove(removed)
@@ -320,11 +343,40 @@ class ZoneLoads:
             entry = after.pools[name]
             now = skew(entry.load)
             if now > max(entry.balance.max_skew, before[name]) + EPSILON:
-                return pinned, (
-                    f"would unbalance NodePool {name}'s zones ({describe(entry.load)}: a skew of {now:g} "
-                    f"{entry.balance.by}, over its zone balance of {entry.balance.max_skew:g})"
+                return (
+                    pinned,
+                    after,
+                    (
+                        f"would unbalance NodePool {name}'s zones ({describe(entry.load)}: a skew of {now:g} "
+                        f"{entry.balance.by}, over its zone balance of {entry.balance.max_skew:g})"
+                    ),
                 )
-        return pinned, ""
+        return pinned, after, ""
+
+    def over(self) -> frozenset[str]:
+        """The balanced NodePools whose skew is over their bound now."""
+        return frozenset(name for name, e in self.pools.items() if skew(e.load) > e.balance.max_skew + EPSILON)
+
+    def excess(self, node: Node) -> float:
+        """How much more the node's zone holds than its NodePool's least loaded zone (0 for a
+        node of a NodePool that is not balanced): the fullest zones' nodes have the most.
+        """
+        entry = self.pools.get(node.nodepool)
+        if entry is None or not entry.load:
+            return 0.0
+        return entry.load.get(node.labels.get(wk.ZONE, ""), 0.0) - min(entry.load.values())
+
+    def in_fullest(self, node: Node) -> bool:
+        """Whether the node is in one of its balanced NodePool's fullest zones (and it has two or more)."""
+        entry = self.pools.get(node.nodepool)
+        if entry is None or len(entry.load) < 2:
+            return False
+        return self.excess(node) >= skew(entry.load) - EPSILON
+
+    def describe_pool(self, name: str) -> str:
+        """`a=3 b=1 c=2` for a balanced NodePool ('' for another)."""
+        entry = self.pools.get(name)
+        return describe(entry.load) if entry is not None else ""
 
     def deletable(self, nodes: Sequence[Node]) -> tuple[list[int], dict[int, str]]:
         """Of `nodes` (to delete, in order), the indexes whose deletion together keeps every
@@ -480,6 +532,11 @@ def _mixed_and_over(after: ZoneLoads, claims: Sequence[PlannedClaim]) -> bool:
     """
     over = {name for name, entry in after.pools.items() if skew(entry.load) > entry.balance.max_skew + EPSILON}
     return any(c.nodepool in over and any(tied(p) for p in c.pods) and not all(tied(p) for p in c.pods) for c in claims)
+
+
+def _squares(load: Mapping[str, float]) -> float:
+    """The sum of the zones' squared loads: lower is more even for the same total."""
+    return sum(v * v for v in load.values())
 
 
 def _excess(after: ZoneLoads) -> float:

@@ -12,7 +12,8 @@ nodes, the explanations, and that no pod is lost and no PodDisruptionBudget brok
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import collections
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -20,9 +21,11 @@ from bench.harness.cluster_actors import pdb
 from nodewright.controllers.explain import Sources, event_rows, explain_node, explain_pod
 from nodewright.controllers.provisionoptions import pool_capacities
 from nodewright.engine.daemonfit import OVERFLOW
+from nodewright.engine.zonebalance import leaving
 from nodewright.model import labels as wk
+from nodewright.model.nodepool import Budget, Disruption, ZoneBalance
 from nodewright.model.workloads import DaemonSet
-from tests.builders import node_pool, pod
+from tests.builders import ZONES, node_pool, pod
 from tests.controllers.test_provisioning import FixedCatalog
 from tests.functions.test_zone_balance_handlers import ZonedWorld
 
@@ -129,3 +132,49 @@ def test_ignore_is_karpenters_behaviour_no_event_and_no_replacement() -> None:
     assert len(world.waiting()) == 3
     assert not [e for e in world.cluster.events() if e.event.reason == OVERFLOW]
     assert not world.observer.of("daemonset-overflow")
+
+
+@dataclass
+class BalancedDaemonWorld(DaemonWorld):
+    """DaemonWorld whose NodePool is zone-balanced (`nodes:1`), with the skew of its nodes that
+    are not leaving sampled every second."""
+
+    skews: list[int] = field(default_factory=list)
+
+    def tick(self, seconds: float) -> None:
+        for _ in range(int(seconds)):
+            super().tick(1)
+            counted = collections.Counter(
+                n.labels.get(wk.ZONE, "") for n in self.cluster.nodes() if not leaving(n) and n.nodepool == "default"
+            )
+            per_zone = [counted.get(z, 0) for z in ZONES]
+            self.skews.append(max(per_zone) - min(per_zone))
+
+
+def test_replace_in_a_zone_balanced_pool_takes_the_fullest_zones_nodes_first() -> None:
+    # Four packed nodes, two in zone a: n-1 (b) and n-2 (c) come first by name. The first
+    # replacement is a node large enough to take the next overflowing node's pods as well, so
+    # that one is deleted, not replaced: taken from b or c it would leave the zones at 2/1/0.
+    # Taken from the fullest zone first (or, when its deletion would tip them, the next whose
+    # move keeps them even), the NodePool stays within its bound throughout.
+    on_demand = [{"key": wk.CAPACITY_TYPE, "operator": "In", "values": ["on-demand"]}]
+    pool = node_pool(
+        requirements=on_demand,
+        daemon_overflow="Replace",
+        zone_balance=ZoneBalance("nodes", 1.0),
+        disruption=Disruption(budgets=(Budget(nodes="1"),)),
+    )
+    world = BalancedDaemonWorld(pools=(pool,))
+    for name, zone in (("n-1", "us-east-1b"), ("n-2", "us-east-1c"), ("n-3", "us-east-1a"), ("n-4", "us-east-1a")):
+        world.zoned(name, zone, 7)
+    world.cluster.add_daemonset(SHIPPER)
+    world.cluster.reconcile_daemonsets()
+    assert len(world.waiting()) == 4
+
+    world.consolidate_through_handler(1800)
+
+    assert world.waiting() == []
+    assert world.cluster.lost_pods() == []
+    assert all(p.node_name for p in world.workload_pods())
+    assert any(d["method"] == "daemonset-overflow" for d in world.observer.of("disruption-done"))
+    assert max(world.skews) <= 1

@@ -30,7 +30,7 @@ from nodewright.controllers.provisioning import Provisioner
 from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.model import labels as wk
 from nodewright.model.instancetype import InstanceType
-from nodewright.model.nodepool import NodePool, ZoneBalance
+from nodewright.model.nodepool import Budget, Disruption, NodePool, ZoneBalance
 from nodewright.model.pod import SpreadConstraint
 from nodewright.model.resources import CPU
 from nodewright.model.selectors import LabelSelector
@@ -124,9 +124,18 @@ class ZonedWorld(ConsolidationWorld):
         consolidator_handler.handler({}, Context("consolidator", seconds))
         self.tick(5)
 
-    def zoned(self, name: str, zone: str, pods: int, *, instance_type: str = "m5.xlarge", pinned: bool = False) -> None:
-        """A registered on-demand node of NodePool default in `zone` with `pods` pods of 500m
-        (`pinned`: with a node selector on that zone)."""
+    def zoned(
+        self,
+        name: str,
+        zone: str,
+        pods: int,
+        *,
+        instance_type: str = "m5.xlarge",
+        pinned: bool = False,
+        capacity_type: str = "on-demand",
+    ) -> None:
+        """A registered node (on-demand unless told) of NodePool default in `zone` with `pods`
+        pods of 500m (`pinned`: with a node selector on that zone)."""
         running_node(
             self.cluster,
             self.cloud,
@@ -136,6 +145,7 @@ class ZonedWorld(ConsolidationWorld):
             instance_type=instance_type,
             zone=zone,
             launched_at=START - 3600,
+            capacity_type=capacity_type,
         )
         for i in range(pods):
             selector = {wk.ZONE: zone} if pinned else None
@@ -216,6 +226,24 @@ def test_emptiness_keeps_an_empty_node_whose_deletion_would_unbalance_the_zones(
     assert world.zones() == {"us-east-1a": 1, "us-east-1b": 2, "us-east-1c": 2}
     reasons = {d["node"]: str(d["reason"]) for d in world.observer.of("disruption-rejected")}
     assert "unbalance NodePool default's zones (us-east-1a=0 us-east-1b=2 us-east-1c=2" in reasons["a-1"]
+
+
+def test_emptiness_spends_a_small_budget_on_the_fullest_zones_empty_nodes_first() -> None:
+    # One empty node in zone b (n-1, first by name) and one in zone a (n-2), a budget of one
+    # node: taking n-1 first would tip the zones to 3/1/2 and be refused at every pass, so
+    # neither would go. Taken from the fullest zone first, both go, one pass after the other.
+    pool = node_pool(zone_balance=ZoneBalance("nodes", 1.0), disruption=Disruption(budgets=(Budget(nodes="1"),)))
+    world = ZonedWorld(pools=(pool,))
+    world.zoned("n-1", "us-east-1b", 0, capacity_type="spot")
+    world.zoned("n-2", "us-east-1a", 0, capacity_type="spot")
+    for name, zone in (("n-3", "us-east-1a"), ("n-4", "us-east-1a"), ("n-5", "us-east-1b")):
+        world.zoned(name, zone, 7, pinned=True, capacity_type="spot")
+    for name in ("n-6", "n-7"):
+        world.zoned(name, "us-east-1c", 7, pinned=True, capacity_type="spot")
+    world.consolidate_through_handler(240)
+    assert world.cluster.get_node("n-2") is None
+    assert world.cluster.get_node("n-1") is None
+    assert world.zones() == {"us-east-1a": 2, "us-east-1b": 1, "us-east-1c": 2}
 
 
 def test_without_zone_balance_the_same_empty_node_is_deleted() -> None:
@@ -336,3 +364,72 @@ def test_free_pods_are_planned_apart_from_zone_spread_pods_so_their_nodes_even_o
     assert sum(TYPES_BY_NAME[c.instance_type].capacity[CPU] for c in claims if c.nodepool == "first") <= 40_000
     assert sum(c.price for c in claims) <= 0.912 + 1e-9  # the one-step plan's price
     assert world.cluster.lost_pods() == []
+
+
+def lopsided_by_three(world: ZonedWorld) -> None:
+    """Three full nodes in zone a (free pods), one full node each in b and c (pods pinned there):
+    a skew of two nodes. Every node is a spot m5.xlarge holding seven 500m pods, the cheapest
+    offering that holds them (every zone priced alike), and no other node has room: there is
+    nothing for consolidation to save.
+    """
+    for i in range(3):
+        world.zoned(f"a-{i}", "us-east-1a", 7, capacity_type="spot")
+    world.zoned("b-1", "us-east-1b", 7, pinned=True, capacity_type="spot")
+    world.zoned("c-1", "us-east-1c", 7, pinned=True, capacity_type="spot")
+
+
+def test_the_consolidator_moves_a_node_out_of_the_fullest_zone_of_a_pool_over_its_balance() -> None:
+    # The NodePool got lopsided by what zone balance cannot steer (here: placed so). A pass with
+    # nothing to save moves one of zone a's nodes to a lighter zone: its replacement, pinned
+    # there, launches first, then the node is drained and deleted. One move brings the skew
+    # within the bound; then nothing more moves.
+    world = ZonedWorld(pools=(BALANCED,))
+    lopsided_by_three(world)
+    world.consolidate_through_handler(600)
+    assert sorted(world.zones().values()) == [1, 2, 2]
+    assert world.zones()["us-east-1a"] == 2
+    moves = [d for d in world.observer.of("disruption") if d["method"] == "zone-rebalance"]
+    assert len(moves) == 1
+    assert "fullest zone (us-east-1a=3 us-east-1b=1 us-east-1c=1)" in str(moves[0]["detail"])
+    assert world.cluster.lost_pods() == []
+    assert all(p.node_name for p in world.workload_pods())
+    # The replacement was pinned to the lighter zone it launched in, for no more than the node cost.
+    [new] = [c for c in world.store.claims() if c.created_at > START]
+    assert new.zone in ("us-east-1b", "us-east-1c")
+    assert new.requirements[wk.ZONE].values == frozenset({new.zone})
+    assert new.price <= 0.08
+
+
+@pytest.mark.parametrize(
+    ("pool", "moved"),
+    [
+        pytest.param(node_pool(), False, id="no-zone-balance"),
+        pytest.param(
+            node_pool(zone_balance=ZoneBalance("nodes", 1.0), disruption=Disruption(consolidate_after=None)),
+            False,
+            id="consolidate-after-never",
+        ),
+        pytest.param(
+            node_pool(zone_balance=ZoneBalance("nodes", 1.0), disruption=Disruption(budgets=(Budget(nodes="0"),))),
+            False,
+            id="no-budget",
+        ),
+        pytest.param(
+            node_pool(zone_balance=ZoneBalance("nodes", 1.0), disruption=Disruption(consolidation_policy="WhenEmpty")),
+            True,
+            id="when-empty-still-balanced",
+        ),
+    ],
+)
+def test_what_turns_the_re_balancing_move_off(pool: NodePool, moved: bool) -> None:
+    # The move is the zone balance's own: a WhenEmpty NodePool that asked for balance gets it;
+    # without the setting, with consolidateAfter Never, or with no budget left, nothing moves.
+    world = ZonedWorld(pools=(pool,))
+    lopsided_by_three(world)
+    world.consolidate_through_handler(600)
+    if moved:
+        assert sorted(world.zones().values()) == [1, 2, 2]
+        assert world.cluster.lost_pods() == []
+    else:
+        assert world.zones() == {"us-east-1a": 3, "us-east-1b": 1, "us-east-1c": 1}
+        assert world.observer.of("disruption") == []

@@ -158,7 +158,7 @@ def evaluate(
             or (
                 it.name not in banned
                 and (not bound or allowed(bound, claim.nodepool, it))
-                and (price := _option_price(it, claim.requirements, blocked, capacity_type)) is not None
+                and (price := option_price(it, claim.requirements, blocked, capacity_type)) is not None
                 and price < limit - EPSILON
             )
         )
@@ -236,7 +236,7 @@ def _weighed(candidates: Sequence[Candidate], new_nodes: int, options: Disruptio
     return out
 
 
-def _option_price(
+def option_price(
     it: InstanceType, requirements: Requirements, blocked: frozenset[OfferingKey], capacity_type: str
 ) -> float | None:
     """What launching `it` for a claim planned on `capacity_type` may cost: on-demand fleets take

@@ -21,6 +21,7 @@ def test_every_method_has_its_own_name_and_a_budget_reason() -> None:
         "drift",
         "daemonset-overflow",
         "consolidation",
+        "zone-rebalance",
     ]
     assert {m.name: m.reason for m in METHODS} == {
         "static-scale-down": "Overprovisioned",
@@ -31,6 +32,7 @@ def test_every_method_has_its_own_name_and_a_budget_reason() -> None:
         "drift": "Drifted",
         "daemonset-overflow": "Drifted",
         "consolidation": "Underutilized",
+        "zone-rebalance": "Drifted",
     }
     assert [m.name for m in METHODS if not m.budgeted] == ["repair", "expiration"]
 

@@ -10,6 +10,8 @@ yields a command wins), as Karpenter's `Method` interface (pkg/controllers/disru
     daemonset-overflow DaemonSetOverflow nodes whose DaemonSet pods no longer fit (NodePools
                                         annotated daemonset-overflow: Replace; beyond Karpenter)
     consolidation      Consolidation    underutilized nodes: delete, or replace by cheaper ones
+    zone-rebalance     ZoneRebalance    a node out of the fullest zone of a zone-balanced NodePool
+                                        over its bound (beyond Karpenter)
 
 Static NodePools' methods come first: cheap to decide, and their nodes are no other method's to
 take. Each method names itself (`name`, the command's `method`), the budget reason its commands
@@ -30,6 +32,7 @@ from nodewright.engine.disruption.methods.daemonfit import DaemonSetOverflow
 from nodewright.engine.disruption.methods.drift import Drift
 from nodewright.engine.disruption.methods.emptiness import Emptiness
 from nodewright.engine.disruption.methods.expiration import Expiration
+from nodewright.engine.disruption.methods.rebalance import ZoneRebalance
 from nodewright.engine.disruption.methods.repair import Repair
 from nodewright.engine.disruption.methods.static_replace import StaticReplace
 from nodewright.engine.disruption.methods.static_scale_down import StaticScaleDown
@@ -75,5 +78,6 @@ METHODS: tuple[Method, ...] = (
     Drift(),
     DaemonSetOverflow(),
     Consolidation(),
+    ZoneRebalance(),
 )
 BY_NAME = MappingProxyType({m.name: m for m in METHODS})

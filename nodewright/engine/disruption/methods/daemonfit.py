@@ -11,7 +11,13 @@ from dataclasses import dataclass
 
 from nodewright.engine.daemonfit import overflows
 from nodewright.engine.disruption.candidates import ClusterView
-from nodewright.engine.disruption.methods.shared import ordered, recheck, replace_first, within_budget
+from nodewright.engine.disruption.methods.shared import (
+    fullest_first,
+    ordered,
+    recheck,
+    replace_first,
+    within_budget,
+)
 from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
 from nodewright.engine.disruption.types import Command
 
@@ -33,7 +39,9 @@ class DaemonSetOverflow:
         if not found:
             return None
         candidates = [c for c in view.eligible() if c.name in found and c.pool.replicas is None]
-        kept = within_budget(ordered(candidates), view.quotas(self.reason), self.reason, why, view.blockers)
+        kept = within_budget(
+            fullest_first(view, ordered(candidates)), view.quotas(self.reason), self.reason, why, view.blockers
+        )
         limit = view.inp.options.max_candidates
         return replace_first(view, sim, kept[:limit], method=self.name, reason=self.reason, because=found, why=why)
 

@@ -9,7 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
-from nodewright.engine.disruption.methods.shared import drifted, note, ordered, recheck, replace_first, within_budget
+from nodewright.engine.disruption.methods.shared import (
+    drifted,
+    fullest_first,
+    note,
+    ordered,
+    recheck,
+    replace_first,
+    within_budget,
+)
 from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
 from nodewright.engine.disruption.types import Command
 
@@ -35,7 +43,9 @@ class Drift:
                 found.append(c)
         if not found:
             return None
-        kept = within_budget(ordered(found), view.quotas(self.reason), self.reason, why, view.blockers)
+        kept = within_budget(
+            fullest_first(view, ordered(found)), view.quotas(self.reason), self.reason, why, view.blockers
+        )
         empty = [c for c in kept if not c.pods]
         if empty:
             return Command(

@@ -13,6 +13,7 @@ from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.disruption.consolidation import names
 from nodewright.engine.disruption.methods.shared import (
     STATIC,
+    fullest_first,
     note,
     ordered,
     recheck,
@@ -51,7 +52,10 @@ class Emptiness:
                 note(why, c.name, f"empty, but {reason}")
                 continue
             empty.append(c)
-        kept = within_budget(ordered(empty), view.quotas(self.reason), self.reason, why, view.blockers)
+        # A zone-balanced NodePool's budget goes to its fullest zones' empty nodes first.
+        kept = within_budget(
+            fullest_first(view, ordered(empty)), view.quotas(self.reason), self.reason, why, view.blockers
+        )
         zones = ZoneLoads.for_disruption(view.inp)
         if zones and kept:
             # Of a zone-balanced NodePool's empty nodes, only as many as keep its zones even.

@@ -72,6 +72,18 @@ def ordered(candidates: Sequence[Candidate]) -> list[Candidate]:
     return sorted(candidates, key=lambda c: (c.order_key[0], -c.price, c.name))
 
 
+def fullest_first(view: ClusterView, candidates: Sequence[Candidate]) -> list[Candidate]:
+    """`candidates` with the nodes of zone-balanced NodePools from their fullest zones first (in
+    their order otherwise): what drift and DaemonSet overflow replace happens whatever the zones,
+    and a node they take from the fullest zone evens them out where one from the emptiest would
+    tip them further. Unchanged without a zone-balanced NodePool.
+    """
+    zones = ZoneLoads.for_disruption(view.inp)
+    if not zones:
+        return list(candidates)
+    return sorted(candidates, key=lambda c: -zones.excess(c.node))
+
+
 def repacking_orders(candidates: Sequence[Candidate]) -> list[list[Candidate]]:
     """The other orders many-to-many searches (beyond Karpenter's one): least loaded first (what
     is left when the load falls), and smallest first, least loaded among equals (many small nodes
@@ -171,7 +183,11 @@ def replace_first(
     """Replace the first of `candidates` whose pods all find a home, by what that takes (placed
     where a zone-balanced NodePool's zones stay even); `because[node]` says why in the command's
     detail, `noted[node]` (default `because`) in the note of a node whose pods would be stranded.
+    In a zone-balanced NodePool, the first whose replacement keeps its zones even goes first;
+    when none does, the first of them still goes (these replacements happen whatever the zones).
     """
+    zones = ZoneLoads.for_disruption(view.inp)
+    fallback: Command | None = None
     for c in candidates:
         result = sim.run([c])
         if result.unschedulable:
@@ -179,9 +195,9 @@ def replace_first(
             said = (noted or because)[c.name]
             note(why, c.name, f"{said}, but pod {key} would have nowhere to go: {problem}")
             continue
-        replacements, _ = ZoneLoads.for_disruption(view.inp).judge([c.node], result.claims)
+        replacements, unbalanced = zones.judge([c.node], result.claims)
         new = sum(r.price for r in replacements)
-        return Command(
+        command = Command(
             method=method,
             reason=reason,
             candidates=(c.name,),
@@ -190,4 +206,7 @@ def replace_first(
             detail=f"replace {c.describe()}: {because[c.name]}; {len(replacements)} replacement(s) at ${new:.4f}/h",
             pods=tuple(sorted(p.key for p in c.pods)),
         )
-    return None
+        if not unbalanced:
+            return command
+        fallback = fallback or command
+    return fallback

@@ -1,0 +1,135 @@
+"""Zone rebalance: move a node's worth of a zone-balanced NodePool out of its fullest zone when
+the NodePool is over its `nodewright.io/zone-balance` bound (`engine/zonebalance.py`). Beyond
+Karpenter (#7311). Pure.
+
+Provisioning pins each new claim where the bound holds, and consolidation never takes a
+NodePool further past it; but pods tied to zones (a zone-keyed `DoNotSchedule` spread), a
+standby buffer replaced whole, interruptions and drift-like replacements (which happen whatever
+the zones) still leave it lopsided, and nothing brought it back: scale-in emptied the light zones
+as often as the full ones. When no other method found a command, this one takes, of the
+NodePool's nodes in its fullest zone, the first (in consolidation's order, past
+`consolidateAfter`, within the "Drifted" budgets; PodDisruptionBudgets and do-not-disrupt hold it
+as any budgeted move) whose pods all find a home on the other nodes or on new nodes pinned to the
+lighter zones (`ZoneLoads.evens`: the NodePool comes out more even, no balanced NodePool more
+lopsided), for at most REBALANCE_PREMIUM more an hour than the node costs; each new node's options
+are cut to what keeps that. At most REBALANCE_TRIES nodes are tried (one solve each) a pass.
+The move is the zone balance's own, so it is made whatever the consolidation policy (a
+`WhenEmpty` NodePool's nodes too); `consolidateAfter: Never` or a "Drifted" budget of 0 stops it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from nodewright.engine.disruption.candidates import Candidate, ClusterView
+from nodewright.engine.disruption.consolidation import EPSILON, option_price
+from nodewright.engine.disruption.methods.shared import note, ordered, recheck, waiting, within_budget
+from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
+from nodewright.engine.disruption.types import Command, DisruptionInput
+from nodewright.engine.scheduling import SchedulingResult
+from nodewright.engine.zonebalance import ZoneLoads
+
+ZONE_REBALANCE = "zone-rebalance"
+# The budget reason: like a node whose DaemonSets no longer fit it, a node in a zone its NodePool
+# would not launch it in now is no longer what the NodePool asks for.
+DRIFTED = "Drifted"
+# Nodes tried (each one solve) per pass.
+REBALANCE_TRIES = 4
+# What the new nodes may cost above the node they replace, as a fraction of its price.
+REBALANCE_PREMIUM = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneRebalance:
+    """The zone-rebalance method (see the module docstring)."""
+
+    name = ZONE_REBALANCE
+    reason = DRIFTED
+    budgeted = True
+
+    def compute(self, view: ClusterView, sim: Simulator, why: dict[str, str]) -> Command | None:
+        """Move the first node of an over-bound NodePool's fullest zone that evens it out."""
+        zones = ZoneLoads.for_disruption(view.inp)
+        over = zones.over()
+        if not over:
+            return None
+        now = view.inp.now
+        found = [
+            c
+            for c in view.eligible()
+            if c.pods
+            and c.pool.name in over
+            and c.pool.replicas is None
+            and not waiting(c, now)
+            and zones.in_fullest(c.node)
+        ]
+        kept = within_budget(ordered(found), view.quotas(self.reason), self.reason, why)
+        for c in kept[:REBALANCE_TRIES]:
+            command, reason = _move(c, sim.run([c]), zones, view.inp)
+            if command is not None:
+                return command
+            note(why, c.name, f"in NodePool {c.pool.name}'s fullest zone, but moving it {reason}")
+        return None
+
+    def still_holds(self, command: Command, view: ClusterView, cache: DisruptionCache | None) -> str | None:
+        """Stale when the shared re-check fails, a candidate's `consolidateAfter` has not passed,
+        or the move no longer evens the zones out within the premium with no more new nodes than
+        planned.
+        """
+        candidates, stale = recheck(command, view)
+        stale = stale or next((w for c in candidates if (w := waiting(c, view.inp.now))), None)
+        if stale:
+            return stale
+        zones = ZoneLoads.for_disruption(view.inp, keep=frozenset(command.candidates))
+        now, reason = _move(candidates[0], Simulator(view, cache).run(candidates), zones, view.inp)
+        if now is None:
+            return f"no longer evens out the zones: {reason}"
+        if len(now.replacements) > len(command.replacements):
+            planned = len(command.replacements)
+            return f"the pods now need {len(now.replacements)} new node(s), the command planned {planned}"
+        return None
+
+
+def _move(c: Candidate, result: SchedulingResult, zones: ZoneLoads, inp: DisruptionInput) -> tuple[Command | None, str]:
+    """The command moving `c` (its pods placed as `result` says), or None and why not."""
+    if result.unschedulable:
+        key, problem = next(iter(sorted(result.unschedulable.items())))
+        return None, f"would leave pod {key} nowhere to go: {problem}"
+    pinned, reason = zones.evens([c.node], result.claims)
+    if reason:
+        return None, reason
+    new = sum(r.price for r in pinned)
+    limit = c.price * (1 + REBALANCE_PREMIUM)
+    if new > limit + EPSILON:
+        return None, f"would cost ${new:.4f}/h of new nodes against ${c.price:.4f}/h"
+    # CreateFleet may launch any option: each new node's options are those that keep the move
+    # within the premium whichever comes up (its share of the slack).
+    slack = (limit - new) / max(1, len(pinned))
+    replacements = tuple(
+        replace(
+            r,
+            options=tuple(
+                it
+                for it in r.options
+                if it is r.instance_type
+                or (
+                    (price := option_price(it, r.requirements, inp.blocked, r.offering.capacity_type)) is not None
+                    and price <= r.price + slack + EPSILON
+                )
+            ),
+        )
+        for r in pinned
+    )
+    where = ", ".join(f"{r.instance_type.name} in {r.offering.zone}" for r in replacements) or "the other nodes"
+    return Command(
+        method=ZONE_REBALANCE,
+        reason=DRIFTED,
+        candidates=(c.name,),
+        replacements=replacements,
+        savings=c.price - new,
+        detail=(
+            f"move {c.describe()} out of NodePool {c.pool.name}'s fullest zone "
+            f"({zones.describe_pool(c.pool.name)}) onto {where}; ${new:.4f}/h of new nodes"
+        ),
+        pods=tuple(sorted(p.key for p in c.pods)),
+    ), ""
