@@ -27,6 +27,7 @@ import functools
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -121,7 +122,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run when a file is left in the session's temporary directory."""
+    """Stop this process's jsii kernel; then (controller) fail the run when a file is left in the
+    session's temporary directory.
+    """
+    _stop_jsii_kernel()
     fresh = session.config.stash.get(_FRESH, None)
     if fresh is None:
         return
@@ -129,6 +133,28 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     session.config.stash[_LEFT] = left
     if left and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _stop_jsii_kernel() -> None:
+    """Stop the node process the CDK tests' jsii kernel runs in, if this process started one.
+
+    jsii stops it only at interpreter exit (an atexit hook), and only then removes the runtime it
+    unpacked into the session's temporary directory, after waiting up to 5 s for node to exit and
+    5 s for its stderr reader. An xdist worker that slow to exit is interrupted by its controller
+    (seen on a loaded machine: a KeyboardInterrupt during the worker's exit, the six runtime files
+    left), so the worker stops it here, inside its session. jsii has no public call for this: its
+    kernel's process is a memoized property whose value sits in the property's closure.
+    """
+    runtime = sys.modules.get("jsii._runtime")
+    if runtime is None:  # no CDK test ran in this process
+        return
+    fget = getattr(type(runtime.kernel.provider).__dict__.get("_process"), "fget", None)
+    if fget is None or not fget.__closure__:
+        return
+    cells = dict(zip(fget.__code__.co_freevars, fget.__closure__, strict=True))
+    stored = cells["stored"].cell_contents if "stored" in cells else []
+    if stored:
+        stored[0].stop()
 
 
 def _left_in(fresh: Path) -> list[str]:
