@@ -137,10 +137,13 @@ def evaluate(
     slack = (savings - threshold) / max(1, len(claims))
     names_removed = {c.name for c in candidates}
     banned = {it for node, it in refused if node in names_removed}
-    # Karpenter's flexibility rule (consolidation.go, computeSpotToSpotConsolidation) is for one
-    # spot node replaced by one spot node: that is the move that, repeated, walks a node down to
-    # the cheapest and most interrupted spot pool. Removing several nodes cannot repeat forever.
-    spot_to_spot = n == 1 and candidates[0].capacity_type == "spot"
+    # Karpenter's flexibility rule (consolidation.go, computeSpotToSpotConsolidation): one spot
+    # node replaced by one spot node needs that many cheaper types, and every spot replacement of
+    # spot nodes launches among the cheapest that many (for a single node, Karpenter's own rule;
+    # for several, Nodewright's: the replacement is one spot node that the next single-node pass
+    # judges by the same rule, so a replacement that came up dearer among 60 options was replaced
+    # again, its pods moved twice).
+    all_spot = all(c.capacity_type == "spot" for c in candidates)
     if (
         not options.spot_to_spot
         and all(c.capacity_type == "spot" for c in candidates)
@@ -158,6 +161,17 @@ def evaluate(
                 None, f"a replacement {claim.instance_type.name} for {names(sorted(names_removed))} came up no cheaper"
             )
         limit = claim.price + slack
+        if n > 1:
+            same = _same_type_cap(candidates, claim)
+            if same is not None:
+                own, cap = same
+                if claim.price >= cap - EPSILON:
+                    return Verdict(
+                        None,
+                        f"a replacement would be no cheaper than the {own} it removes: keeping that node and "
+                        "removing the others moves fewer pods",
+                    )
+                limit = min(limit, cap)
         capacity_type = claim.offering.capacity_type
         kept = tuple(  # in the claim's order: cheapest first
             it
@@ -170,8 +184,8 @@ def evaluate(
                 and price < limit - EPSILON
             )
         )
-        if spot_to_spot and claim.offering.capacity_type == "spot":
-            if len(kept) < options.spot_to_spot_min_types:
+        if all_spot and claim.offering.capacity_type == "spot":
+            if n == 1 and len(kept) < options.spot_to_spot_min_types:
                 return Verdict(
                     None,
                     f"spot-to-spot replacement needs {options.spot_to_spot_min_types} cheaper instance types; "
@@ -242,6 +256,22 @@ def _weighed(candidates: Sequence[Candidate], new_nodes: int, options: Disruptio
         elif options.balance_threshold > 0:
             out[c.pool.name] = options.balance_threshold
     return out
+
+
+def _same_type_cap(candidates: Sequence[Candidate], claim: PlannedClaim) -> tuple[str, float] | None:
+    """Karpenter's filterOutSameType (multinodeconsolidation.go) for a move that removes several
+    nodes: when one of a replacement's options is the instance type of a candidate, every option
+    must cost less than the cheapest candidate of such a type (that type and the cap), or the move
+    only swaps a node for its twin and moves its pods for nothing. None: no option is a
+    candidate's type.
+    """
+    offered = {it.name for it in claim.options}
+    found: tuple[str, float] | None = None
+    for c in candidates:
+        name = c.claim.instance_type
+        if name in offered and (found is None or c.price < found[1]):
+            found = (name, c.price)
+    return found
 
 
 def _option_price(
