@@ -146,7 +146,7 @@ def evaluate(
     all_spot = all(c.capacity_type == "spot" for c in candidates)
     if (
         not options.spot_to_spot
-        and all(c.capacity_type == "spot" for c in candidates)
+        and all_spot
         and any(claim.offering.capacity_type == "spot" for claim in claims)
     ):
         # Karpenter with SpotToSpotConsolidation off: spot candidates may only be deleted.
@@ -161,17 +161,6 @@ def evaluate(
                 None, f"a replacement {claim.instance_type.name} for {names(sorted(names_removed))} came up no cheaper"
             )
         limit = claim.price + slack
-        if n > 1:
-            same = _same_type_cap(candidates, claim)
-            if same is not None:
-                own, cap = same
-                if claim.price >= cap - EPSILON:
-                    return Verdict(
-                        None,
-                        f"a replacement would be no cheaper than the {own} it removes: keeping that node and "
-                        "removing the others moves fewer pods",
-                    )
-                limit = min(limit, cap)
         capacity_type = claim.offering.capacity_type
         kept = tuple(  # in the claim's order: cheapest first
             it
@@ -256,22 +245,6 @@ def _weighed(candidates: Sequence[Candidate], new_nodes: int, options: Disruptio
         elif options.balance_threshold > 0:
             out[c.pool.name] = options.balance_threshold
     return out
-
-
-def _same_type_cap(candidates: Sequence[Candidate], claim: PlannedClaim) -> tuple[str, float] | None:
-    """Karpenter's filterOutSameType (multinodeconsolidation.go) for a move that removes several
-    nodes: when one of a replacement's options is the instance type of a candidate, every option
-    must cost less than the cheapest candidate of such a type (that type and the cap), or the move
-    only swaps a node for its twin and moves its pods for nothing. None: no option is a
-    candidate's type.
-    """
-    offered = {it.name for it in claim.options}
-    found: tuple[str, float] | None = None
-    for c in candidates:
-        name = c.claim.instance_type
-        if name in offered and (found is None or c.price < found[1]):
-            found = (name, c.price)
-    return found
 
 
 def _option_price(
