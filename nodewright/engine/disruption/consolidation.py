@@ -144,11 +144,7 @@ def evaluate(
     # judges by the same rule, so a replacement that came up dearer among 60 options was replaced
     # again, its pods moved twice).
     all_spot = all(c.capacity_type == "spot" for c in candidates)
-    if (
-        not options.spot_to_spot
-        and all_spot
-        and any(claim.offering.capacity_type == "spot" for claim in claims)
-    ):
+    if not options.spot_to_spot and all_spot and any(claim.offering.capacity_type == "spot" for claim in claims):
         # Karpenter with SpotToSpotConsolidation off: spot candidates may only be deleted.
         return Verdict(None, "spot-to-spot consolidation is off (spotToSpotConsolidation): a spot replacement")
     bound = limits.bound(candidates) if limits is not None and claims else []
