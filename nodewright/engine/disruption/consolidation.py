@@ -7,10 +7,12 @@ scheduling engine (`simulate.py`). A plan is acceptable (`evaluate`) when every 
 it opens fewer new nodes than it removes, it costs less than the candidates (by more than the
 stability guard: `min_savings` $/h and `min_savings_fraction` of the candidates' price), and, when
 ONE spot node would be replaced by one spot node, that replacement keeps at least
-`spot_to_spot_min_types` instance types cheaper than the candidate and launches among the cheapest
-that many only (so the launch does not walk down to the cheapest spot pool, the one most likely to
-be interrupted, one replacement at a time). As in Karpenter, moves that remove several nodes have
-no such rule. With `spot_to_spot` off (Karpenter's SpotToSpotConsolidation, off there by
+`spot_to_spot_min_types` instance types cheaper than the candidate (Karpenter's rule: so the launch
+does not walk down to the cheapest spot pool, the one most likely to be interrupted, one
+replacement at a time). Every spot replacement of spot nodes launches among the cheapest that many
+options only (Karpenter does so for one node; Nodewright for several too: a replacement that came
+up as a dearer type among 60 options was the next single-node pass's candidate, its pods moved
+twice). With `spot_to_spot` off (Karpenter's SpotToSpotConsolidation, off there by
 default), spot candidates are never replaced by a spot node at all; they may still be deleted.
 Each replacement's instance type options are cut to those strictly cheaper than its
 share of what the candidates cost minus the guard (for a move weighed by the Balanced score, minus
@@ -157,6 +159,13 @@ def evaluate(
                 None, f"a replacement {claim.instance_type.name} for {names(sorted(names_removed))} came up no cheaper"
             )
         limit = claim.price + slack
+        if n > 1:
+            # Karpenter's filterOutSameType (multinodeconsolidation.go): an option that is the type
+            # of a candidate (so that candidate could hold every pod) must cost less than that
+            # candidate, or keeping it and removing the others would move fewer pods for as much.
+            # The planned type stays (its saving is what the move was judged by); the cap is on
+            # what else CreateFleet may launch.
+            limit = min(limit, _same_type_cap(candidates, claim))
         capacity_type = claim.offering.capacity_type
         kept = tuple(  # in the claim's order: cheapest first
             it
@@ -241,6 +250,14 @@ def _weighed(candidates: Sequence[Candidate], new_nodes: int, options: Disruptio
         elif options.balance_threshold > 0:
             out[c.pool.name] = options.balance_threshold
     return out
+
+
+def _same_type_cap(candidates: Sequence[Candidate], claim: PlannedClaim) -> float:
+    """The price of the cheapest candidate whose instance type is one of `claim`'s options
+    (infinity: none is).
+    """
+    offered = {it.name for it in claim.options}
+    return min((c.price for c in candidates if c.claim.instance_type in offered), default=float("inf"))
 
 
 def _option_price(
