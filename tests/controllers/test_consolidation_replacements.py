@@ -7,9 +7,11 @@ replace it again.
 
 from __future__ import annotations
 
+from bench.harness.cluster_actors import running_node
 from nodewright.model.nodepool import Budget, Disruption
-from tests.builders import instance_type, node_pool
+from tests.builders import instance_type, node_pool, pod
 from tests.controllers.test_disruption import ConsolidationWorld
+from tests.controllers.test_interruption import START, ZONE
 from tests.controllers.test_provisioning import TYPES
 
 # Budgets that let one pass take both nodes (the default 10% takes one of two).
@@ -34,6 +36,40 @@ def test_two_spot_nodes_replaced_by_one_launch_among_the_cheapest_15_types() -> 
     sent = [it.name for it in launches[0].options]
     # The cheapest 15 that hold 3 cpu of pods (an m5.large does not), not all 22 cheaper types.
     assert sent == ["m5.xlarge", *(f"x{i}.xlarge" for i in range(14))]
+    assert world.cluster.get_node("a") is None
+    assert world.cluster.get_node("b") is None
+    assert world.cluster.lost_pods() == []
+    assert all(p.node_name for p in world.workload_pods())
+
+
+def test_a_replacement_is_never_launched_as_dear_as_a_candidate_of_its_own_type() -> None:
+    # An m5.4xlarge ($0.32/h) and an x5.xlarge ($0.086/h), 1.5 cpu of pods each, go for one
+    # 4-cpu node. The x5.xlarge could hold every pod itself, so no option may cost $0.086/h or
+    # more: keeping it and moving the other's pods would do as well with fewer pods moved.
+    world = ConsolidationWorld(pools=(node_pool(disruption=ANY_NUMBER),), types=TYPES + MORE)
+    world.spot_node("a", pods=3)
+    running_node(
+        world.cluster,
+        world.cloud,
+        world.store,
+        world.types,
+        name="b",
+        instance_type="x5.xlarge",
+        zone=ZONE,
+        capacity_type="spot",
+        launched_at=START - 3600,
+        claim_pods=tuple(f"default/web-b-{i}" for i in range(3)),
+    )
+    for i in range(3):
+        world.cluster.bind(
+            world.cluster.add_pod(pod(f"web-b-{i}", cpu="500m", memory="1Gi", labels={"app": "web"})), "b"
+        )
+
+    world.run(180)
+
+    launches = [c.request for c in world.cloud.calls_to("launch") if c.request is not None]
+    assert len(launches) == 1
+    assert [it.name for it in launches[0].options] == ["m5.xlarge", *(f"x{i}.xlarge" for i in range(5))]
     assert world.cluster.get_node("a") is None
     assert world.cluster.get_node("b") is None
     assert world.cluster.lost_pods() == []
