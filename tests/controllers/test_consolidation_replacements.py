@@ -1,8 +1,8 @@
 """The consolidator's replacement options for a move that removes several spot nodes, against the
 in-memory cluster and the fake cloud (`engine/disruption/consolidation.py`): the spot replacement
 is launched among the cheapest 15 options that hold its pods, as Karpenter launches a single spot
-node's replacement, so whichever type CreateFleet picks, the next single-node pass does not
-replace it again.
+node's replacement, and never as a type as dear as a candidate of that type (Karpenter's
+filterOutSameType), so whichever type CreateFleet picks, the next pass does not re-pack it.
 """
 
 from __future__ import annotations
