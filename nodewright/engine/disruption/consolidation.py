@@ -18,8 +18,10 @@ Each replacement's instance type options are cut to those strictly cheaper than 
 share of what the candidates cost minus the guard (for a move weighed by the Balanced score, minus
 what the score needs when that is more: `balance.needed`), so whichever option CreateFleet launches
 the move saves at least the guard and stays worth its disruption (and a type as dear as the node it
-replaces is never an option);
-types whose replacement for a candidate came up no cheaper before (`refused`) are left out.
+replaces is never an option); for a move that removes several nodes, no option costs as much as
+a candidate of that type (Karpenter's filterOutSameType: that candidate could hold every pod, so
+keeping it would move fewer pods for as much); types whose replacement for a candidate came up no
+cheaper before (`refused`) are left out.
 
 The searches, on the candidates in order (most savings per disruption cost first), limited by the
 NodePools' budgets and `max_candidates`:
