@@ -74,33 +74,3 @@ def test_a_replacement_is_never_launched_as_dear_as_a_candidate_of_its_own_type(
     assert world.cluster.get_node("b") is None
     assert world.cluster.lost_pods() == []
     assert all(p.node_name for p in world.workload_pods())
-
-
-def test_two_half_empty_spot_twins_lose_one_node_not_both_for_a_third_twin() -> None:
-    # Two m5.xlarge spot nodes ($0.08/h each) with 1.5 cpu of pods each: together their pods need
-    # one m5.xlarge (an m5.large is too small). Replacing both by a new m5.xlarge saves $0.08/h
-    # and moves 6 pods; deleting one onto the other saves the same and moves 3.
-    world = ConsolidationWorld(pools=(node_pool(disruption=ANY_NUMBER),))
-    for name in ("a", "b"):
-        running_node(
-            world.cluster,
-            world.cloud,
-            world.store,
-            world.types,
-            name=name,
-            instance_type="m5.xlarge",
-            zone=ZONE,
-            capacity_type="spot",
-            launched_at=START - 3600,
-            claim_pods=tuple(f"default/web-{name}-{i}" for i in range(3)),
-        )
-        for i in range(3):
-            world.cluster.bind(world.cluster.add_pod(pod(f"web-{name}-{i}", cpu="500m", memory="1Gi")), name)
-
-    world.run(180)
-
-    assert len(world.cluster.nodes()) == 1
-    assert not world.observer.of("disruption-launched")  # no new node: one of the two is deleted
-    assert len(list(world.cluster.changes_of("pod_evicted"))) == 3
-    assert world.cluster.lost_pods() == []
-    assert all(p.node_name for p in world.workload_pods())

@@ -20,9 +20,8 @@ what the score needs when that is more: `balance.needed`), so whichever option C
 the move saves at least the guard and stays worth its disruption (and a type as dear as the node it
 replaces is never an option); for a move that removes several nodes, no option costs as much as
 a candidate of that type (Karpenter's filterOutSameType: that candidate could hold every pod, so
-keeping it would move fewer pods for as much; a spot plan of such a type is no move, an on-demand
-one keeps its planned type); types whose replacement for a candidate came up no cheaper before
-(`refused`) are left out.
+keeping it would move fewer pods for as much); types whose replacement for a candidate came up no
+cheaper before (`refused`) are left out.
 
 The searches, on the candidates in order (most savings per disruption cost first), limited by the
 NodePools' budgets and `max_candidates`:
@@ -166,17 +165,9 @@ def evaluate(
             # Karpenter's filterOutSameType (multinodeconsolidation.go): an option that is the type
             # of a candidate (so that candidate could hold every pod) must cost less than that
             # candidate, or keeping it and removing the others would move fewer pods for as much.
-            # A spot plan whose own type is that dear is no move: price-capacity-optimized may
-            # well launch that type. An on-demand plan keeps its type (lowest-price launches it,
-            # so the saving it was judged by is what it gets); the cap is on the other options.
-            cap = _same_type_cap(candidates, claim)
-            if all_spot and claim.offering.capacity_type == "spot" and claim.price >= cap - EPSILON:
-                return Verdict(
-                    None,
-                    f"its spot replacement {claim.instance_type.name} would cost as much as a candidate of "
-                    "its own type: keeping that node and removing the others moves fewer pods",
-                )
-            limit = min(limit, cap)
+            # The planned type stays (its saving is what the move was judged by); the cap is on
+            # what else CreateFleet may launch.
+            limit = min(limit, _same_type_cap(candidates, claim))
         capacity_type = claim.offering.capacity_type
         kept = tuple(  # in the claim's order: cheapest first
             it
