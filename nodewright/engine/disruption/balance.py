@@ -16,8 +16,6 @@ own totals, with the replacements' price shared among them in proportion to what
 Nodewright's own consolidation (`many_to_many`) weighs its beyond-Karpenter moves (N nodes
 replaced by two or more) with the same score (`DisruptionOptions.many_to_many_threshold` is k),
 whatever the NodePool's policy: those are the moves that can touch many nodes to save little.
-`needed` is the least saving with which a move still passes: consolidation keeps a weighed move's
-replacement options to those with which it would.
 """
 
 from __future__ import annotations

@@ -15,13 +15,12 @@ up as a dearer type among 60 options was the next single-node pass's candidate, 
 twice). With `spot_to_spot` off (Karpenter's SpotToSpotConsolidation, off there by
 default), spot candidates are never replaced by a spot node at all; they may still be deleted.
 Each replacement's instance type options are cut to those strictly cheaper than its
-share of what the candidates cost minus the guard (for a move weighed by the Balanced score, minus
-what the score needs when that is more: `balance.needed`), so whichever option CreateFleet launches
-the move saves at least the guard and stays worth its disruption (and a type as dear as the node it
-replaces is never an option); for a move that removes several nodes, no option costs as much as
-a candidate of that type (Karpenter's filterOutSameType: that candidate could hold every pod, so
-keeping it would move fewer pods for as much); types whose replacement for a candidate came up no
-cheaper before (`refused`) are left out.
+share of what the candidates cost minus the guard, so whichever option CreateFleet launches the
+move saves at least the guard (and a type as dear as the node it replaces is never an option); for
+a move that removes several nodes, no option costs as much as a candidate of that type
+(Karpenter's filterOutSameType: that candidate could hold every pod, so keeping it would move fewer
+pods for as much); types whose replacement for a candidate came up no cheaper before (`refused`)
+are left out.
 
 The searches, on the candidates in order (most savings per disruption cost first), limited by the
 NodePools' budgets and `max_candidates`:
@@ -125,7 +124,7 @@ def evaluate(
         unworthy = judge(candidates, new, totals, weighed) if weighed else ""
         if unworthy:
             return Verdict(None, f"not worth the disruption: {unworthy}")
-        if weighed:
+        if weighed and options.balanced_options:
             # What the move must save to be worth its disruption is part of the guard: a
             # replacement that comes up dearer than planned must not make it a move the score
             # would have refused (on generated seed 9, spot replacements planned as c7g.2xlarge

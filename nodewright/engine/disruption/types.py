@@ -27,8 +27,7 @@ class DisruptionOptions:
     replaced by two or more) must also be worth its disruption by Karpenter's Balanced score with
     k = `many_to_many_threshold` (0: not weighed); with `balance_threshold` > 0 every other
     consolidation move is weighed the same way with that k, whatever its NodePool's policy (a
-    moves-per-saving limit: a move that re-packs many pods to save little is left alone); a weighed
-    move keeps only replacement options with which it still scores >= 1/k. Nodes
+    moves-per-saving limit: a move that re-packs many pods to save little is left alone). Nodes
     a provisioning pass put pods on within `nomination_window` seconds are left alone.
     `max_candidates` bounds the search.
     """
@@ -36,6 +35,8 @@ class DisruptionOptions:
     many_to_many: bool = True
     many_to_many_threshold: float = 2.0
     balance_threshold: float = 0.0
+    # A weighed move's replacement options are cut so that whichever launches, it still scores >= 1/k.
+    balanced_options: bool = True
     min_savings: float = 0.0
     min_savings_fraction: float = 0.0
     spot_to_spot_min_types: int = 15
