@@ -64,31 +64,6 @@ def score(savings: float, disruption: float, totals: PoolTotals) -> float:
     return (savings / totals.cost) / (disruption / totals.disruption)
 
 
-def needed(candidates: Sequence[Candidate], totals: Mapping[str, PoolTotals], thresholds: Mapping[str, float]) -> float:
-    """The least savings ($/h, all NodePools together) with which removing `candidates` still
-    scores >= 1/k in every NodePool `thresholds` names (0 when none is weighed). `judge` shares
-    the savings among the NodePools in proportion to what each removes, so a pool's condition
-    `share x savings / cost >= disruption share / k` bounds the total savings from below.
-    """
-    total = sum(c.price for c in candidates)
-    by_pool: dict[str, list[Candidate]] = {}
-    for c in candidates:
-        by_pool.setdefault(c.pool.name, []).append(c)
-    least = 0.0
-    for pool, members in by_pool.items():
-        k = thresholds.get(pool)
-        if k is None or k <= 0:
-            continue
-        price = sum(c.price for c in members)
-        share = price / total if total > 0 else 1.0 / len(by_pool)
-        disruption = sum(node_disruption(c.pods) for c in members)
-        pool_totals_ = totals.get(pool, PoolTotals(price, disruption))
-        if share <= 0 or pool_totals_.disruption <= 0:
-            continue
-        least = max(least, pool_totals_.cost * (disruption / pool_totals_.disruption) / k / share)
-    return least
-
-
 def judge(
     candidates: Sequence[Candidate],
     new_price: float,

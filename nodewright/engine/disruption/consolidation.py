@@ -49,7 +49,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from nodewright.engine.disruption.balance import BALANCED, BALANCED_K, PoolTotals, judge, needed, pool_totals
+from nodewright.engine.disruption.balance import BALANCED, BALANCED_K, PoolTotals, judge, pool_totals
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.disruption.limits import PoolLimits, allowed, spills
 from nodewright.engine.disruption.simulate import Simulator
@@ -124,12 +124,6 @@ def evaluate(
         unworthy = judge(candidates, new, totals, weighed) if weighed else ""
         if unworthy:
             return Verdict(None, f"not worth the disruption: {unworthy}")
-        if weighed and options.balanced_options:
-            # What the move must save to be worth its disruption is part of the guard: a
-            # replacement that comes up dearer than planned must not make it a move the score
-            # would have refused (on generated seed 9, spot replacements planned as c7g.2xlarge
-            # came up as c8g.2xlarge and the next pass re-packed the same nodes again).
-            threshold = max(threshold, min(savings, needed(candidates, totals, weighed)))
     # What the replacements may cost above their planned type without the move losing its worth.
     # CreateFleet may launch any option (spot uses price-capacity-optimized, not the cheapest), so
     # each of the M replacements gets an M-th of the slack, and an option must cost strictly less

@@ -35,8 +35,6 @@ class DisruptionOptions:
     many_to_many: bool = True
     many_to_many_threshold: float = 2.0
     balance_threshold: float = 0.0
-    # A weighed move's replacement options are cut so that whichever launches, it still scores >= 1/k.
-    balanced_options: bool = True
     min_savings: float = 0.0
     min_savings_fraction: float = 0.0
     spot_to_spot_min_types: int = 15
