@@ -48,7 +48,7 @@ class ConsolidationWorld(World):
             offering_blocks=self.store,
             clock=self.clock,
             config=StaticConfiguration(self.pools),
-            catalog=FixedCatalog(),
+            catalog=FixedCatalog(self.types),
             observer=self.observer,
             launcher=launcher,
             options=ConsolidatorOptions(**options),  # type: ignore[arg-type]

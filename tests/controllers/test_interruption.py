@@ -36,6 +36,7 @@ from nodewright.inmemory.signals import RecordingContinuations, RecordingTrigger
 from nodewright.inmemory.state import InMemoryStateStore
 from nodewright.model import labels as wk
 from nodewright.model.instance import Instance
+from nodewright.model.instancetype import InstanceType
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
 from nodewright.model.nodepool import NodePool
@@ -52,6 +53,8 @@ ZONE = "us-east-1a"
 @dataclass
 class World:
     pools: tuple[NodePool, ...] = (node_pool(),)
+    # The instance types the catalog offers and the kubelet knows.
+    types: tuple[InstanceType, ...] = TYPES
     clock: VirtualClock = field(default_factory=lambda: VirtualClock(START))
     store: InMemoryStateStore = field(default_factory=InMemoryStateStore)
     observer: RecordingObserver = field(default_factory=RecordingObserver)
@@ -92,7 +95,7 @@ class World:
             store=self.store,
             clock=self.clock,
             config=config if config is not None else StaticConfiguration(self.pools),
-            catalog=FixedCatalog(),
+            catalog=FixedCatalog(self.types),
             observer=self.observer,
             options=ProvisionerOptions(),
             sleep=lambda _: None,
@@ -110,7 +113,7 @@ class World:
     def kubelet(self) -> None:
         """Register every booted instance as a Ready Node (over the world's cloud as it is now: a
         test may swap it for a repricing one)."""
-        Kubelet(self.cluster, self.cloud, self.clock, TYPES, boot=BOOT).register_booted()
+        Kubelet(self.cluster, self.cloud, self.clock, self.types, boot=BOOT).register_booted()
 
     def tick(self, seconds: float) -> None:
         """Advance time one second at a time: kubelet, scheduler, due continuations."""
@@ -137,7 +140,7 @@ class World:
             self.cluster,
             self.cloud,
             self.store,
-            TYPES,
+            self.types,
             name=name,
             instance_type="m5.4xlarge",
             zone=ZONE,

@@ -7,15 +7,20 @@ scheduling engine (`simulate.py`). A plan is acceptable (`evaluate`) when every 
 it opens fewer new nodes than it removes, it costs less than the candidates (by more than the
 stability guard: `min_savings` $/h and `min_savings_fraction` of the candidates' price), and, when
 ONE spot node would be replaced by one spot node, that replacement keeps at least
-`spot_to_spot_min_types` instance types cheaper than the candidate and launches among the cheapest
-that many only (so the launch does not walk down to the cheapest spot pool, the one most likely to
-be interrupted, one replacement at a time). As in Karpenter, moves that remove several nodes have
-no such rule. With `spot_to_spot` off (Karpenter's SpotToSpotConsolidation, off there by
+`spot_to_spot_min_types` instance types cheaper than the candidate (Karpenter's rule: so the launch
+does not walk down to the cheapest spot pool, the one most likely to be interrupted, one
+replacement at a time). Every spot replacement of spot nodes launches among the cheapest that many
+options only (Karpenter does so for one node; Nodewright for several too: a replacement that came
+up as a dearer type among 60 options was the next single-node pass's candidate, its pods moved
+twice). With `spot_to_spot` off (Karpenter's SpotToSpotConsolidation, off there by
 default), spot candidates are never replaced by a spot node at all; they may still be deleted.
 Each replacement's instance type options are cut to those strictly cheaper than its
 share of what the candidates cost minus the guard, so whichever option CreateFleet launches the
-move saves at least the guard (and a type as dear as the node it replaces is never an option);
-types whose replacement for a candidate came up no cheaper before (`refused`) are left out.
+move saves at least the guard (and a type as dear as the node it replaces is never an option); for
+a move that removes several nodes, no option costs as much as a candidate of that type
+(Karpenter's filterOutSameType: that candidate could hold every pod, so keeping it would move fewer
+pods for as much); types whose replacement for a candidate came up no cheaper before (`refused`)
+are left out.
 
 The searches, on the candidates in order (most savings per disruption cost first), limited by the
 NodePools' budgets and `max_candidates`:
@@ -129,15 +134,14 @@ def evaluate(
     slack = (savings - threshold) / max(1, len(claims))
     names_removed = {c.name for c in candidates}
     banned = {it for node, it in refused if node in names_removed}
-    # Karpenter's flexibility rule (consolidation.go, computeSpotToSpotConsolidation) is for one
-    # spot node replaced by one spot node: that is the move that, repeated, walks a node down to
-    # the cheapest and most interrupted spot pool. Removing several nodes cannot repeat forever.
-    spot_to_spot = n == 1 and candidates[0].capacity_type == "spot"
-    if (
-        not options.spot_to_spot
-        and all(c.capacity_type == "spot" for c in candidates)
-        and any(claim.offering.capacity_type == "spot" for claim in claims)
-    ):
+    # Karpenter's flexibility rule (consolidation.go, computeSpotToSpotConsolidation): one spot
+    # node replaced by one spot node needs that many cheaper types, and every spot replacement of
+    # spot nodes launches among the cheapest that many (for a single node, Karpenter's own rule;
+    # for several, Nodewright's: the replacement is one spot node that the next single-node pass
+    # judges by the same rule, so a replacement that came up dearer among 60 options was replaced
+    # again, its pods moved twice).
+    all_spot = all(c.capacity_type == "spot" for c in candidates)
+    if not options.spot_to_spot and all_spot and any(claim.offering.capacity_type == "spot" for claim in claims):
         # Karpenter with SpotToSpotConsolidation off: spot candidates may only be deleted.
         return Verdict(None, "spot-to-spot consolidation is off (spotToSpotConsolidation): a spot replacement")
     bound = limits.bound(candidates) if limits is not None and claims else []
@@ -150,6 +154,13 @@ def evaluate(
                 None, f"a replacement {claim.instance_type.name} for {names(sorted(names_removed))} came up no cheaper"
             )
         limit = claim.price + slack
+        if n > 1:
+            # Karpenter's filterOutSameType (multinodeconsolidation.go): an option that is the type
+            # of a candidate (so that candidate could hold every pod) must cost less than that
+            # candidate, or keeping it and removing the others would move fewer pods for as much.
+            # The planned type stays (its saving is what the move was judged by); the cap is on
+            # what else CreateFleet may launch.
+            limit = min(limit, _same_type_cap(candidates, claim))
         capacity_type = claim.offering.capacity_type
         kept = tuple(  # in the claim's order: cheapest first
             it
@@ -162,8 +173,8 @@ def evaluate(
                 and price < limit - EPSILON
             )
         )
-        if spot_to_spot and claim.offering.capacity_type == "spot":
-            if len(kept) < options.spot_to_spot_min_types:
+        if all_spot and claim.offering.capacity_type == "spot":
+            if n == 1 and len(kept) < options.spot_to_spot_min_types:
                 return Verdict(
                     None,
                     f"spot-to-spot replacement needs {options.spot_to_spot_min_types} cheaper instance types; "
@@ -234,6 +245,14 @@ def _weighed(candidates: Sequence[Candidate], new_nodes: int, options: Disruptio
         elif options.balance_threshold > 0:
             out[c.pool.name] = options.balance_threshold
     return out
+
+
+def _same_type_cap(candidates: Sequence[Candidate], claim: PlannedClaim) -> float:
+    """The price of the cheapest candidate whose instance type is one of `claim`'s options
+    (infinity: none is).
+    """
+    offered = {it.name for it in claim.options}
+    return min((c.price for c in candidates if c.claim.instance_type in offered), default=float("inf"))
 
 
 def option_price(
