@@ -23,22 +23,15 @@ import pytest
 from bench.harness.cluster_actors import running_node
 from functions.consolidator import handler as consolidator_handler
 from functions.provisioner import handler as provisioner_handler
-from nodewright.controllers.assembly import build_provisioner
-from nodewright.controllers.configstatus import ConfigStatus
-from nodewright.controllers.disruption import Consolidator, ConsolidatorOptions
-from nodewright.controllers.provisioning import Provisioner
-from nodewright.controllers.provisionoptions import StaticConfiguration
 from nodewright.model import labels as wk
-from nodewright.model.instancetype import InstanceType
 from nodewright.model.nodepool import Budget, Disruption, NodePool, ZoneBalance
 from nodewright.model.pod import SpreadConstraint
 from nodewright.model.resources import CPU
 from nodewright.model.selectors import LabelSelector
-from nodewright.ports import Configuration
 from tests.builders import ZONES, node_pool, pod
 from tests.controllers.test_disruption import ConsolidationWorld
 from tests.controllers.test_interruption import START
-from tests.controllers.test_provisioning import TYPES, FixedCatalog
+from tests.controllers.test_provisioning import TYPES
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -77,40 +70,6 @@ def unconfigured() -> Iterator[None]:
 class ZonedWorld(ConsolidationWorld):
     """The consolidation world, with nodes placed in a chosen zone, a catalog of `types` (TYPES,
     or the same types priced differently per zone) and the functions run through their handlers."""
-
-    types: tuple[InstanceType, ...] = TYPES
-
-    def provisioner(
-        self, config: Configuration | None = None, config_status: ConfigStatus | None = None
-    ) -> Provisioner:
-        return build_provisioner(
-            cluster=self.cluster,
-            cloud=self.cloud,
-            store=self.store,
-            clock=self.clock,
-            config=config if config is not None else StaticConfiguration(self.pools),
-            catalog=FixedCatalog(self.types),
-            observer=self.observer,
-            sleep=lambda _: None,
-            config_status=config_status,
-        )
-
-    def consolidator(self, **options: float) -> Consolidator:
-        return Consolidator(
-            cluster=self.cluster,
-            cloud=self.cloud,
-            claim_records=self.store,
-            command_records=self.store,
-            leases=self.store,
-            offering_blocks=self.store,
-            clock=self.clock,
-            config=StaticConfiguration(self.pools),
-            catalog=FixedCatalog(self.types),
-            observer=self.observer,
-            launcher=self.provisioner().launcher,
-            options=ConsolidatorOptions(**options),  # type: ignore[arg-type]
-            sleep=lambda seconds: self.tick(max(1.0, seconds)),
-        )
 
     def provision_through_handler(self) -> None:
         self.schedule()
