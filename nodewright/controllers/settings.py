@@ -88,6 +88,13 @@ class Settings:
                 problems.append(f"{name} is not set")
             return value
 
+        def flag(name: str) -> bool:
+            """A switch that defaults to on: "true" or "false" (any case), else a problem."""
+            raw = env.get(name, "true").strip().lower()
+            if raw not in ("true", "false"):
+                problems.append(f"{name} {env[name]!r} is not true or false")
+            return raw != "false"
+
         def number(name: str, default: float, high: float) -> float:
             raw = env.get(name, "").strip()
             if not raw:
@@ -134,13 +141,9 @@ class Settings:
             repair_max_unhealthy_percent=round(repair_percent),
             nominate_after=number("NOMINATE_AFTER_SECONDS", DEFAULT_NOMINATE_AFTER, 3600.0),
             node_roles=tuple(r.strip() for r in env.get("NODE_ROLES", "").split(",") if r.strip()),
-            spot_to_spot_consolidation=env.get("SPOT_TO_SPOT_CONSOLIDATION", "true").strip().lower() != "false",
-            deletion_cost_steering=env.get("DELETION_COST_STEERING", "true").strip().lower() != "false",
+            spot_to_spot_consolidation=flag("SPOT_TO_SPOT_CONSOLIDATION"),
+            deletion_cost_steering=flag("DELETION_COST_STEERING"),
         )
-        if env.get("SPOT_TO_SPOT_CONSOLIDATION", "true").strip().lower() not in ("true", "false"):
-            problems.append(f"SPOT_TO_SPOT_CONSOLIDATION {env['SPOT_TO_SPOT_CONSOLIDATION']!r} is not true or false")
-        if env.get("DELETION_COST_STEERING", "true").strip().lower() not in ("true", "false"):
-            problems.append(f"DELETION_COST_STEERING {env['DELETION_COST_STEERING']!r} is not true or false")
         if settings.price_source not in PRICE_SOURCES:
             problems.append(f"PRICE_SOURCE {settings.price_source!r} is not one of {', '.join(PRICE_SOURCES)}")
         if settings.config_source not in CONFIG_SOURCES:

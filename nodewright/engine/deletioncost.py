@@ -64,8 +64,8 @@ class Steer:
 
 
 def draining(node: Node) -> bool:
-    """Cordoned, or tainted by a disruption: its pods are leaving, steered or not."""
-    return node.unschedulable or any(t.key == wk.DISRUPTED_TAINT_KEY for t in node.taints)
+    """Cordoned, being deleted or tainted by a disruption: its pods are leaving, steered or not."""
+    return node.unschedulable or node.leaving
 
 
 def node_costs(snapshot: ClusterSnapshot, removable: Collection[str], share: float = SHARE) -> dict[str, int]:

@@ -84,11 +84,6 @@ def pool_zones(pc: PoolCapacity) -> frozenset[str]:
     return frozenset(o.zone for it in pc.instance_types for o in it.offerings if o.available and o.allowed_by(reqs))
 
 
-def leaving(node: Node) -> bool:
-    """A node that is going away: being deleted or tainted disrupted."""
-    return node.deleting or any(t.key == wk.DISRUPTED_TAINT_KEY for t in node.taints)
-
-
 def tied(pod: Pod) -> bool:
     """Whether the pod's own constraints can tie it to a zone: a zone-keyed DoNotSchedule spread,
     a required pod affinity or anti-affinity by zone, or a zone in its node requirements.
@@ -169,7 +164,7 @@ class ZoneLoads:
             zone = node.labels.get(wk.ZONE, "")
             if entry is None or not zone:
                 continue
-            if node.name not in keep and (leaving(node) or node.name in gone):
+            if node.name not in keep and (node.leaving or node.name in gone):
                 continue
             entry.load[zone] = entry.load.get(zone, 0.0) + entry.node_weight(node)
         for claim in inflight:
@@ -530,7 +525,7 @@ def _mixed_and_over(after: ZoneLoads, claims: Sequence[PlannedClaim]) -> bool:
     over its bound and one of its claims holds both zone-tied and free pods (what `split_solve`
     can undo).
     """
-    over = {name for name, entry in after.pools.items() if skew(entry.load) > entry.balance.max_skew + EPSILON}
+    over = after.over()
     return any(c.nodepool in over and any(tied(p) for p in c.pods) and not all(tied(p) for p in c.pods) for c in claims)
 
 

@@ -47,11 +47,11 @@ from nodewright.inmemory.apiwire import (
     Route,
     Stored,
     already_exists,
+    conflict,
     encode,
     json_object,
     not_found,
     posted,
-    qualified,
 )
 from nodewright.model.manifests import format_timestamp
 
@@ -152,12 +152,7 @@ class CustomResources:
         resource = route.resource
         wanted = (merged.get("metadata") or {}).get("resourceVersion")
         if wanted and str(wanted) != str(current.rv):
-            raise Failure(
-                409,
-                f'Operation cannot be fulfilled on {qualified(resource)} "{route.name}": the object has been '
-                "modified; please apply your changes to the latest version and try again",
-                {"name": route.name, "group": resource.group, "kind": resource.plural},
-            )
+            raise conflict(resource, route.name)
         if resource.status_subresource:
             if route.subresource == "status":
                 merged = dict(current.manifest, status=merged.get("status"))

@@ -474,6 +474,16 @@ def not_found(resource: Resource, name: str) -> Failure:
     return Failure(404, f'{qualified(resource)} "{name}" not found', details)
 
 
+def conflict(resource: Resource, name: str) -> Failure:
+    """409 of a write whose `metadata.resourceVersion` is not the stored one, as kube-apiserver words it."""
+    return Failure(
+        409,
+        f'Operation cannot be fulfilled on {qualified(resource)} "{name}": the object has been modified; '
+        "please apply your changes to the latest version and try again",
+        {"name": name, "group": resource.group, "kind": resource.plural},
+    )
+
+
 def already_exists(resource: Resource, name: str) -> Failure:
     """409 of a create whose name is taken, as kube-apiserver words it."""
     return Failure(

@@ -27,6 +27,7 @@ from nodewright.inmemory.apiwire import (
     Failure,
     Route,
     Stored,
+    conflict,
     encode,
     json_object,
     not_found,
@@ -94,12 +95,7 @@ class Writes:
             merged = change(stored.manifest)
             wanted = (merged.get("metadata") or {}).get("resourceVersion")
             if wanted and str(wanted) != str(stored.rv):
-                raise Failure(
-                    409,
-                    f'Operation cannot be fulfilled on nodes "{name}": the object has been modified; '
-                    "please apply your changes to the latest version and try again",
-                    {"name": name, "kind": "nodes"},
-                )
+                raise conflict(RESOURCES[0], name)
             if dry:
                 metadata = dict(merged.get("metadata") or {}, resourceVersion=str(stored.rv))
                 return encode(dict(merged, metadata=metadata))
@@ -240,12 +236,7 @@ class Writes:
                 )
             wanted = after.get("resourceVersion")
             if wanted and str(wanted) != str(stored.rv):
-                raise Failure(
-                    409,
-                    f'Operation cannot be fulfilled on pods "{route.name}": the object has been modified; '
-                    "please apply your changes to the latest version and try again",
-                    {"name": route.name, "kind": "pods"},
-                )
+                raise conflict(route.resource, route.name)
             old, new = before.get("annotations") or {}, after.get("annotations") or {}
             change: dict[str, str | None] = {k: None for k in old if k not in new}
             change.update({str(k): str(v) for k, v in new.items() if old.get(k) != v})

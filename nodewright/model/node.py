@@ -100,6 +100,13 @@ class Node:
         return self.labels.get(wk.NW_NODECLAIM, "")
 
     @property
+    def leaving(self) -> bool:
+        """True when the node is going away by any route: being deleted, or tainted disrupted
+        (by an interruption, a consolidation command or a repair). Wider than `draining`.
+        """
+        return self.deleting or any(t.key == wk.DISRUPTED_TAINT_KEY for t in self.taints)
+
+    @property
     def draining(self) -> bool:
         """True when the node is going away and its pods need capacity the provisioner must find:
         being deleted, or tainted disrupted by an interruption that asks for replacement.

@@ -47,7 +47,6 @@ from dataclasses import replace
 from nodewright.engine.devices import lower
 from nodewright.engine.scheduling.types import PoolCapacity, SchedulingInput
 from nodewright.engine.scheduling.usage import pool_usage
-from nodewright.model import labels as wk
 from nodewright.model.instancetype import OfferingKey
 from nodewright.model.node import Node
 from nodewright.model.nodeclaim import NodeClaim
@@ -98,7 +97,7 @@ def provisioning_input(
     snapshot, pending = lowered.snapshot, lowered.pending
     inflight = in_flight(snapshot.nodes, claims)
     holder = {pod: c.node_name or c.name for c in inflight for pod in c.pods}
-    leaving = {n.name for n in snapshot.nodes if n.deleting or any(t.key == wk.DISRUPTED_TAINT_KEY for t in n.taints)}
+    leaving = {n.name for n in snapshot.nodes if n.leaving}
     held = tuple(
         replace(p, node_name=holder[p.key])
         for p in snapshot.pods

@@ -22,6 +22,8 @@ from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
 from nodewright.engine.disruption.types import Command
 
 DRIFT = "drift"
+# The budget reason of drift's commands (Karpenter's), which the zone-rebalance move shares.
+DRIFTED = "Drifted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +31,7 @@ class Drift:
     """The drift method (see the module docstring)."""
 
     name = DRIFT
-    reason = "Drifted"
+    reason = DRIFTED
     budgeted = True
 
     def compute(self, view: ClusterView, sim: Simulator, why: dict[str, str]) -> Command | None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.disruption.consolidation import EPSILON, option_price
+from nodewright.engine.disruption.methods.drift import DRIFTED
 from nodewright.engine.disruption.methods.shared import note, ordered, recheck, waiting, within_budget
 from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
 from nodewright.engine.disruption.types import Command, DisruptionInput
@@ -30,9 +31,6 @@ from nodewright.engine.scheduling import SchedulingResult
 from nodewright.engine.zonebalance import ZoneLoads
 
 ZONE_REBALANCE = "zone-rebalance"
-# The budget reason: like a node whose DaemonSets no longer fit it, a node in a zone its NodePool
-# would not launch it in now is no longer what the NodePool asks for.
-DRIFTED = "Drifted"
 # Nodes tried (each one solve) per pass.
 REBALANCE_TRIES = 4
 # What the new nodes may cost above the node they replace, as a fraction of its price.
@@ -44,6 +42,8 @@ class ZoneRebalance:
     """The zone-rebalance method (see the module docstring)."""
 
     name = ZONE_REBALANCE
+    # Drift's budgets: like a drifted node, a node in a zone its NodePool would not launch it in
+    # now is no longer what the NodePool asks for.
     reason = DRIFTED
     budgeted = True
 
