@@ -36,7 +36,7 @@ from typing import Any
 from nodewright.engine.daemonfit import OVERFLOW, overflows
 from nodewright.engine.devices import catalog_devices
 from nodewright.engine.scheduling.inputs import in_flight
-from nodewright.engine.zonebalance import claim_zone, leaving, skew
+from nodewright.engine.zonebalance import claim_zone, skew
 from nodewright.model import labels as wk
 from nodewright.model.dra import DeviceObjects, PublishedDevices, matching
 from nodewright.model.nodeclaim import NodeClaim
@@ -96,7 +96,7 @@ class FeatureWatch:
             standby = dict.fromkeys(self.scenario.zones, 0.0)
             for node in nodes.values():
                 zone = node.labels.get(wk.ZONE, "")
-                if node.nodepool == name and zone and not leaving(node):
+                if node.nodepool == name and zone and not node.leaving:
                     load = standby if STANDBY_LABEL in node.labels else running
                     load[zone] = load.get(zone, 0.0) + (1.0 if balance.by == "nodes" else node.capacity[CPU] / 1000)
             for claim in launching:

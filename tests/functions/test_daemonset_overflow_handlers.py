@@ -21,7 +21,6 @@ from bench.harness.cluster_actors import pdb
 from nodewright.controllers.explain import Sources, event_rows, explain_node, explain_pod
 from nodewright.controllers.provisionoptions import pool_capacities
 from nodewright.engine.daemonfit import OVERFLOW
-from nodewright.engine.zonebalance import leaving
 from nodewright.model import labels as wk
 from nodewright.model.nodepool import Budget, Disruption, ZoneBalance
 from nodewright.model.workloads import DaemonSet
@@ -145,7 +144,7 @@ class BalancedDaemonWorld(DaemonWorld):
         for _ in range(int(seconds)):
             super().tick(1)
             counted = collections.Counter(
-                n.labels.get(wk.ZONE, "") for n in self.cluster.nodes() if not leaving(n) and n.nodepool == "default"
+                n.labels.get(wk.ZONE, "") for n in self.cluster.nodes() if not n.leaving and n.nodepool == "default"
             )
             per_zone = [counted.get(z, 0) for z in ZONES]
             self.skews.append(max(per_zone) - min(per_zone))
