@@ -12,9 +12,15 @@ has a value at the same place reached through object properties and additionalPr
 list items they are skipped (kube-apiserver correlates only `x-kubernetes-list-type: map` items,
 which none of the CRDs this project serves declares).
 
+`compile_errors(schema, at)` is the check at CRD creation: a rule that does not parse (or a rule
+entry without its `rule`) refuses the CRD, with kube-apiserver's path to the rule
+(`spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule`),
+instead of refusing every object written under it later.
+
 Why a library and not by hand: CEL is a full expression language (macros, `has`, ternaries, typed
 comparison, errors as values); cel-python implements its standard definition. Not done here that
-kube-apiserver does: type-checking the rules against the schema at CRD creation, cost limits,
+kube-apiserver does: type-checking the rules against the schema at CRD creation (cel-python parses
+a rule; names and types are resolved when it is evaluated), cost limits,
 Kubernetes' CEL extension libraries (`quantity`, `url`, `isSorted`, ...: the CRDs served here use
 none), `messageExpression`, `fieldPath`, and validation ratcheting of unchanged fields.
 """
@@ -56,6 +62,51 @@ def violations(schema: Mapping[str, Any], obj: Mapping[str, Any], old: Mapping[s
             if error is not None:
                 errors.append(error)
     return errors
+
+
+def compile_errors(schema: Mapping[str, Any], at: str) -> list[str]:
+    """kube-apiserver's error for every rule of `schema` (found at path `at` in the CRD) that is
+    missing or does not parse: the CRD is refused with them (module docstring).
+    """
+    errors: list[str] = []
+    for path, sub in _schemas(schema, at):
+        for i, rule in enumerate(sub.get("x-kubernetes-validations") or ()):
+            where = f"{path}.x-kubernetes-validations[{i}].rule"
+            expression = str((rule or {}).get("rule") or "") if isinstance(rule, Mapping) else ""
+            if not expression.strip():
+                errors.append(f"{where}: Required value: rule is not specified")
+                continue
+            failure = _parse_failure(expression)
+            if failure is not None:
+                message = str(rule.get("message") or "")
+                errors.append(
+                    f'{where}: Invalid value: apiextensions.ValidationRule{{Rule:"{expression}", '
+                    f'Message:"{message}"}}: compilation failed: ERROR: <input>:{failure}: Syntax error'
+                )
+    return errors
+
+
+def _parse_failure(expression: str) -> str | None:
+    """`line:column` where `expression` stops parsing, None when it parses."""
+    from celpy.celparser import CELParseError
+
+    try:
+        _program(expression)
+    except CELParseError as error:
+        return f"{getattr(error, 'line', 1)}:{getattr(error, 'column', 1)}"
+    return None
+
+
+def _schemas(schema: Mapping[str, Any], path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every (path, sub-schema) of a structural schema, in kube-apiserver's path notation."""
+    yield path, schema
+    for key, sub in (schema.get("properties") or {}).items():
+        if isinstance(sub, Mapping):
+            yield from _schemas(sub, f"{path}.properties[{key}]")
+    for key in ("items", "additionalProperties"):
+        sub = schema.get(key)
+        if isinstance(sub, Mapping):
+            yield from _schemas(sub, f"{path}.{key}")
 
 
 def _places(

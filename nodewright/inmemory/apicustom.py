@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nodewright.inmemory.apicel import violations
+from nodewright.inmemory.apicel import compile_errors, violations
 from nodewright.inmemory.apipatch import APPLY_PATCH, media_type, patched
 from nodewright.inmemory.apischema import admit
 from nodewright.inmemory.apistore import ObjectStore
@@ -272,6 +272,10 @@ class CustomResources:
             problems.append("spec.versions: Invalid value: must have exactly one version marked as storage version")
         if not problems and name != f"{names['plural']}.{spec['group']}":
             problems.append(f'metadata.name: Invalid value: "{name}": must be spec.names.plural+"."+spec.group')
+        for i, version in enumerate(spec.get("versions") or ()):
+            schema = ((version or {}).get("schema") or {}).get("openAPIV3Schema")
+            if isinstance(schema, Mapping):
+                problems.extend(compile_errors(schema, f"spec.versions[{i}].schema.openAPIV3Schema"))
         if problems:
             raise Failure(
                 422,
@@ -304,7 +308,7 @@ def _cause(error: str) -> dict[str, str]:
     if error.startswith("unknown field"):
         return {"reason": "FieldValueInvalid", "message": error, "field": ""}
     field, _, message = error.partition(": ")
-    reason = "FieldValueRequired" if message == "Required value" else "FieldValueInvalid"
+    reason = "FieldValueRequired" if message.startswith("Required value") else "FieldValueInvalid"
     return {"reason": reason, "message": message, "field": field}
 
 

@@ -172,3 +172,65 @@ def test_an_ec2nodeclass_names_one_identity_and_keeps_its_kind(
     (stored,) = server.custom_objects("karpenter.k8s.aws", "v1", "ec2nodeclasses")
     assert stored["spec"]["instanceProfile"] == "KarpenterNodeProfile"
     assert "role" not in stored["spec"]
+
+
+WIDGETS = """apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: widgets.example.com}}
+spec:
+  group: example.com
+  scope: Cluster
+  names: {{plural: widgets, kind: Widget}}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              properties:
+                sizes:
+                  type: array
+                  items:
+                    type: object
+                    x-kubernetes-validations: [{{rule: {item}, message: each}}]
+                    properties: {{n: {{type: integer}}}}
+              x-kubernetes-validations: [{{rule: {spec}}}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("spec", "item", "error"),
+    [
+        ("'self.sizes.size() >'", "'self.n > 0'", "spec.versions[0].schema.openAPIV3Schema.properties[spec]"
+         '.x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.sizes.size() >", '
+         'Message:""}: compilation failed: ERROR: <input>:1:'),
+        ("'has(self.sizes)'", "'self.n > (0'", "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties"
+         '[sizes].items.x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:'
+         '"self.n > (0", Message:"each"}: compilation failed'),
+        ("''", "'self.n > 0'", "spec.versions[0].schema.openAPIV3Schema.properties[spec]"
+         ".x-kubernetes-validations[0].rule: Required value: rule is not specified"),
+    ],
+)  # fmt: skip
+def test_a_crd_whose_rule_does_not_parse_is_refused_at_creation(
+    kubectl: Kubectl, server: ApiServer, tmp_path: Path, spec: str, item: str, error: str
+) -> None:
+    # kube-apiserver compiles every rule when the CRD is written: a rule that cannot parse
+    # refuses the CRD, not every object written under it later.
+    path = tmp_path / "widgets.yaml"
+    path.write_text(WIDGETS.format(spec=spec, item=item))
+
+    refused = kubectl("apply", "-f", str(path))
+
+    assert refused.code == 1
+    assert 'The CustomResourceDefinition "widgets.example.com" is invalid: ' in refused.err
+    assert error in refused.err
+    assert kubectl("get", "crd", "widgets.example.com").code == 1
+
+    path.write_text(WIDGETS.format(spec="'has(self.sizes)'", item="'self.n > 0'"))
+    assert kubectl.ok("apply", "-f", str(path)).out.strip() == (
+        "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created"
+    )
