@@ -392,3 +392,25 @@ def test_what_turns_the_re_balancing_move_off(pool: NodePool, moved: bool) -> No
     else:
         assert world.zones() == {"us-east-1a": 3, "us-east-1b": 1, "us-east-1c": 1}
         assert world.observer.of("disruption") == []
+
+
+def test_the_re_balancing_move_looks_past_nodes_whose_pods_are_tied_to_the_fullest_zone() -> None:
+    # Zone a holds six full nodes (no node has room for another pod), five of them full of pods
+    # that pin themselves to zone a (they could only come back there) and, last in
+    # consolidation's order, one whose pods may go anywhere. The move tries the nodes with the
+    # fewest zone-tied pods first: that one goes to a lighter zone, instead of the pass's tries
+    # going to nodes that cannot move (in consolidation's order the first four tries would).
+    world = ZonedWorld(pools=(BALANCED,))
+    for i in range(5):
+        world.zoned(f"a-{i}", "us-east-1a", 8, pinned=True, capacity_type="spot")
+    world.zoned("a-5", "us-east-1a", 8, capacity_type="spot")
+    world.zoned("b-1", "us-east-1b", 8, pinned=True, capacity_type="spot")
+    world.zoned("c-1", "us-east-1c", 8, pinned=True, capacity_type="spot")
+    world.consolidate_through_handler(600)
+    moves = [d for d in world.observer.of("disruption") if d["method"] == "zone-rebalance"]
+    assert [m["candidates"] for m in moves] == [["a-5"]]
+    assert "fullest zone (us-east-1a=6 us-east-1b=1 us-east-1c=1)" in str(moves[0]["detail"])
+    assert world.zones()["us-east-1a"] == 5
+    assert sorted(world.zones().values()) == [1, 2, 5]
+    assert world.cluster.lost_pods() == []
+    assert all(p.node_name for p in world.workload_pods())
