@@ -6,13 +6,14 @@ Provisioning pins each new claim where the bound holds, and consolidation never 
 NodePool further past it; but pods tied to zones (a zone-keyed `DoNotSchedule` spread), a
 standby buffer replaced whole, interruptions and drift-like replacements (which happen whatever
 the zones) still leave it lopsided, and nothing brought it back: scale-in emptied the light zones
-as often as the full ones. When no other method found a command, this one takes, of the
-NodePool's nodes in its fullest zone, the first (in consolidation's order, past
-`consolidateAfter`, within the "Drifted" budgets; PodDisruptionBudgets and do-not-disrupt hold it
-as any budgeted move) whose pods all find a home on the other nodes or on new nodes pinned to the
-lighter zones (`ZoneLoads.evens`: the NodePool comes out more even, no balanced NodePool more
-lopsided), for at most REBALANCE_PREMIUM more an hour than the node costs; each new node's options
-are cut to what keeps that. At most REBALANCE_TRIES nodes are tried (one solve each) a pass.
+as often as the full ones. Tried after drift and DaemonSet overflow and before consolidation
+(`methods/__init__.py`), this one takes, of the NodePool's nodes in its fullest zone, the first
+(those with the fewest zone-tied pods first, then consolidation's order; past `consolidateAfter`,
+within the "Drifted" budgets; PodDisruptionBudgets and do-not-disrupt hold it as any budgeted
+move) whose pods all find a home on the other nodes or on new nodes pinned to the lighter zones
+(`ZoneLoads.evens`: the NodePool comes out more even, no balanced NodePool more lopsided), for at
+most REBALANCE_PREMIUM more an hour than the node costs; each new node's options are cut to what
+keeps that. At most REBALANCE_TRIES nodes are tried (one solve each) a pass.
 The move is the zone balance's own, so it is made whatever the consolidation policy (a
 `WhenEmpty` NodePool's nodes too); `consolidateAfter: Never` or a "Drifted" budget of 0 stops it.
 """
@@ -32,7 +33,7 @@ from nodewright.engine.zonebalance import ZoneLoads, tied
 
 ZONE_REBALANCE = "zone-rebalance"
 # Nodes tried (each one solve) per pass.
-REBALANCE_TRIES = 4
+REBALANCE_TRIES = 8
 # What the new nodes may cost above the node they replace, as a fraction of its price.
 REBALANCE_PREMIUM = 0.05
 
