@@ -392,3 +392,44 @@ def test_what_turns_the_re_balancing_move_off(pool: NodePool, moved: bool) -> No
     else:
         assert world.zones() == {"us-east-1a": 3, "us-east-1b": 1, "us-east-1c": 1}
         assert world.observer.of("disruption") == []
+
+
+def test_the_re_balancing_move_looks_past_nodes_whose_pods_are_tied_to_the_fullest_zone() -> None:
+    # Zone a holds six full nodes (no node has room for another pod), five of them full of pods
+    # that pin themselves to zone a (they could only come back there) and, last in
+    # consolidation's order, one whose pods may go anywhere. The move tries the nodes with the
+    # fewest zone-tied pods first: that one goes to a lighter zone. In consolidation's order the
+    # budget's one disruption (10% of 8 nodes) would go to a-0, which cannot move, pass after pass.
+    world = ZonedWorld(pools=(BALANCED,))
+    for i in range(5):
+        world.zoned(f"a-{i}", "us-east-1a", 8, pinned=True, capacity_type="spot")
+    world.zoned("a-5", "us-east-1a", 8, capacity_type="spot")
+    world.zoned("b-1", "us-east-1b", 8, pinned=True, capacity_type="spot")
+    world.zoned("c-1", "us-east-1c", 8, pinned=True, capacity_type="spot")
+    world.consolidate_through_handler(600)
+    moves = [d for d in world.observer.of("disruption") if d["method"] == "zone-rebalance"]
+    assert [m["candidates"] for m in moves] == [["a-5"]]
+    assert "fullest zone (us-east-1a=6 us-east-1b=1 us-east-1c=1)" in str(moves[0]["detail"])
+    assert world.zones()["us-east-1a"] == 5
+    assert sorted(world.zones().values()) == [1, 2, 5]
+    assert world.cluster.lost_pods() == []
+    assert all(p.node_name for p in world.workload_pods())
+
+
+def test_the_re_balancing_move_goes_before_consolidation_while_a_pool_is_over_its_balance() -> None:
+    # Lopsided by three (a=3 b=1 c=1, full nodes) plus b-2 in zone b holding one pod: consolidation
+    # would delete b-2 (its pod fits elsewhere; a=3 b=1 c=1 is no more lopsided than now). Over
+    # its bound, the NodePool gets the re-balancing move first: a node of zone a goes, its pods
+    # onto b-2's room, and nothing is launched; then the NodePool is within its bound and nothing
+    # else moves.
+    world = ZonedWorld(pools=(BALANCED,))
+    lopsided_by_three(world)
+    world.zoned("b-2", "us-east-1b", 1, capacity_type="spot")
+    world.consolidate_through_handler(600)
+    moves = world.observer.of("disruption")
+    assert moves[0]["method"] == "zone-rebalance"
+    assert "fullest zone (us-east-1a=3 us-east-1b=2 us-east-1c=1)" in str(moves[0]["detail"])
+    assert world.zones() == {"us-east-1a": 2, "us-east-1b": 2, "us-east-1c": 1}
+    assert [c.name for c in world.store.claims() if c.created_at > START] == []
+    assert world.cluster.lost_pods() == []
+    assert all(p.node_name for p in world.workload_pods())

@@ -20,8 +20,8 @@ def test_every_method_has_its_own_name_and_a_budget_reason() -> None:
         "expiration",
         "drift",
         "daemonset-overflow",
-        "consolidation",
         "zone-rebalance",
+        "consolidation",
     ]
     assert {m.name: m.reason for m in METHODS} == {
         "static-scale-down": "Overprovisioned",

@@ -9,16 +9,20 @@ yields a command wins), as Karpenter's `Method` interface (pkg/controllers/disru
     drift              Drift            drifted nodes
     daemonset-overflow DaemonSetOverflow nodes whose DaemonSet pods no longer fit (NodePools
                                         annotated daemonset-overflow: Replace; beyond Karpenter)
-    consolidation      Consolidation    underutilized nodes: delete, or replace by cheaper ones
     zone-rebalance     ZoneRebalance    a node out of the fullest zone of a zone-balanced NodePool
                                         over its bound (beyond Karpenter)
+    consolidation      Consolidation    underutilized nodes: delete, or replace by cheaper ones
 
 Static NodePools' methods come first: cheap to decide, and their nodes are no other method's to
-take. Each method names itself (`name`, the command's `method`), the budget reason its commands
-count against (`reason`), whether they are held by the budgets at all (`budgeted`), computes at
-most one command (`compute`, noting in `why` why a node it looked at was left alone), and re-checks
-one of its commands against fresh state (`still_holds`). `BY_NAME` finds a command's method.
-Pure.
+take. Zone rebalance, like drift a node no longer where its NodePool asks for it, goes before
+consolidation: last, it got a pass only when consolidation found nothing, and a NodePool stayed
+over its bound while consolidation took pass after pass (it finds nothing while every NodePool is
+within its bound, so then consolidation's turn is unchanged).
+
+Each method names itself (`name`, the command's `method`), the budget reason its commands count
+against (`reason`), whether they are held by the budgets at all (`budgeted`), computes at most one
+command (`compute`, noting in `why` why a node it looked at was left alone), and re-checks one of
+its commands against fresh state (`still_holds`). `BY_NAME` finds a command's method. Pure.
 """
 
 from __future__ import annotations
@@ -77,7 +81,7 @@ METHODS: tuple[Method, ...] = (
     Expiration(),
     Drift(),
     DaemonSetOverflow(),
-    Consolidation(),
     ZoneRebalance(),
+    Consolidation(),
 )
 BY_NAME = MappingProxyType({m.name: m for m in METHODS})
