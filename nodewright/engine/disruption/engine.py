@@ -1,9 +1,9 @@
 """`compute_commands` and `validate`: one disruption pass, and the re-check before acting. Pure.
 
 A pass reads the input once (`ClusterView`), then tries the methods in order (`methods`: static
-NodePools' scale down and replacement, repair, emptiness, expiration, drift, consolidation); the
-first that yields a command wins. Every node
-that is not part of the command gets a reason in `rejected`. Nothing here acts: the controller
+NodePools' scale down and replacement, repair, emptiness, expiration, drift, DaemonSet overflow,
+zone rebalance, consolidation); the first that yields a command wins. Every node that is not part
+of the command gets a reason in `rejected`. Nothing here acts: the controller
 executes the command after `validate` found it still sound against state read again later.
 """
 
