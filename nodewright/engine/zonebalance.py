@@ -233,7 +233,10 @@ class ZoneLoads:
         """`claims` with each claim of a balanced NodePool pinned to one zone, counted as it goes:
         first the claims tied to their zone (counted where they are), then the free ones, in order,
         so the free claims even out what the tied ones of the same pass leave lopsided. `standby`:
-        the claims are standby instances, counted with those (`group`).
+        the claims are standby instances, counted with those (`group`); of the zones that keep the
+        standby within its bound, the one with the fewest serving nodes first (a standby node is
+        started for pods and serves there: a one-node buffer refilled in the cheapest zone every
+        time would add each start to that zone).
         """
         out = list(claims)
         free: list[tuple[int, PoolLoad, Requirements, dict[str, tuple[InstanceType, Offering]]]] = []
@@ -249,7 +252,8 @@ class ZoneLoads:
             else:
                 free.append((i, entry, base, by_zone))
         for i, entry, base, by_zone in free:
-            out[i] = self._pin(out[i], entry, base, by_zone)
+            serving = self.pools.get(claims[i].nodepool) if standby else None
+            out[i] = self._pin(out[i], entry, base, by_zone, serving.load if serving is not None else {})
         return tuple(out)
 
     @staticmethod
@@ -273,7 +277,11 @@ class ZoneLoads:
         entry: PoolLoad,
         base: Requirements,
         by_zone: dict[str, tuple[InstanceType, Offering]],
+        first: Mapping[str, float],
     ) -> PlannedClaim:
+        """`claim` pinned to a zone of `by_zone` (see `pin`); `first`: a load whose emptier zones
+        go first among those that keep `entry` within its bound (empty: none).
+        """
         weight = entry.type_weight(claim.instance_type.name)
         load = entry.load
         bound = entry.balance.max_skew + EPSILON
@@ -281,7 +289,7 @@ class ZoneLoads:
         if not within:
             least = min(load.get(z, 0.0) for z in by_zone)
             within = [z for z in by_zone if load.get(z, 0.0) <= least + EPSILON]
-        zone = min(within, key=lambda z: (by_zone[z][1].price, load.get(z, 0.0), z))
+        zone = min(within, key=lambda z: (first.get(z, 0.0), by_zone[z][1].price, load.get(z, 0.0), z))
         load[zone] = load.get(zone, 0.0) + weight
         options = tuple(it for it in claim.options if self._offering(it, base, zone) is not None)
         offering = by_zone[zone][1]

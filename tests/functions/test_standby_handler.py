@@ -391,3 +391,24 @@ def test_pending_pods_start_the_stopped_node_in_the_zone_with_the_fewest_serving
 
     started = [c for c in world.store.claims() if c.state == STARTING]
     assert [c.zone for c in started] == [ZONES[1]]
+
+
+def test_a_standby_instance_is_launched_in_a_zone_with_the_fewest_serving_nodes(
+    world: Ec2World, example_plan: ExamplePlan, invoke: Invoke
+) -> None:
+    # A one-node buffer: every zone keeps the standby even, and the cheapest (or first) zone would
+    # take every refill, so each start for pending pods would add a serving node to that zone.
+    balanced_chunks(world, example_plan, 1)
+    buffered = world.config.current
+    for p in world.cluster.pods():
+        world.cluster.remove_pod(p)
+    web_in_zone_a(world)
+    world.config.current = replace(buffered, capacitybuffers=())
+    invoke(world.provisioner, "web")
+    world.config.current = buffered
+
+    invoke(world.provisioner, "standby")
+
+    standby = [c.zone for c in world.store.claims() if STANDBY_LABEL in c.labels]
+    assert len(standby) == 1
+    assert standby[0] != ZONES[0]
