@@ -38,11 +38,12 @@ balanced, every function returns its input unchanged.
 Serving and standby nodes are held to the bound apart (`group`): the NodePool's nodes that run
 pods are one count, its standby instances (`nodewright.model.standby`: launched, then stopped,
 started when pods need them) another, each kept within the skew. Counted together, the stopped
-nodes evened out whatever the running ones did: on a generated day 38/17/27 running nodes sat
-behind a total of 40/39/40, and when a late DaemonSet made the whole buffer stale, the running
-lopsidedness was all there was. The running nodes are the blast radius the setting bounds; the
-standby ones are what comes back in a zone when another fails, so they are kept even too (and
-together the NodePool stays within twice the bound).
+nodes evened out whatever the running ones did: on a generated day 24/7/17 running nodes sat
+behind 2/20/10 stopped ones (26/27/27 together), and when a late DaemonSet made the whole buffer
+stale, the running lopsidedness was all there was. The running nodes are the blast radius the
+setting bounds; the standby ones are what comes back in a zone when another fails, so they are
+kept even too (and together the NodePool stays within twice the bound). A standby launch goes,
+of the zones that keep the standby even, to the one with the fewest serving nodes (`pin`).
 """
 
 from __future__ import annotations
