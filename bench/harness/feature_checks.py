@@ -11,19 +11,19 @@ feature the scenario has:
   their claim asks for (checked with `model.dra`'s own matching against what the node's instance
   type publishes, not with the engine's lowering), and the nodes they ran on;
 * zone balance: per balanced NodePool, its skew (most minus fewest nodes, or vCPUs, by zone,
-  counting as `engine.zonebalance` counts them: the NodePool's Nodes that are not leaving, stopped
-  standby ones included, and its claims launched whose Node has not registered yet) each minute:
-  the worst minute, the time-weighted mean, and the share of minutes over the bound; and the mean
-  skew of its running nodes alone and of its standby ones alone;
+  counting as `engine.zonebalance` counts them: the NodePool's Nodes that are not leaving and its
+  claims launched whose Node has not registered yet, its serving nodes and its standby ones apart)
+  each minute: for the serving nodes the worst minute, the time-weighted mean and the share of
+  minutes over the bound; the mean skew of its standby nodes alone and of all its nodes together;
 * late DaemonSet: per NodePool and its overflow policy, the daemon pods waiting for one of its
   nodes that do not fit it (`engine.daemonfit.overflows`; the peak and at the end), the
   `DaemonSetPodsDoNotFit` Events on its nodes, and the `daemonset-overflow` replacements done.
 
 `shortfalls(figures)` names what falls short: a feature that never acted (no standby node started,
 no device pod bound, no overflow anywhere), a device pod on a node without its devices, a balanced
-NodePool whose mean skew is over its bound, and an overflow not handled as its policy says
-(Replace: replaced; Report: an Event; Ignore: neither). Measurement only: reads the world, changes
-nothing in it (`snapshot_unrecorded`, no recorded API call).
+NodePool whose serving nodes' or standby nodes' mean skew is over its bound, and an overflow not
+handled as its policy says (Replace: replaced; Report: an Event; Ignore: neither). Measurement
+only: reads the world, changes nothing in it (`snapshot_unrecorded`, no recorded API call).
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ class FeatureWatch:
         )
         self.balanced = {p.name: p.zone_balance for p in scenario.nodepools if p.zone_balance is not None}
         self.late = {d.name for _, d in scenario.late_daemonsets}
-        # NodePool -> per minute: the skew of all its nodes (as the engine counts), of its running
-        # ones alone, of its standby ones alone.
+        # NodePool -> per minute: the skew of all its nodes together, of its running (serving)
+        # ones alone and of its standby ones alone (the engine holds each of the last two to the bound).
         self.skews: dict[str, list[float]] = {name: [] for name in self.balanced}
         self.running_skews: dict[str, list[float]] = {name: [] for name in self.balanced}
         self.standby_skews: dict[str, list[float]] = {name: [] for name in self.balanced}
@@ -160,13 +160,15 @@ class FeatureWatch:
             out["zone_balance"] = {
                 name: {
                     "bound": f"{balance.by}:{balance.max_skew:g}",
-                    "skew_max": max(self.skews[name], default=0.0),
-                    "skew_mean": _mean(self.skews[name]),
+                    "skew_max": max(self.running_skews[name], default=0.0),
+                    "skew_mean": _mean(self.running_skews[name]),
                     "minutes_over": round(
-                        sum(1 for s in self.skews[name] if s > balance.max_skew) / max(1, len(self.skews[name])), 3
+                        sum(1 for s in self.running_skews[name] if s > balance.max_skew)
+                        / max(1, len(self.running_skews[name])),
+                        3,
                     ),
-                    "running_skew_mean": _mean(self.running_skews[name]),
                     "standby_skew_mean": _mean(self.standby_skews[name]),
+                    "total_skew_mean": _mean(self.skews[name]),
                 }
                 for name, balance in sorted(self.balanced.items())
             }
@@ -217,6 +219,11 @@ def shortfalls(figures: Mapping[str, Any]) -> list[str]:
         by, _, bound = zone["bound"].partition(":")
         if zone["skew_mean"] > float(bound):
             out.append(f"zone balance: NodePool {name}'s mean skew {zone['skew_mean']:g} {by} over {zone['bound']}")
+        if zone["standby_skew_mean"] > float(bound):
+            out.append(
+                f"zone balance: NodePool {name}'s standby nodes' mean skew {zone['standby_skew_mean']:g} {by} "
+                f"over {zone['bound']}"
+            )
     late = figures.get("late_daemonset")
     if late is not None:
         if not any(p["waiting_peak"] for p in late.values()):

@@ -188,8 +188,9 @@ class StandbyCapacity:
         nodeclasses: Mapping[str, EC2NodeClass],
         gone: Sequence[Node],
     ) -> ZoneLoads:
-        """The zone-balanced NodePools' loads as a pass counts them (nodes, stopped standby ones
-        included, and claims in flight), without the nodes of instances terminated already (`gone`).
+        """The zone-balanced NodePools' loads as a pass counts them (serving nodes and standby
+        ones apart, with their claims in flight), without the nodes of instances terminated
+        already (`gone`).
         """
         inp = self.launcher.scheduling_input(
             snapshot,
@@ -273,9 +274,9 @@ class StandbyCapacity:
             )
             # Limits and blocked offerings as for any launch; placement on new claims alone.
             result = solve(replace(inp, nodes=(), bound_pods=(), inflight=()), cache=self.launcher.solver_cache)
-            # Standby instances are nodes of their NodePool: a zone-balanced one pins them to zones
-            # as any launch, counting its nodes and claims in flight (the full input).
-            result = balance_result(inp, result)
+            # A zone-balanced NodePool keeps its standby instances even across its zones, counted
+            # apart from its serving nodes (`engine.zonebalance.group`), its claims in flight included.
+            result = balance_result(inp, result, standby=True)
             if result.unschedulable:
                 why = f"a chunk fits no NodePool's on-demand offerings: {sorted(result.unschedulable.values())[0]}"
             planned = tuple(replace(c, pods=()) for c in result.claims)
@@ -309,6 +310,12 @@ class StandbyCapacity:
         nodes = [n for n in snapshot.nodes if n.name in stopped]
         running = [n for n in snapshot.nodes if n.name not in stopped and STANDBY_LABEL not in n.labels]
         waiting = [p for p in pending if p.key not in held]
+        zones = None
+        if waiting:
+            nodepools, nodeclasses = self.config.load()
+            if any(p.zone_balance is not None for p in nodepools):
+                # Of equal stopped nodes, those in the zones with the fewest serving nodes start first.
+                zones = self._zone_loads(snapshot, nodepools, nodeclasses, ())
         chosen = match(
             waiting,
             running,
@@ -317,6 +324,7 @@ class StandbyCapacity:
             daemonsets=snapshot.daemonsets,
             now=self.clock.now(),
             cache=self.launcher.solver_cache,
+            zones=zones,
         )
         for name, pods in chosen.items():
             if self._start(stopped[name], name, pods):

@@ -9,13 +9,15 @@ module decides; `nodewright.controllers.standby` acts. Its questions, each a fun
 * `refill`: which chunks the buffer's standby nodes (warming or stopped) already hold, seen as if
   running (`as_capacity`), and which of those nodes hold none (surplus: terminated). The chunks
   left over are what the controller solves onto new claims, as a pass would for pending pods.
-  In a zone-balanced NodePool (`engine.zonebalance`, which counts stopped nodes: they keep their
-  subnet address and come back in their zone) the surplus is taken from its fullest zones: a
-  node holding chunks in a fuller zone trades places with a surplus one in an emptier zone when
-  its chunks fit there alone, so a buffer that shrinks does not empty one zone;
+  In a zone-balanced NodePool (`engine.zonebalance`, which keeps its standby instances even
+  across its zones, counted apart from its serving nodes) the surplus is taken from the fullest
+  zones: a node holding chunks in a fuller zone trades places with a surplus one in an emptier
+  zone when its chunks fit there alone, so a buffer that shrinks does not empty one zone;
 * `match`: which stopped nodes to start for pending pods: the pods are placed on the running
   nodes first (kube-scheduler will take those), then what is left on the stopped nodes seen as if
-  running; a stopped node that receives a pod is started and holds those pods;
+  running, the largest first and, of equal ones, those in the zone of their NodePool with the
+  fewest serving nodes (in a zone-balanced NodePool); a stopped node that receives a pod is
+  started and holds those pods;
 * `stale_reason`: a stopped instance is replaced (terminated; `refill` launches its successor)
   when its NodePool is gone, its template drifted, its EC2NodeClass resolves to another AMI now
   (`engine.disruption.drift`'s template and image rules), or it reached `expireAfter`. Replacing
@@ -182,7 +184,7 @@ def _surplus_from_fullest(  # noqa: PLR0917 (refill's state, passed on whole)
         trades: list[tuple[float, str, str]] = []
         for holder in sorted(placed):
             node = by_name[holder]
-            entry = zones.pools.get(node.nodepool)
+            entry = zones.entry(node)
             if entry is None:
                 continue
             full = node.labels.get(wk.ZONE, "")
@@ -229,11 +231,13 @@ def match(
     daemonsets: Sequence[DaemonSet] = (),
     now: float = 0.0,
     cache: SolverCache | None = None,
+    zones: ZoneLoads | None = None,
 ) -> dict[str, tuple[str, ...]]:
     """The stopped nodes to start, each with the pending pods it takes (see the module docstring).
 
     `running`: the cluster's other nodes (only those that take pods count); `bound_pods`: every
-    bound pod (what fills them, and the stopped nodes' daemon pods). Empty when nothing fits.
+    bound pod (what fills them, and the stopped nodes' daemon pods); `zones`: the zone-balanced
+    NodePools' loads, when any (a node started is counted there as serving). Empty when nothing fits.
     """
     if not pending or not stopped:
         return {}
@@ -250,16 +254,32 @@ def match(
         return {}
     # One node at a time, largest first, so the pods fill the fewest stopped nodes (each start is
     # billed by the hour); the solver, given them all, would spread the pods in its own node order.
-    largest = sorted(stopped, key=lambda n: (-n.allocatable.get("cpu"), -n.allocatable.get("memory"), n.name))
+    # Of equal nodes, the one whose zone has the fewest serving nodes: starting it evens them out.
+    remaining = list(stopped)
     chosen: dict[str, tuple[str, ...]] = {}
-    for candidate in largest:
-        if not left:
-            break
+    while left and remaining:
+        candidate = min(
+            remaining,
+            key=lambda n: (
+                -n.allocatable.get("cpu"),
+                -n.allocatable.get("memory"),
+                zones.zone_load(_serving(n)) if zones else 0.0,
+                n.name,
+            ),
+        )
+        remaining.remove(candidate)
         placed = _place(left, (as_capacity(candidate),), bound_pods, daemonsets=daemonsets, now=now, cache=cache)
         if keys := placed.get(candidate.name):
             chosen[candidate.name] = keys
             left = [p for p in left if p.key not in set(keys)]
+            if zones:
+                zones.add(_serving(candidate))
     return dict(sorted(chosen.items()))
+
+
+def _serving(node: Node) -> Node:
+    """A standby node as the zone balance counts it once started (`engine.zonebalance.group`)."""
+    return replace(node, labels={k: v for k, v in node.labels.items() if k != STANDBY_LABEL})
 
 
 def stale_reason(

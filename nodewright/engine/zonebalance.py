@@ -34,6 +34,16 @@ taken by a running command) and its claims in flight, by zone; by `nodes` each c
 its vCPUs. The zones are every zone an offering of the NodePool's types that its requirements allow
 is in, so an empty zone counts as 0 (as Karpenter's topology counts domains). With no NodePool
 balanced, every function returns its input unchanged.
+
+Serving and standby nodes are held to the bound apart (`group`): the NodePool's nodes that run
+pods are one count, its standby instances (`nodewright.model.standby`: launched, then stopped,
+started when pods need them) another, each kept within the skew. Counted together, the stopped
+nodes evened out whatever the running ones did: on a generated day 24/7/17 running nodes sat
+behind 2/20/10 stopped ones (26/27/27 together), and when a late DaemonSet made the whole buffer
+stale, the running lopsidedness was all there was. The running nodes are the blast radius the
+setting bounds; the standby ones are what comes back in a zone when another fails, so they are
+kept even too (and together the NodePool stays within twice the bound). A standby launch goes,
+of the zones that keep the standby even, to the one with the fewest serving nodes (`pin`).
 """
 
 from __future__ import annotations
@@ -53,6 +63,7 @@ from nodewright.model.nodepool import NodePool, ZoneBalance
 from nodewright.model.pod import Pod
 from nodewright.model.requirements import Requirement, Requirements
 from nodewright.model.resources import CPU, Resources
+from nodewright.model.standby import STANDBY_LABEL
 
 if TYPE_CHECKING:
     # A name for annotations only: the disruption package imports this module (its consolidation
@@ -64,6 +75,17 @@ EPSILON = 1e-9
 SPLIT_PREFIX = "zone-balance-split-"
 # What a two-step plan may cost above the one-step plan, as a fraction of it, for the balance it buys.
 SPLIT_PREMIUM = 0.05
+
+
+# What `group` appends to a NodePool's name for the count of its standby instances.
+STANDBY_GROUP = "/standby"
+
+
+def group(nodepool: str, labels: Mapping[str, str]) -> str:
+    """The count a node or claim of `nodepool` with `labels` is in: its NodePool's serving nodes
+    (the NodePool's name) or its standby instances (the name and STANDBY_GROUP).
+    """
+    return nodepool + STANDBY_GROUP if STANDBY_LABEL in labels else nodepool
 
 
 def skew(load: Mapping[str, float]) -> float:
@@ -107,7 +129,9 @@ def claim_zone(claim: NodeClaim) -> str:
 
 @dataclass(slots=True)
 class PoolLoad:
-    """One balanced NodePool: its setting, zones and load per zone (mutable: pinning adds to it)."""
+    """One count of a balanced NodePool (its serving nodes, or its standby ones: `group`): its
+    setting, zones and load per zone (mutable: pinning adds to it).
+    """
 
     pool: NodePool
     balance: ZoneBalance
@@ -155,12 +179,14 @@ class ZoneLoads:
             balance = pc.nodepool.zone_balance
             if balance is None or pc.nodepool.replicas is not None:
                 continue
-            load = dict.fromkeys(sorted(pool_zones(pc)), 0.0)
-            out.pools[pc.nodepool.name] = PoolLoad(pc.nodepool, balance, load, {t.name: t for t in pc.instance_types})
+            zones = sorted(pool_zones(pc))
+            types = {t.name: t for t in pc.instance_types}
+            for name in (pc.nodepool.name, pc.nodepool.name + STANDBY_GROUP):
+                out.pools[name] = PoolLoad(pc.nodepool, balance, dict.fromkeys(zones, 0.0), types)
         if not out.pools:
             return out
         for node in nodes:
-            entry = out.pools.get(node.nodepool)
+            entry = out.entry(node)
             zone = node.labels.get(wk.ZONE, "")
             if entry is None or not zone:
                 continue
@@ -168,7 +194,7 @@ class ZoneLoads:
                 continue
             entry.load[zone] = entry.load.get(zone, 0.0) + entry.node_weight(node)
         for claim in inflight:
-            entry = out.pools.get(claim.nodepool)
+            entry = out.pools.get(group(claim.nodepool, claim.labels))
             zone = claim_zone(claim)
             if entry is None or not zone:
                 continue
@@ -193,6 +219,10 @@ class ZoneLoads:
     def __bool__(self) -> bool:
         return bool(self.pools)
 
+    def entry(self, node: Node) -> PoolLoad | None:
+        """The count `node` is in (`group`), or None when its NodePool is not balanced."""
+        return self.pools.get(group(node.nodepool, node.labels))
+
     def copy(self) -> ZoneLoads:
         """An independent copy (the loads are mutable)."""
         pools = {name: replace(entry, load=dict(entry.load)) for name, entry in self.pools.items()}
@@ -200,15 +230,19 @@ class ZoneLoads:
 
     # -- provisioning --------------------------------------------------------------------------
 
-    def pin(self, claims: Sequence[PlannedClaim]) -> tuple[PlannedClaim, ...]:
+    def pin(self, claims: Sequence[PlannedClaim], *, standby: bool = False) -> tuple[PlannedClaim, ...]:
         """`claims` with each claim of a balanced NodePool pinned to one zone, counted as it goes:
         first the claims tied to their zone (counted where they are), then the free ones, in order,
-        so the free claims even out what the tied ones of the same pass leave lopsided.
+        so the free claims even out what the tied ones of the same pass leave lopsided. `standby`:
+        the claims are standby instances, counted with those (`group`); of the zones that keep the
+        standby within its bound, the one with the fewest serving nodes first (a standby node is
+        started for pods and serves there: a one-node buffer refilled in the cheapest zone every
+        time would add each start to that zone).
         """
         out = list(claims)
-        free: list[tuple[int, Requirements, dict[str, tuple[InstanceType, Offering]]]] = []
+        free: list[tuple[int, PoolLoad, Requirements, dict[str, tuple[InstanceType, Offering]]]] = []
         for i, claim in enumerate(claims):
-            entry = self.pools.get(claim.nodepool)
+            entry = self.pools.get(claim.nodepool + STANDBY_GROUP if standby else claim.nodepool)
             if entry is None:
                 continue
             base = self._base(entry, claim)
@@ -217,9 +251,10 @@ class ZoneLoads:
                 zone = claim.offering.zone
                 entry.load[zone] = entry.load.get(zone, 0.0) + entry.type_weight(claim.instance_type.name)
             else:
-                free.append((i, base, by_zone))
-        for i, base, by_zone in free:
-            out[i] = self._pin(out[i], base, by_zone)
+                free.append((i, entry, base, by_zone))
+        for i, entry, base, by_zone in free:
+            serving = self.pools.get(claims[i].nodepool) if standby else None
+            out[i] = self._pin(out[i], entry, base, by_zone, serving.load if serving is not None else {})
         return tuple(out)
 
     @staticmethod
@@ -238,9 +273,16 @@ class ZoneLoads:
         return base.intersection(Requirements([pool_zone])) if pool_zone is not None else base
 
     def _pin(
-        self, claim: PlannedClaim, base: Requirements, by_zone: dict[str, tuple[InstanceType, Offering]]
+        self,
+        claim: PlannedClaim,
+        entry: PoolLoad,
+        base: Requirements,
+        by_zone: dict[str, tuple[InstanceType, Offering]],
+        first: Mapping[str, float],
     ) -> PlannedClaim:
-        entry = self.pools[claim.nodepool]
+        """`claim` pinned to a zone of `by_zone` (see `pin`); `first`: a load whose emptier zones
+        go first among those that keep `entry` within its bound (empty: none).
+        """
         weight = entry.type_weight(claim.instance_type.name)
         load = entry.load
         bound = entry.balance.max_skew + EPSILON
@@ -248,7 +290,7 @@ class ZoneLoads:
         if not within:
             least = min(load.get(z, 0.0) for z in by_zone)
             within = [z for z in by_zone if load.get(z, 0.0) <= least + EPSILON]
-        zone = min(within, key=lambda z: (by_zone[z][1].price, load.get(z, 0.0), z))
+        zone = min(within, key=lambda z: (first.get(z, 0.0), by_zone[z][1].price, load.get(z, 0.0), z))
         load[zone] = load.get(zone, 0.0) + weight
         options = tuple(it for it in claim.options if self._offering(it, base, zone) is not None)
         offering = by_zone[zone][1]
@@ -287,14 +329,14 @@ class ZoneLoads:
     def remove(self, nodes: Iterable[Node]) -> None:
         """Take `nodes` out of their NodePools' loads."""
         for node in nodes:
-            entry = self.pools.get(node.nodepool)
+            entry = self.entry(node)
             zone = node.labels.get(wk.ZONE, "")
             if entry is not None and zone in entry.load:
                 entry.load[zone] -= entry.node_weight(node)
 
     def add(self, node: Node) -> None:
         """Count `node` in its NodePool's load again (undoes `remove`)."""
-        entry = self.pools.get(node.nodepool)
+        entry = self.entry(node)
         zone = node.labels.get(wk.ZONE, "")
         if entry is not None and zone:
             entry.load[zone] = entry.load.get(zone, 0.0) + entry.node_weight(node)
@@ -333,7 +375,7 @@ class ZoneLoads:
         after = self.copy()
         after.remove(removed)
         pinned = after.pin(claims)
-        touched = {n.nodepool for n in removed} | {c.nodepool for c in claims}
+        touched = {group(n.nodepool, n.labels) for n in removed} | {c.nodepool for c in claims}
         for name in sorted(touched & set(after.pools)):
             entry = after.pools[name]
             now = skew(entry.load)
@@ -349,21 +391,27 @@ class ZoneLoads:
         return pinned, after, ""
 
     def over(self) -> frozenset[str]:
-        """The balanced NodePools whose skew is over their bound now."""
-        return frozenset(name for name, e in self.pools.items() if skew(e.load) > e.balance.max_skew + EPSILON)
+        """The balanced NodePools whose serving nodes' skew is over their bound now (what a
+        disruption move can even out; the standby instances are evened out as the buffer refills).
+        """
+        return frozenset(
+            name
+            for name, e in self.pools.items()
+            if not name.endswith(STANDBY_GROUP) and skew(e.load) > e.balance.max_skew + EPSILON
+        )
 
     def excess(self, node: Node) -> float:
         """How much more the node's zone holds than its NodePool's least loaded zone (0 for a
         node of a NodePool that is not balanced): the fullest zones' nodes have the most.
         """
-        entry = self.pools.get(node.nodepool)
+        entry = self.entry(node)
         if entry is None or not entry.load:
             return 0.0
         return entry.load.get(node.labels.get(wk.ZONE, ""), 0.0) - min(entry.load.values())
 
     def in_fullest(self, node: Node) -> bool:
         """Whether the node is in one of its balanced NodePool's fullest zones (and it has two or more)."""
-        entry = self.pools.get(node.nodepool)
+        entry = self.entry(node)
         if entry is None or len(entry.load) < 2:
             return False
         return self.excess(node) >= skew(entry.load) - EPSILON
@@ -380,7 +428,7 @@ class ZoneLoads:
         kept: list[int] = []
         why: dict[int, str] = {}
         taken: list[Node] = []
-        order = sorted(range(len(nodes)), key=lambda i: -self._zone_load(nodes[i]))
+        order = sorted(range(len(nodes)), key=lambda i: -self.zone_load(nodes[i]))
         for i in order:
             _, reason = self.judge([*taken, nodes[i]], ())
             if reason:
@@ -390,8 +438,9 @@ class ZoneLoads:
             kept.append(i)
         return sorted(kept), why
 
-    def _zone_load(self, node: Node) -> float:
-        entry = self.pools.get(node.nodepool)
+    def zone_load(self, node: Node) -> float:
+        """The load of `node`'s zone in its count (`group`; 0 for a node of a NodePool not balanced)."""
+        entry = self.entry(node)
         return entry.load.get(node.labels.get(wk.ZONE, ""), 0.0) if entry is not None else 0.0
 
 
@@ -399,8 +448,11 @@ def balance_result(
     inp: SchedulingInput,
     result: SchedulingResult,
     resolve: Callable[[SchedulingInput], SchedulingResult] | None = None,
+    *,
+    standby: bool = False,
 ) -> SchedulingResult:
-    """`result` with the new claims of balanced NodePools pinned to zones (unchanged without any).
+    """`result` with the new claims of balanced NodePools pinned to zones (unchanged without any);
+    `standby`: they are standby instances, pinned by the count of those (`group`).
 
     With `resolve` (the caller's solver), a plan that leaves a balanced NodePool over its bound
     because its zone-tied claims also carry free pods is planned again in two steps
@@ -411,7 +463,7 @@ def balance_result(
     if not loads or not result.claims:
         return result
     after = loads.copy()  # the loads once the pinned claims launch
-    pinned = replace(result, claims=after.pin(result.claims))
+    pinned = replace(result, claims=after.pin(result.claims, standby=standby))
     if resolve is None or not _mixed_and_over(after, pinned.claims):
         return pinned
     split = split_solve(inp, resolve, loads)

@@ -331,3 +331,84 @@ def test_a_zone_balanced_standby_that_shrinks_terminates_its_surplus_from_the_fu
     assert left == dict.fromkeys(("us-east-1a", "us-east-1b", "us-east-1c"), 1)
     assert len(decisions(world, "standby-replace")) == 3
     assert all(d["reason"].startswith("surplus") for d in decisions(world, "standby-replace"))
+
+
+ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
+
+
+def web_in_zone_a(world: Ec2World) -> list[Any]:
+    """Two pending pods of 3 cpu tied to zone a by their node selector: two serving xlarge nodes there."""
+    return world.cluster.add_pods(
+        [pod(f"web-{i}", cpu="3", memory="4Gi", node_selector={wk.ZONE: ZONES[0]}) for i in range(2)]
+    )
+
+
+def test_a_zone_balanced_nodepools_standby_instances_are_kept_even_by_their_own_count_not_to_even_out_serving_ones(
+    world: Ec2World, example_plan: ExamplePlan, invoke: Invoke
+) -> None:
+    # Serving nodes in zone a only (their pods ask for it). Counted with them, the standby would go
+    # to b and c (0/2/1), evening out a total while the serving nodes stay 2/0/0, and the first
+    # time the buffer is replaced whole (a new DaemonSet, a new AMI) the imbalance is all there is.
+    balanced_chunks(world, example_plan, 3)
+    buffered = world.config.current
+    for p in world.cluster.pods():
+        world.cluster.remove_pod(p)
+    web_in_zone_a(world)
+    world.config.current = replace(buffered, capacitybuffers=())
+    invoke(world.provisioner, "web")
+    world.config.current = buffered
+
+    invoke(world.provisioner, "standby")
+
+    claims = world.store.claims()
+    serving = Counter(c.zone for c in claims if STANDBY_LABEL not in c.labels)
+    standby = Counter(c.zone for c in claims if STANDBY_LABEL in c.labels)
+    assert serving == {ZONES[0]: 2}
+    assert standby == dict.fromkeys(ZONES, 1)
+
+
+def test_pending_pods_start_the_stopped_node_in_the_zone_with_the_fewest_serving_nodes(
+    world: Ec2World, example_plan: ExamplePlan, invoke: Invoke
+) -> None:
+    # Three equal stopped nodes, one per zone, named after their zone (a's sorts first); two serving
+    # nodes, both in zone a. A free pod that fits any of them starts b's (fewest serving nodes,
+    # then the name): serving 2/1/0, where a's, first by name, would make them 3/0/0.
+    balanced_chunks(world, example_plan, 3)
+    for p in world.cluster.pods():
+        world.cluster.remove_pod(p)
+    web = web_in_zone_a(world)
+    invoke(world.provisioner, "warm-1")
+    nodes = join(world, example_plan, zone_first=True)
+    serving_nodes = [n for n in nodes if (node := world.cluster.get_node(n)) and STANDBY_LABEL not in node.labels]
+    for p, name in zip(web, sorted(serving_nodes), strict=True):
+        world.cluster.bind(p, name)
+    invoke(world.provisioner, "warm-2")
+    stopped = {c.node_name: c.zone for c in world.store.claims() if c.state == STOPPED}
+    assert sorted(stopped.values()) == list(ZONES)
+
+    world.cluster.add_pods([pod("burst", cpu="3", memory="4Gi")])
+    invoke(world.provisioner, "burst")
+
+    started = [c for c in world.store.claims() if c.state == STARTING]
+    assert [c.zone for c in started] == [ZONES[1]]
+
+
+def test_a_standby_instance_is_launched_in_a_zone_with_the_fewest_serving_nodes(
+    world: Ec2World, example_plan: ExamplePlan, invoke: Invoke
+) -> None:
+    # A one-node buffer: every zone keeps the standby even, and the cheapest (or first) zone would
+    # take every refill, so each start for pending pods would add a serving node to that zone.
+    balanced_chunks(world, example_plan, 1)
+    buffered = world.config.current
+    for p in world.cluster.pods():
+        world.cluster.remove_pod(p)
+    web_in_zone_a(world)
+    world.config.current = replace(buffered, capacitybuffers=())
+    invoke(world.provisioner, "web")
+    world.config.current = buffered
+
+    invoke(world.provisioner, "standby")
+
+    standby = [c.zone for c in world.store.claims() if STANDBY_LABEL in c.labels]
+    assert len(standby) == 1
+    assert standby[0] != ZONES[0]
