@@ -343,13 +343,11 @@ def web_in_zone_a(world: Ec2World) -> list[Any]:
     )
 
 
-def test_a_zone_balanced_nodepools_standby_instances_are_kept_even_by_their_own_count_not_to_even_out_serving_ones(
-    world: Ec2World, example_plan: ExamplePlan, invoke: Invoke
-) -> None:
-    # Serving nodes in zone a only (their pods ask for it). Counted with them, the standby would go
-    # to b and c (0/2/1), evening out a total while the serving nodes stay 2/0/0, and the first
-    # time the buffer is replaced whole (a new DaemonSet, a new AMI) the imbalance is all there is.
-    balanced_chunks(world, example_plan, 3)
+def serving_in_zone_a_then_standby(world: Ec2World, example_plan: ExamplePlan, invoke: Invoke, chunks: int) -> None:
+    """Two serving nodes launched in zone a (`web_in_zone_a`) by a pass without the buffer, then a
+    pass with `balanced_chunks` of `chunks`, which launches the standby.
+    """
+    balanced_chunks(world, example_plan, chunks)
     buffered = world.config.current
     for p in world.cluster.pods():
         world.cluster.remove_pod(p)
@@ -357,8 +355,16 @@ def test_a_zone_balanced_nodepools_standby_instances_are_kept_even_by_their_own_
     world.config.current = replace(buffered, capacitybuffers=())
     invoke(world.provisioner, "web")
     world.config.current = buffered
-
     invoke(world.provisioner, "standby")
+
+
+def test_a_zone_balanced_nodepools_standby_instances_are_kept_even_by_their_own_count_not_to_even_out_serving_ones(
+    world: Ec2World, example_plan: ExamplePlan, invoke: Invoke
+) -> None:
+    # Serving nodes in zone a only (their pods ask for it). Counted with them, the standby would go
+    # to b and c (0/2/1), evening out a total while the serving nodes stay 2/0/0, and the first
+    # time the buffer is replaced whole (a new DaemonSet, a new AMI) the imbalance is all there is.
+    serving_in_zone_a_then_standby(world, example_plan, invoke, 3)
 
     claims = world.store.claims()
     serving = Counter(c.zone for c in claims if STANDBY_LABEL not in c.labels)
@@ -398,16 +404,7 @@ def test_a_standby_instance_is_launched_in_a_zone_with_the_fewest_serving_nodes(
 ) -> None:
     # A one-node buffer: every zone keeps the standby even, and the cheapest (or first) zone would
     # take every refill, so each start for pending pods would add a serving node to that zone.
-    balanced_chunks(world, example_plan, 1)
-    buffered = world.config.current
-    for p in world.cluster.pods():
-        world.cluster.remove_pod(p)
-    web_in_zone_a(world)
-    world.config.current = replace(buffered, capacitybuffers=())
-    invoke(world.provisioner, "web")
-    world.config.current = buffered
-
-    invoke(world.provisioner, "standby")
+    serving_in_zone_a_then_standby(world, example_plan, invoke, 1)
 
     standby = [c.zone for c in world.store.claims() if STANDBY_LABEL in c.labels]
     assert len(standby) == 1
