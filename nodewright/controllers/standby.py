@@ -311,10 +311,12 @@ class StandbyCapacity:
         running = [n for n in snapshot.nodes if n.name not in stopped and STANDBY_LABEL not in n.labels]
         waiting = [p for p in pending if p.key not in held]
         zones = None
-        if waiting:
+        if waiting and len(nodes) > 1:
+            # Of equal stopped nodes, those in the zones with the fewest serving nodes start first:
+            # counted (a scheduling input built) only when a stopped node's NodePool is balanced.
             nodepools, nodeclasses = self.config.load()
-            if any(p.zone_balance is not None for p in nodepools):
-                # Of equal stopped nodes, those in the zones with the fewest serving nodes start first.
+            theirs = {n.nodepool for n in nodes}
+            if any(p.zone_balance is not None and p.name in theirs for p in nodepools):
                 zones = self._zone_loads(snapshot, nodepools, nodeclasses, ())
         chosen = match(
             waiting,

@@ -137,6 +137,7 @@ class PoolLoad:
     balance: ZoneBalance
     load: dict[str, float]
     types: Mapping[str, InstanceType]
+    standby: bool = False  # the count of its standby instances
 
     def node_weight(self, node: Node) -> float:
         """What a node counts: 1, or its vCPUs."""
@@ -181,8 +182,9 @@ class ZoneLoads:
                 continue
             zones = sorted(pool_zones(pc))
             types = {t.name: t for t in pc.instance_types}
-            for name in (pc.nodepool.name, pc.nodepool.name + STANDBY_GROUP):
-                out.pools[name] = PoolLoad(pc.nodepool, balance, dict.fromkeys(zones, 0.0), types)
+            for standby in (False, True):
+                name = pc.nodepool.name + STANDBY_GROUP if standby else pc.nodepool.name
+                out.pools[name] = PoolLoad(pc.nodepool, balance, dict.fromkeys(zones, 0.0), types, standby)
         if not out.pools:
             return out
         for node in nodes:
@@ -395,9 +397,7 @@ class ZoneLoads:
         disruption move can even out; the standby instances are evened out as the buffer refills).
         """
         return frozenset(
-            name
-            for name, e in self.pools.items()
-            if not name.endswith(STANDBY_GROUP) and skew(e.load) > e.balance.max_skew + EPSILON
+            name for name, e in self.pools.items() if not e.standby and skew(e.load) > e.balance.max_skew + EPSILON
         )
 
     def excess(self, node: Node) -> float:
