@@ -433,3 +433,33 @@ def test_the_re_balancing_move_goes_before_consolidation_while_a_pool_is_over_it
     assert [c.name for c in world.store.claims() if c.created_at > START] == []
     assert world.cluster.lost_pods() == []
     assert all(p.node_name for p in world.workload_pods())
+
+
+@pytest.mark.parametrize("budget", ["2", "1"])
+def test_the_re_balancing_move_merges_two_nodes_of_the_fullest_zone_when_no_single_node_can_leave(budget: str) -> None:
+    # Zone a holds four full spot m5.large (four 500m pods each, pinned to zone a); b and c one
+    # each. No single node can leave (its pods come back to zone a on a node of its own), and
+    # consolidation saves nothing by putting two m5.large's pods on one m5.xlarge (twice the
+    # price). The re-balancing move merges pairs of zone a's nodes onto one m5.xlarge in zone a,
+    # pass after pass, until the NodePool is within its bound (a=2 b=1 c=1), then stops. A
+    # budget of one node allows no pair: nothing moves.
+    pool = node_pool(zone_balance=ZoneBalance("nodes", 1.0), disruption=Disruption(budgets=(Budget(nodes=budget),)))
+    world = ZonedWorld(pools=(pool,))
+    for i in range(4):
+        world.zoned(f"a-{i}", "us-east-1a", 4, instance_type="m5.large", pinned=True, capacity_type="spot")
+    world.zoned("b-1", "us-east-1b", 4, instance_type="m5.large", pinned=True, capacity_type="spot")
+    world.zoned("c-1", "us-east-1c", 4, instance_type="m5.large", pinned=True, capacity_type="spot")
+    world.consolidate_through_handler(900)
+    assert world.cluster.lost_pods() == []
+    assert all(p.node_name for p in world.workload_pods())
+    if budget == "1":
+        assert world.observer.of("disruption") == []
+        assert world.zones() == {"us-east-1a": 4, "us-east-1b": 1, "us-east-1c": 1}
+        return
+    moves = world.observer.of("disruption")
+    assert [(m["method"], len(m["candidates"])) for m in moves] == [("zone-rebalance", 2)] * 2
+    assert str(moves[0]["detail"]).startswith("merge a-0 (m5.large spot, $0.0400/h) and a-1")
+    assert "fullest zone (us-east-1a=4 us-east-1b=1 us-east-1c=1)" in str(moves[0]["detail"])
+    assert world.zones() == {"us-east-1a": 2, "us-east-1b": 1, "us-east-1c": 1}
+    new = [c for c in world.store.claims() if c.created_at > START]
+    assert [(c.instance_type, c.zone) for c in new] == [("m5.xlarge", "us-east-1a")] * 2

@@ -14,13 +14,23 @@ move) whose pods all find a home on the other nodes or on new nodes pinned to th
 (`ZoneLoads.evens`: the NodePool comes out more even, no balanced NodePool more lopsided), for at
 most REBALANCE_PREMIUM more an hour than the node costs; each new node's options are cut to what
 keeps that. At most REBALANCE_TRIES nodes are tried (one solve each) a pass.
+
+When no single node can leave (in a NodePool balanced by node count, the fullest zone's nodes
+often hold nothing but pods a spread ties there, and a replacement for one comes back to that
+zone), two of the zone's nodes may merge into fewer there (`merge`): the same pods on one node
+instead of two lowers the zone's count whatever ties them. Pairs of the NodePool's nodes in that
+zone, the cheapest first, are tried (at most MERGE_TRIES a pass, one solve each) within the same
+premium over the pair's price and budgets that allow both. Consolidation never makes such a move:
+it saves nothing (a node of twice the size costs twice as much).
 The move is the zone balance's own, so it is made whatever the consolidation policy (a
 `WhenEmpty` NodePool's nodes too); `consolidateAfter: Never` or a "Drifted" budget of 0 stops it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import combinations
 
 from nodewright.engine.disruption.candidates import Candidate, ClusterView
 from nodewright.engine.disruption.consolidation import EPSILON, option_price
@@ -30,12 +40,15 @@ from nodewright.engine.disruption.simulate import DisruptionCache, Simulator
 from nodewright.engine.disruption.types import Command, DisruptionInput
 from nodewright.engine.scheduling import SchedulingResult
 from nodewright.engine.zonebalance import ZoneLoads, tied
+from nodewright.model import labels as wk
 
 ZONE_REBALANCE = "zone-rebalance"
 # Nodes tried (each one solve) per pass.
 REBALANCE_TRIES = 8
 # What the new nodes may cost above the node they replace, as a fraction of its price.
 REBALANCE_PREMIUM = 0.05
+# Pairs of a fullest zone's nodes tried (each one solve) a pass when no single node can move.
+MERGE_TRIES = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,12 +77,17 @@ class ZoneRebalance:
             and not waiting(c, now)
             and zones.in_fullest(c.node)
         ]
-        kept = within_budget(movable_first(found), view.quotas(self.reason), self.reason, why)
+        quotas = view.quotas(self.reason)
+        kept = within_budget(movable_first(found), quotas, self.reason, why)
         for c in kept[:REBALANCE_TRIES]:
-            command, reason = _move(c, sim.run([c]), zones, view.inp)
+            command, reason = _move([c], sim.run([c]), zones, view.inp)
             if command is not None:
                 return command
             note(why, c.name, f"in NodePool {c.pool.name}'s fullest zone, but moving it {reason}")
+        for pair in merges(found, quotas)[:MERGE_TRIES]:
+            command, _ = _move(pair, sim.run(pair), zones, view.inp)
+            if command is not None:
+                return command
         return None
 
     def still_holds(self, command: Command, view: ClusterView, cache: DisruptionCache | None) -> str | None:
@@ -82,7 +100,7 @@ class ZoneRebalance:
         if stale:
             return stale
         zones = ZoneLoads.for_disruption(view.inp, keep=frozenset(command.candidates))
-        now, reason = _move(candidates[0], Simulator(view, cache).run(candidates), zones, view.inp)
+        now, reason = _move(candidates, Simulator(view, cache).run(candidates), zones, view.inp)
         if now is None:
             return f"no longer evens out the zones: {reason}"
         if len(now.replacements) > len(command.replacements):
@@ -102,18 +120,40 @@ def movable_first(candidates: list[Candidate]) -> list[Candidate]:
     return sorted(ordered(candidates), key=lambda c: sum(1 for p in c.pods if tied(p)))
 
 
-def _move(c: Candidate, result: SchedulingResult, zones: ZoneLoads, inp: DisruptionInput) -> tuple[Command | None, str]:
-    """The command moving `c` (its pods placed as `result` says), or None and why not."""
+def merges(found: Sequence[Candidate], quotas: Mapping[str, int]) -> list[list[Candidate]]:
+    """The pairs `merge` tries: two nodes of one NodePool balanced by node count, in the same
+    (fullest) zone, whose budgets allow two more disruptions; the cheapest nodes first (two
+    small nodes fit one of their combined size most often), in the order of `combinations`.
+    """
+    groups: dict[tuple[str, str], list[Candidate]] = {}
+    for c in found:
+        balance = c.pool.zone_balance
+        if balance is not None and balance.by == "nodes" and quotas.get(c.pool.name, 0) >= 2:
+            groups.setdefault((c.pool.name, c.node.labels.get(wk.ZONE, "")), []).append(c)
+    pairs: list[list[Candidate]] = []
+    for _, members in sorted(groups.items()):
+        cheapest = sorted(members, key=lambda c: (c.price, c.name))
+        pairs.extend(list(pair) for pair in combinations(cheapest, 2))
+    return sorted(pairs, key=lambda pair: sum(c.price for c in pair))
+
+
+def _move(
+    cs: Sequence[Candidate], result: SchedulingResult, zones: ZoneLoads, inp: DisruptionInput
+) -> tuple[Command | None, str]:
+    """The command moving the nodes `cs` (one, or a pair to merge; their pods placed as `result`
+    says), or None and why not.
+    """
     if result.unschedulable:
         key, problem = next(iter(sorted(result.unschedulable.items())))
         return None, f"would leave pod {key} nowhere to go: {problem}"
-    pinned, reason = zones.evens([c.node], result.claims)
+    pinned, reason = zones.evens([c.node for c in cs], result.claims)
     if reason:
         return None, reason
     new = sum(r.price for r in pinned)
-    limit = c.price * (1 + REBALANCE_PREMIUM)
+    was = sum(c.price for c in cs)
+    limit = was * (1 + REBALANCE_PREMIUM)
     if new > limit + EPSILON:
-        return None, f"would cost ${new:.4f}/h of new nodes against ${c.price:.4f}/h"
+        return None, f"would cost ${new:.4f}/h of new nodes against ${was:.4f}/h"
     # CreateFleet may launch any option: each new node's options are those that keep the move
     # within the premium whichever comes up (its share of the slack).
     slack = (limit - new) / max(1, len(pinned))
@@ -133,15 +173,17 @@ def _move(c: Candidate, result: SchedulingResult, zones: ZoneLoads, inp: Disrupt
         for r in pinned
     )
     where = ", ".join(f"{r.instance_type.name} in {r.offering.zone}" for r in replacements) or "the other nodes"
+    pool = cs[0].pool.name
+    moved = " and ".join(c.describe() for c in cs)
     return Command(
         method=ZONE_REBALANCE,
         reason=DRIFTED,
-        candidates=(c.name,),
+        candidates=tuple(c.name for c in cs),
         replacements=replacements,
-        savings=c.price - new,
+        savings=was - new,
         detail=(
-            f"move {c.describe()} out of NodePool {c.pool.name}'s fullest zone "
-            f"({zones.describe_pool(c.pool.name)}) onto {where}; ${new:.4f}/h of new nodes"
+            f"{'move' if len(cs) == 1 else 'merge'} {moved} out of NodePool {pool}'s fullest zone "
+            f"({zones.describe_pool(pool)}) onto {where}; ${new:.4f}/h of new nodes"
         ),
-        pods=tuple(sorted(p.key for p in c.pods)),
+        pods=tuple(sorted(p.key for c in cs for p in c.pods)),
     ), ""
