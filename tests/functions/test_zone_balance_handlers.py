@@ -463,3 +463,21 @@ def test_the_re_balancing_move_merges_two_nodes_of_the_fullest_zone_when_no_sing
     assert world.zones() == {"us-east-1a": 2, "us-east-1b": 1, "us-east-1c": 1}
     new = [c for c in world.store.claims() if c.created_at > START]
     assert [(c.instance_type, c.zone) for c in new] == [("m5.xlarge", "us-east-1a")] * 2
+
+
+def test_a_pair_whose_pods_still_need_two_nodes_in_the_zone_is_not_merged_and_says_why() -> None:
+    # The same lopsided NodePool of full, zone-tied nodes, but m5.xlarge: two of them hold 8 cpu of
+    # pods, whose cheapest plan is two m5.xlarge again in zone a (one m5.4xlarge costs twice as
+    # much). Nothing moves, and each of zone a's nodes says why it stayed, alone and in a pair.
+    pool = node_pool(zone_balance=ZoneBalance("nodes", 1.0), disruption=Disruption(budgets=(Budget(nodes="2"),)))
+    world = ZonedWorld(pools=(pool,))
+    for i in range(4):
+        world.zoned(f"a-{i}", "us-east-1a", 8, pinned=True, capacity_type="spot")
+    world.zoned("b-1", "us-east-1b", 8, pinned=True, capacity_type="spot")
+    world.zoned("c-1", "us-east-1c", 8, pinned=True, capacity_type="spot")
+    world.consolidate_through_handler(300)
+    assert world.observer.of("disruption") == []
+    assert world.zones() == {"us-east-1a": 4, "us-east-1b": 1, "us-east-1c": 1}
+    reasons = {d["node"]: str(d["reason"]) for d in world.observer.of("disruption-rejected")}
+    assert "fullest zone, but moving it would not even out the zones" in reasons["a-0"]
+    assert "fullest zone, but merged with a-1 it would not even out the zones" in reasons["a-0"]

@@ -85,9 +85,11 @@ class ZoneRebalance:
                 return command
             note(why, c.name, f"in NodePool {c.pool.name}'s fullest zone, but moving it {reason}")
         for pair in merges(found, quotas)[:MERGE_TRIES]:
-            command, _ = _move(pair, sim.run(pair), zones, view.inp)
+            command, reason = _move(pair, sim.run(pair), zones, view.inp)
             if command is not None:
                 return command
+            for c, other in (pair, pair[::-1]):
+                note(why, c.name, f"in NodePool {c.pool.name}'s fullest zone, but merged with {other.name} it {reason}")
         return None
 
     def still_holds(self, command: Command, view: ClusterView, cache: DisruptionCache | None) -> str | None:
