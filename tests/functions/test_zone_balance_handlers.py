@@ -28,7 +28,7 @@ from nodewright.model.nodepool import Budget, Disruption, NodePool, ZoneBalance
 from nodewright.model.pod import SpreadConstraint
 from nodewright.model.resources import CPU
 from nodewright.model.selectors import LabelSelector
-from tests.builders import ZONES, node_pool, pod
+from tests.builders import ZONES, instance_type, node_pool, pod
 from tests.controllers.test_disruption import ConsolidationWorld
 from tests.controllers.test_interruption import START
 from tests.controllers.test_provisioning import TYPES
@@ -480,4 +480,29 @@ def test_a_pair_whose_pods_still_need_two_nodes_in_the_zone_is_not_merged_and_sa
     assert world.zones() == {"us-east-1a": 4, "us-east-1b": 1, "us-east-1c": 1}
     reasons = {d["node"]: str(d["reason"]) for d in world.observer.of("disruption-rejected")}
     assert "fullest zone, but moving it would not even out the zones" in reasons["a-0"]
-    assert "fullest zone, but merged with a-1 it would not even out the zones" in reasons["a-0"]
+    assert (
+        "fullest zone, but merged with a-1 it would not even out the zones of a NodePool over its zone "
+        "balance; on one node, it would cost $0.3200/h of new nodes against $0.1600/h"
+    ) in reasons["a-0"]
+
+
+def test_a_pair_whose_cheapest_plan_is_two_nodes_merges_onto_one_within_the_premium() -> None:
+    # As above, but the catalog also has an m5.2xlarge at 2.5% over two m5.xlarge (spot): the
+    # pair's cheapest plan is two m5.xlarge in zone a again, which evens nothing out, so the move
+    # plans the pair on one node that holds all its pods, within the 5% premium: two merges onto
+    # m5.2xlarge in zone a, and the NodePool is within its bound.
+    types = (*TYPES, instance_type("m5.2xlarge", cpu="8", memory="32Gi", pods=110, price=0.384, spot_price=0.164))
+    pool = node_pool(zone_balance=ZoneBalance("nodes", 1.0), disruption=Disruption(budgets=(Budget(nodes="2"),)))
+    world = ZonedWorld(pools=(pool,), types=types)
+    for i in range(4):
+        world.zoned(f"a-{i}", "us-east-1a", 8, pinned=True, capacity_type="spot")
+    world.zoned("b-1", "us-east-1b", 8, pinned=True, capacity_type="spot")
+    world.zoned("c-1", "us-east-1c", 8, pinned=True, capacity_type="spot")
+    world.consolidate_through_handler(900)
+    moves = world.observer.of("disruption")
+    assert [(m["method"], len(m["candidates"])) for m in moves] == [("zone-rebalance", 2)] * 2
+    assert world.zones() == {"us-east-1a": 2, "us-east-1b": 1, "us-east-1c": 1}
+    new = [c for c in world.store.claims() if c.created_at > START]
+    assert [(c.instance_type, c.zone) for c in new] == [("m5.2xlarge", "us-east-1a")] * 2
+    assert world.cluster.lost_pods() == []
+    assert all(p.node_name for p in world.workload_pods())

@@ -23,9 +23,11 @@ each question hands it an equivalent, smaller cluster:
   still count for topology), or not at all when it has none; of the nodes they can use, at most
   `ROOMY_LIMIT`, the roomiest, are offered (a plan on fewer nodes is still a valid plan);
 * for consolidation the NodePools' instance types are cut to those cheaper than the candidates:
-  no dearer type can be part of a plan that saves money.
+  no dearer type can be part of a plan that saves money; for a zone re-balancing merge, whose
+  cheapest plan may be as many nodes as it removes (`whole`), to those that hold all the moving
+  pods and every DaemonSet's pod on one node, so the cheapest plan is one node.
 
-Results are cached by the candidate names (and whether types were cut), so the methods of one
+Results are cached by the candidate names (and how types were cut), so the methods of one
 pass and the searches inside consolidation never solve the same question twice. What outlives a
 pass is in the `DisruptionCache` the caller owns (the consolidator keeps one per warm container):
 each node's destination summary, remembered while the node and its pods are the same objects
@@ -197,7 +199,7 @@ class Simulator:
         self.used = pool_usage(inp.snapshot.nodes, inp.claims, view.types)
         self._cheapest = {pc.nodepool.name: _by_price(pc.instance_types) for pc in inp.pools}
         self._pool_requirements = {pc.nodepool.name: _pool_requirements(pc.nodepool) for pc in inp.pools}
-        self._cache: dict[tuple[frozenset[str], bool], SchedulingResult] = {}
+        self._cache: dict[tuple[frozenset[str], bool, bool], SchedulingResult] = {}
         self._cuts: dict[tuple[str, int], tuple[InstanceType, ...]] = {}
         self._shadows: dict[tuple[str, frozenset[str]], Node] = {}
         self._shadow_labels: dict[tuple[str, frozenset[str]], Mapping[str, str]] = {}
@@ -220,11 +222,14 @@ class Simulator:
         """Free cpu and memory (milli-units) of every destination node."""
         return {d.node.name: (d.free[CPU], d.free[MEMORY]) for d in self.destinations}
 
-    def run(self, candidates: Sequence[Candidate], *, cheaper: bool = False) -> SchedulingResult:
+    def run(self, candidates: Sequence[Candidate], *, cheaper: bool = False, whole: bool = False) -> SchedulingResult:
         """The plan for the candidates' pods on the rest of the cluster plus new claims; with
-        `cheaper`, new claims may only use types cheaper than the candidates together.
+        `cheaper`, new claims may only use types cheaper than the candidates together; with
+        `whole`, only types one node of which holds all the pods and every DaemonSet's pod
+        (counted whether or not each DaemonSet would run there: a fallback plan, so the cut may
+        be stricter than needed).
         """
-        key = (frozenset(c.name for c in candidates), cheaper)
+        key = (frozenset(c.name for c in candidates), cheaper, whole)
         hit = self._cache.get(key)
         if hit is not None:
             return hit
@@ -235,6 +240,14 @@ class Simulator:
         if cheaper:
             cap = sum(c.price for c in candidates)
             pools = tuple(PoolCapacity(pc.nodepool, self._below(pc.nodepool.name, cap)) for pc in pools)
+        if whole:
+            need = Resources()
+            for p in (*pods, *(d.template for d in inp.snapshot.daemonsets)):
+                need = need + p.requests
+            pools = tuple(
+                PoolCapacity(pc.nodepool, tuple(it for it in pc.instance_types if need.fits_in(it.allocatable)))
+                for pc in pools
+            )
         scheduling = rescheduling_input(
             pods,
             nodes=nodes,

@@ -85,7 +85,7 @@ class ZoneRebalance:
                 return command
             note(why, c.name, f"in NodePool {c.pool.name}'s fullest zone, but moving it {reason}")
         for pair in merges(found, quotas)[:MERGE_TRIES]:
-            command, reason = _move(pair, sim.run(pair), zones, view.inp)
+            command, reason = _merge(pair, sim, zones, view.inp)
             if command is not None:
                 return command
             for c, other in (pair, pair[::-1]):
@@ -102,7 +102,11 @@ class ZoneRebalance:
         if stale:
             return stale
         zones = ZoneLoads.for_disruption(view.inp, keep=frozenset(command.candidates))
-        now, reason = _move(candidates, Simulator(view, cache).run(candidates), zones, view.inp)
+        sim = Simulator(view, cache)
+        if len(candidates) > 1:
+            now, reason = _merge(candidates, sim, zones, view.inp)
+        else:
+            now, reason = _move(candidates, sim.run(candidates), zones, view.inp)
         if now is None:
             return f"no longer evens out the zones: {reason}"
         if len(now.replacements) > len(command.replacements):
@@ -137,6 +141,20 @@ def merges(found: Sequence[Candidate], quotas: Mapping[str, int]) -> list[list[C
         cheapest = sorted(members, key=lambda c: (c.price, c.name))
         pairs.extend(list(pair) for pair in combinations(cheapest, 2))
     return sorted(pairs, key=lambda pair: sum(c.price for c in pair))
+
+
+def _merge(
+    pair: Sequence[Candidate], sim: Simulator, zones: ZoneLoads, inp: DisruptionInput
+) -> tuple[Command | None, str]:
+    """The merge of `pair` on its cheapest plan, or, when that plan does not even the zones out
+    (its pods' cheapest home is as many nodes in the same zone again), on one node that holds
+    them all (`Simulator.run(whole=True)`), within the same premium; else None and why not.
+    """
+    command, reason = _move(pair, sim.run(pair), zones, inp)
+    if command is not None:
+        return command, ""
+    whole, why = _move(pair, sim.run(pair, whole=True), zones, inp)
+    return (whole, "") if whole is not None else (None, f"{reason}; on one node, it {why}")
 
 
 def _move(
