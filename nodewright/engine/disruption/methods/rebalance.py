@@ -129,9 +129,9 @@ def movable_first(candidates: list[Candidate]) -> list[Candidate]:
 
 
 def merges(found: Sequence[Candidate], quotas: Mapping[str, int]) -> list[list[Candidate]]:
-    """The pairs `merge` tries: two nodes of one NodePool balanced by node count, in the same
-    (fullest) zone, whose budgets allow two more disruptions; the cheapest nodes first (two
-    small nodes fit one of their combined size most often), in the order of `combinations`.
+    """The pairs the merge tries (`_merge`): two nodes of one NodePool balanced by node count, in
+    the same (fullest) zone, whose budgets allow two more disruptions; the cheapest pairs first
+    (two small nodes fit one of their combined size most often).
     """
     groups: dict[tuple[str, str], list[Candidate]] = {}
     for c in found:
