@@ -19,11 +19,11 @@ When no single node can leave (in a NodePool balanced by node count, the fullest
 often hold nothing but pods a spread ties there, and a replacement for one comes back to that
 zone), two of the zone's nodes may merge into fewer there (`merges`, `_merge`): the same pods on
 one node instead of two lowers the zone's count whatever ties them. Pairs of the NodePool's nodes
-in that zone, the cheapest first, are tried (at most MERGE_TRIES a pass) within the same premium
-over the pair's price and budgets that allow both: on the pair's cheapest plan, and when that is
-as many nodes in the zone again, on one node that holds all its pods (`Simulator.run(whole=True)`).
-Consolidation never makes such a move: it saves nothing (a node of twice the size costs twice as
-much).
+in that zone, the cheapest first, are tried (at most MERGE_TRIES a pass, one or two solves each)
+within the same premium over the pair's price and budgets that allow both: on the pair's
+cheapest plan, and when that is as many nodes in the zone again, on one node that holds all its
+pods (`Simulator.run(whole=True)`). Consolidation never makes such a move: it saves nothing (a
+node of twice the size costs twice as much).
 The move is the zone balance's own, so it is made whatever the consolidation policy (a
 `WhenEmpty` NodePool's nodes too); `consolidateAfter: Never` or a "Drifted" budget of 0 stops it.
 """
@@ -49,7 +49,8 @@ ZONE_REBALANCE = "zone-rebalance"
 REBALANCE_TRIES = 8
 # What the new nodes may cost above the node they replace, as a fraction of its price.
 REBALANCE_PREMIUM = 0.05
-# Pairs of a fullest zone's nodes tried (each one solve) a pass when no single node can move.
+# Pairs of a fullest zone's nodes tried a pass when no single node can move (each one solve, two
+# when its cheapest plan does not even the zones out and it is planned again on one node).
 MERGE_TRIES = 4
 
 
